@@ -1,0 +1,3 @@
+#pragma once
+#include <sys/capability.h>
+#include <sys/prctl.h>
