@@ -4,6 +4,10 @@
 // the few we need are re-exported as static inline functions.
 #include <stdint.h>
 #include <sys/socket.h>
+// glibc first: linux/libc-compat.h then skips the uapi copies of in_addr & co., so the
+// module agrees with Glibc about those structs.
+#include <netinet/in.h>
+#include <net/if.h>
 #include <linux/netlink.h>
 #include <linux/rtnetlink.h>
 #include <linux/fib_rules.h>

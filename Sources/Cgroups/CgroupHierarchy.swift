@@ -1,0 +1,128 @@
+import Glibc
+
+public struct CgroupError: Error, CustomStringConvertible, Sendable {
+    public var description: String
+    init(_ operation: String, path: String, code: Int32 = errno) {
+        description = "\(operation) \(path): \(String(cString: strerror(code)))"
+    }
+    init(_ description: String) { self.description = description }
+}
+
+/// The cgroup v2 tree as the daemon uses it: cgroups are named by their path relative to
+/// the hierarchy's root ("vpn.slice/vpn-work.slice"); nftables knows them by id (the
+/// directory's inode) and level (its depth), which is what `socket cgroupv2 level N`
+/// compares against.
+public struct CgroupHierarchy: Sendable {
+    public let mountPoint: String
+
+    public init(mountPoint: String) {
+        self.mountPoint = mountPoint
+    }
+
+    /// The hierarchy of this machine, found from /proc/self/mountinfo.
+    public static func system() throws -> CgroupHierarchy {
+        guard let text = readFile("/proc/self/mountinfo") else {
+            throw CgroupError("cannot read /proc/self/mountinfo")
+        }
+        guard let mount = CgroupMount.find(inMountInfo: text) else {
+            throw CgroupError("no cgroup2 file system is mounted (looked in /proc/self/mountinfo); vpnexec needs the unified cgroup hierarchy")
+        }
+        return CgroupHierarchy(mountPoint: mount)
+    }
+
+    public func absolute(_ relative: String) -> String {
+        relative.isEmpty ? mountPoint : mountPoint + "/" + relative
+    }
+
+    /// Depth below the root: "vpn.slice/vpn-work.slice" is level 2.
+    public static func level(of relative: String) -> UInt32 {
+        UInt32(relative.split(separator: "/").count)
+    }
+
+    /// The cgroup id, or nil if the directory does not exist.
+    public func id(of relative: String) -> UInt64? {
+        var info = stat()
+        guard stat(absolute(relative), &info) == 0, (info.st_mode & S_IFMT) == S_IFDIR else { return nil }
+        return UInt64(info.st_ino)
+    }
+
+    /// Creates the cgroup and its missing parents (mkdir -p); returns its id.
+    @discardableResult
+    public func create(_ relative: String) throws -> UInt64 {
+        var path = mountPoint
+        for component in relative.split(separator: "/") {
+            path += "/" + component
+            if mkdir(path, 0o755) != 0 && errno != EEXIST {
+                throw CgroupError("create cgroup", path: path)
+            }
+        }
+        guard let id = id(of: relative) else { throw CgroupError("create cgroup", path: path, code: ENOENT) }
+        return id
+    }
+
+    /// Removes an empty cgroup (rmdir); a cgroup with processes stays.
+    public func remove(_ relative: String) throws {
+        guard rmdir(absolute(relative)) == 0 || errno == ENOENT else {
+            throw CgroupError("remove cgroup", path: absolute(relative))
+        }
+    }
+
+    /// Writes a pid into cgroup.procs: the whole process (all threads) moves.
+    public func move(pid: Int32, to relative: String) throws {
+        let path = absolute(relative) + "/cgroup.procs"
+        let fd = open(path, O_WRONLY | O_CLOEXEC)
+        guard fd >= 0 else { throw CgroupError("open", path: path) }
+        defer { close(fd) }
+        let text = Array(String(pid).utf8)
+        guard write(fd, text, text.count) == text.count else {
+            throw CgroupError("move process \(pid) into", path: path)
+        }
+    }
+
+    /// Processes in the cgroup and, if `recursive`, in every cgroup below it.
+    public func processes(in relative: String, recursive: Bool = true) -> [Int32] {
+        var pids = (Self.readFile(absolute(relative) + "/cgroup.procs") ?? "")
+            .split(separator: "\n").compactMap { Int32($0) }
+        if recursive {
+            for child in children(of: relative) {
+                pids += processes(in: relative + "/" + child, recursive: true)
+            }
+        }
+        return pids
+    }
+
+    public func children(of relative: String) -> [String] {
+        guard let directory = opendir(absolute(relative)) else { return [] }
+        defer { closedir(directory) }
+        var names: [String] = []
+        while let entry = readdir(directory) {
+            guard entry.pointee.d_type == UInt8(DT_DIR) else { continue }
+            let name = withUnsafeBytes(of: entry.pointee.d_name) { String(decoding: $0.prefix { $0 != 0 }, as: UTF8.self) }
+            if name != "." && name != ".." { names.append(name) }
+        }
+        return names.sorted()
+    }
+
+    /// The cgroup v2 path of a process relative to the root, from /proc/PID/cgroup.
+    public static func cgroup(ofProcess pid: Int32) -> String? {
+        guard let text = readFile("/proc/\(pid)/cgroup") else { return nil }
+        for line in text.split(separator: "\n") where line.hasPrefix("0::") {
+            return String(line.dropFirst(3).drop { $0 == "/" })
+        }
+        return nil
+    }
+
+    static func readFile(_ path: String) -> String? {
+        let fd = open(path, O_RDONLY | O_CLOEXEC)
+        guard fd >= 0 else { return nil }
+        defer { close(fd) }
+        var data: [UInt8] = []
+        var buffer = [UInt8](repeating: 0, count: 65536)
+        while true {
+            let count = read(fd, &buffer, buffer.count)
+            guard count > 0 else { break }
+            data += buffer[0..<count]
+        }
+        return String(decoding: data, as: UTF8.self)
+    }
+}

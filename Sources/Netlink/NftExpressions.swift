@@ -1,0 +1,118 @@
+import CNetlink
+import Nftables
+
+/// Each statement as the kernel's expression list (what `nft --debug=netlink` prints for
+/// the same text). Register 1 is the only scratch register a statement needs.
+enum NftExpressions {
+    private static let reg1 = UInt32(NFT_REG_1.rawValue)
+    private static let verdictRegister = UInt32(NFT_REG_VERDICT.rawValue)
+
+    static func encode(_ statement: NftStatement) -> [OpaquePointer] {
+        switch statement {
+        case let .markMatch(mask, value, negated):
+            return [loadMeta(NFT_META_MARK), bitwise(and: mask, xor: 0), compare(value.bytes, negated: negated)]
+        case let .outputInterfaceName(name, negated):
+            return [loadMeta(NFT_META_OIFNAME), compare(interfaceNameBytes(name), negated: negated)]
+        case let .setMark(clear, set):
+            return [loadMeta(NFT_META_MARK), bitwise(and: ~clear, xor: set), storeMeta(NFT_META_MARK)]
+        case let .namedCounter(name):
+            let e = expression("objref")
+            nftnl_expr_set_u32(e, attr(NFTNL_EXPR_OBJREF_IMM_TYPE), UInt32(NFT_OBJECT_COUNTER))
+            nftnl_expr_set_str(e, attr(NFTNL_EXPR_OBJREF_IMM_NAME), name)
+            return [e]
+        case let .cgroupVerdictMap(level, map):
+            let socket = expression("socket")
+            nftnl_expr_set_u32(socket, attr(NFTNL_EXPR_SOCKET_KEY), UInt32(NFT_SOCKET_CGROUPV2.rawValue))
+            nftnl_expr_set_u32(socket, attr(NFTNL_EXPR_SOCKET_DREG), reg1)
+            nftnl_expr_set_u32(socket, attr(NFTNL_EXPR_SOCKET_LEVEL), level)
+            return [socket, verdictLookup(map)]
+        case let .markVerdictMap(mask, map):
+            return [loadMeta(NFT_META_MARK), bitwise(and: mask, xor: 0), verdictLookup(map)]
+        case .masquerade:
+            return [expression("masq")]
+        case let .verdict(verdict):
+            let e = expression("immediate")
+            nftnl_expr_set_u32(e, attr(NFTNL_EXPR_IMM_DREG), verdictRegister)
+            nftnl_expr_set_u32(e, attr(NFTNL_EXPR_IMM_VERDICT), UInt32(bitPattern: verdictCode(verdict)))
+            if let chain = chainName(verdict) {
+                nftnl_expr_set_str(e, attr(NFTNL_EXPR_IMM_CHAIN), chain)
+            }
+            return [e]
+        }
+    }
+
+    static func verdictCode(_ verdict: NftVerdict) -> Int32 {
+        switch verdict {
+        case .accept: return NF_ACCEPT
+        case .drop: return NF_DROP
+        case .return: return NFT_RETURN.rawValue
+        case .jump: return NFT_JUMP.rawValue
+        case .goto: return NFT_GOTO.rawValue
+        }
+    }
+
+    static func chainName(_ verdict: NftVerdict) -> String? {
+        switch verdict {
+        case let .jump(chain), let .goto(chain): return chain
+        default: return nil
+        }
+    }
+
+    private static func expression(_ name: String) -> OpaquePointer {
+        nftnl_expr_alloc(name)!
+    }
+
+    private static func loadMeta(_ key: nft_meta_keys) -> OpaquePointer {
+        let e = expression("meta")
+        nftnl_expr_set_u32(e, attr(NFTNL_EXPR_META_KEY), key.rawValue)
+        nftnl_expr_set_u32(e, attr(NFTNL_EXPR_META_DREG), reg1)
+        return e
+    }
+
+    private static func storeMeta(_ key: nft_meta_keys) -> OpaquePointer {
+        let e = expression("meta")
+        nftnl_expr_set_u32(e, attr(NFTNL_EXPR_META_KEY), key.rawValue)
+        nftnl_expr_set_u32(e, attr(NFTNL_EXPR_META_SREG), reg1)
+        return e
+    }
+
+    /// reg1 = (reg1 & and) ^ xor, on a 32-bit value.
+    private static func bitwise(and: UInt32, xor: UInt32) -> OpaquePointer {
+        let e = expression("bitwise")
+        nftnl_expr_set_u32(e, attr(NFTNL_EXPR_BITWISE_SREG), reg1)
+        nftnl_expr_set_u32(e, attr(NFTNL_EXPR_BITWISE_DREG), reg1)
+        nftnl_expr_set_u32(e, attr(NFTNL_EXPR_BITWISE_LEN), 4)
+        var mask = and, bits = xor
+        nftnl_expr_set(e, attr(NFTNL_EXPR_BITWISE_MASK), &mask, 4)
+        nftnl_expr_set(e, attr(NFTNL_EXPR_BITWISE_XOR), &bits, 4)
+        return e
+    }
+
+    private static func compare(_ data: [UInt8], negated: Bool) -> OpaquePointer {
+        let e = expression("cmp")
+        nftnl_expr_set_u32(e, attr(NFTNL_EXPR_CMP_SREG), reg1)
+        nftnl_expr_set_u32(e, attr(NFTNL_EXPR_CMP_OP), negated ? NFT_CMP_NEQ.rawValue : NFT_CMP_EQ.rawValue)
+        _ = data.withUnsafeBytes { nftnl_expr_set(e, attr(NFTNL_EXPR_CMP_DATA), $0.baseAddress, UInt32($0.count)) }
+        return e
+    }
+
+    private static func verdictLookup(_ map: String) -> OpaquePointer {
+        let e = expression("lookup")
+        nftnl_expr_set_u32(e, attr(NFTNL_EXPR_LOOKUP_SREG), reg1)
+        nftnl_expr_set_u32(e, attr(NFTNL_EXPR_LOOKUP_DREG), verdictRegister)
+        nftnl_expr_set_str(e, attr(NFTNL_EXPR_LOOKUP_SET), map)
+        return e
+    }
+
+    /// Interface names compare as the kernel stores them: IFNAMSIZ bytes, zero padded.
+    private static func interfaceNameBytes(_ name: String) -> [UInt8] {
+        var bytes = Array(name.utf8.prefix(15))
+        bytes += repeatElement(0, count: 16 - bytes.count)
+        return bytes
+    }
+}
+
+extension UInt32 {
+    /// Host byte order, as the kernel keeps marks.
+    var bytes: [UInt8] { withUnsafeBytes(of: self) { Array($0) } }
+}

@@ -1,0 +1,106 @@
+import CNetlink
+import Glibc
+import Nftables
+
+/// The nftables edge: replaces a whole table atomically, edits set elements, reads
+/// counters. Everything goes through libnftnl batches on one netfilter socket.
+public final class NftablesClient {
+    private let netlink: NetlinkSocket
+
+    public init() throws {
+        netlink = try NetlinkSocket(bus: NETLINK_NETFILTER)
+        netlink.setReceiveTimeout(seconds: 10)
+    }
+
+    /// Ensure, delete and re-create in one transaction: there is no instant in which the
+    /// old table is gone and the new one not yet in place, and a refused batch leaves the
+    /// old table exactly as it was.
+    public func replace(_ table: NftTable) throws {
+        try commit { batch in
+            batch.ensureTable(table.family, table.name)
+            batch.deleteTable(table.family, table.name)
+            batch.createTable(table)
+        }
+    }
+
+    /// Removes the table if it exists.
+    public func delete(family: NftFamily, table: String) throws {
+        try commit { batch in
+            batch.ensureTable(family, table)
+            batch.deleteTable(family, table)
+        }
+    }
+
+    public func addElements(_ elements: [NftElement], to set: String, in table: NftTable) throws {
+        guard !elements.isEmpty else { return }
+        try commit { $0.addElements(elements, to: set, in: table) }
+    }
+
+    public func deleteElements(_ elements: [NftElement], from set: String, in table: NftTable) throws {
+        guard !elements.isEmpty else { return }
+        try commit { $0.deleteElements(elements, from: set, in: table) }
+    }
+
+    public func tableExists(family: NftFamily, name: String) throws -> Bool {
+        let table = nftnl_table_alloc()!
+        defer { nftnl_table_free(table) }
+        nftnl_table_set_str(table, attr(NFTNL_TABLE_NAME), name)
+        let message = nftMessage(NFT_MSG_GETTABLE, family: family) { nftnl_table_nlmsg_build_payload($0, table) }
+        do {
+            try netlink.perform(message, operation: "get table \(family.rawValue) \(name)")
+            return true
+        } catch let error as NetlinkError where error.code == ENOENT {
+            return false
+        }
+    }
+
+    /// Named counters of a table, by name. Empty when the table does not exist.
+    public func counters(family: NftFamily, table: String) throws -> [String: NftCounter] {
+        let object = nftnl_obj_alloc()!
+        defer { nftnl_obj_free(object) }
+        nftnl_obj_set_str(object, attr(NFTNL_OBJ_TABLE), table)
+        nftnl_obj_set_u32(object, attr(NFTNL_OBJ_TYPE), UInt32(NFT_OBJECT_COUNTER))
+        let message = nftMessage(NFT_MSG_GETOBJ, family: family) { nftnl_obj_nlmsg_build_payload($0, object) }
+        let replies: [NetlinkReply]
+        do {
+            replies = try netlink.dump(message, operation: "list counters of \(table)")
+        } catch let error as NetlinkError where error.code == ENOENT {
+            return [:]
+        }
+        var result: [String: NftCounter] = [:]
+        for reply in replies {
+            let parsed = nftnl_obj_alloc()!
+            defer { nftnl_obj_free(parsed) }
+            guard reply.withHeader({ nftnl_obj_nlmsg_parse($0, parsed) }) == 0,
+                  let name = nftnl_obj_get_str(parsed, attr(NFTNL_OBJ_TABLE)).map({ String(cString: $0) }),
+                  name == table,
+                  let counterName = nftnl_obj_get_str(parsed, attr(NFTNL_OBJ_NAME)).map({ String(cString: $0) })
+            else { continue }
+            result[counterName] = NftCounter(
+                name: counterName,
+                packets: nftnl_obj_get_u64(parsed, attr(NFTNL_OBJ_CTR_PKTS)),
+                bytes: nftnl_obj_get_u64(parsed, attr(NFTNL_OBJ_CTR_BYTES)))
+        }
+        return result
+    }
+
+    private func commit(_ build: (inout NftBatch) -> Void) throws {
+        var batch = NftBatch(sequence: netlink.nextSequence)
+        defer { batch.deallocate() }
+        build(&batch)
+        batch.finish()
+        netlink.reserveBuffers(bytes: max(1 << 20, batch.bytes.count * 2, batch.messageCount * 1024))
+        try netlink.send(batch.bytes, operation: "send nftables batch")
+        try netlink.awaitAcknowledgements(batch.pending)
+    }
+
+    private func nftMessage(_ type: nf_tables_msg_types, family: NftFamily,
+                            payload: (UnsafeMutablePointer<nlmsghdr>) -> Void) -> NetlinkMessage {
+        let message = NetlinkMessage(type: 0, flags: 0)
+        let header = message.header
+        let built = nftnl_nlmsg_build_hdr(UnsafeMutableRawPointer(header).assumingMemoryBound(to: CChar.self),
+                                          UInt16(type.rawValue), family.protocolFamily, 0, 0)!
+        payload(built)
+        return message
+    }
+}

@@ -1,0 +1,37 @@
+import CNetlink
+import Glibc
+
+/// Wakes the daemon when links, routes or rules change, so that a tunnel interface that
+/// appears, goes down or comes back, or a route of ours that someone deleted, is
+/// reconciled without a restart. It only says "something changed": the daemon re-reads
+/// the state it cares about, which also covers events lost to a full socket buffer.
+public final class RoutingMonitor {
+    private let socket: NetlinkSocket
+
+    public init() throws {
+        let groups = UInt32(RTMGRP_LINK) | UInt32(RTMGRP_IPV4_ROUTE) | UInt32(RTMGRP_IPV6_ROUTE)
+            | UInt32(RTMGRP_IPV4_RULE) | (1 << (UInt32(cint(RTNLGRP_IPV6_RULE)) - 1))
+        socket = try NetlinkSocket(bus: NETLINK_ROUTE, groups: groups)
+        let fd = socket.fileDescriptor
+        _ = fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK)
+    }
+
+    /// For poll().
+    public var fileDescriptor: Int32 { socket.fileDescriptor }
+
+    /// Reads every pending event; true if anything (or an overflow) happened.
+    public func drain() -> Bool {
+        var changed = false
+        while true {
+            do {
+                changed = try !socket.receive(operation: "read routing events").isEmpty || changed
+            } catch let error as NetlinkError {
+                // ENOBUFS: events were lost; the caller's full re-read covers them.
+                if error.code == ENOBUFS { changed = true; continue }
+                return changed
+            } catch {
+                return changed
+            }
+        }
+    }
+}

@@ -1,0 +1,102 @@
+import Addresses
+
+/// `ip rule`: packets whose mark matches under the mask look up `table`.
+public struct RoutingRule: Hashable, Sendable, CustomStringConvertible {
+    public var ipv4: Bool
+    public var priority: UInt32
+    public var mark: UInt32
+    public var mask: UInt32
+    public var table: UInt32
+    /// Who installed it (rtm_protocol); ours carry the daemon's protocol number.
+    public var protocolNumber: UInt8
+
+    public init(ipv4: Bool, priority: UInt32, mark: UInt32, mask: UInt32, table: UInt32, protocolNumber: UInt8) {
+        self.ipv4 = ipv4
+        self.priority = priority
+        self.mark = mark
+        self.mask = mask
+        self.table = table
+        self.protocolNumber = protocolNumber
+    }
+
+    public var description: String {
+        "\(ipv4 ? "ipv4" : "ipv6") rule \(priority): fwmark 0x\(String(mark, radix: 16))/0x\(String(mask, radix: 16)) lookup \(table) proto \(protocolNumber)"
+    }
+}
+
+/// A route in a table: to an interface, or a dead end of last resort.
+public struct Route: Hashable, Sendable, CustomStringConvertible {
+    public enum Kind: Hashable, Sendable {
+        /// Out of the interface with this index, no gateway (a point-to-point tunnel).
+        case device(index: Int32)
+        case unreachable
+        case blackhole
+    }
+
+    public var destination: IPPrefix
+    public var table: UInt32
+    public var kind: Kind
+    public var metric: UInt32
+    public var protocolNumber: UInt8
+
+    public init(destination: IPPrefix, table: UInt32, kind: Kind, metric: UInt32, protocolNumber: UInt8) {
+        self.destination = destination
+        self.table = table
+        self.kind = kind
+        self.metric = metric
+        self.protocolNumber = protocolNumber
+    }
+
+    public var description: String {
+        let what: String
+        switch kind {
+        case let .device(index): what = "\(destination) dev #\(index)"
+        case .unreachable: what = "unreachable \(destination)"
+        case .blackhole: what = "blackhole \(destination)"
+        }
+        return "\(what) table \(table) metric \(metric) proto \(protocolNumber)"
+    }
+}
+
+/// What rtnetlink tells about an interface.
+public struct Link: Hashable, Sendable {
+    public var index: Int32
+    public var name: String
+    /// Administratively up (IFF_UP).
+    public var isUp: Bool
+    /// Carrier and operational state allow traffic (IFF_LOWER_UP or IFF_RUNNING).
+    public var isRunning: Bool
+    public var mtu: UInt32
+    public var statistics: Statistics
+
+    public struct Statistics: Hashable, Sendable {
+        public var rxPackets: UInt64 = 0
+        public var txPackets: UInt64 = 0
+        public var rxBytes: UInt64 = 0
+        public var txBytes: UInt64 = 0
+        public var rxDropped: UInt64 = 0
+        public var txDropped: UInt64 = 0
+
+        public init() {}
+    }
+
+    public init(index: Int32, name: String, isUp: Bool, isRunning: Bool, mtu: UInt32, statistics: Statistics = Statistics()) {
+        self.index = index
+        self.name = name
+        self.isUp = isUp
+        self.isRunning = isRunning
+        self.mtu = mtu
+        self.statistics = statistics
+    }
+}
+
+/// An address on an interface.
+public struct InterfaceAddress: Hashable, Sendable {
+    public var interfaceIndex: Int32
+    public var prefix: IPPrefix
+
+    public init(interfaceIndex: Int32, prefix: IPPrefix) {
+        self.interfaceIndex = interfaceIndex
+        self.prefix = prefix
+    }
+}

@@ -1,0 +1,202 @@
+import Addresses
+import CNetlink
+import Glibc
+
+/// The rtnetlink edge: policy rules, routes in our tables, links and addresses.
+public final class Rtnetlink {
+    private let netlink: NetlinkSocket
+
+    public init() throws {
+        netlink = try NetlinkSocket(bus: NETLINK_ROUTE)
+        netlink.setReceiveTimeout(seconds: 10)
+        // Lets the kernel filter route dumps by table instead of sending every route.
+        var on: Int32 = 1
+        _ = setsockopt(netlink.fileDescriptor, SOL_NETLINK, NETLINK_GET_STRICT_CHK, &on, socklen_t(MemoryLayout<Int32>.size))
+    }
+
+    // MARK: rules
+
+    public func rules(ipv4: Bool) throws -> [RoutingRule] {
+        let message = NetlinkMessage(type: UInt16(RTM_GETRULE), flags: 0)
+        message.putFamilyHeader(fib_rule_hdr(family: family(ipv4), dst_len: 0, src_len: 0, tos: 0, table: 0, res1: 0, res2: 0, action: 0, flags: 0))
+        return try netlink.dump(message, operation: "list \(ipv4 ? "ipv4" : "ipv6") rules").map { reply in
+            let header = reply.familyHeader(as: fib_rule_hdr.self)
+            let attributes = reply.attributes(familyHeaderSize: MemoryLayout<fib_rule_hdr>.size)
+            return RoutingRule(
+                ipv4: ipv4,
+                priority: attributes.u32(UInt16(cint(FRA_PRIORITY))) ?? 0,
+                mark: attributes.u32(UInt16(cint(FRA_FWMARK))) ?? 0,
+                mask: attributes.u32(UInt16(cint(FRA_FWMASK))) ?? 0,
+                table: attributes.u32(UInt16(cint(FRA_TABLE))) ?? UInt32(header.table),
+                protocolNumber: attributes.u8(UInt16(cint(FRA_PROTOCOL))) ?? 0)
+        }
+    }
+
+    public func add(_ rule: RoutingRule) throws {
+        try netlink.perform(ruleMessage(rule, type: RTM_NEWRULE, flags: NLM_F_CREATE | NLM_F_EXCL), operation: "add \(rule)")
+    }
+
+    public func delete(_ rule: RoutingRule) throws {
+        try netlink.perform(ruleMessage(rule, type: RTM_DELRULE, flags: 0), operation: "delete \(rule)")
+    }
+
+    private func ruleMessage(_ rule: RoutingRule, type: Int, flags: Int32) -> NetlinkMessage {
+        let message = NetlinkMessage(type: UInt16(type), flags: flags)
+        message.putFamilyHeader(fib_rule_hdr(family: family(rule.ipv4), dst_len: 0, src_len: 0, tos: 0,
+                                             table: UInt8(cint(RT_TABLE_UNSPEC)), res1: 0, res2: 0,
+                                             action: UInt8(cint(FR_ACT_TO_TBL)), flags: 0))
+        message.put(UInt16(cint(FRA_PRIORITY)), u32: rule.priority)
+        message.put(UInt16(cint(FRA_FWMARK)), u32: rule.mark)
+        message.put(UInt16(cint(FRA_FWMASK)), u32: rule.mask)
+        message.put(UInt16(cint(FRA_TABLE)), u32: rule.table)
+        message.put(UInt16(cint(FRA_PROTOCOL)), u8: rule.protocolNumber)
+        return message
+    }
+
+    // MARK: routes
+
+    /// Routes of one table (the kernel filters the dump).
+    public func routes(ipv4: Bool, table: UInt32) throws -> [Route] {
+        let message = NetlinkMessage(type: UInt16(RTM_GETROUTE), flags: 0)
+        message.putFamilyHeader(rtmsg(rtm_family: family(ipv4), rtm_dst_len: 0, rtm_src_len: 0, rtm_tos: 0,
+                                      rtm_table: 0, rtm_protocol: 0, rtm_scope: 0, rtm_type: 0, rtm_flags: 0))
+        message.put(UInt16(cint(RTA_TABLE)), u32: table)
+        return try netlink.dump(message, operation: "list routes of table \(table)").compactMap { reply -> Route? in
+            let header = reply.familyHeader(as: rtmsg.self)
+            let attributes = reply.attributes(familyHeaderSize: MemoryLayout<rtmsg>.size)
+            guard (attributes.u32(UInt16(cint(RTA_TABLE))) ?? UInt32(header.rtm_table)) == table else { return nil }
+            let address = attributes[UInt16(cint(RTA_DST))].flatMap { IPAddress(bytes: $0) } ?? (ipv4 ? .v4(0) : .v6(0, 0))
+            guard let destination = IPPrefix(address: address, length: Int(header.rtm_dst_len)) else { return nil }
+            let kind: Route.Kind
+            switch Int(header.rtm_type) {
+            case Int(cint(RTN_UNREACHABLE)): kind = .unreachable
+            case Int(cint(RTN_BLACKHOLE)): kind = .blackhole
+            case Int(cint(RTN_UNICAST)):
+                guard let index = attributes.u32(UInt16(cint(RTA_OIF))) else { return nil }
+                kind = .device(index: Int32(bitPattern: index))
+            default: return nil
+            }
+            return Route(destination: destination, table: table, kind: kind,
+                         metric: attributes.u32(UInt16(cint(RTA_PRIORITY))) ?? 0,
+                         protocolNumber: header.rtm_protocol)
+        }
+    }
+
+    public func add(_ route: Route) throws {
+        try netlink.perform(routeMessage(route, type: RTM_NEWROUTE, flags: NLM_F_CREATE | NLM_F_EXCL), operation: "add route \(route)")
+    }
+
+    public func delete(_ route: Route) throws {
+        try netlink.perform(routeMessage(route, type: RTM_DELROUTE, flags: 0), operation: "delete route \(route)")
+    }
+
+    private func routeMessage(_ route: Route, type: Int, flags: Int32) -> NetlinkMessage {
+        let message = NetlinkMessage(type: UInt16(type), flags: flags)
+        let ipv4 = route.destination.isIPv4
+        var header = rtmsg(rtm_family: family(ipv4), rtm_dst_len: UInt8(route.destination.length), rtm_src_len: 0, rtm_tos: 0,
+                           rtm_table: UInt8(cint(RT_TABLE_UNSPEC)), rtm_protocol: route.protocolNumber,
+                           rtm_scope: UInt8(cint(RT_SCOPE_UNIVERSE)), rtm_type: UInt8(cint(RTN_UNICAST)), rtm_flags: 0)
+        switch route.kind {
+        case .device:
+            // A gateway-less route out of a point-to-point device is link scope (as `ip` makes it).
+            if ipv4 { header.rtm_scope = UInt8(cint(RT_SCOPE_LINK)) }
+        case .unreachable:
+            header.rtm_type = UInt8(cint(RTN_UNREACHABLE))
+        case .blackhole:
+            header.rtm_type = UInt8(cint(RTN_BLACKHOLE))
+        }
+        message.putFamilyHeader(header)
+        message.put(UInt16(cint(RTA_TABLE)), u32: route.table)
+        if route.destination.length > 0 {
+            message.put(UInt16(cint(RTA_DST)), bytes: route.destination.network.address.bytes)
+        }
+        message.put(UInt16(cint(RTA_PRIORITY)), u32: route.metric)
+        if case let .device(index) = route.kind {
+            message.put(UInt16(cint(RTA_OIF)), u32: UInt32(bitPattern: index))
+        }
+        return message
+    }
+
+    // MARK: links
+
+    /// The interface with this name, or nil when there is none.
+    public func link(named name: String) throws -> Link? {
+        let message = NetlinkMessage(type: UInt16(RTM_GETLINK), flags: 0)
+        message.putFamilyHeader(ifinfomsg())
+        message.put(UInt16(cint(IFLA_IFNAME)), string: name)
+        do {
+            return try netlink.request(message, operation: "get link \(name)").compactMap(Self.decodeLink).first
+        } catch let error as NetlinkError where error.code == ENODEV {
+            return nil
+        }
+    }
+
+    public func links() throws -> [Link] {
+        let message = NetlinkMessage(type: UInt16(RTM_GETLINK), flags: 0)
+        message.putFamilyHeader(ifinfomsg())
+        return try netlink.dump(message, operation: "list links").compactMap(Self.decodeLink)
+    }
+
+    static func decodeLink(_ reply: NetlinkReply) -> Link? {
+        guard reply.type == UInt16(RTM_NEWLINK) else { return nil }
+        let header = reply.familyHeader(as: ifinfomsg.self)
+        let attributes = reply.attributes(familyHeaderSize: MemoryLayout<ifinfomsg>.size)
+        guard let name = attributes.string(UInt16(cint(IFLA_IFNAME))) else { return nil }
+        var statistics = Link.Statistics()
+        if let raw = attributes[UInt16(cint(IFLA_STATS64))], raw.count >= MemoryLayout<rtnl_link_stats64>.size {
+            let stats = raw.withUnsafeBytes { $0.loadUnaligned(as: rtnl_link_stats64.self) }
+            statistics.rxPackets = UInt64(stats.rx_packets)
+            statistics.txPackets = UInt64(stats.tx_packets)
+            statistics.rxBytes = UInt64(stats.rx_bytes)
+            statistics.txBytes = UInt64(stats.tx_bytes)
+            statistics.rxDropped = UInt64(stats.rx_dropped)
+            statistics.txDropped = UInt64(stats.tx_dropped)
+        }
+        let flags = header.ifi_flags
+        return Link(index: header.ifi_index, name: name,
+                    isUp: flags & UInt32(cint(IFF_UP)) != 0,
+                    isRunning: flags & UInt32(0x10000) /* IFF_LOWER_UP */ != 0 || flags & UInt32(cint(IFF_RUNNING)) != 0,
+                    mtu: attributes.u32(UInt16(cint(IFLA_MTU))) ?? 0,
+                    statistics: statistics)
+    }
+
+    /// Brings an interface up or down and, if given, sets its MTU.
+    public func setLink(index: Int32, up: Bool, mtu: UInt32? = nil) throws {
+        let message = NetlinkMessage(type: UInt16(RTM_NEWLINK), flags: 0)
+        var header = ifinfomsg()
+        header.ifi_index = index
+        header.ifi_change = UInt32(cint(IFF_UP))
+        header.ifi_flags = up ? UInt32(cint(IFF_UP)) : 0
+        message.putFamilyHeader(header)
+        if let mtu { message.put(UInt16(cint(IFLA_MTU)), u32: mtu) }
+        try netlink.perform(message, operation: "set link #\(index) \(up ? "up" : "down")")
+    }
+
+    // MARK: addresses
+
+    public func addresses() throws -> [InterfaceAddress] {
+        let message = NetlinkMessage(type: UInt16(RTM_GETADDR), flags: 0)
+        message.putFamilyHeader(ifaddrmsg())
+        return try netlink.dump(message, operation: "list addresses").compactMap { reply -> InterfaceAddress? in
+            let header = reply.familyHeader(as: ifaddrmsg.self)
+            let attributes = reply.attributes(familyHeaderSize: MemoryLayout<ifaddrmsg>.size)
+            let bytes = attributes[UInt16(cint(IFA_LOCAL))] ?? attributes[UInt16(cint(IFA_ADDRESS))]
+            guard let address = bytes.flatMap({ IPAddress(bytes: $0) }),
+                  let prefix = IPPrefix(address: address, length: Int(header.ifa_prefixlen)) else { return nil }
+            return InterfaceAddress(interfaceIndex: Int32(bitPattern: header.ifa_index), prefix: prefix)
+        }
+    }
+
+    /// Adds an address (no-op if it is already there).
+    public func add(_ address: InterfaceAddress) throws {
+        let message = NetlinkMessage(type: UInt16(RTM_NEWADDR), flags: NLM_F_CREATE | NLM_F_REPLACE)
+        message.putFamilyHeader(ifaddrmsg(ifa_family: family(address.prefix.isIPv4), ifa_prefixlen: UInt8(address.prefix.length),
+                                          ifa_flags: 0, ifa_scope: 0, ifa_index: UInt32(bitPattern: address.interfaceIndex)))
+        let bytes = address.prefix.address.bytes
+        message.put(UInt16(cint(IFA_LOCAL)), bytes: bytes)
+        message.put(UInt16(cint(IFA_ADDRESS)), bytes: bytes)
+        try netlink.perform(message, operation: "add address \(address.prefix) to #\(address.interfaceIndex)")
+    }
+
+    private func family(_ ipv4: Bool) -> UInt8 { UInt8(ipv4 ? AF_INET : AF_INET6) }
+}

@@ -1,0 +1,61 @@
+/// A named set or map. Keys carry both the kernel value and, for cgroups, the path that
+/// the text form needs (nft's grammar names a cgroup by path, the kernel by its id).
+public struct NftSet: Hashable, Sendable {
+    public var name: String
+    public var key: NftSetKeyType
+    public var data: NftSetDataType?
+    public var elements: [NftElement]
+    public var comment: String?
+
+    public init(name: String, key: NftSetKeyType, data: NftSetDataType? = nil, elements: [NftElement] = [], comment: String? = nil) {
+        self.name = name
+        self.key = key
+        self.data = data
+        self.elements = elements
+        self.comment = comment
+    }
+
+    public var isMap: Bool { data != nil }
+}
+
+public enum NftSetKeyType: String, Hashable, Sendable {
+    case cgroupv2 = "cgroupsv2"
+    case mark = "mark"
+
+    /// nft's datatype number (TYPE_* in nftables' datatype.h), stored in the set so that
+    /// `nft list` prints keys in their own notation.
+    public var datatype: UInt32 {
+        switch self {
+        case .cgroupv2: return 46
+        case .mark: return 19
+        }
+    }
+
+    public var length: UInt32 {
+        switch self {
+        case .cgroupv2: return 8
+        case .mark: return 4
+        }
+    }
+}
+
+public enum NftSetDataType: String, Hashable, Sendable {
+    case verdict
+}
+
+public struct NftElement: Hashable, Sendable {
+    public var key: NftElementKey
+    public var verdict: NftVerdict?
+
+    public init(key: NftElementKey, verdict: NftVerdict? = nil) {
+        self.key = key
+        self.verdict = verdict
+    }
+}
+
+public enum NftElementKey: Hashable, Sendable {
+    /// A cgroup v2 directory: `id` is its inode number (what the kernel matches),
+    /// `path` is relative to the cgroup2 mount (what nft's text grammar accepts).
+    case cgroup(id: UInt64, path: String)
+    case mark(UInt32)
+}

@@ -1,0 +1,124 @@
+/// Renders a table in `nft -f` syntax. The output is what `vpnctl plan` prints and what
+/// tests feed to `nft -c -f`, so it must stay valid input for the nft CLI.
+public struct NftTextRenderer: Sendable {
+    /// Prefix the table with "create if missing, then delete": `nft -f` of the result replaces
+    /// the table in one transaction, like the daemon's own batch.
+    public var replacing: Bool
+
+    public init(replacing: Bool = true) {
+        self.replacing = replacing
+    }
+
+    public func render(_ table: NftTable) -> String {
+        var out: [String] = []
+        let id = "\(table.family.rawValue) \(table.name)"
+        if replacing {
+            out.append("table \(id)")
+            out.append("delete table \(id)")
+        }
+        out.append("table \(id) {")
+        for counter in table.counters {
+            var body: [String] = []
+            if let comment = counter.comment { body.append("comment \(quoted(comment))") }
+            if counter.packets != 0 || counter.bytes != 0 {
+                body.append("packets \(counter.packets) bytes \(counter.bytes)")
+            }
+            out.append("\tcounter \(counter.name) {" + (body.isEmpty ? " }" : ""))
+            if !body.isEmpty {
+                out.append(contentsOf: body.map { "\t\t\($0)" })
+                out.append("\t}")
+            }
+        }
+        for set in table.sets {
+            out.append("\t\(set.isMap ? "map" : "set") \(set.name) {")
+            let type = set.key.rawValue + (set.data.map { " : \($0.rawValue)" } ?? "")
+            out.append("\t\ttype \(type)")
+            if let comment = set.comment { out.append("\t\tcomment \(quoted(comment))") }
+            if !set.elements.isEmpty {
+                let elements = set.elements.map(element).joined(separator: ",\n\t\t\t     ")
+                out.append("\t\telements = { \(elements) }")
+            }
+            out.append("\t}")
+        }
+        for chain in table.chains {
+            out.append("\tchain \(chain.name) {")
+            if let base = chain.base {
+                out.append("\t\ttype \(base.kind.rawValue) hook \(base.hook.rawValue) priority \(priority(base.priority)); policy \(verdict(base.policy));")
+            }
+            for rule in chain.rules {
+                out.append("\t\t" + self.rule(rule))
+            }
+            out.append("\t}")
+        }
+        out.append("}")
+        return out.joined(separator: "\n") + "\n"
+    }
+
+    public func rule(_ rule: NftRule) -> String {
+        var words = rule.statements.map(statement)
+        if let comment = rule.comment { words.append("comment \(quoted(comment))") }
+        return words.joined(separator: " ")
+    }
+
+    func statement(_ statement: NftStatement) -> String {
+        switch statement {
+        case let .markMatch(mask, value, negated):
+            return "meta mark & \(hex(mask)) \(negated ? "!=" : "==") \(hex(value))"
+        case let .outputInterfaceName(name, negated):
+            return "oifname \(negated ? "!= " : "")\(quoted(name))"
+        case let .setMark(clear, set):
+            return "meta mark set meta mark & \(hex(~clear)) | \(hex(set))"
+        case let .namedCounter(name):
+            return "counter name \(quoted(name))"
+        case let .cgroupVerdictMap(level, map):
+            return "socket cgroupv2 level \(level) vmap @\(map)"
+        case let .markVerdictMap(mask, map):
+            return "meta mark & \(hex(mask)) vmap @\(map)"
+        case .masquerade:
+            return "masquerade"
+        case let .verdict(v):
+            return verdict(v)
+        }
+    }
+
+    func element(_ element: NftElement) -> String {
+        let key: String
+        switch element.key {
+        case let .cgroup(_, path): key = quoted(path)
+        case let .mark(mark): key = hex(mark)
+        }
+        return element.verdict.map { "\(key) : \(verdict($0))" } ?? key
+    }
+
+    func verdict(_ verdict: NftVerdict) -> String {
+        switch verdict {
+        case .accept: return "accept"
+        case .drop: return "drop"
+        case .return: return "return"
+        case let .jump(chain): return "jump \(chain)"
+        case let .goto(chain): return "goto \(chain)"
+        }
+    }
+
+    func priority(_ value: Int32) -> String {
+        switch value {
+        case NftBaseChain.mangle: return "mangle"
+        case NftBaseChain.filter: return "filter"
+        case NftBaseChain.dstnat: return "dstnat"
+        case NftBaseChain.srcnat: return "srcnat"
+        default: return String(value)
+        }
+    }
+
+    func hex(_ value: UInt32) -> String {
+        let digits = String(value, radix: 16)
+        return "0x" + String(repeating: "0", count: max(0, 8 - digits.count)) + digits
+    }
+
+    /// nft strings cannot contain a double quote or a newline; our names and comments are
+    /// generated from validated policy, so anything else is replaced rather than escaped.
+    func quoted(_ text: String) -> String {
+        let safe = text.map { ($0 == "\"" || $0.isNewline) ? "_" : $0 }
+        return "\"" + String(safe) + "\""
+    }
+}

@@ -1,0 +1,51 @@
+import CLinux
+import Foundation
+
+/// A network namespace made by a test (`ip netns add`), removed when the test ends.
+public final class NetworkNamespace: @unchecked Sendable {
+    public let name: String
+    public var path: String { "/var/run/netns/\(name)" }
+
+    public init(_ name: String, cleanup: Cleanup) throws {
+        try requireRoot()
+        self.name = name
+        try Command.run(["ip", "netns", "add", name])
+        cleanup.add("delete netns \(name)") { [name] in
+            // Processes still inside would keep the namespace alive; the test killed its own.
+            try Command.run(["ip", "netns", "delete", name])
+        }
+        try run(["ip", "link", "set", "lo", "up"])
+    }
+
+    /// The argument prefix that runs a command inside (nsenter keeps /sys and cgroupfs).
+    public var enter: [String] { ["nsenter", "--net=\(path)", "--"] }
+
+    @discardableResult
+    public func run(_ arguments: [String], input: String? = nil) throws -> String {
+        try Command.run(enter + arguments, input: input)
+    }
+
+    public func status(_ arguments: [String], input: String? = nil) throws -> CommandResult {
+        try Command.status(enter + arguments, input: input)
+    }
+
+    /// Runs `body` with the calling thread inside the namespace (setns is per thread);
+    /// sockets opened in `body` stay in the namespace afterwards.
+    public func within<T>(_ body: () throws -> T) throws -> T {
+        let original = open("/proc/thread-self/ns/net", O_RDONLY | O_CLOEXEC)
+        let target = open(path, O_RDONLY | O_CLOEXEC)
+        guard original >= 0, target >= 0 else { throw TestEnvironmentError("cannot open network namespace \(path)") }
+        defer {
+            close(target)
+            close(original)
+        }
+        guard vx_setns(target, vx_clone_newnet()) == 0 else { throw TestEnvironmentError("setns into \(name) failed: errno \(errno)") }
+        defer { precondition(vx_setns(original, vx_clone_newnet()) == 0, "could not leave test namespace") }
+        return try body()
+    }
+
+    public func json(_ arguments: [String]) throws -> Any {
+        let text = try run(arguments)
+        return try JSONSerialization.jsonObject(with: Data(text.utf8))
+    }
+}

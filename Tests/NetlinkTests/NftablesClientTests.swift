@@ -1,0 +1,121 @@
+import Cgroups
+import Foundation
+import Netlink
+import NetTestSupport
+import Nftables
+import Testing
+
+/// The netlink encoder and the text renderer are two translations of the same value: a
+/// table applied through libnftnl must list exactly like the rendered text fed to nft.
+@Suite(.serialized) struct NftablesClientTests {
+    /// A table that uses every statement the policy compiler emits.
+    static func sampleTable(cgroupID: UInt64, cgroupPath: String) -> NftTable {
+        let mask: UInt32 = 0x7f00_0000, mark: UInt32 = 0x0100_0000
+        return NftTable(
+            family: .inet, name: "vpnexec",
+            counters: [NftCounter(name: "work_out", comment: "profile work: member packets"),
+                       NftCounter(name: "work_drop", packets: 5, bytes: 300)],
+            sets: [
+                NftSet(name: "cgroup_level_2", key: .cgroupv2, data: .verdict,
+                       elements: [NftElement(key: .cgroup(id: cgroupID, path: cgroupPath), verdict: .jump("member_work"))]),
+                NftSet(name: "killswitch_marks", key: .mark, data: .verdict,
+                       elements: [NftElement(key: .mark(mark), verdict: .jump("killswitch_work"))], comment: "profile marks"),
+            ],
+            chains: [
+                NftChain(name: "route_output", base: NftBaseChain(kind: .route, hook: .output, priority: NftBaseChain.mangle), rules: [
+                    NftRule([.markMatch(mask: mask, value: 0, negated: true), .verdict(.return)]),
+                    NftRule([.cgroupVerdictMap(level: 2, map: "cgroup_level_2")]),
+                ]),
+                NftChain(name: "member_work", rules: [
+                    NftRule([.setMark(clear: mask, set: mark), .namedCounter("work_out"), .verdict(.accept)], comment: "profile work"),
+                ]),
+                NftChain(name: "killswitch", base: NftBaseChain(kind: .filter, hook: .postrouting, priority: NftBaseChain.filter), rules: [
+                    NftRule([.markVerdictMap(mask: mask, map: "killswitch_marks")]),
+                ]),
+                NftChain(name: "killswitch_work", rules: [
+                    NftRule([.outputInterfaceName("wg0", negated: false), .verdict(.accept)]),
+                    NftRule([.outputInterfaceName("lo", negated: false), .verdict(.accept)]),
+                    NftRule([.namedCounter("work_drop"), .verdict(.drop)]),
+                ]),
+                NftChain(name: "nat", base: NftBaseChain(kind: .nat, hook: .postrouting, priority: NftBaseChain.srcnat), rules: [
+                    NftRule([.markMatch(mask: mask, value: mark, negated: false), .outputInterfaceName("wg0", negated: false), .masquerade]),
+                    NftRule([.outputInterfaceName("wg1", negated: true), .verdict(.goto("killswitch_work"))]),
+                ]),
+            ])
+    }
+
+    @Test func netlinkEncodingListsLikeTheRenderedText() throws {
+        let cleanup = Cleanup()
+        defer { cleanup.run() }
+        let tag = uniqueTag()
+        let viaNetlink = try NetworkNamespace("vx\(tag)nl", cleanup: cleanup)
+        let viaCLI = try NetworkNamespace("vx\(tag)cli", cleanup: cleanup)
+        let cgroups = try CgroupHierarchy.system()
+        let path = "vxtest-\(tag).slice/vpn-work.slice"
+        let id = try cgroups.create(path)
+        cleanup.add("remove test cgroups") {
+            try cgroups.remove(path)
+            try cgroups.remove("vxtest-\(tag).slice")
+        }
+        let table = Self.sampleTable(cgroupID: id, cgroupPath: path)
+
+        try viaNetlink.within { try NftablesClient().replace(table) }
+        try NftCLI.apply(NftTextRenderer().render(table), in: viaCLI)
+
+        let listed = try viaNetlink.run(["nft", "list", "table", "inet", "vpnexec"])
+        #expect(listed == (try viaCLI.run(["nft", "list", "table", "inet", "vpnexec"])))
+        #expect(listed.contains("socket cgroupv2 level 2 vmap @cgroup_level_2"))
+        // The id the kernel holds is the directory's inode, whatever the mount point.
+        #expect(try NftCLI.cgroupKeys(in: viaNetlink, set: "cgroup_level_2") == [id])
+    }
+
+    @Test func refusedReplaceLeavesTheOldTableAndNamesTheCulprit() throws {
+        let cleanup = Cleanup()
+        defer { cleanup.run() }
+        let namespace = try NetworkNamespace("vx\(uniqueTag())nl", cleanup: cleanup)
+        let good = Self.sampleTable(cgroupID: 1, cgroupPath: "")
+        var bad = good
+        bad.chains[1].rules.append(NftRule([.verdict(.jump("no_such_chain"))]))
+
+        try namespace.within { try NftablesClient().replace(good) }
+        let before = try namespace.run(["nft", "list", "ruleset"])
+        let error = try namespace.within { () -> NetlinkError? in
+            do { try NftablesClient().replace(bad) } catch let error as NetlinkError { return error }
+            return nil
+        }
+        let refused = try #require(error, "a jump to a missing chain must be refused")
+        #expect(refused.operation.contains("no_such_chain"))
+        #expect(refused.code == ENOENT)
+        #expect(try namespace.run(["nft", "list", "ruleset"]) == before)
+    }
+
+    @Test func replaceIsIdempotentAndElementsAndCountersRoundTrip() throws {
+        let cleanup = Cleanup()
+        defer { cleanup.run() }
+        let namespace = try NetworkNamespace("vx\(uniqueTag())nl", cleanup: cleanup)
+        let table = Self.sampleTable(cgroupID: 1, cgroupPath: "")
+        try namespace.within {
+            let client = try NftablesClient()
+            #expect(try !client.tableExists(family: .inet, name: "vpnexec"))
+            try client.replace(table)
+            try client.replace(table)
+            #expect(try client.tableExists(family: .inet, name: "vpnexec"))
+            let counters = try client.counters(family: .inet, table: "vpnexec")
+            #expect(counters["work_drop"]?.packets == 5)
+            #expect(counters["work_drop"]?.bytes == 300)
+            #expect(counters["work_out"]?.packets == 0)
+
+            let extra = [NftElement(key: .cgroup(id: 4242, path: "x"), verdict: .jump("member_work")),
+                         NftElement(key: .cgroup(id: 4343, path: "y"), verdict: .jump("member_work"))]
+            try client.addElements(extra, to: "cgroup_level_2", in: table)
+            #expect(try NftCLI.cgroupKeys(in: namespace, set: "cgroup_level_2") == [1, 4242, 4343])
+            try client.deleteElements([extra[0]], from: "cgroup_level_2", in: table)
+            #expect(try NftCLI.cgroupKeys(in: namespace, set: "cgroup_level_2") == [1, 4343])
+
+            try client.delete(family: .inet, table: "vpnexec")
+            try client.delete(family: .inet, table: "vpnexec")
+            #expect(try !client.tableExists(family: .inet, name: "vpnexec"))
+            #expect(try client.counters(family: .inet, table: "vpnexec").isEmpty)
+        }
+    }
+}

@@ -1,0 +1,93 @@
+import Addresses
+import Foundation
+import Netlink
+import NetTestSupport
+import Testing
+
+/// Rules, routes, links and addresses written through our rtnetlink layer, read back with
+/// iproute2 (and the other way round).
+@Suite(.serialized) struct RtnetlinkTests {
+    @Test func rulesRoundTripAndShowInIproute2() throws {
+        let cleanup = Cleanup()
+        defer { cleanup.run() }
+        let namespace = try NetworkNamespace("vx\(uniqueTag())rt", cleanup: cleanup)
+        let v4 = RoutingRule(ipv4: true, priority: 7301, mark: 0x0100_0000, mask: 0x7f00_0000, table: 7301, protocolNumber: 118)
+        var v6 = v4
+        v6.ipv4 = false
+        try namespace.within {
+            let rt = try Rtnetlink()
+            try rt.add(v4)
+            try rt.add(v6)
+            #expect(try rt.rules(ipv4: true).filter { $0.protocolNumber == 118 } == [v4])
+            #expect(try rt.rules(ipv4: false).filter { $0.protocolNumber == 118 } == [v6])
+            #expect(throws: NetlinkError.self) { try rt.add(v4) }
+        }
+        let shown = try #require(try namespace.json(["ip", "-j", "rule", "show", "priority", "7301"]) as? [[String: Any]])
+        #expect(shown.count == 1)
+        #expect(shown.first?["fwmark"] as? String == "0x1000000")
+        #expect(shown.first?["fwmask"] as? String == "0x7f000000")
+        #expect(shown.first?["table"] as? String == "7301")
+        try namespace.within {
+            let rt = try Rtnetlink()
+            try rt.delete(v4)
+            try rt.delete(v6)
+            #expect(try rt.rules(ipv4: true).filter { $0.protocolNumber == 118 }.isEmpty)
+        }
+    }
+
+    @Test func routesLinksAndAddresses() throws {
+        let cleanup = Cleanup()
+        defer { cleanup.run() }
+        let namespace = try NetworkNamespace("vx\(uniqueTag())rt", cleanup: cleanup)
+        try namespace.run(["ip", "link", "add", "vxa", "type", "veth", "peer", "name", "vxb"])
+        try namespace.within {
+            let rt = try Rtnetlink()
+            #expect(try rt.link(named: "nosuchlink0") == nil)
+            let link = try #require(try rt.link(named: "vxa"))
+            #expect(!link.isUp)
+            try rt.setLink(index: link.index, up: true, mtu: 1400)
+            try rt.setLink(index: try #require(try rt.link(named: "vxb")).index, up: true)
+            let up = try #require(try rt.link(named: "vxa"))
+            #expect(up.isUp && up.mtu == 1400)
+            #expect(try rt.links().contains { $0.name == "lo" })
+
+            try rt.add(InterfaceAddress(interfaceIndex: link.index, prefix: IPPrefix("10.99.0.2/24")!))
+            try rt.add(InterfaceAddress(interfaceIndex: link.index, prefix: IPPrefix("fd99::2/64")!))
+            let addresses = try rt.addresses().filter { $0.interfaceIndex == link.index }.map(\.prefix.description)
+            #expect(addresses.contains("10.99.0.2/24") && addresses.contains("fd99::2/64"))
+
+            for ipv4 in [true, false] {
+                let device = Route(destination: .defaultRoute(ipv4: ipv4), table: 7301, kind: .device(index: link.index), metric: 10, protocolNumber: 118)
+                let lastResort = Route(destination: .defaultRoute(ipv4: ipv4), table: 7301, kind: .unreachable, metric: .max, protocolNumber: 118)
+                let network = Route(destination: IPPrefix(ipv4 ? "10.20.0.0/16" : "fd00:20::/48")!, table: 7301, kind: .blackhole, metric: 5, protocolNumber: 118)
+                try rt.add(device)
+                try rt.add(lastResort)
+                try rt.add(network)
+                #expect(Set(try rt.routes(ipv4: ipv4, table: 7301)) == [device, lastResort, network])
+                #expect(try rt.routes(ipv4: ipv4, table: 7302).isEmpty)
+                try rt.delete(network)
+                #expect(Set(try rt.routes(ipv4: ipv4, table: 7301)) == [device, lastResort])
+            }
+        }
+        let routes = try #require(try namespace.json(["ip", "-j", "route", "show", "table", "7301"]) as? [[String: Any]])
+        #expect(routes.contains { $0["dst"] as? String == "default" && $0["dev"] as? String == "vxa" })
+        #expect(routes.contains { $0["type"] as? String == "unreachable" && $0["dst"] as? String == "default" })
+        // Deleting the interface takes its device routes; the dead end stays.
+        try namespace.run(["ip", "link", "del", "vxa"])
+        try namespace.within {
+            let remaining = try Rtnetlink().routes(ipv4: true, table: 7301)
+            #expect(remaining.map(\.kind) == [.unreachable])
+        }
+    }
+
+    @Test func monitorWakesOnLinkChanges() throws {
+        let cleanup = Cleanup()
+        defer { cleanup.run() }
+        let namespace = try NetworkNamespace("vx\(uniqueTag())rt", cleanup: cleanup)
+        let monitor = try namespace.within { try RoutingMonitor() }
+        #expect(!monitor.drain())
+        try namespace.run(["ip", "link", "add", "vxa", "type", "veth", "peer", "name", "vxb"])
+        try eventually("a link event") { monitor.drain() }
+        #expect(!monitor.drain())
+    }
+}
