@@ -1,0 +1,107 @@
+/// The validated policy: what every file in the policy directory says, together.
+public struct Policy: Hashable, Sendable {
+    /// Profiles in the order they were defined (file name order, then position).
+    public var profiles: [Profile]
+    public var routing: RoutingSettings
+
+    public init(profiles: [Profile], routing: RoutingSettings = RoutingSettings()) {
+        self.profiles = profiles
+        self.routing = routing
+    }
+
+    public func profile(named name: String) -> Profile? { profiles.first { $0.name == name } }
+}
+
+public struct Profile: Hashable, Sendable {
+    public var name: String
+    /// Where `[profile.NAME]` (or its first key) was written.
+    public var location: SourceLocation
+    public var tunnel: Tunnel
+    public var access: Access
+    public var killswitch: Bool
+    /// Index under the mark mask: mark value = index << shift; routing table = base + index.
+    public var index: UInt32
+    public var table: UInt32
+
+    public init(name: String, location: SourceLocation, tunnel: Tunnel, access: Access, killswitch: Bool, index: UInt32, table: UInt32) {
+        self.name = name
+        self.location = location
+        self.tunnel = tunnel
+        self.access = access
+        self.killswitch = killswitch
+        self.index = index
+        self.table = table
+    }
+}
+
+public enum Tunnel: Hashable, Sendable, CustomStringConvertible {
+    /// An interface someone else brings up (wg-quick, wireguard-go, OpenVPN).
+    case interface(String)
+
+    public var interfaceName: String {
+        switch self {
+        case let .interface(name): return name
+        }
+    }
+
+    public var description: String {
+        switch self {
+        case let .interface(name): return "interface \(name)"
+        }
+    }
+}
+
+/// Who may put processes into a profile.
+public struct Access: Hashable, Sendable {
+    public var users: [Principal]
+    public var groups: [Principal]
+    /// Where the rule was written, for the refusal message.
+    public var location: SourceLocation
+
+    public init(users: [Principal], groups: [Principal], location: SourceLocation) {
+        self.users = users
+        self.groups = groups
+        self.location = location
+    }
+
+    /// Root may always; otherwise the uid is listed or one of the groups is.
+    public func allows(uid: UInt32, groups memberOf: [UInt32]) -> Bool {
+        uid == 0 || users.contains { $0.id == uid } || groups.contains { memberOf.contains($0.id) }
+    }
+
+    public var summary: String {
+        let who = users.map(\.description) .map { "user \($0)" } + groups.map(\.description).map { "group \($0)" }
+        return who.isEmpty ? "nobody but root" : who.joined(separator: ", ")
+    }
+}
+
+/// A user or group as written (name or number) and its resolved id.
+public struct Principal: Hashable, Sendable, CustomStringConvertible {
+    public var name: String?
+    public var id: UInt32
+
+    public init(name: String?, id: UInt32) {
+        self.name = name
+        self.id = id
+    }
+
+    public var description: String { name.map { "\($0) (\(id))" } ?? String(id) }
+}
+
+/// How profiles map to marks, tables and rules. Defaults stay clear of the marks used by
+/// wg-quick (0xca6c), tailscale (0xff0000), Docker/kube-proxy (0x4000, 0x8000) and Calico.
+public struct RoutingSettings: Hashable, Sendable {
+    public var markMask: UInt32 = 0x7f00_0000
+    public var tableBase: UInt32 = 7300
+    public var rulePriority: UInt32 = 7300
+    public var location: SourceLocation?
+
+    public init() {}
+
+    public var markShift: UInt32 { UInt32(markMask.trailingZeroBitCount) }
+    /// The highest index is reserved: marked with it, a socket bypasses every profile.
+    public var maximumIndex: UInt32 { (markMask >> markShift) - 1 }
+    public var bypassMark: UInt32 { markMask }
+
+    public func mark(forIndex index: UInt32) -> UInt32 { index << markShift }
+}

@@ -1,0 +1,279 @@
+import TOML
+
+/// Looks up user and group names; the system one reads the user database, tests pass
+/// their own.
+public protocol NameResolver: Sendable {
+    func uid(ofUser name: String) -> UInt32?
+    func gid(ofGroup name: String) -> UInt32?
+}
+
+/// One policy file's text and the path messages should name.
+public struct PolicySource: Sendable {
+    public var path: String
+    public var text: String
+
+    public init(path: String, text: String) {
+        self.path = path
+        self.text = text
+    }
+}
+
+extension Policy {
+    /// Keys of DESIGN's policy format that this version does not implement yet. Accepting
+    /// and ignoring them would leave an admin believing traffic is guarded when it is not.
+    static let unsupportedProfileKeys: [String: String] = [
+        "allow_lan": "not supported by this version (LAN access for members is not implemented yet); remove the key",
+        "dns": "not supported by this version (the DNS proxy is not implemented yet); remove the key",
+        "bypass": "not supported by this version (bypass lists are not implemented yet); remove the key",
+        "route": "not supported by this version (route-via-VPN lists are not implemented yet); remove the key",
+    ]
+
+    /// Parses and validates policy files together (duplicates and mark conflicts are
+    /// across files). Throws every problem found, each with its file:line.
+    public static func parse(_ sources: [PolicySource], resolver: NameResolver) throws(PolicyError) -> Policy {
+        let log = DiagnosticLog()
+        var drafts: [ProfileDraft] = []
+        var routing = RoutingSettings()
+        for source in sources {
+            let document: TOMLTable
+            do {
+                document = try TOML.parse(source.text)
+            } catch {
+                log.error("invalid TOML: \(error.message)", at: SourceLocation(file: source.path, error.position))
+                continue
+            }
+            var top = TableReader(document, file: source.path, context: "", log: log)
+            if let profiles = top.table("profile") {
+                for entry in profiles.entries {
+                    drafts += ProfileDraft.read(entry, file: source.path, log: log, resolver: resolver).map { [$0] } ?? []
+                }
+            }
+            if let table = top.table("routing") {
+                let reader = TableReader(table, file: source.path, context: "[routing]", log: log)
+                if let first = routing.location {
+                    log.error("[routing] is set again (first at \(first)); set it in one file only", at: reader.location)
+                } else {
+                    routing = RoutingSettings.read(reader)
+                }
+            }
+            top.reportUnknownKeys(unsupported: [
+                "system": "system mode ([system]) is not supported by this version; remove the table",
+            ])
+        }
+        let profiles = assign(drafts, routing: routing, log: log)
+        guard log.diagnostics.isEmpty else { throw PolicyError(log.diagnostics) }
+        return Policy(profiles: profiles, routing: routing)
+    }
+
+    /// Marks and tables: explicit ones first (conflicts are errors), then the lowest
+    /// free index for the others, in definition order.
+    private static func assign(_ drafts: [ProfileDraft], routing: RoutingSettings, log: DiagnosticLog) -> [Profile] {
+        var seenNames: [String: SourceLocation] = [:]
+        var indexOwner: [UInt32: ProfileDraft] = [:]
+        var tableOwner: [UInt32: ProfileDraft] = [:]
+        var unique: [ProfileDraft] = []
+        for draft in drafts {
+            if let first = seenNames[draft.name] {
+                log.error("profile \"\(draft.name)\" is defined twice (first at \(first))", at: draft.location)
+                continue
+            }
+            seenNames[draft.name] = draft.location
+            unique.append(draft)
+        }
+        for draft in unique {
+            guard let (mark, at) = draft.mark else { continue }
+            let index = mark >> routing.markShift
+            guard mark != 0, mark & ~routing.markMask == 0, mark & ((1 << routing.markShift) - 1) == 0, index <= routing.maximumIndex else {
+                log.error("profile \"\(draft.name)\": mark \(hex(mark)) must be a non-zero value under the mark mask \(hex(routing.markMask)) other than the mask itself (reserved for bypass)", at: at)
+                continue
+            }
+            if let other = indexOwner[index] {
+                log.error("profile \"\(draft.name)\" uses mark \(hex(mark)), already used by profile \"\(other.name)\" (\(other.mark?.1.description ?? other.location.description))", at: at)
+                continue
+            }
+            indexOwner[index] = draft
+        }
+        for draft in unique {
+            guard let (table, at) = draft.table else { continue }
+            if let other = tableOwner[table] {
+                log.error("profile \"\(draft.name)\" uses routing table \(table), already used by profile \"\(other.name)\" (\(other.table?.1.description ?? ""))", at: at)
+                continue
+            }
+            tableOwner[table] = draft
+        }
+        var profiles: [Profile] = []
+        var nextIndex: UInt32 = 1
+        for draft in unique {
+            var index: UInt32
+            if let (mark, _) = draft.mark {
+                index = mark >> routing.markShift
+            } else {
+                while indexOwner[nextIndex] != nil { nextIndex += 1 }
+                guard nextIndex <= routing.maximumIndex else {
+                    log.error("too many profiles: the mark mask \(hex(routing.markMask)) has room for \(routing.maximumIndex)", at: draft.location)
+                    continue
+                }
+                index = nextIndex
+                indexOwner[index] = draft
+            }
+            let table = draft.table?.0 ?? routing.tableBase + index
+            if draft.table == nil, let other = tableOwner[table], other.name != draft.name {
+                log.error("profile \"\(draft.name)\" would use routing table \(table) (table_base + its index), which profile \"\(other.name)\" sets explicitly; set `table` for one of them", at: draft.location)
+                continue
+            }
+            if draft.table == nil { tableOwner[table] = draft }
+            guard let tunnel = draft.tunnel else { continue }
+            profiles.append(Profile(name: draft.name, location: draft.location, tunnel: tunnel, access: draft.access,
+                                    killswitch: draft.killswitch, index: index, table: table))
+        }
+        return profiles
+    }
+}
+
+func hex(_ value: UInt32) -> String { "0x" + String(value, radix: 16) }
+
+/// A profile as read, before marks and tables are assigned.
+struct ProfileDraft {
+    var name: String
+    var location: SourceLocation
+    var tunnel: Tunnel?
+    var access: Access
+    var killswitch: Bool
+    var mark: (UInt32, SourceLocation)?
+    var table: (UInt32, SourceLocation)?
+
+    /// Profile names become cgroup/slice names and nft chain names. A dash would make
+    /// systemd read "vpn-a-b.slice" as a child of "vpn-a.slice", so none are allowed.
+    static func validName(_ name: String) -> Bool {
+        guard let first = name.unicodeScalars.first, ("a"..."z").contains(first), name.count <= 32 else { return false }
+        return name.unicodeScalars.allSatisfy { ("a"..."z").contains($0) || ("0"..."9").contains($0) || $0 == "_" }
+    }
+
+    static func read(_ entry: TOMLTable.Entry, file: String, log: DiagnosticLog, resolver: NameResolver) -> ProfileDraft? {
+        let at = SourceLocation(file: file, entry.keyPosition)
+        guard validName(entry.key) else {
+            log.error("profile name \"\(entry.key)\" must start with a lower-case letter and contain only a-z, 0-9 and _ (at most 32; no dash: systemd reads dashes in slice names as nesting)", at: at)
+            return nil
+        }
+        guard case let .table(table) = entry.value.kind else {
+            log.error("profile.\(entry.key) must be a table ([profile.\(entry.key)]), not \(entry.value.kind.typeName)", at: at)
+            return nil
+        }
+        var reader = TableReader(table, file: file, context: "[profile.\(entry.key)]", log: log)
+        let tunnel = readTunnel(&reader)
+        var users: [Principal] = []
+        var groups: [Principal] = []
+        for (item, itemAt) in reader.namesOrNumbers("users") ?? [] {
+            if let principal = principal(item, at: itemAt, kind: "user", lookup: resolver.uid(ofUser:), log: log) { users.append(principal) }
+        }
+        for (item, itemAt) in reader.namesOrNumbers("groups") ?? [] {
+            if let principal = principal(item, at: itemAt, kind: "group", lookup: resolver.gid(ofGroup:), log: log) { groups.append(principal) }
+        }
+        let accessAt = reader.keyLocation("users") ?? reader.keyLocation("groups") ?? reader.location
+        let killswitch = reader.bool("killswitch") ?? true
+        var mark: (UInt32, SourceLocation)?
+        if let (value, valueAt) = reader.integer("mark") {
+            if let value = UInt32(exactly: value) { mark = (value, valueAt) } else {
+                log.error("[profile.\(entry.key)] mark \(value) is not a 32-bit value", at: valueAt)
+            }
+        }
+        var routingTable: (UInt32, SourceLocation)?
+        if let (value, valueAt) = reader.integer("table") {
+            // 0 is "unspecified"; 253-255 are the kernel's default, main and local tables.
+            if let value = UInt32(exactly: value), value != 0, !(253...255).contains(value) {
+                routingTable = (value, valueAt)
+            } else {
+                log.error("[profile.\(entry.key)] table \(value) must be a routing table id from 1 to 4294967295 other than 253, 254 and 255 (default, main, local)", at: valueAt)
+            }
+        }
+        reader.reportUnknownKeys(unsupported: Policy.unsupportedProfileKeys)
+        return ProfileDraft(name: entry.key, location: reader.location, tunnel: tunnel,
+                            access: Access(users: users, groups: groups, location: accessAt),
+                            killswitch: killswitch, mark: mark, table: routingTable)
+    }
+
+    private static func readTunnel(_ reader: inout TableReader) -> Tunnel? {
+        let context = reader.context
+        guard let table = reader.table("tunnel") else {
+            if reader.keyLocation("tunnel") == nil {
+                reader.log.error("\(context) has no tunnel; add e.g. tunnel.interface = \"wg0\"", at: reader.location)
+            }
+            return nil
+        }
+        var tunnelReader = TableReader(table, file: reader.file, context: "\(context) tunnel", log: reader.log)
+        defer {
+            tunnelReader.reportUnknownKeys(unsupported: [
+                "wireguard": "the built-in WireGuard tunnel is not supported by this version yet; bring the tunnel up with wg-quick and use tunnel.interface",
+            ])
+        }
+        guard let (name, at) = tunnelReader.string("interface") else {
+            if tunnelReader.keyLocation("interface") == nil && tunnelReader.keyLocation("wireguard") == nil {
+                reader.log.error("\(context) tunnel needs `interface` (an existing tunnel interface such as \"wg0\")", at: tunnelReader.location)
+            }
+            return nil
+        }
+        guard validInterfaceName(name) else {
+            reader.log.error("\(context) tunnel.interface \"\(name)\" is not a valid interface name (1 to 15 characters, no '/', ':' or white space)", at: at)
+            return nil
+        }
+        return .interface(name)
+    }
+
+    static func validInterfaceName(_ name: String) -> Bool {
+        !name.isEmpty && name.utf8.count <= 15 && name != "." && name != ".."
+            && !name.contains { $0 == "/" || $0 == ":" || $0.isWhitespace || $0 == "\"" }
+    }
+
+    private static func principal(_ item: NameOrNumber, at: SourceLocation, kind: String,
+                                  lookup: (String) -> UInt32?, log: DiagnosticLog) -> Principal? {
+        switch item {
+        case let .number(number):
+            guard let id = UInt32(exactly: number), id != UInt32.max else {
+                log.error("\(number) is not a valid \(kind) id", at: at)
+                return nil
+            }
+            return Principal(name: nil, id: id)
+        case let .name(name):
+            guard let id = lookup(name) else {
+                log.error("unknown \(kind) \"\(name)\" (not in the \(kind == "user" ? "user" : "group") database)", at: at)
+                return nil
+            }
+            return Principal(name: name, id: id)
+        }
+    }
+}
+
+extension RoutingSettings {
+    static func read(_ reader: TableReader) -> RoutingSettings {
+        var reader = reader
+        var settings = RoutingSettings()
+        settings.location = reader.location
+        if let (mask, at) = reader.integer("mark_mask") {
+            // Contiguous bits, at least two: index 0 means "not ours", the top one is bypass.
+            if let mask = UInt32(exactly: mask), mask != 0,
+               (mask >> UInt32(mask.trailingZeroBitCount)) & ((mask >> UInt32(mask.trailingZeroBitCount)) + 1) == 0,
+               mask.nonzeroBitCount >= 2 {
+                settings.markMask = mask
+            } else {
+                reader.log.error("[routing] mark_mask \(mask) must be one run of at least 2 contiguous bits, e.g. 0x7f000000", at: at)
+            }
+        }
+        if let (base, at) = reader.integer("table_base") {
+            if let base = UInt32(exactly: base), base > 255, base < UInt32.max - 4096 {
+                settings.tableBase = base
+            } else {
+                reader.log.error("[routing] table_base \(base) must be between 256 and 4294963199", at: at)
+            }
+        }
+        if let (priority, at) = reader.integer("rule_priority") {
+            // Below 32766, where the main table's rule sits; 0 is the local table's.
+            if let priority = UInt32(exactly: priority), (1...32765).contains(priority) {
+                settings.rulePriority = priority
+            } else {
+                reader.log.error("[routing] rule_priority \(priority) must be between 1 and 32765 (before the main table's rule)", at: at)
+            }
+        }
+        reader.reportUnknownKeys()
+        return settings
+    }
+}

@@ -1,0 +1,135 @@
+import TOML
+
+/// Collects the diagnostics of a whole policy so that an admin sees every mistake at once.
+final class DiagnosticLog {
+    private(set) var diagnostics: [PolicyDiagnostic] = []
+
+    func error(_ message: String, at location: SourceLocation?) {
+        diagnostics.append(PolicyDiagnostic(message, at: location))
+    }
+}
+
+/// Reads one TOML table of the policy: typed getters that report a wrong type at the
+/// value's position, and a final check that names every key nobody asked for.
+struct TableReader {
+    let table: TOMLTable
+    let file: String
+    /// How the table is named in messages ("[profile.work]").
+    let context: String
+    let log: DiagnosticLog
+    private var known: Set<String> = []
+
+    init(_ table: TOMLTable, file: String, context: String, log: DiagnosticLog) {
+        self.table = table
+        self.file = file
+        self.context = context
+        self.log = log
+    }
+
+    func location(_ position: SourcePosition) -> SourceLocation { SourceLocation(file: file, position) }
+
+    var location: SourceLocation { location(table.position) }
+
+    func keyLocation(_ key: String) -> SourceLocation? {
+        table.entries.first { $0.key == key }.map { location($0.keyPosition) }
+    }
+
+    mutating func value(_ key: String) -> TOMLValue? {
+        known.insert(key)
+        return table[key]
+    }
+
+    mutating func string(_ key: String) -> (String, SourceLocation)? {
+        guard let value = value(key) else { return nil }
+        guard case let .string(text) = value.kind else {
+            return typeError(key, value, expected: "a string")
+        }
+        return (text, location(value.position))
+    }
+
+    mutating func bool(_ key: String) -> Bool? {
+        guard let value = value(key) else { return nil }
+        guard case let .boolean(flag) = value.kind else {
+            return typeError(key, value, expected: "true or false")
+        }
+        return flag
+    }
+
+    mutating func integer(_ key: String) -> (Int64, SourceLocation)? {
+        guard let value = value(key) else { return nil }
+        guard case let .integer(number) = value.kind else {
+            return typeError(key, value, expected: "an integer")
+        }
+        return (number, location(value.position))
+    }
+
+    mutating func table(_ key: String) -> TOMLTable? {
+        guard let value = value(key) else { return nil }
+        guard case let .table(inner) = value.kind else {
+            return typeError(key, value, expected: "a table")
+        }
+        return inner
+    }
+
+    /// An array whose items are strings or integers ("alice", 1001).
+    mutating func namesOrNumbers(_ key: String) -> [(NameOrNumber, SourceLocation)]? {
+        guard let value = value(key) else { return nil }
+        guard case let .array(items) = value.kind else {
+            return typeError(key, value, expected: "an array of names and numbers")
+        }
+        var result: [(NameOrNumber, SourceLocation)] = []
+        for item in items {
+            switch item.kind {
+            case let .string(name): result.append((.name(name), location(item.position)))
+            case let .integer(number): result.append((.number(number), location(item.position)))
+            default:
+                log.error("\(context) \(key): items must be names (strings) or numbers, not \(item.kind.typeName)", at: location(item.position))
+            }
+        }
+        return result
+    }
+
+    private func typeError<T>(_ key: String, _ value: TOMLValue, expected: String) -> T? {
+        log.error("\(context) \(key) must be \(expected), not \(value.kind.typeName)", at: location(value.position))
+        return nil
+    }
+
+    /// Reports keys that no getter asked for, with a suggestion for near misses.
+    func reportUnknownKeys(unsupported: [String: String] = [:]) {
+        for entry in table.entries where !known.contains(entry.key) {
+            let at = location(entry.keyPosition)
+            if let reason = unsupported[entry.key] {
+                log.error((context.isEmpty ? "" : context + " ") + "\(entry.key): \(reason)", at: at)
+                continue
+            }
+            var message = "unknown key \"\(entry.key)\" " + (context.isEmpty ? "at the top level" : "in \(context)")
+            let candidates = known.sorted().filter { editDistance($0, entry.key) <= 2 }
+            if let best = candidates.first {
+                message += "; did you mean \"\(best)\"?"
+            } else if !known.isEmpty {
+                message += " (known keys: \(known.sorted().joined(separator: ", ")))"
+            }
+            log.error(message, at: at)
+        }
+    }
+}
+
+enum NameOrNumber: Hashable {
+    case name(String)
+    case number(Int64)
+}
+
+func editDistance(_ a: String, _ b: String) -> Int {
+    let a = Array(a), b = Array(b)
+    guard !a.isEmpty else { return b.count }
+    guard !b.isEmpty else { return a.count }
+    var previous = Array(0...b.count)
+    for i in 1...a.count {
+        var current = [i] + Array(repeating: 0, count: b.count)
+        for j in 1...b.count {
+            current[j] = min(previous[j] + 1, current[j - 1] + 1, previous[j - 1] + (a[i - 1] == b[j - 1] ? 0 : 1))
+        }
+        previous = current
+    }
+    return previous[b.count]
+}

@@ -1,0 +1,228 @@
+import Policy
+import Testing
+
+struct FakeResolver: NameResolver {
+    var users: [String: UInt32] = ["alice": 1001, "bob": 1002]
+    var groups: [String: UInt32] = ["vpn-work": 2001, "staff": 50]
+    func uid(ofUser name: String) -> UInt32? { users[name] }
+    func gid(ofGroup name: String) -> UInt32? { groups[name] }
+}
+
+func parse(_ files: [(String, String)]) throws(PolicyError) -> Policy {
+    try Policy.parse(files.map { PolicySource(path: $0.0, text: $0.1) }, resolver: FakeResolver())
+}
+
+/// The error a policy must be refused with; fails the test if it is accepted.
+func diagnostics(_ files: [(String, String)]) -> [String] {
+    do {
+        let policy = try parse(files)
+        Issue.record("policy was accepted: \(policy)")
+        return []
+    } catch {
+        return error.diagnostics.map(\.description)
+    }
+}
+
+@Suite struct PolicyParserTests {
+    @Test func readsProfilesInDefinitionOrder() throws {
+        let policy = try parse([
+            ("/p/10-work.toml", """
+            # work traffic
+            [profile.work]
+            tunnel.interface = "wg0"
+            users = ["alice", 1005]
+            groups = ["vpn-work"]
+            killswitch = true
+
+            [profile.home]
+            tunnel = { interface = "tun0" }
+            killswitch = false
+            """),
+            ("/p/20-lab.toml", """
+            [profile.lab]
+            tunnel.interface = "wg-lab"
+            mark = 0x05000000
+            table = 900
+            """),
+        ])
+        #expect(policy.profiles.map(\.name) == ["work", "home", "lab"])
+        let work = try #require(policy.profile(named: "work"))
+        #expect(work.tunnel == .interface("wg0"))
+        #expect(work.access.users == [Principal(name: "alice", id: 1001), Principal(name: nil, id: 1005)])
+        #expect(work.access.groups == [Principal(name: "vpn-work", id: 2001)])
+        #expect(work.access.location.description == "/p/10-work.toml:4:1")
+        #expect(work.location.line == 2)
+        #expect(work.killswitch)
+        #expect(policy.profile(named: "home")?.killswitch == false)
+        // Explicit marks are kept; the others take the lowest free index in order.
+        #expect(policy.profiles.map(\.index) == [1, 2, 5])
+        #expect(policy.profiles.map(\.table) == [7301, 7302, 900])
+        #expect(policy.routing.mark(forIndex: 5) == 0x0500_0000)
+    }
+
+    @Test func explicitMarksAreSkippedByAutomaticOnes() throws {
+        let policy = try parse([("/p/a.toml", """
+            [profile.a]
+            tunnel.interface = "wg0"
+            [profile.b]
+            tunnel.interface = "wg1"
+            mark = 0x01000000
+            """)])
+        #expect(policy.profiles.map(\.index) == [2, 1])
+    }
+
+    @Test func accessRules() throws {
+        let policy = try parse([("/p/a.toml", """
+            [profile.work]
+            tunnel.interface = "wg0"
+            users = ["alice"]
+            groups = ["staff"]
+            """)])
+        let access = try #require(policy.profile(named: "work")).access
+        #expect(access.allows(uid: 1001, groups: []))
+        #expect(access.allows(uid: 1002, groups: [50]))
+        #expect(!access.allows(uid: 1002, groups: [2001]))
+        #expect(access.allows(uid: 0, groups: []))
+        #expect(access.summary == "user alice (1001), group staff (50)")
+    }
+
+    @Test func routingSettings() throws {
+        let policy = try parse([("/p/a.toml", """
+            [routing]
+            mark_mask = 0x00f00000
+            table_base = 1000
+            rule_priority = 100
+            [profile.a]
+            tunnel.interface = "wg0"
+            """)])
+        #expect(policy.routing.markMask == 0x00f0_0000)
+        #expect(policy.routing.maximumIndex == 14)
+        #expect(policy.profiles.first?.table == 1001)
+        #expect(policy.routing.mark(forIndex: 1) == 0x0010_0000)
+    }
+
+    @Test func syntaxErrorNamesFileAndLine() {
+        let errors = diagnostics([("/p/bad.toml", "[profile.work]\ntunnel.interface = \"wg0\nusers = []\n")])
+        #expect(errors.count == 1)
+        #expect(errors.first?.hasPrefix("/p/bad.toml:2:") == true)
+        #expect(errors.first?.contains("invalid TOML") == true)
+    }
+
+    @Test func unknownKeyWithSuggestion() {
+        let errors = diagnostics([("/p/a.toml", "[profile.work]\ntunnel.interface = \"wg0\"\nkilswitch = true\n")])
+        #expect(errors == ["/p/a.toml:3:1: error: unknown key \"kilswitch\" in [profile.work]; did you mean \"killswitch\"?"])
+    }
+
+    @Test func wrongTypes() {
+        let errors = diagnostics([("/p/a.toml", """
+            [profile.work]
+            tunnel.interface = 5
+            killswitch = "yes"
+            users = "alice"
+            groups = [1.5]
+            """)])
+        #expect(errors == [
+            "/p/a.toml:2:20: error: [profile.work] tunnel interface must be a string, not integer",
+            "/p/a.toml:4:9: error: [profile.work] users must be an array of names and numbers, not string",
+            "/p/a.toml:5:11: error: [profile.work] groups: items must be names (strings) or numbers, not float",
+            "/p/a.toml:3:14: error: [profile.work] killswitch must be true or false, not string",
+        ])
+    }
+
+    @Test func unknownUserAndGroup() {
+        let errors = diagnostics([("/p/a.toml", """
+            [profile.work]
+            tunnel.interface = "wg0"
+            users = ["alice", "mallory"]
+            groups = ["nogroup-here"]
+            """)])
+        #expect(errors == [
+            "/p/a.toml:3:19: error: unknown user \"mallory\" (not in the user database)",
+            "/p/a.toml:4:11: error: unknown group \"nogroup-here\" (not in the group database)",
+        ])
+    }
+
+    @Test func duplicateProfileAcrossFiles() {
+        let errors = diagnostics([
+            ("/p/10.toml", "[profile.work]\ntunnel.interface = \"wg0\"\n"),
+            ("/p/20.toml", "\n\n[profile.work]\ntunnel.interface = \"wg1\"\n"),
+        ])
+        #expect(errors == ["/p/20.toml:3:1: error: profile \"work\" is defined twice (first at /p/10.toml:1:1)"])
+    }
+
+    @Test func twoProfilesOnOneMarkOrTable() {
+        let errors = diagnostics([
+            ("/p/10.toml", "[profile.a]\ntunnel.interface = \"wg0\"\nmark = 0x03000000\ntable = 500\n"),
+            ("/p/20.toml", "[profile.b]\ntunnel.interface = \"wg1\"\nmark = 0x03000000\ntable = 500\n"),
+        ])
+        #expect(errors == [
+            "/p/20.toml:3:8: error: profile \"b\" uses mark 0x3000000, already used by profile \"a\" (/p/10.toml:3:8)",
+            "/p/20.toml:4:9: error: profile \"b\" uses routing table 500, already used by profile \"a\" (/p/10.toml:4:9)",
+        ])
+    }
+
+    @Test func markOutsideTheMaskOrReserved() {
+        let errors = diagnostics([("/p/a.toml", "[profile.a]\ntunnel.interface = \"wg0\"\nmark = 0x7f000000\n[profile.b]\ntunnel.interface = \"wg0\"\nmark = 0x10\n")])
+        #expect(errors.count == 2)
+        #expect(errors.allSatisfy { $0.contains("must be a non-zero value under the mark mask 0x7f000000") })
+    }
+
+    @Test func tableCollidingWithAnAutomaticOne() {
+        let errors = diagnostics([("/p/a.toml", "[profile.a]\ntunnel.interface = \"wg0\"\n[profile.b]\ntunnel.interface = \"wg1\"\ntable = 7301\n")])
+        #expect(errors == ["/p/a.toml:1:1: error: profile \"a\" would use routing table 7301 (table_base + its index), which profile \"b\" sets explicitly; set `table` for one of them"])
+    }
+
+    @Test func reservedTablesAndBadNames() {
+        let errors = diagnostics([("/p/a.toml", """
+            [profile.Work-1]
+            tunnel.interface = "wg0"
+            [profile.b]
+            tunnel.interface = "a/b"
+            table = 254
+            [profile.c]
+            users = []
+            """)])
+        #expect(errors == [
+            "/p/a.toml:1:10: error: profile name \"Work-1\" must start with a lower-case letter and contain only a-z, 0-9 and _ (at most 32; no dash: systemd reads dashes in slice names as nesting)",
+            "/p/a.toml:4:20: error: [profile.b] tunnel.interface \"a/b\" is not a valid interface name (1 to 15 characters, no '/', ':' or white space)",
+            "/p/a.toml:5:9: error: [profile.b] table 254 must be a routing table id from 1 to 4294967295 other than 253, 254 and 255 (default, main, local)",
+            "/p/a.toml:6:1: error: [profile.c] has no tunnel; add e.g. tunnel.interface = \"wg0\"",
+        ])
+    }
+
+    @Test func keysOfLaterVersionsAreRefusedNotIgnored() {
+        let errors = diagnostics([("/p/a.toml", """
+            [profile.a]
+            tunnel.interface = "wg0"
+            dns = ["10.64.0.1"]
+            allow_lan = true
+            bypass.domains = ["bank.example"]
+            [system]
+            profile = "a"
+            """)])
+        #expect(errors.count == 4)
+        #expect(errors[0].hasPrefix("/p/a.toml:3:1: error: [profile.a] dns: not supported by this version"))
+        #expect(errors[1].hasPrefix("/p/a.toml:4:1: error: [profile.a] allow_lan: not supported"))
+        #expect(errors[2].hasPrefix("/p/a.toml:5:1: error: [profile.a] bypass: not supported"))
+        #expect(errors[3].hasPrefix("/p/a.toml:6:2: error: system: system mode ([system]) is not supported"))
+    }
+
+    @Test func routingErrorsAndDuplicates() {
+        let errors = diagnostics([
+            ("/p/1.toml", "[routing]\nmark_mask = 0x50000000\nrule_priority = 40000\ntable_base = 10\nfoo = 1\n"),
+            ("/p/2.toml", "[routing]\n"),
+        ])
+        #expect(errors == [
+            "/p/1.toml:2:13: error: [routing] mark_mask 1342177280 must be one run of at least 2 contiguous bits, e.g. 0x7f000000",
+            "/p/1.toml:4:14: error: [routing] table_base 10 must be between 256 and 4294963199",
+            "/p/1.toml:3:17: error: [routing] rule_priority 40000 must be between 1 and 32765 (before the main table's rule)",
+            "/p/1.toml:5:1: error: unknown key \"foo\" in [routing] (known keys: mark_mask, rule_priority, table_base)",
+            "/p/2.toml:1:1: error: [routing] is set again (first at /p/1.toml:1:1); set it in one file only",
+        ])
+    }
+
+    @Test func emptyPolicyIsValid() throws {
+        #expect(try parse([]).profiles.isEmpty)
+        #expect(try parse([("/p/a.toml", "# nothing yet\n")]).profiles.isEmpty)
+    }
+}
