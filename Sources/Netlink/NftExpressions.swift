@@ -15,6 +15,10 @@ enum NftExpressions {
             return [loadMeta(NFT_META_OIFNAME), compare(interfaceNameBytes(name), negated: negated)]
         case let .setMark(clear, set):
             return [loadMeta(NFT_META_MARK), bitwise(and: ~clear, xor: set), storeMeta(NFT_META_MARK)]
+        case let .setConntrackMark(clear, set):
+            return [loadConntrack(NFT_CT_MARK), bitwise(and: ~clear, xor: set), storeConntrack(NFT_CT_MARK)]
+        case let .conntrackMarkVerdictMap(mask, map):
+            return [loadConntrack(NFT_CT_MARK), bitwise(and: mask, xor: 0), verdictLookup(map)]
         case let .namedCounter(name):
             let e = expression("objref")
             nftnl_expr_set_u32(e, attr(NFTNL_EXPR_OBJREF_IMM_TYPE), UInt32(NFT_OBJECT_COUNTER))
@@ -73,6 +77,20 @@ enum NftExpressions {
         let e = expression("meta")
         nftnl_expr_set_u32(e, attr(NFTNL_EXPR_META_KEY), key.rawValue)
         nftnl_expr_set_u32(e, attr(NFTNL_EXPR_META_SREG), reg1)
+        return e
+    }
+
+    private static func loadConntrack(_ key: nft_ct_keys) -> OpaquePointer {
+        let e = expression("ct")
+        nftnl_expr_set_u32(e, attr(NFTNL_EXPR_CT_KEY), key.rawValue)
+        nftnl_expr_set_u32(e, attr(NFTNL_EXPR_CT_DREG), reg1)
+        return e
+    }
+
+    private static func storeConntrack(_ key: nft_ct_keys) -> OpaquePointer {
+        let e = expression("ct")
+        nftnl_expr_set_u32(e, attr(NFTNL_EXPR_CT_KEY), key.rawValue)
+        nftnl_expr_set_u32(e, attr(NFTNL_EXPR_CT_SREG), reg1)
         return e
     }
 

@@ -1,3 +1,4 @@
+import Routing
 import Addresses
 import CNetlink
 import Glibc

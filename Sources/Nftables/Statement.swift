@@ -10,10 +10,14 @@ public enum NftStatement: Hashable, Sendable {
     case setMark(clear: UInt32, set: UInt32)
     /// `counter name "x"`: a reference to a named counter object.
     case namedCounter(String)
+    /// `ct mark set ct mark & ~clear | set`: the connection remembers the profile.
+    case setConntrackMark(clear: UInt32, set: UInt32)
     /// `socket cgroupv2 level L vmap @map`.
     case cgroupVerdictMap(level: UInt32, map: String)
     /// `meta mark & mask vmap @map`.
     case markVerdictMap(mask: UInt32, map: String)
+    /// `ct mark & mask vmap @map`.
+    case conntrackMarkVerdictMap(mask: UInt32, map: String)
     case masquerade
     case verdict(NftVerdict)
 }

@@ -68,6 +68,10 @@ public struct NftTextRenderer: Sendable {
             return "oifname \(negated ? "!= " : "")\(quoted(name))"
         case let .setMark(clear, set):
             return "meta mark set meta mark & \(hex(~clear)) | \(hex(set))"
+        case let .setConntrackMark(clear, set):
+            return "ct mark set ct mark & \(hex(~clear)) | \(hex(set))"
+        case let .conntrackMarkVerdictMap(mask, map):
+            return "ct mark & \(hex(mask)) vmap @\(map)"
         case let .namedCounter(name):
             return "counter name \(quoted(name))"
         case let .cgroupVerdictMap(level, map):

@@ -1,4 +1,6 @@
-import Addresses
+@_exported import Addresses
+
+// Routing state as values: what the planner wants and what rtnetlink reads back.
 
 /// `ip rule`: packets whose mark matches under the mask look up `table`.
 public struct RoutingRule: Hashable, Sendable, CustomStringConvertible {

@@ -24,10 +24,12 @@ import Testing
             chains: [
                 NftChain(name: "route_output", base: NftBaseChain(kind: .route, hook: .output, priority: NftBaseChain.mangle), rules: [
                     NftRule([.markMatch(mask: mask, value: 0, negated: true), .verdict(.return)]),
+                    NftRule([.conntrackMarkVerdictMap(mask: mask, map: "killswitch_marks")]),
                     NftRule([.cgroupVerdictMap(level: 2, map: "cgroup_level_2")]),
                 ]),
                 NftChain(name: "member_work", rules: [
-                    NftRule([.setMark(clear: mask, set: mark), .namedCounter("work_out"), .verdict(.accept)], comment: "profile work"),
+                    NftRule([.setMark(clear: mask, set: mark), .setConntrackMark(clear: mask, set: mark),
+                             .namedCounter("work_out"), .verdict(.accept)], comment: "profile work"),
                 ]),
                 NftChain(name: "killswitch", base: NftBaseChain(kind: .filter, hook: .postrouting, priority: NftBaseChain.filter), rules: [
                     NftRule([.markVerdictMap(mask: mask, map: "killswitch_marks")]),

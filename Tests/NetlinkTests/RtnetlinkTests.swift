@@ -1,6 +1,7 @@
 import Addresses
 import Foundation
 import Netlink
+import Routing
 import NetTestSupport
 import Testing
 

@@ -1,0 +1,43 @@
+import Nftables
+import Policy
+
+/// The killswitch, where the output interface is final (postrouting: in the output hook
+/// later chains would still see the interface chosen before the route chain re-routed).
+/// A profile's marked packet may leave through its tunnel or loopback; anything else is
+/// counted and dropped. These rules live in the kernel, not in the daemon: they hold when
+/// vpnd stops or dies and while the tunnel is down or deleted (matching is by interface
+/// name, so a re-created tunnel matches again). Marked packets leaving through the tunnel
+/// get the tunnel's address as source (they were addressed before the re-route).
+enum KillswitchRules {
+    static func add(_ policy: Policy, to table: inout NftTable) {
+        let mask = policy.routing.markMask
+        var egressMarks: [NftElement] = []
+        var nat: [NftRule] = []
+        for profile in policy.profiles {
+            let names = ProfileObjectNames(profile.name)
+            let mark = policy.routing.mark(forIndex: profile.index)
+            let tunnel = profile.tunnel.interfaceName
+            egressMarks.append(NftElement(key: .mark(mark), verdict: .jump(names.egressChain)))
+            table.counters.append(NftCounter(name: names.tunnelCounter, comment: "profile \(profile.name): packets that left through \(tunnel)"))
+            var rules = [
+                NftRule([.outputInterfaceName(tunnel, negated: false), .namedCounter(names.tunnelCounter), .verdict(.accept)]),
+                NftRule([.outputInterfaceName("lo", negated: false), .verdict(.accept)]),
+            ]
+            if profile.killswitch {
+                table.counters.append(NftCounter(name: names.droppedCounter, comment: "profile \(profile.name): packets dropped by the killswitch"))
+                rules.append(NftRule([.namedCounter(names.droppedCounter), .verdict(.drop)],
+                                     comment: "profile \(profile.name): killswitch"))
+            }
+            table.chains.append(NftChain(name: names.egressChain, rules: rules))
+            nat.append(NftRule([.markMatch(mask: mask, value: mark, negated: false),
+                                .outputInterfaceName(tunnel, negated: false), .masquerade]))
+        }
+        table.sets.append(NftSet(name: "egress_marks", key: .mark, data: .verdict, elements: egressMarks))
+        table.chains += [
+            NftChain(name: "killswitch", base: NftBaseChain(kind: .filter, hook: .postrouting, priority: NftBaseChain.filter), rules: [
+                NftRule([.markVerdictMap(mask: mask, map: "egress_marks")]),
+            ]),
+            NftChain(name: "source_nat", base: NftBaseChain(kind: .nat, hook: .postrouting, priority: NftBaseChain.srcnat), rules: nat),
+        ]
+    }
+}

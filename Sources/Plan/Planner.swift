@@ -1,0 +1,26 @@
+import Nftables
+import Policy
+import Routing
+
+/// policy + facts -> desired kernel state. Pure: no I/O, same input, same output.
+public enum Planner {
+    public static func plan(_ policy: Policy, facts: RuntimeFacts) -> DesiredState {
+        let routing = policy.routing
+        var table = NftTable(family: .inet, name: vpnexecTableName)
+        MembershipRules.add(policy, facts: facts, to: &table)
+        KillswitchRules.add(policy, to: &table)
+        var sysctls: [Sysctl] = []
+        if !policy.profiles.isEmpty {
+            // Replies on a member connection carry the profile's mark (restored from the
+            // connection in prerouting); with src_valid_mark the reverse-path check looks
+            // them up in the profile's table, so strict rp_filter accepts them.
+            sysctls.append(Sysctl("net/ipv4/conf/all/src_valid_mark", "1"))
+        }
+        return DesiredState(
+            nft: table,
+            rules: RoutingPlan.rules(policy.profiles, routing: routing),
+            routes: RoutingPlan.routes(policy.profiles, links: facts.links),
+            sysctls: sysctls,
+            cgroups: policy.profiles.map { $0.cgroupPath(parent: facts.cgroupParent) })
+    }
+}

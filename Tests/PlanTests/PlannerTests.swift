@@ -1,0 +1,111 @@
+import Nftables
+import Plan
+import Policy
+import Routing
+import Testing
+
+func profile(_ name: String, tunnel: String, index: UInt32, killswitch: Bool = true) -> Profile {
+    let here = SourceLocation(file: "/p/t.toml", line: 1, column: 1)
+    return Profile(name: name, location: here, tunnel: .interface(tunnel),
+                   access: Access(users: [], groups: [], location: here),
+                   killswitch: killswitch, index: index, table: 7300 + index)
+}
+
+@Suite struct PlannerTests {
+    let policy = Policy(profiles: [profile("work", tunnel: "wg0", index: 1), profile("home", tunnel: "tun0", index: 2, killswitch: false)])
+
+    @Test func cgroupMarkRoutePath() throws {
+        let facts = RuntimeFacts(cgroupParent: "vpn.slice",
+                                 cgroupIDs: ["vpn.slice/vpn-work.slice": 101, "vpn.slice/vpn-home.slice": 102],
+                                 links: ["wg0": Link(index: 7, name: "wg0", isUp: true, isRunning: true, mtu: 1420)])
+        let state = Planner.plan(policy, facts: facts)
+        #expect(state.cgroups == ["vpn.slice/vpn-work.slice", "vpn.slice/vpn-home.slice"])
+
+        // cgroup -> member chain
+        let levelTwo = try #require(state.nft.set(named: "cgroup_level_2"))
+        #expect(levelTwo.key == .cgroupv2)
+        #expect(levelTwo.elements == [
+            NftElement(key: .cgroup(id: 101, path: "vpn.slice/vpn-work.slice"), verdict: .jump("member_work")),
+            NftElement(key: .cgroup(id: 102, path: "vpn.slice/vpn-home.slice"), verdict: .jump("member_home")),
+        ])
+        let output = try #require(state.nft.chain(named: "route_output"))
+        #expect(output.base == NftBaseChain(kind: .route, hook: .output, priority: -150))
+        #expect(output.rules.map(\.statements).last == [.cgroupVerdictMap(level: 2, map: "cgroup_level_2")])
+
+        // member chain -> mark under the mask, remembered by the connection
+        let member = try #require(state.nft.chain(named: "member_work"))
+        #expect(member.rules.first?.statements == [.setMark(clear: 0x7f00_0000, set: 0x0100_0000),
+                                                   .setConntrackMark(clear: 0x7f00_0000, set: 0x0100_0000),
+                                                   .namedCounter("work_sent"), .verdict(.accept)])
+
+        // mark -> table (v4 and v6), table -> tunnel with a dead end of last resort
+        #expect(state.rules == [
+            RoutingRule(ipv4: true, priority: 7300, mark: 0x0100_0000, mask: 0x7f00_0000, table: 7301, protocolNumber: 118),
+            RoutingRule(ipv4: false, priority: 7300, mark: 0x0100_0000, mask: 0x7f00_0000, table: 7301, protocolNumber: 118),
+            RoutingRule(ipv4: true, priority: 7300, mark: 0x0200_0000, mask: 0x7f00_0000, table: 7302, protocolNumber: 118),
+            RoutingRule(ipv4: false, priority: 7300, mark: 0x0200_0000, mask: 0x7f00_0000, table: 7302, protocolNumber: 118),
+        ])
+        #expect(state.routes == [
+            Route(destination: .defaultRoute(ipv4: true), table: 7301, kind: .device(index: 7), metric: 1, protocolNumber: 118),
+            Route(destination: .defaultRoute(ipv4: true), table: 7301, kind: .unreachable, metric: .max, protocolNumber: 118),
+            Route(destination: .defaultRoute(ipv4: false), table: 7301, kind: .device(index: 7), metric: 1, protocolNumber: 118),
+            Route(destination: .defaultRoute(ipv4: false), table: 7301, kind: .unreachable, metric: .max, protocolNumber: 118),
+            // "home" has no killswitch and its tunnel is missing: nothing, so lookups fall through.
+        ])
+        #expect(state.sysctls == [Sysctl("net/ipv4/conf/all/src_valid_mark", "1")])
+    }
+
+    @Test func killswitchDropsOnlyForProfilesThatWantIt() throws {
+        let state = Planner.plan(policy, facts: RuntimeFacts())
+        let work = try #require(state.nft.chain(named: "egress_work"))
+        #expect(work.rules.map(\.statements) == [
+            [.outputInterfaceName("wg0", negated: false), .namedCounter("work_tunnel"), .verdict(.accept)],
+            [.outputInterfaceName("lo", negated: false), .verdict(.accept)],
+            [.namedCounter("work_dropped"), .verdict(.drop)],
+        ])
+        let home = try #require(state.nft.chain(named: "egress_home"))
+        #expect(!home.rules.contains { $0.statements.contains(.verdict(.drop)) })
+        let killswitch = try #require(state.nft.chain(named: "killswitch"))
+        #expect(killswitch.base == NftBaseChain(kind: .filter, hook: .postrouting, priority: 0))
+        #expect(state.nft.set(named: "egress_marks")?.elements == [
+            NftElement(key: .mark(0x0100_0000), verdict: .jump("egress_work")),
+            NftElement(key: .mark(0x0200_0000), verdict: .jump("egress_home")),
+        ])
+        let nat = try #require(state.nft.chain(named: "source_nat"))
+        #expect(nat.rules.first?.statements == [.markMatch(mask: 0x7f00_0000, value: 0x0100_0000, negated: false),
+                                                .outputInterfaceName("wg0", negated: false), .masquerade])
+    }
+
+    @Test func tunnelDownKeepsOnlyTheDeadEnd() {
+        let down = RuntimeFacts(links: ["wg0": Link(index: 7, name: "wg0", isUp: false, isRunning: false, mtu: 1420)])
+        let routes = Planner.plan(policy, facts: down).routes
+        #expect(routes.allSatisfy { $0.kind == .unreachable && $0.table == 7301 })
+        #expect(routes.count == 2)
+    }
+
+    @Test func missingCgroupHasNoElementAndDeeperParentsUseTheirLevel() throws {
+        let facts = RuntimeFacts(cgroupParent: "system.slice/vpn.slice", cgroupIDs: ["system.slice/vpn.slice/vpn-work.slice": 5])
+        let state = Planner.plan(policy, facts: facts)
+        #expect(state.nft.set(named: "cgroup_level_3")?.elements.count == 1)
+        #expect(state.nft.set(named: "cgroup_level_2") == nil)
+    }
+
+    @Test func emptyPolicyPlansAnEmptyTable() {
+        let state = Planner.plan(Policy(profiles: []), facts: RuntimeFacts())
+        #expect(state.rules.isEmpty && state.routes.isEmpty && state.sysctls.isEmpty)
+        #expect(state.nft.chains.allSatisfy { $0.rules.count <= 2 })
+    }
+
+    @Test func planTextListsEverything() {
+        let facts = RuntimeFacts(links: ["wg0": Link(index: 7, name: "wg0", isUp: true, isRunning: true, mtu: 1420)])
+        let text = PlanText.render(Planner.plan(policy, facts: facts), interfaceNames: [7: "wg0"])
+        #expect(text.contains("table inet vpnexec {"))
+        #expect(text.contains("\t\tsocket cgroupv2 level") == false, "no cgroup exists, so no level map")
+        #expect(text.contains("# ip -4 rule add priority 7300 fwmark 0x1000000/0x7f000000 table 7301 proto 118"))
+        #expect(text.contains("# ip -6 route add default dev wg0 table 7301 metric 1 proto 118"))
+        #expect(text.contains("# ip -4 route add unreachable default table 7301 metric 4294967295 proto 118"))
+        #expect(text.contains("# net.ipv4.conf.all.src_valid_mark = 1"))
+        #expect(text.contains("oifname \"wg0\" counter name \"work_tunnel\" accept"))
+        #expect(text.contains("meta mark & 0x7f000000 == 0x01000000 oifname \"wg0\" masquerade"))
+    }
+}

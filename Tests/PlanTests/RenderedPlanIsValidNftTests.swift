@@ -1,0 +1,35 @@
+import Cgroups
+import NetTestSupport
+import Nftables
+import Plan
+import Policy
+import Routing
+import Testing
+
+/// What `vpnctl plan` prints must be valid input for the nft CLI (`nft -c -f`), for a
+/// policy with several profiles whose cgroups exist.
+@Suite(.serialized) struct RenderedPlanIsValidNftTests {
+    @Test func nftAcceptsTheRenderedPlan() throws {
+        let cleanup = Cleanup()
+        defer { cleanup.run() }
+        let namespace = try NetworkNamespace("vx\(uniqueTag())pl", cleanup: cleanup)
+        let hierarchy = try CgroupHierarchy.system()
+        let parent = "vxtest-\(uniqueTag()).slice"
+        var ids: [String: UInt64] = [:]
+        let profiles = (1...5).map { profile("p\($0)", tunnel: "wg\($0)", index: UInt32($0), killswitch: $0 != 3) }
+        for p in profiles {
+            let path = p.cgroupPath(parent: parent)
+            ids[path] = try hierarchy.create(path)
+            cleanup.add("remove \(path)") { try hierarchy.remove(path) }
+        }
+        cleanup.add("remove \(parent)") { try hierarchy.remove(parent) }
+        let state = Planner.plan(Policy(profiles: profiles), facts: RuntimeFacts(cgroupParent: parent, cgroupIDs: ids))
+        let text = PlanText.render(state)
+        try NftCLI.apply(text, in: namespace, checkOnly: true)
+        // And applied for real, then listed: every profile's chain is there.
+        try NftCLI.apply(text, in: namespace)
+        let listed = try namespace.run(["nft", "list", "table", "inet", "vpnexec"])
+        for p in profiles { #expect(listed.contains("chain member_\(p.name) {")) }
+        #expect(try NftCLI.cgroupKeys(in: namespace, set: "cgroup_level_2") == ids.values.sorted())
+    }
+}
