@@ -4,27 +4,50 @@ import PackageDescription
 let package = Package(
     name: "vpnexec",
     platforms: [.macOS(.v13)],
+    products: [
+        .executable(name: "vpnd", targets: ["vpnd"]),
+        .executable(name: "vpnexec", targets: ["vpnexec"]),
+        .executable(name: "vpnctl", targets: ["vpnctl"]),
+    ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
     ],
     targets: [
-        // System libraries (pkg-config names in the modulemaps' link lines).
+        // System libraries (pkg-config names in the modulemaps' link lines) and the Linux
+        // calls Glibc's module leaves out.
         .systemLibrary(name: "CNetlink", pkgConfig: "libnftnl", providers: [.apt(["libnftnl-dev", "libmnl-dev"])]),
         .systemLibrary(name: "CCap", pkgConfig: "libcap", providers: [.apt(["libcap-dev"])]),
-        .systemLibrary(name: "CLinux"),
         .systemLibrary(name: "CSystemd", pkgConfig: "libsystemd", providers: [.apt(["libsystemd-dev"])]),
+        .systemLibrary(name: "CLinux"),
 
-        // Pure values.
+        // Pure: values and functions, unit-tested without a kernel.
         .target(name: "Addresses"),
+        .target(name: "TOML"),
+        .target(name: "Policy", dependencies: ["TOML"]),
         .target(name: "Nftables"),
+        .target(name: "Routing", dependencies: ["Addresses"]),
+        .target(name: "Plan", dependencies: ["Policy", "Nftables", "Routing"]),
+        .target(name: "Control"),
 
         // Effects: the kernel behind typed Swift.
-        .target(name: "Netlink", dependencies: ["CNetlink", "Addresses", "Nftables"]),
+        .target(name: "Netlink", dependencies: ["CNetlink", "Addresses", "Nftables", "Routing"]),
         .target(name: "Cgroups"),
+        .target(name: "Daemon", dependencies: ["CCap", "CLinux", "CSystemd", "Cgroups", "Control", "Netlink", "Nftables", "Plan", "Policy", "Routing"]),
+
+        // Executables: thin commands over the libraries.
+        .executableTarget(name: "vpnd", dependencies: ["Daemon", "Control", "Policy", .product(name: "ArgumentParser", package: "swift-argument-parser")]),
+        .executableTarget(name: "vpnexec", dependencies: ["Control", .product(name: "ArgumentParser", package: "swift-argument-parser")]),
+        .executableTarget(name: "vpnctl", dependencies: ["Control", "Plan", "Policy", "Cgroups", "Netlink", .product(name: "ArgumentParser", package: "swift-argument-parser")]),
 
         // Tests. NetTestSupport builds namespaces, runs tools and cleans up after them.
         .target(name: "NetTestSupport", dependencies: ["CLinux"], path: "Tests/NetTestSupport"),
         .testTarget(name: "AddressesTests", dependencies: ["Addresses"]),
-        .testTarget(name: "NetlinkTests", dependencies: ["Netlink", "Nftables", "Cgroups", "NetTestSupport"]),
+        .testTarget(name: "TOMLTests", dependencies: ["TOML"]),
+        .testTarget(name: "PolicyTests", dependencies: ["Policy"]),
+        .testTarget(name: "PlanTests", dependencies: ["Plan", "Policy", "Nftables", "Routing", "NetTestSupport"]),
+        .testTarget(name: "NetlinkTests", dependencies: ["Netlink", "Nftables", "Routing", "Cgroups", "NetTestSupport"]),
+        .testTarget(name: "CgroupsTests", dependencies: ["Cgroups", "NetTestSupport"]),
+        .testTarget(name: "DaemonTests", dependencies: ["Daemon", "Plan", "Nftables"]),
+        .testTarget(name: "IntegrationTests", dependencies: ["NetTestSupport", "Control"]),
     ]
 )

@@ -13,6 +13,8 @@
 #include <linux/sched.h>
 
 extern int setns(int fd, int nstype);
+extern int accept4(int fd, struct sockaddr *addr, socklen_t *addrlen, int flags);
+static inline int vx_accept4(int fd, int flags) { return accept4(fd, NULL, NULL, flags); }
 extern int unshare(int flags);
 
 #ifndef SO_PEERPIDFD

@@ -16,13 +16,14 @@ import Testing
         let hierarchy = try CgroupHierarchy.system()
         let parent = "vxtest-\(uniqueTag()).slice"
         var ids: [String: UInt64] = [:]
+        // Registered first, so it runs after the children are gone.
+        cleanup.add("remove \(parent)") { try hierarchy.remove(parent) }
         let profiles = (1...5).map { profile("p\($0)", tunnel: "wg\($0)", index: UInt32($0), killswitch: $0 != 3) }
         for p in profiles {
             let path = p.cgroupPath(parent: parent)
             ids[path] = try hierarchy.create(path)
             cleanup.add("remove \(path)") { try hierarchy.remove(path) }
         }
-        cleanup.add("remove \(parent)") { try hierarchy.remove(parent) }
         let state = Planner.plan(Policy(profiles: profiles), facts: RuntimeFacts(cgroupParent: parent, cgroupIDs: ids))
         let text = PlanText.render(state)
         try NftCLI.apply(text, in: namespace, checkOnly: true)

@@ -1,0 +1,59 @@
+import Glibc
+
+public struct ControlClientError: Error, CustomStringConvertible, Sendable {
+    public var description: String
+}
+
+/// Sends one request to vpnd and returns its answer.
+public enum ControlClient {
+    public static func send(_ request: ControlRequest, socketPath: String) throws(ControlClientError) -> ControlResponse {
+        let fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
+        guard fd >= 0 else { throw ControlClientError(description: "cannot create a socket: \(String(cString: strerror(errno)))") }
+        defer { close(fd) }
+        var address = sockaddr_un()
+        address.sun_family = sa_family_t(AF_UNIX)
+        let pathBytes = Array(socketPath.utf8)
+        guard pathBytes.count < MemoryLayout.size(ofValue: address.sun_path) else {
+            throw ControlClientError(description: "socket path too long: \(socketPath)")
+        }
+        withUnsafeMutableBytes(of: &address.sun_path) { raw in
+            raw.copyBytes(from: pathBytes)
+        }
+        let connected = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size)) }
+        }
+        guard connected == 0 else {
+            let code = errno
+            switch code {
+            case ENOENT, ECONNREFUSED:
+                throw ControlClientError(description: "vpnd is not running (nothing listens on \(socketPath)); start it with `systemctl start vpnd` or run `vpnd` as root")
+            case EACCES:
+                throw ControlClientError(description: "permission denied on \(socketPath)")
+            default:
+                throw ControlClientError(description: "cannot reach vpnd at \(socketPath): \(String(cString: strerror(code)))")
+            }
+        }
+        let bytes = ControlCoding.encode(request)
+        var sent = 0
+        while sent < bytes.count {
+            let count = bytes[sent...].withUnsafeBytes { write(fd, $0.baseAddress, $0.count) }
+            guard count > 0 else { throw ControlClientError(description: "vpnd closed the connection: \(String(cString: strerror(errno)))") }
+            sent += count
+        }
+        var answer: [UInt8] = []
+        var buffer = [UInt8](repeating: 0, count: 65536)
+        while true {
+            let count = read(fd, &buffer, buffer.count)
+            if count < 0 && errno == EINTR { continue }
+            guard count > 0 else { break }
+            answer += buffer[0..<count]
+            if answer.last == UInt8(ascii: "\n") { break }
+        }
+        guard !answer.isEmpty else { throw ControlClientError(description: "vpnd closed the connection without an answer") }
+        do {
+            return try ControlCoding.decode(ControlResponse.self, from: answer)
+        } catch {
+            throw ControlClientError(description: "vpnd sent an answer this client does not understand: \(error)")
+        }
+    }
+}

@@ -1,0 +1,121 @@
+import FoundationEssentials
+
+/// The requests vpnexec and vpnctl send to vpnd: one JSON object per line on a Unix
+/// stream socket; vpnd answers with one line and closes. Who asks is not in the request:
+/// vpnd reads it from the socket (SO_PEERCRED, SO_PEERPIDFD, SO_PEERGROUPS).
+public enum ControlRequest: Codable, Hashable, Sendable {
+    /// Put the calling process into the profile (vpnexec, just before it execs).
+    case exec(profile: String)
+    /// Put a running process into the profile.
+    case move(profile: String, pid: Int32)
+    case status
+    /// The state the policy on disk compiles to, without applying it.
+    case plan
+    case reload
+    /// Remove every rule, route and table of ours (the killswitch included) and exit.
+    case down
+}
+
+public struct ControlResponse: Codable, Hashable, Sendable {
+    public var ok: Bool
+    public var message: String?
+    public var status: StatusReport?
+
+    public init(ok: Bool, message: String? = nil, status: StatusReport? = nil) {
+        self.ok = ok
+        self.message = message
+        self.status = status
+    }
+
+    public static func failure(_ message: String) -> ControlResponse { ControlResponse(ok: false, message: message) }
+}
+
+public struct StatusReport: Codable, Hashable, Sendable {
+    public var daemonPID: Int32
+    public var policyDirectory: String
+    public var cgroupRoot: String
+    public var profiles: [ProfileStatus]
+
+    public init(daemonPID: Int32, policyDirectory: String, cgroupRoot: String, profiles: [ProfileStatus]) {
+        self.daemonPID = daemonPID
+        self.policyDirectory = policyDirectory
+        self.cgroupRoot = cgroupRoot
+        self.profiles = profiles
+    }
+}
+
+public struct ProfileStatus: Codable, Hashable, Sendable {
+    public var name: String
+    public var mark: UInt32
+    public var table: UInt32
+    public var killswitch: Bool
+    public var cgroup: String
+    public var members: Int
+    public var tunnel: TunnelStatus
+    public var sent: Traffic
+    public var received: Traffic
+    public var throughTunnel: Traffic
+    public var droppedByKillswitch: Traffic
+
+    public init(name: String, mark: UInt32, table: UInt32, killswitch: Bool, cgroup: String, members: Int,
+                tunnel: TunnelStatus, sent: Traffic, received: Traffic, throughTunnel: Traffic, droppedByKillswitch: Traffic) {
+        self.name = name
+        self.mark = mark
+        self.table = table
+        self.killswitch = killswitch
+        self.cgroup = cgroup
+        self.members = members
+        self.tunnel = tunnel
+        self.sent = sent
+        self.received = received
+        self.throughTunnel = throughTunnel
+        self.droppedByKillswitch = droppedByKillswitch
+    }
+}
+
+public struct TunnelStatus: Codable, Hashable, Sendable {
+    public var interface: String
+    /// "up", "down" (exists, administratively down or no carrier) or "missing".
+    public var state: String
+    public var addresses: [String]
+    public var rxBytes: UInt64
+    public var txBytes: UInt64
+
+    public init(interface: String, state: String, addresses: [String], rxBytes: UInt64, txBytes: UInt64) {
+        self.interface = interface
+        self.state = state
+        self.addresses = addresses
+        self.rxBytes = rxBytes
+        self.txBytes = txBytes
+    }
+}
+
+public struct Traffic: Codable, Hashable, Sendable {
+    public var packets: UInt64
+    public var bytes: UInt64
+
+    public init(packets: UInt64, bytes: UInt64) {
+        self.packets = packets
+        self.bytes = bytes
+    }
+}
+
+public enum ControlCoding {
+    public static func encode<T: Encodable>(_ value: T) -> [UInt8] {
+        // Encoding our own plain types cannot fail.
+        Array(try! JSONEncoder().encode(value)) + [UInt8(ascii: "\n")]
+    }
+
+    public static func decode<T: Decodable>(_ type: T.Type, from line: [UInt8]) throws -> T {
+        try JSONDecoder().decode(T.self, from: Data(line))
+    }
+}
+
+public enum ControlSocket {
+    public static let defaultPath = "/run/vpnexec/vpnd.sock"
+
+    /// --socket, else $VPNEXEC_SOCKET, else the default.
+    public static func path(option: String?, environment: [String: String]) -> String {
+        option ?? environment["VPNEXEC_SOCKET"].flatMap { $0.isEmpty ? nil : $0 } ?? defaultPath
+    }
+}

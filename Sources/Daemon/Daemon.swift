@@ -1,0 +1,289 @@
+import CLinux
+import Cgroups
+import Control
+import CSystemd
+import Glibc
+import Netlink
+import Nftables
+import Plan
+import Policy
+import Routing
+
+public struct DaemonOptions: Sendable {
+    public var policyDirectory: String
+    public var socketPath: String
+    /// Where profile cgroups live, relative to the cgroup2 root.
+    public var cgroupParent: String
+    public var dropPrivileges: Bool
+
+    public init(policyDirectory: String, socketPath: String, cgroupParent: String = "vpn.slice", dropPrivileges: Bool = true) {
+        self.policyDirectory = policyDirectory
+        self.socketPath = socketPath
+        self.cgroupParent = cgroupParent
+        self.dropPrivileges = dropPrivileges
+    }
+}
+
+/// vpnd: loads the policy, makes the kernel match it, and then serves requests and
+/// follows the machine (tunnels appearing and going, cgroups re-created) from one
+/// single-threaded poll loop. Stopping it leaves the kernel state in place: the
+/// killswitch is the kernel's, not the daemon's.
+public final class Daemon {
+    let options: DaemonOptions
+    let log: Log
+    let hierarchy: CgroupHierarchy
+    let applier: KernelApplier
+    let rtnl: Rtnetlink
+    private(set) var policy: Policy
+    private var server: ControlServer?
+    private var running = true
+
+    /// Loads and applies the policy. Throws a PolicyError (nothing was touched) or the
+    /// error of the first kernel operation that failed.
+    public init(options: DaemonOptions, log: Log) throws {
+        self.options = options
+        self.log = log
+        if options.dropPrivileges {
+            try Privileges.dropToMinimum()
+            log.info("capabilities: \(Privileges.current()); no_new_privs set")
+        }
+        policy = try Self.loadPolicy(options.policyDirectory)
+        hierarchy = try CgroupHierarchy.system()
+        applier = try KernelApplier()
+        rtnl = try Rtnetlink()
+        try applyPolicy()
+        log.info("applied policy from \(options.policyDirectory): \(policy.profiles.count) profile(s)"
+            + policy.profiles.map { " \($0.name)->\($0.tunnel.interfaceName)" }.joined())
+    }
+
+    static func loadPolicy(_ directory: String) throws -> Policy {
+        try PolicyDirectory.checkOwnership(directory)
+        return try Policy.parse(try PolicyDirectory.read(directory), resolver: SystemNameResolver())
+    }
+
+    // MARK: state
+
+    func facts() throws -> RuntimeFacts {
+        var facts = RuntimeFacts(cgroupParent: options.cgroupParent)
+        for profile in policy.profiles {
+            let path = profile.cgroupPath(parent: options.cgroupParent)
+            facts.cgroupIDs[path] = hierarchy.id(of: path)
+        }
+        let wanted = Set(policy.profiles.map(\.tunnel.interfaceName))
+        for link in try rtnl.links() where wanted.contains(link.name) { facts.links[link.name] = link }
+        return facts
+    }
+
+    func ensureCgroups() throws {
+        let missing = policy.profiles.map { $0.cgroupPath(parent: options.cgroupParent) }.filter { hierarchy.id(of: $0) == nil }
+        guard !missing.isEmpty else { return }
+        try Privileges.withDirectoryOverride {
+            for path in missing { try hierarchy.create(path) }
+        }
+    }
+
+    func applyPolicy() throws {
+        try ensureCgroups()
+        try applier.apply(Planner.plan(policy, facts: try facts()))
+    }
+
+    func reload() -> ControlResponse {
+        let next: Policy
+        do {
+            next = try Self.loadPolicy(options.policyDirectory)
+        } catch {
+            log.error("reload refused, running state unchanged:\n\(error)")
+            return .failure("policy not reloaded, the running state is unchanged:\n\(error)")
+        }
+        let previous = policy
+        policy = next
+        do {
+            try applyPolicy()
+        } catch {
+            policy = previous
+            log.error("reload failed while applying: \(error)")
+            try? applyPolicy()
+            return .failure("reload failed while applying (previous policy restored): \(error)")
+        }
+        for gone in previous.profiles where next.profile(named: gone.name) == nil {
+            let path = gone.cgroupPath(parent: options.cgroupParent)
+            let members = hierarchy.processes(in: path).count
+            if members == 0 {
+                try? hierarchy.remove(path)
+            } else {
+                log.warning("profile \(gone.name) was removed but \(members) process(es) remain in \(path); their new connections are no longer routed")
+            }
+        }
+        log.info("reloaded policy: \(policy.profiles.count) profile(s)")
+        return ControlResponse(ok: true, message: "policy reloaded: \(policy.profiles.count) profile(s)")
+    }
+
+    // MARK: loop
+
+    public func run() throws {
+        let server = try ControlServer(path: options.socketPath)
+        self.server = server
+        defer { server.close() }
+        let monitor = try RoutingMonitor()
+        let watcher = try CgroupWatcher(path: hierarchy.absolute(options.cgroupParent))
+        let signals = try SignalChannel([SIGHUP, SIGTERM, SIGINT])
+        // Something may have changed between applying and listening.
+        _ = monitor.drain()
+        try applyPolicy()
+        sd_notify(0, "READY=1\nSTATUS=\(policy.profiles.count) profile(s)")
+        log.info("listening on \(options.socketPath)")
+
+        while running {
+            var fds = [pollfd(fd: server.listener, events: Int16(POLLIN), revents: 0),
+                       pollfd(fd: monitor.fileDescriptor, events: Int16(POLLIN), revents: 0),
+                       pollfd(fd: watcher.fileDescriptor, events: Int16(POLLIN), revents: 0),
+                       pollfd(fd: signals.fileDescriptor, events: Int16(POLLIN), revents: 0)]
+            fds += server.connections.keys.map { pollfd(fd: $0, events: Int16(POLLIN), revents: 0) }
+            let ready = poll(&fds, nfds_t(fds.count), 1000)
+            if ready < 0 && errno != EINTR { throw ApplyError("poll: \(String(cString: strerror(errno)))") }
+            let now = monotonicSeconds()
+            for signal in fds[3].revents != 0 ? signals.read() : [] {
+                switch signal {
+                case SIGHUP:
+                    sd_notify(0, "RELOADING=1")
+                    _ = reload()
+                    sd_notify(0, "READY=1")
+                default:
+                    log.info("stopping on signal \(signal); the kernel keeps the killswitch")
+                    running = false
+                }
+            }
+            if fds[1].revents != 0 && monitor.drain() { follow("routing change") }
+            if fds[2].revents != 0 && watcher.drain() {
+                watcher.rewatch()
+                follow("cgroup change")
+            }
+            if fds[0].revents != 0 { server.acceptAll(now: now) }
+            for entry in fds.dropFirst(4) where entry.revents != 0 {
+                guard let result = server.read(entry.fd), let request = result else { continue }
+                server.respond(entry.fd, handle(request, from: entry.fd))
+            }
+            server.expire(now: now)
+        }
+        sd_notify(0, "STOPPING=1")
+    }
+
+    /// Re-plans with fresh facts after the machine changed under us.
+    private func follow(_ reason: String) {
+        do {
+            try applyPolicy()
+        } catch {
+            log.error("could not follow a \(reason): \(error)")
+        }
+    }
+
+    // MARK: requests
+
+    func handle(_ request: ControlRequest, from fd: Int32) -> ControlResponse {
+        guard let peer = Peer.of(socket: fd) else { return .failure("cannot identify the caller") }
+        do {
+            switch request {
+            case let .exec(name):
+                let profile = try Authorization.profile(named: name, in: policy, directory: options.policyDirectory).get()
+                if let refusal = Authorization.check(peer, mayUse: profile) {
+                    log.notice("refused: \(refusal)")
+                    return .failure(refusal.description)
+                }
+                guard let process = peer.process else { return .failure("cannot identify the calling process") }
+                try move(process, into: profile)
+                log.info("\(peer.userName) started pid \(peer.pid) (\(process.commandName())) in profile \(profile.name)")
+                return ControlResponse(ok: true, message: "pid \(peer.pid) is in profile \(profile.name)")
+            case let .move(name, pid):
+                let profile = try Authorization.profile(named: name, in: policy, directory: options.policyDirectory).get()
+                if let refusal = Authorization.check(peer, mayUse: profile) { return .failure(refusal.description) }
+                let process = try ProcessHandle.open(pid: pid)
+                let owner = process.realUID()
+                guard process.isAlive, let owner else { return .failure("no process \(pid)") }
+                guard peer.uid == 0 || owner == peer.uid else {
+                    return .failure("process \(pid) belongs to uid \(owner); \(peer.userName) may only move its own processes")
+                }
+                try move(process, into: profile)
+                log.info("\(peer.userName) moved pid \(pid) (\(process.commandName())) into profile \(profile.name)")
+                return ControlResponse(ok: true, message: "pid \(pid) moved into profile \(profile.name); its existing connections keep their route, new ones use the tunnel")
+            case .status:
+                return ControlResponse(ok: true, status: try statusReport())
+            case .plan:
+                let fresh = try Self.loadPolicy(options.policyDirectory)
+                var facts = try facts()
+                for profile in fresh.profiles {
+                    let path = profile.cgroupPath(parent: options.cgroupParent)
+                    facts.cgroupIDs[path] = hierarchy.id(of: path)
+                }
+                let names = Dictionary(facts.links.values.map { ($0.index, $0.name) }, uniquingKeysWith: { a, _ in a })
+                return ControlResponse(ok: true, message: PlanText.render(Planner.plan(fresh, facts: facts), interfaceNames: names))
+            case .reload:
+                if let refusal = Authorization.checkRoot(peer, action: "reload the policy") { return .failure(refusal.description) }
+                return reload()
+            case .down:
+                if let refusal = Authorization.checkRoot(peer, action: "take vpnexec down") { return .failure(refusal.description) }
+                try applier.teardown()
+                running = false
+                log.notice("down: removed the nft table, rules and routes; exiting")
+                return ControlResponse(ok: true, message: "vpnexec is down: no killswitch, no profile routing; vpnd exits")
+            }
+        } catch let failure as RequestFailure {
+            return .failure(failure.description)
+        } catch {
+            log.error("request failed: \(error)")
+            return .failure("\(error)")
+        }
+    }
+
+    /// Into the profile's cgroup, re-creating it (and its map element) if systemd or an
+    /// admin removed it: the element is in place before the process runs on.
+    private func move(_ process: ProcessHandle, into profile: Profile) throws {
+        let path = profile.cgroupPath(parent: options.cgroupParent)
+        if hierarchy.id(of: path) == nil { try applyPolicy() }
+        guard process.isAlive else { throw RequestFailure("process \(process.pid) exited") }
+        let previous = CgroupHierarchy.cgroup(ofProcess: process.pid)
+        try hierarchy.move(pid: process.pid, to: path)
+        guard process.isAlive else {
+            // It exited during the move: the pid may name another process by now.
+            if let previous { try? hierarchy.move(pid: process.pid, to: previous) }
+            throw RequestFailure("process \(process.pid) exited")
+        }
+    }
+
+    func statusReport() throws -> StatusReport {
+        let counters = try applier.counters()
+        let links = try rtnl.links()
+        let addresses = try rtnl.addresses()
+        func traffic(_ name: String) -> Traffic {
+            Traffic(packets: counters[name]?.packets ?? 0, bytes: counters[name]?.bytes ?? 0)
+        }
+        let profiles = policy.profiles.map { profile -> ProfileStatus in
+            let names = ProfileObjectNames(profile.name)
+            let path = profile.cgroupPath(parent: options.cgroupParent)
+            let link = links.first { $0.name == profile.tunnel.interfaceName }
+            let state = link.map { $0.isUp && $0.isRunning ? "up" : "down" } ?? "missing"
+            let tunnel = TunnelStatus(
+                interface: profile.tunnel.interfaceName, state: state,
+                addresses: link.map { l in addresses.filter { $0.interfaceIndex == l.index }.map(\.prefix.description) } ?? [],
+                rxBytes: link?.statistics.rxBytes ?? 0, txBytes: link?.statistics.txBytes ?? 0)
+            return ProfileStatus(
+                name: profile.name, mark: policy.routing.mark(forIndex: profile.index), table: profile.table,
+                killswitch: profile.killswitch, cgroup: path, members: hierarchy.processes(in: path).count,
+                tunnel: tunnel, sent: traffic(names.sentCounter), received: traffic(names.receivedCounter),
+                throughTunnel: traffic(names.tunnelCounter), droppedByKillswitch: traffic(names.droppedCounter))
+        }
+        return StatusReport(daemonPID: getpid(), policyDirectory: options.policyDirectory,
+                            cgroupRoot: hierarchy.mountPoint, profiles: profiles)
+    }
+}
+
+/// Removes everything of ours from the kernel without a running daemon (the recovery
+/// path when vpnd is gone and the killswitch must be lifted).
+public func teardownKernelState() throws {
+    try KernelApplier().teardown()
+}
+
+func monotonicSeconds() -> Double {
+    var now = timespec()
+    clock_gettime(CLOCK_MONOTONIC, &now)
+    return Double(now.tv_sec) + Double(now.tv_nsec) / 1e9
+}

@@ -1,0 +1,137 @@
+import Glibc
+import Netlink
+import Nftables
+import Plan
+import Routing
+
+/// The one edge where desired state meets the kernel. `apply` may be called again with
+/// the same value and then changes nothing; each step is ordered so that no instant
+/// exists in which a profile's traffic could leave outside its tunnel:
+/// 1. nftables (the killswitch) in one atomic batch, 2. routes added, 3. rules added,
+/// 4. stale rules removed, 5. stale routes removed, 6. sysctls.
+public final class KernelApplier {
+    private let nft: NftablesClient
+    private let rtnl: Rtnetlink
+    /// The table as last applied, counters zeroed: to skip or narrow the next replace.
+    private var applied: NftTable?
+    /// Tables we put routes in, so a removed profile's routes are found and removed.
+    private var knownTables: Set<UInt32> = []
+
+    public init() throws {
+        nft = try NftablesClient()
+        rtnl = try Rtnetlink()
+    }
+
+    public func apply(_ state: DesiredState) throws {
+        try applyTable(state.nft)
+        try reconcileRouting(rules: state.rules, routes: state.routes)
+        for sysctl in state.sysctls { try write(sysctl) }
+    }
+
+    /// Everything of ours out of the kernel: the nft table (killswitch included), our
+    /// rules and the routes in their tables.
+    public func teardown() throws {
+        try nft.delete(family: .inet, table: vpnexecTableName)
+        applied = nil
+        try reconcileRouting(rules: [], routes: [])
+    }
+
+    public func counters() throws -> [String: NftCounter] {
+        try nft.counters(family: .inet, table: vpnexecTableName)
+    }
+
+    // MARK: nftables
+
+    private func applyTable(_ desired: NftTable) throws {
+        let exists = try nft.tableExists(family: desired.family, name: desired.name)
+        if exists, let applied, Self.withoutCounts(applied) == Self.withoutCounts(desired) { return }
+        if exists, let applied, let edits = Self.elementEdits(from: applied, to: desired) {
+            // Only elements changed (a cgroup appeared or went): a few elements, not a rebuild.
+            for (set, removed) in edits.removed { try nft.deleteElements(removed, from: set, in: desired) }
+            for (set, added) in edits.added { try nft.addElements(added, to: set, in: desired) }
+        } else {
+            var table = desired
+            if exists {
+                // Counters survive a replace: the new objects start where the old ones were.
+                let current = try nft.counters(family: desired.family, table: desired.name)
+                for index in table.counters.indices {
+                    if let old = current[table.counters[index].name] {
+                        table.counters[index].packets = old.packets
+                        table.counters[index].bytes = old.bytes
+                    }
+                }
+            }
+            try nft.replace(table)
+        }
+        applied = Self.withoutCounts(desired)
+    }
+
+    static func withoutCounts(_ table: NftTable) -> NftTable {
+        var copy = table
+        for index in copy.counters.indices {
+            copy.counters[index].packets = 0
+            copy.counters[index].bytes = 0
+        }
+        return copy
+    }
+
+    /// The element additions and removals that turn `old` into `new`, or nil when
+    /// anything but elements differs.
+    static func elementEdits(from old: NftTable, to new: NftTable) -> (added: [(String, [NftElement])], removed: [(String, [NftElement])])? {
+        var oldShape = withoutCounts(old), newShape = withoutCounts(new)
+        for index in oldShape.sets.indices { oldShape.sets[index].elements = [] }
+        for index in newShape.sets.indices { newShape.sets[index].elements = [] }
+        guard oldShape == newShape else { return nil }
+        var added: [(String, [NftElement])] = [], removed: [(String, [NftElement])] = []
+        for (before, after) in zip(old.sets, new.sets) {
+            let plus = after.elements.filter { !before.elements.contains($0) }
+            // An element whose key stays but whose verdict changes is removed, then added.
+            let minus = before.elements.filter { !after.elements.contains($0) }
+            if !plus.isEmpty { added.append((after.name, plus)) }
+            if !minus.isEmpty { removed.append((after.name, minus)) }
+        }
+        return (added, removed)
+    }
+
+    // MARK: rules and routes
+
+    private func reconcileRouting(rules desiredRules: [RoutingRule], routes desiredRoutes: [Route]) throws {
+        var actualRules: [RoutingRule] = []
+        for ipv4 in [true, false] {
+            actualRules += try rtnl.rules(ipv4: ipv4).filter { $0.protocolNumber == vpnexecRouteProtocol }
+        }
+        let tables = knownTables.union(actualRules.map(\.table)).union(desiredRoutes.map(\.table)).union(desiredRules.map(\.table))
+        var actualRoutes: [Route] = []
+        for table in tables.sorted() {
+            for ipv4 in [true, false] {
+                actualRoutes += try rtnl.routes(ipv4: ipv4, table: table).filter { $0.protocolNumber == vpnexecRouteProtocol }
+            }
+        }
+        for route in desiredRoutes where !actualRoutes.contains(route) { try rtnl.add(route) }
+        for rule in desiredRules where !actualRules.contains(rule) { try rtnl.add(rule) }
+        for rule in actualRules where !desiredRules.contains(rule) { try ignoreMissing { try rtnl.delete(rule) } }
+        for route in actualRoutes where !desiredRoutes.contains(route) { try ignoreMissing { try rtnl.delete(route) } }
+        knownTables = Set(desiredRoutes.map(\.table)).union(desiredRules.map(\.table))
+    }
+
+    /// Deleting what is already gone (the kernel removed a route with its interface) is done.
+    private func ignoreMissing(_ body: () throws -> Void) throws {
+        do { try body() } catch let error as NetlinkError where error.code == ENOENT || error.code == ESRCH {}
+    }
+
+    private func write(_ sysctl: Sysctl) throws {
+        let path = "/proc/sys/" + sysctl.path
+        let fd = open(path, O_WRONLY | O_CLOEXEC)
+        guard fd >= 0 else { throw ApplyError("cannot open \(path): \(String(cString: strerror(errno)))") }
+        defer { close(fd) }
+        let bytes = Array(sysctl.value.utf8)
+        guard Glibc.write(fd, bytes, bytes.count) == bytes.count else {
+            throw ApplyError("cannot write \(sysctl.value) to \(path): \(String(cString: strerror(errno)))")
+        }
+    }
+}
+
+public struct ApplyError: Error, CustomStringConvertible {
+    public var description: String
+    public init(_ description: String) { self.description = description }
+}

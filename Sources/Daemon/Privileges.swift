@@ -1,0 +1,63 @@
+import CCap
+import CLinux
+import Glibc
+
+/// vpnd runs as root but keeps only what it needs. Effective: CAP_NET_ADMIN (netlink:
+/// nftables, rules, routes, links; SO_MARK; the net sysctls). Permitted but raised only
+/// while making a directory in the cgroup2 root: CAP_DAC_OVERRIDE, because that root is
+/// read-only even for its owner on some hosts (mode 0555). Everything else, cgroup.procs
+/// writes included, works as uid 0 owning the files. All other capabilities leave every
+/// set, the bounding set included, and no_new_privs forbids regaining any through exec.
+public enum Privileges {
+    public struct Failure: Error, CustomStringConvertible {
+        public var description: String
+    }
+
+    public static let effective: [cap_value_t] = [CAP_NET_ADMIN]
+    public static let permitted: [cap_value_t] = [CAP_NET_ADMIN, CAP_DAC_OVERRIDE]
+
+    public static func dropToMinimum() throws(Failure) {
+        // The bounding set first: dropping from it needs CAP_SETPCAP, which goes next.
+        for capability in 0..<cap_value_t(cap_max_bits()) where !permitted.contains(capability) {
+            if cap_get_bound(capability) == 1, cap_drop_bound(capability) != 0 {
+                throw Failure(description: "cannot drop capability \(capability) from the bounding set: \(String(cString: strerror(errno)))")
+            }
+        }
+        guard let caps = cap_init() else { throw Failure(description: "cap_init failed") }
+        defer { cap_free(UnsafeMutableRawPointer(caps)) }
+        var effectiveList = effective, permittedList = permitted
+        guard cap_set_flag(caps, CAP_EFFECTIVE, Int32(effectiveList.count), &effectiveList, CAP_SET) == 0,
+              cap_set_flag(caps, CAP_PERMITTED, Int32(permittedList.count), &permittedList, CAP_SET) == 0,
+              cap_set_proc(caps) == 0 else {
+            throw Failure(description: "cannot restrict capabilities: \(String(cString: strerror(errno)))")
+        }
+        guard vx_set_no_new_privs() == 0 else {
+            throw Failure(description: "cannot set no_new_privs: \(String(cString: strerror(errno)))")
+        }
+    }
+
+    /// Runs `body` with CAP_DAC_OVERRIDE raised if it is permitted (it is not raised, and
+    /// not needed, when vpnd runs with every capability, e.g. under a debugger).
+    public static func withDirectoryOverride<T>(_ body: () throws -> T) throws -> T {
+        guard let caps = cap_get_proc() else { return try body() }
+        defer { cap_free(UnsafeMutableRawPointer(caps)) }
+        var value = cap_flag_value_t(0)
+        guard cap_get_flag(caps, CAP_DAC_OVERRIDE, CAP_EFFECTIVE, &value) == 0, value == CAP_CLEAR else { return try body() }
+        var list: [cap_value_t] = [CAP_DAC_OVERRIDE]
+        guard cap_set_flag(caps, CAP_EFFECTIVE, 1, &list, CAP_SET) == 0, cap_set_proc(caps) == 0 else { return try body() }
+        defer {
+            _ = cap_set_flag(caps, CAP_EFFECTIVE, 1, &list, CAP_CLEAR)
+            _ = cap_set_proc(caps)
+        }
+        return try body()
+    }
+
+    /// The process's capability sets in cap_to_text form ("cap_net_admin=ep").
+    public static func current() -> String {
+        guard let caps = cap_get_proc() else { return "?" }
+        defer { cap_free(UnsafeMutableRawPointer(caps)) }
+        guard let text = cap_to_text(caps, nil) else { return "?" }
+        defer { cap_free(text) }
+        return String(cString: text)
+    }
+}

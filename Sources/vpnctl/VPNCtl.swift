@@ -1,0 +1,123 @@
+import ArgumentParser
+import Control
+import Glibc
+import Plan
+import Policy
+
+@main
+struct VPNCtl: ParsableCommand {
+    /// `vpnctl --socket PATH status` as well as `vpnctl status --socket PATH`: the option
+    /// belongs to the subcommands, so a leading one is moved behind the subcommand.
+    static func main() {
+        var arguments = Array(CommandLine.arguments.dropFirst())
+        var leading: [String] = []
+        while let first = arguments.first, first == "--socket" || first.hasPrefix("--socket=") {
+            leading.append(arguments.removeFirst())
+            if first == "--socket", !arguments.isEmpty { leading.append(arguments.removeFirst()) }
+        }
+        if !leading.isEmpty, !arguments.isEmpty {
+            arguments.insert(contentsOf: leading, at: 1)
+        } else {
+            arguments = leading + arguments
+        }
+        main(arguments)
+    }
+
+    static let configuration = CommandConfiguration(
+        commandName: "vpnctl",
+        abstract: "Status and control of vpnd.",
+        subcommands: [Status.self, PlanCommand.self, Reload.self, Check.self, Move.self, Down.self])
+
+    struct Connection: ParsableArguments {
+        @Option(help: "Control socket path (default: $VPNEXEC_SOCKET or \(ControlSocket.defaultPath)).")
+        var socket: String?
+
+        func send(_ request: ControlRequest) throws -> ControlResponse {
+            do {
+                let response = try ControlClient.send(request, socketPath: ControlSocket.path(option: socket, environment: ProcessInfoEnvironment.current))
+                guard response.ok else {
+                    writeStandardError("vpnctl: \(response.message ?? "refused")\n")
+                    throw ExitCode(1)
+                }
+                return response
+            } catch let error as ControlClientError {
+                writeStandardError("vpnctl: \(error)\n")
+                throw ExitCode(1)
+            }
+        }
+    }
+
+    struct Status: ParsableCommand {
+        static let configuration = CommandConfiguration(abstract: "Profiles, their tunnels, members and traffic.")
+        @OptionGroup var connection: Connection
+        @Flag(help: "Print JSON.") var json = false
+
+        func run() throws {
+            guard let report = try connection.send(.status).status else { throw ExitCode(1) }
+            print(json ? String(decoding: ControlCoding.encode(report).dropLast(), as: UTF8.self) : StatusText.render(report), terminator: json ? "\n" : "")
+        }
+    }
+
+    struct PlanCommand: ParsableCommand {
+        static let configuration = CommandConfiguration(
+            commandName: "plan",
+            abstract: "Print the nft ruleset, rules and routes the policy compiles to, without changing anything.",
+            discussion: "Asks vpnd (which compiles the policy on disk with the machine's current facts), or, with --policy-dir, compiles locally.")
+        @OptionGroup var connection: Connection
+        @Option(name: .customLong("policy-dir"), help: "Compile this directory locally instead of asking vpnd.")
+        var policyDirectory: String?
+        @Option(name: .customLong("cgroup-parent"), help: "With --policy-dir: where profile cgroups live.")
+        var cgroupParent = "vpn.slice"
+
+        func run() throws {
+            if let policyDirectory {
+                do {
+                    print(try LocalPlan.render(policyDirectory: policyDirectory, cgroupParent: cgroupParent), terminator: "")
+                } catch {
+                    writeStandardError("\(error)\n")
+                    throw ExitCode(1)
+                }
+            } else {
+                print(try connection.send(.plan).message ?? "", terminator: "")
+            }
+        }
+    }
+
+    struct Reload: ParsableCommand {
+        static let configuration = CommandConfiguration(abstract: "Re-read the policy (as SIGHUP does); an invalid policy changes nothing.")
+        @OptionGroup var connection: Connection
+        func run() throws { print(try connection.send(.reload).message ?? "reloaded") }
+    }
+
+    struct Check: ParsableCommand {
+        static let configuration = CommandConfiguration(abstract: "Validate policy files (together, as vpnd would read them).")
+        @Argument(help: "Policy files.") var files: [String]
+
+        func run() throws {
+            do {
+                let policy = try Policy.parse(try PolicyDirectory.readFiles(files), resolver: SystemNameResolver())
+                print("ok: \(policy.profiles.count) profile(s)" + policy.profiles.map { " \($0.name)" }.joined())
+            } catch {
+                writeStandardError("\(error)\n")
+                throw ExitCode(1)
+            }
+        }
+    }
+
+    struct Move: ParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Move a running process (all its threads) into a profile.",
+            discussion: "Only connections the process opens afterwards use the profile's tunnel; sockets it already has keep their route.")
+        @OptionGroup var connection: Connection
+        @Option(name: [.short, .long], help: "The profile.") var profile: String
+        @Argument(help: "The process id.") var pid: Int32
+
+        func run() throws { print(try connection.send(.move(profile: profile, pid: pid)).message ?? "moved") }
+    }
+
+    struct Down: ParsableCommand {
+        static let configuration = CommandConfiguration(abstract: "Remove vpnexec's nft table (the killswitch), rules and routes, and stop vpnd.")
+        @OptionGroup var connection: Connection
+        func run() throws { print(try connection.send(.down).message ?? "down") }
+    }
+}

@@ -1,0 +1,64 @@
+import ArgumentParser
+import Control
+import Daemon
+import Glibc
+import Policy
+
+@main
+struct VPND: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "vpnd",
+        abstract: "The vpnexec daemon: applies the policy (nftables, routing rules, cgroups) and serves vpnexec and vpnctl.",
+        discussion: """
+        Runs in the foreground and logs to stderr (journald reads the <N> priority prefixes). \
+        Stopping vpnd leaves the kernel state in place, the killswitch included; `vpnctl down` \
+        (or `vpnd --cleanup` when no daemon runs) removes it.
+        """)
+
+    @Option(name: .customLong("policy-dir"), help: "Directory of *.toml policy files, read in name order.")
+    var policyDirectory = PolicyDirectory.defaultPath
+
+    @Option(help: "Control socket path (default: $VPNEXEC_SOCKET or \(ControlSocket.defaultPath)).")
+    var socket: String?
+
+    @Option(name: .customLong("cgroup-parent"), help: "Where profile cgroups live, relative to the cgroup2 mount.")
+    var cgroupParent = "vpn.slice"
+
+    @Flag(help: "Remove every nft table, rule and route of vpnexec (the killswitch included) and exit.")
+    var cleanup = false
+
+    @Flag(name: .shortAndLong, help: "Log debug messages.")
+    var verbose = false
+
+    func run() throws {
+        let log = Log(minimum: verbose ? .debug : .info)
+        guard geteuid() == 0 else {
+            log.error("vpnd must run as root (it keeps only CAP_NET_ADMIN once started)")
+            throw ExitCode(1)
+        }
+        if cleanup {
+            do {
+                try teardownKernelState()
+                log.notice("removed vpnexec's nft table, rules and routes")
+                return
+            } catch {
+                log.error("cleanup failed: \(error)")
+                throw ExitCode(1)
+            }
+        }
+        let options = DaemonOptions(
+            policyDirectory: policyDirectory,
+            socketPath: ControlSocket.path(option: socket, environment: ProcessInfoEnvironment.current),
+            cgroupParent: cgroupParent)
+        do {
+            let daemon = try Daemon(options: options, log: log)
+            try daemon.run()
+        } catch let error as PolicyError {
+            log.error("invalid policy, nothing was changed:\n\(error)")
+            throw ExitCode(1)
+        } catch {
+            log.error("\(error)")
+            throw ExitCode(1)
+        }
+    }
+}

@@ -1,0 +1,33 @@
+@testable import Daemon
+import Nftables
+import Testing
+
+/// A cgroup that appears or is re-created costs element edits, not a table rebuild.
+@Suite struct ElementEditsTests {
+    func table(_ elements: [NftElement], counters: UInt64 = 0) -> NftTable {
+        NftTable(family: .inet, name: "vpnexec",
+                 counters: [NftCounter(name: "c", packets: counters, bytes: counters)],
+                 sets: [NftSet(name: "cgroup_level_2", key: .cgroupv2, data: .verdict, elements: elements)],
+                 chains: [NftChain(name: "member_a")])
+    }
+
+    let a = NftElement(key: .cgroup(id: 1, path: "x/a"), verdict: .jump("member_a"))
+    let b = NftElement(key: .cgroup(id: 2, path: "x/b"), verdict: .jump("member_a"))
+
+    @Test func onlyElementsChanged() throws {
+        let edits = try #require(KernelApplier.elementEdits(from: table([a]), to: table([b], counters: 9)))
+        #expect(edits.added.map(\.0) == ["cgroup_level_2"])
+        #expect(edits.added.first?.1 == [b])
+        #expect(edits.removed.first?.1 == [a])
+    }
+
+    @Test func anythingElseMeansReplace() {
+        var changed = table([a])
+        changed.chains.append(NftChain(name: "member_b"))
+        #expect(KernelApplier.elementEdits(from: table([a]), to: changed) == nil)
+    }
+
+    @Test func countersDoNotCount() {
+        #expect(KernelApplier.withoutCounts(table([a], counters: 5)) == KernelApplier.withoutCounts(table([a])))
+    }
+}

@@ -1,0 +1,79 @@
+import Foundation
+import NetTestSupport
+import Testing
+
+/// Proof 5: vpnexec run by unprivileged users, allowed by name or by group, or refused
+/// with the rule that decided; the command's argv, uid and exit status pass through.
+@Suite(.serialized) struct AccessTests {
+    @Test func allowedAndRefusedUsers() throws {
+        let cleanup = Cleanup()
+        defer { cleanup.run() }
+        let net = try Topology(cleanup: cleanup)
+        let tunnel = try net.addWireGuardTunnel(1)
+        _ = try net.startServices()
+        let group = try TestGroup("vxg\(net.tag)", cleanup: cleanup)
+        let byName = try TestUser("vxa\(net.tag)", cleanup: cleanup)
+        let byGroup = try TestUser("vxb\(net.tag)", groups: [group.name], cleanup: cleanup)
+        let outsider = try TestUser("vxc\(net.tag)", cleanup: cleanup)
+        let daemon = try DaemonHarness(topology: net, policy: """
+            [profile.work]
+            tunnel.interface = "\(tunnel.clientInterface)"
+            users = ["\(byName.name)"]
+            groups = ["\(group.name)"]
+            """, cleanup: cleanup)
+        try daemon.start()
+        let probe = try PythonScript.write(PythonScript.probe, cleanup: cleanup)
+
+        for user in [byName, byGroup] {
+            let exit = try Command.status(try daemon.vpnexec(profile: "work", user: user.name, ["sh", "-c", "exit 42"]))
+            #expect(exit.status == 42, "\(user.name): \(exit.stderr)")
+            let argv = try Command.run(try daemon.vpnexec(profile: "work", user: user.name,
+                                                          ["python3", "-c", "import sys; print('|'.join(sys.argv[1:]))", "a", "b c", "--flag", "", "-p"]))
+            #expect(argv == "a|b c|--flag||-p\n")
+            // Never gains privilege: the command runs as the user.
+            let uid = try Command.run(try daemon.vpnexec(profile: "work", user: user.name, ["id", "-u"])).trimmed
+            #expect(uid == (try Command.run(["id", "-u", user.name])).trimmed)
+            #expect(try Command.run(try daemon.vpnexec(profile: "work", user: user.name, ["python3", probe, "tcp", Topology.service4, "8080"])).trimmed == tunnel.clientAddress4)
+        }
+        let environment = try Command.run(try daemon.vpnexec(profile: "work", user: byName.name, ["sh", "-c", "echo $VX_MARKER"]) .map { $0 }, environment: ["VX_MARKER": "kept", "PATH": "/usr/sbin:/usr/bin:/sbin:/bin"])
+        #expect(environment.trimmed == "kept")
+
+        let refused = try Command.status(try daemon.vpnexec(profile: "work", user: outsider.name, ["true"]))
+        #expect(refused.status == 1)
+        #expect(refused.stderr.contains("vpnexec: \(outsider.name) (uid"))
+        #expect(refused.stderr.contains("may not use profile \"work\": the rule at \(daemon.policyDirectory)/10-test.toml:3:1 allows user \(byName.name)"))
+        #expect(refused.stderr.contains("group \(group.name)"))
+
+        let unknown = try Command.status(try daemon.vpnexec(profile: "play", user: byName.name, ["true"]))
+        #expect(unknown.status == 1)
+        #expect(unknown.stderr == "vpnexec: unknown profile \"play\"; known profiles: work\n")
+
+        let missing = try Command.status(try daemon.vpnexec(profile: "work", user: byName.name, ["/nonexistent/cmd"]))
+        #expect(missing.status == 127)
+
+        // Only their own processes, and only root reloads or takes everything down.
+        let sleeper = try BackgroundProcess(net.client.enter + ["setpriv", "--reuid", byName.name, "--regid", byName.name, "--init-groups", "sleep", "30"], cleanup: cleanup)
+        let asOther = try Command.status(net.client.enter + ["setpriv", "--reuid", byGroup.name, "--regid", byGroup.name, "--init-groups",
+                                                              try Binaries.path("vpnctl"), "--socket", daemon.socketPath, "move", "-p", "work", String(sleeper.pid)])
+        #expect(asOther.status == 1)
+        #expect(asOther.stderr.contains("may only move its own processes"))
+        for command in [["reload"], ["down"]] {
+            let result = try Command.status(net.client.enter + ["setpriv", "--reuid", byName.name, "--regid", byName.name, "--init-groups",
+                                                                 try Binaries.path("vpnctl"), "--socket", daemon.socketPath] + command)
+            #expect(result.status == 1)
+            #expect(result.stderr.contains("only root may"))
+        }
+        #expect((try daemon.status()).profiles[0].tunnel.state == "up", "refused requests changed nothing")
+        let binary = try FileManager.default.attributesOfItem(atPath: try Binaries.path("vpnexec"))
+        #expect(((binary[.posixPermissions] as? Int) ?? 0) & 0o6000 == 0, "vpnexec is neither setuid nor setgid")
+    }
+
+    @Test func daemonNotRunningGetsAOneLineHint() throws {
+        let result = try Command.status([try Binaries.path("vpnexec"), "--socket", "/tmp/vx-none-\(uniqueTag()).sock", "-p", "work", "true"])
+        #expect(result.status == 1)
+        #expect(result.stderr.split(separator: "\n").count == 1)
+        #expect(result.stderr.contains("vpnd is not running"))
+        let ctl = try Command.status([try Binaries.path("vpnctl"), "status", "--socket", "/tmp/vx-none-\(uniqueTag()).sock"])
+        #expect(ctl.status == 1 && ctl.stderr.contains("vpnd is not running"))
+    }
+}

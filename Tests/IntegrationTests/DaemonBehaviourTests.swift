@@ -1,0 +1,110 @@
+import Foundation
+import NetTestSupport
+import Testing
+
+/// What an admin relies on beyond the data path: a tunnel that appears after vpnd, a
+/// profile cgroup re-created by someone else (systemd's Slice=), a daemon that holds only
+/// CAP_NET_ADMIN, and `vpnctl down` / `vpnd --cleanup` lifting everything.
+@Suite(.serialized) struct DaemonBehaviourTests {
+    @Test func tunnelThatAppearsLaterIsPickedUp() throws {
+        let cleanup = Cleanup()
+        defer { cleanup.run() }
+        let net = try Topology(cleanup: cleanup)
+        let tunnel = try net.addWireGuardTunnel(1)
+        try tunnel.deleteClientInterface()
+        let services = try net.startServices()
+        let daemon = try DaemonHarness(topology: net, policy: "[profile.work]\ntunnel.interface = \"\(tunnel.clientInterface)\"\n", cleanup: cleanup)
+        let vpnd = try daemon.start()
+        #expect(try daemon.status().profiles[0].tunnel.state == "missing")
+        let probe = try PythonScript.write(PythonScript.probe, cleanup: cleanup)
+        let early = try Command.status(try daemon.vpnexec(profile: "work", ["python3", probe, "tcp", Topology.service4, "8080"]))
+        #expect(early.status != 0, "no tunnel yet: the member cannot connect")
+        #expect(services.seen().isEmpty)
+
+        try tunnel.bringClientUp()
+        try eventually("vpnd to route into the new tunnel") {
+            (try? Command.run(try daemon.vpnexec(profile: "work", ["python3", probe, "tcp", Topology.service4, "8080"])))?.trimmed == tunnel.clientAddress4
+        }
+        #expect(vpnd.isRunning)
+        #expect(!services.seen().contains("tcp \(Topology.clientAddress4)"))
+    }
+
+    @Test func cgroupRecreatedOutsideVpndIsMatchedWithoutARebuild() throws {
+        let cleanup = Cleanup()
+        defer { cleanup.run() }
+        let net = try Topology(cleanup: cleanup)
+        let tunnel = try net.addWireGuardTunnel(1)
+        _ = try net.startServices()
+        let daemon = try DaemonHarness(topology: net, policy: "[profile.work]\ntunnel.interface = \"\(tunnel.clientInterface)\"\n", cleanup: cleanup)
+        try daemon.start()
+        let root = try TestCgroups.cgroupRoot()
+        let slice = "\(root)/\(daemon.cgroupParent)/vpn-work.slice"
+        let handleBefore = try net.client.run(["nft", "-a", "list", "chain", "inet", "vpnexec", "route_output"])
+        func inode() throws -> UInt64? {
+            (try? FileManager.default.attributesOfItem(atPath: slice)[.systemFileNumber] as? NSNumber)?.uint64Value
+        }
+        let oldID = try #require(try inode())
+        #expect(try NftCLI.cgroupKeys(in: net.client, set: "cgroup_level_2") == [oldID])
+        // What systemd does when the last unit of a slice stops and the next one starts
+        // (vpnd may re-create the directory first; either way the id is new).
+        #expect(rmdir(slice) == 0)
+        _ = mkdir(slice, 0o755)
+        let service = slice + "/probe.service"
+        #expect(mkdir(service, 0o755) == 0)
+        let id = try #require(try inode())
+        #expect(id != oldID)
+        try eventually("the new cgroup id in the map") {
+            try NftCLI.cgroupKeys(in: net.client, set: "cgroup_level_2") == [id]
+        }
+        // The rules themselves were not replaced: same handles.
+        #expect(try net.client.run(["nft", "-a", "list", "chain", "inet", "vpnexec", "route_output"]) == handleBefore)
+        let probe = try PythonScript.write(PythonScript.probe, cleanup: cleanup)
+        let seen = try net.client.run(["sh", "-c", "echo $$ > \(service)/cgroup.procs && exec python3 \(probe) tcp \(Topology.service4) 8080"]).trimmed
+        #expect(seen == tunnel.clientAddress4, "a process placed in a unit below the profile's slice is a member")
+    }
+
+    @Test func daemonKeepsOnlyTheCapabilitiesItNeeds() throws {
+        let cleanup = Cleanup()
+        defer { cleanup.run() }
+        let net = try Topology(cleanup: cleanup)
+        let daemon = try DaemonHarness(topology: net, policy: "[profile.work]\ntunnel.interface = \"wg-none\"\n", cleanup: cleanup)
+        let vpnd = try daemon.start()
+        let status = try String(contentsOfFile: "/proc/\(vpnd.pid)/status", encoding: .utf8)
+        func field(_ name: String) -> String? {
+            status.split(separator: "\n").first { $0.hasPrefix(name + ":") }?.split(separator: "\t").last.map(String.init)
+        }
+        // CAP_NET_ADMIN is bit 12; CAP_DAC_OVERRIDE (bit 1) is permitted, raised only to mkdir in the cgroup2 root.
+        #expect(field("CapEff") == "0000000000001000")
+        #expect(field("CapPrm") == "0000000000001002")
+        #expect(field("CapBnd") == "0000000000001002")
+        #expect(field("CapInh") == "0000000000000000")
+        #expect(field("NoNewPrivs") == "1")
+    }
+
+    @Test func downAndCleanupRemoveEverything() throws {
+        let cleanup = Cleanup()
+        defer { cleanup.run() }
+        let net = try Topology(cleanup: cleanup)
+        let daemon = try DaemonHarness(topology: net, policy: "[profile.work]\ntunnel.interface = \"wg-none\"\n", cleanup: cleanup)
+        let vpnd = try daemon.start()
+        let vpndPath = try Binaries.path("vpnd")
+        // SIGTERM keeps the killswitch in the kernel.
+        vpnd.stop()
+        #expect(try daemon.kernelState().contains("table inet vpnexec"))
+        #expect(try net.client.run(["ip", "rule"]).contains("lookup 7301"))
+
+        let restarted = try daemon.start()
+        let down = try daemon.vpnctl(["down"])
+        #expect(down.status == 0, "\(down.stderr)")
+        #expect(restarted.waitForExit(seconds: 5), "vpnd exits after down")
+        #expect(try net.client.run(["nft", "list", "ruleset"]).isEmpty)
+        #expect(!(try net.client.run(["ip", "rule"])).contains("7301"))
+        #expect(try net.client.run(["ip", "-6", "route", "show", "table", "all", "proto", "118"]).isEmpty)
+
+        _ = try daemon.start()
+        daemon.process?.kill9()
+        try net.client.run([vpndPath, "--cleanup"])
+        #expect(try net.client.run(["nft", "list", "ruleset"]).isEmpty)
+        #expect(try net.client.run(["ip", "-4", "route", "show", "table", "all", "proto", "118"]).isEmpty)
+    }
+}
