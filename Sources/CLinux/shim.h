@@ -11,6 +11,8 @@
 #include <sys/inotify.h>
 #include <sys/un.h>
 #include <linux/sched.h>
+#include <sys/statfs.h>
+#include <linux/magic.h>
 
 extern int setns(int fd, int nstype);
 extern int accept4(int fd, struct sockaddr *addr, socklen_t *addrlen, int flags);
@@ -40,4 +42,10 @@ struct vx_ucred { pid_t pid; uid_t uid; gid_t gid; };
 static inline int vx_peer_credentials(int fd, struct vx_ucred *out) {
     socklen_t len = sizeof(*out);
     return getsockopt(fd, SOL_SOCKET, SO_PEERCRED, out, &len);
+}
+
+/// Whether `path` is the mount point of a cgroup v2 file system (statfs magic).
+static inline int vx_is_cgroup2(const char *path) {
+    struct statfs info;
+    return statfs(path, &info) == 0 && info.f_type == CGROUP2_SUPER_MAGIC;
 }

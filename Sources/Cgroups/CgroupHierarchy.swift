@@ -1,3 +1,4 @@
+import CLinux
 import Glibc
 
 public struct CgroupError: Error, CustomStringConvertible, Sendable {
@@ -24,10 +25,12 @@ public struct CgroupHierarchy: Sendable {
         guard let text = readFile("/proc/self/mountinfo") else {
             throw CgroupError("cannot read /proc/self/mountinfo")
         }
-        guard let mount = CgroupMount.find(inMountInfo: text) else {
-            throw CgroupError("no cgroup2 file system is mounted (looked in /proc/self/mountinfo); vpnexec needs the unified cgroup hierarchy")
+        // A mount listed there may be hidden by a later one on a parent path: keep the
+        // first candidate that really is cgroup2 when looked at.
+        for mount in CgroupMount.candidates(inMountInfo: text) {
+            if vx_is_cgroup2(mount) != 0 { return CgroupHierarchy(mountPoint: mount) }
         }
-        return CgroupHierarchy(mountPoint: mount)
+        throw CgroupError("no cgroup2 file system is mounted (looked in /proc/self/mountinfo); vpnexec needs the unified cgroup hierarchy")
     }
 
     public func absolute(_ relative: String) -> String {

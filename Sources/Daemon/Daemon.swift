@@ -52,8 +52,8 @@ public final class Daemon {
         applier = try KernelApplier()
         rtnl = try Rtnetlink()
         try applyPolicy()
-        log.info("applied policy from \(options.policyDirectory): \(policy.profiles.count) profile(s)"
-            + policy.profiles.map { " \($0.name)->\($0.tunnel.interfaceName)" }.joined())
+        let shown = policy.profiles.prefix(8).map { " \($0.name)->\($0.tunnel.interfaceName)" }.joined()
+        log.info("applied policy from \(options.policyDirectory): \(policy.profiles.count) profile(s)" + shown + (policy.profiles.count > 8 ? " ..." : ""))
     }
 
     static func loadPolicy(_ directory: String) throws -> Policy {

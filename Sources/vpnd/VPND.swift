@@ -27,6 +27,9 @@ struct VPND: ParsableCommand {
     @Flag(help: "Remove every nft table, rule and route of vpnexec (the killswitch included) and exit.")
     var cleanup = false
 
+    @Flag(help: "Apply the policy and exit without serving requests; the kernel keeps the state (e.g. to put the killswitch in place early at boot).")
+    var oneshot = false
+
     @Flag(name: .shortAndLong, help: "Log debug messages.")
     var verbose = false
 
@@ -52,7 +55,7 @@ struct VPND: ParsableCommand {
             cgroupParent: cgroupParent)
         do {
             let daemon = try Daemon(options: options, log: log)
-            try daemon.run()
+            if !oneshot { try daemon.run() }
         } catch let error as PolicyError {
             log.error("invalid policy, nothing was changed:\n\(error)")
             throw ExitCode(1)

@@ -15,6 +15,9 @@ import Testing
         #expect(CgroupMount.find(inMountInfo: unified) == "/sys/fs/cgroup")
         #expect(CgroupMount.find(inMountInfo: "1 0 0:1 / /my\\040cg rw - cgroup2 none rw\n") == "/my cg")
         #expect(CgroupMount.find(inMountInfo: "31 23 0:28 / /sys/fs/cgroup rw - tmpfs tmpfs rw\n") == nil)
+        // A later mount on a parent path shadows the hybrid one; a subtree bind mount comes last.
+        let shadowed = hybrid + "\n50 31 0:38 /user.slice /srv/cg rw - cgroup2 cgroup2 rw\n51 23 0:38 / /sys/fs/cgroup rw - cgroup2 none rw\n"
+        #expect(CgroupMount.candidates(inMountInfo: shadowed) == ["/sys/fs/cgroup", "/sys/fs/cgroup/unified", "/srv/cg"])
     }
 
     @Test func levels() {

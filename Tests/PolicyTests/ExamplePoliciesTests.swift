@@ -1,0 +1,23 @@
+import Foundation
+import Policy
+import Testing
+
+/// The commented examples in policies/ are what admins copy: they must stay valid.
+@Suite struct ExamplePoliciesTests {
+    /// Any name resolves: the examples name users and groups of an imagined host.
+    struct AnyName: NameResolver {
+        func uid(ofUser name: String) -> UInt32? { 5000 }
+        func gid(ofGroup name: String) -> UInt32? { 6000 }
+    }
+
+    @Test func examplesParse() throws {
+        let directory = URL(fileURLWithPath: #filePath).deletingLastPathComponent()
+            .appendingPathComponent("../../policies").standardized.path
+        let sources = try PolicyDirectory.read(directory)
+        #expect(sources.map { URL(fileURLWithPath: $0.path).lastPathComponent } == ["00-routing.toml", "10-work.toml", "20-streaming.toml"])
+        let policy = try Policy.parse(sources, resolver: AnyName())
+        #expect(policy.profiles.map(\.name) == ["work", "streaming"])
+        #expect(policy.profile(named: "streaming")?.killswitch == false)
+        #expect(policy.routing.markMask == 0x7f00_0000)
+    }
+}

@@ -1,0 +1,47 @@
+#!/usr/bin/env python3
+"""A stand-in for an ordinary application.
+
+usage: probe.py MODE HOST PORT
+  tcp         one connection; prints the source address the server saw
+  tcp-thread  the same from a new thread
+  tcp-fork    the same from a forked child
+  udp-loop    a datagram every 10 ms, forever
+  hold        connection A; on a line from stdin connection B; prints
+              "A <src>", "B <src>", "A-again <src>" (A reused after B)"""
+import os, socket, sys, threading, time
+mode, host, port = sys.argv[1], sys.argv[2], int(sys.argv[3])
+fam = socket.AF_INET6 if ":" in host else socket.AF_INET
+def ask():
+    s = socket.create_connection((host, port), timeout=3)
+    line = s.makefile("rb").readline().decode().strip()
+    s.close()
+    return line
+if mode == "tcp":
+    print(ask(), flush=True)
+elif mode == "tcp-thread":
+    out = []
+    t = threading.Thread(target=lambda: out.append(ask())); t.start(); t.join()
+    print(out[0], flush=True)
+elif mode == "tcp-fork":
+    r, w = os.pipe()
+    pid = os.fork()
+    if pid == 0:
+        os.write(w, ask().encode()); os._exit(0)
+    os.waitpid(pid, 0)
+    print(os.read(r, 200).decode(), flush=True)
+elif mode == "udp-loop":
+    s = socket.socket(fam, socket.SOCK_DGRAM)
+    while True:
+        try:
+            s.sendto(b"x", (host, port))
+        except OSError:
+            pass
+        time.sleep(0.01)
+elif mode == "hold":
+    a = socket.create_connection((host, port), timeout=5)
+    af = a.makefile("rb")
+    print("A", af.readline().decode().strip(), flush=True)
+    sys.stdin.readline()
+    print("B", ask(), flush=True)
+    a.sendall(b"again\n")
+    print("A-again", af.readline().decode().strip(), flush=True)
