@@ -6,7 +6,7 @@ public struct CgroupError: Error, CustomStringConvertible, Sendable {
     init(_ operation: String, path: String, code: Int32 = errno) {
         description = "\(operation) \(path): \(String(cString: strerror(code)))"
     }
-    init(_ description: String) { self.description = description }
+    public init(_ description: String) { self.description = description }
 }
 
 /// The cgroup v2 tree as the daemon uses it: cgroups are named by their path relative to
@@ -115,7 +115,8 @@ public struct CgroupHierarchy: Sendable {
         return nil
     }
 
-    static func readFile(_ path: String) -> String? {
+    /// A whole (small) file as text: cgroup and /proc files.
+    public static func readFile(_ path: String) -> String? {
         let fd = open(path, O_RDONLY | O_CLOEXEC)
         guard fd >= 0 else { return nil }
         defer { close(fd) }

@@ -1,4 +1,5 @@
 import CLinux
+import Cgroups
 import Control
 import Glibc
 

@@ -239,14 +239,7 @@ public final class Daemon {
     private func move(_ process: ProcessHandle, into profile: Profile) throws {
         let path = profile.cgroupPath(parent: options.cgroupParent)
         if hierarchy.id(of: path) == nil { try applyPolicy() }
-        guard process.isAlive else { throw RequestFailure("process \(process.pid) exited") }
-        let previous = CgroupHierarchy.cgroup(ofProcess: process.pid)
-        try hierarchy.move(pid: process.pid, to: path)
-        guard process.isAlive else {
-            // It exited during the move: the pid may name another process by now.
-            if let previous { try? hierarchy.move(pid: process.pid, to: previous) }
-            throw RequestFailure("process \(process.pid) exited")
-        }
+        try hierarchy.move(process, to: path)
     }
 
     func statusReport() throws -> StatusReport {

@@ -66,32 +66,28 @@ enum NftExpressions {
         nftnl_expr_alloc(name)!
     }
 
-    private static func loadMeta(_ key: nft_meta_keys) -> OpaquePointer {
-        let e = expression("meta")
-        nftnl_expr_set_u32(e, attr(NFTNL_EXPR_META_KEY), key.rawValue)
-        nftnl_expr_set_u32(e, attr(NFTNL_EXPR_META_DREG), reg1)
+    /// A meta or ct expression moving `key` into (load) or out of (store) register 1.
+    private static func keyed(_ name: String, key: UInt32, keyAttribute: Int, registerAttribute: Int) -> OpaquePointer {
+        let e = expression(name)
+        nftnl_expr_set_u32(e, attr(keyAttribute), key)
+        nftnl_expr_set_u32(e, attr(registerAttribute), reg1)
         return e
+    }
+
+    private static func loadMeta(_ key: nft_meta_keys) -> OpaquePointer {
+        keyed("meta", key: key.rawValue, keyAttribute: NFTNL_EXPR_META_KEY, registerAttribute: NFTNL_EXPR_META_DREG)
     }
 
     private static func storeMeta(_ key: nft_meta_keys) -> OpaquePointer {
-        let e = expression("meta")
-        nftnl_expr_set_u32(e, attr(NFTNL_EXPR_META_KEY), key.rawValue)
-        nftnl_expr_set_u32(e, attr(NFTNL_EXPR_META_SREG), reg1)
-        return e
+        keyed("meta", key: key.rawValue, keyAttribute: NFTNL_EXPR_META_KEY, registerAttribute: NFTNL_EXPR_META_SREG)
     }
 
     private static func loadConntrack(_ key: nft_ct_keys) -> OpaquePointer {
-        let e = expression("ct")
-        nftnl_expr_set_u32(e, attr(NFTNL_EXPR_CT_KEY), key.rawValue)
-        nftnl_expr_set_u32(e, attr(NFTNL_EXPR_CT_DREG), reg1)
-        return e
+        keyed("ct", key: key.rawValue, keyAttribute: NFTNL_EXPR_CT_KEY, registerAttribute: NFTNL_EXPR_CT_DREG)
     }
 
     private static func storeConntrack(_ key: nft_ct_keys) -> OpaquePointer {
-        let e = expression("ct")
-        nftnl_expr_set_u32(e, attr(NFTNL_EXPR_CT_KEY), key.rawValue)
-        nftnl_expr_set_u32(e, attr(NFTNL_EXPR_CT_SREG), reg1)
-        return e
+        keyed("ct", key: key.rawValue, keyAttribute: NFTNL_EXPR_CT_KEY, registerAttribute: NFTNL_EXPR_CT_SREG)
     }
 
     /// reg1 = (reg1 & and) ^ xor, on a 32-bit value.

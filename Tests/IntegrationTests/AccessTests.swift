@@ -8,21 +8,20 @@ import Testing
     @Test func allowedAndRefusedUsers() throws {
         let cleanup = Cleanup()
         defer { cleanup.run() }
-        let net = try Topology(cleanup: cleanup)
-        let tunnel = try net.addWireGuardTunnel(1)
-        _ = try net.startServices()
-        let group = try TestGroup("vxg\(net.tag)", cleanup: cleanup)
-        let byName = try TestUser("vxa\(net.tag)", cleanup: cleanup)
-        let byGroup = try TestUser("vxb\(net.tag)", groups: [group.name], cleanup: cleanup)
-        let outsider = try TestUser("vxc\(net.tag)", cleanup: cleanup)
-        let daemon = try DaemonHarness(topology: net, policy: """
+        let tag = uniqueTag()
+        let group = try TestGroup("vxg\(tag)", cleanup: cleanup)
+        let byName = try TestUser("vxa\(tag)", cleanup: cleanup)
+        let byGroup = try TestUser("vxb\(tag)", groups: [group.name], cleanup: cleanup)
+        let outsider = try TestUser("vxc\(tag)", cleanup: cleanup)
+        let s = try Scenario(cleanup: cleanup) { interfaces in
+            """
             [profile.work]
-            tunnel.interface = "\(tunnel.clientInterface)"
+            tunnel.interface = "\(interfaces[0])"
             users = ["\(byName.name)"]
             groups = ["\(group.name)"]
-            """, cleanup: cleanup)
-        try daemon.start()
-        let probe = try PythonScript.write(PythonScript.probe, cleanup: cleanup)
+            """
+        }
+        let (net, daemon) = (s.net, s.daemon)
 
         for user in [byName, byGroup] {
             let exit = try Command.status(try daemon.vpnexec(profile: "work", user: user.name, ["sh", "-c", "exit 42"]))
@@ -33,7 +32,7 @@ import Testing
             // Never gains privilege: the command runs as the user.
             let uid = try Command.run(try daemon.vpnexec(profile: "work", user: user.name, ["id", "-u"])).trimmed
             #expect(uid == (try Command.run(["id", "-u", user.name])).trimmed)
-            #expect(try Command.run(try daemon.vpnexec(profile: "work", user: user.name, ["python3", probe, "tcp", Topology.service4, "8080"])).trimmed == tunnel.clientAddress4)
+            #expect(try s.member(user: user.name) == s.tunnel.clientAddress4)
         }
         let environment = try Command.run(try daemon.vpnexec(profile: "work", user: byName.name, ["sh", "-c", "echo $VX_MARKER"]) .map { $0 }, environment: ["VX_MARKER": "kept", "PATH": "/usr/sbin:/usr/bin:/sbin:/bin"])
         #expect(environment.trimmed == "kept")

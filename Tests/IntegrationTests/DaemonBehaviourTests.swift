@@ -9,34 +9,24 @@ import Testing
     @Test func tunnelThatAppearsLaterIsPickedUp() throws {
         let cleanup = Cleanup()
         defer { cleanup.run() }
-        let net = try Topology(cleanup: cleanup)
-        let tunnel = try net.addWireGuardTunnel(1)
-        try tunnel.deleteClientInterface()
-        let services = try net.startServices()
-        let daemon = try DaemonHarness(topology: net, policy: "[profile.work]\ntunnel.interface = \"\(tunnel.clientInterface)\"\n", cleanup: cleanup)
-        let vpnd = try daemon.start()
-        #expect(try daemon.status().profiles[0].tunnel.state == "missing")
-        let probe = try PythonScript.write(PythonScript.probe, cleanup: cleanup)
-        let early = try Command.status(try daemon.vpnexec(profile: "work", ["python3", probe, "tcp", Topology.service4, "8080"]))
-        #expect(early.status != 0, "no tunnel yet: the member cannot connect")
-        #expect(services.seen().isEmpty)
+        let s = try Scenario(cleanup: cleanup, start: false, policy: Scenario.profiles(["work"]))
+        try s.tunnel.deleteClientInterface()
+        let vpnd = try s.daemon.start()
+        #expect(try s.daemon.status().profiles[0].tunnel.state == "missing")
+        #expect(throws: CommandError.self, "no tunnel yet: the member cannot connect") { try s.member() }
+        #expect(s.services.seen().isEmpty)
 
-        try tunnel.bringClientUp()
-        try eventually("vpnd to route into the new tunnel") {
-            (try? Command.run(try daemon.vpnexec(profile: "work", ["python3", probe, "tcp", Topology.service4, "8080"])))?.trimmed == tunnel.clientAddress4
-        }
+        try s.tunnel.bringClientUp()
+        try eventually("vpnd to route into the new tunnel") { (try? s.member()) == s.tunnel.clientAddress4 }
         #expect(vpnd.isRunning)
-        #expect(!services.seen().contains("tcp \(Topology.clientAddress4)"))
+        #expect(!s.services.seen().contains("tcp \(Topology.clientAddress4)"))
     }
 
     @Test func cgroupRecreatedOutsideVpndIsMatchedWithoutARebuild() throws {
         let cleanup = Cleanup()
         defer { cleanup.run() }
-        let net = try Topology(cleanup: cleanup)
-        let tunnel = try net.addWireGuardTunnel(1)
-        _ = try net.startServices()
-        let daemon = try DaemonHarness(topology: net, policy: "[profile.work]\ntunnel.interface = \"\(tunnel.clientInterface)\"\n", cleanup: cleanup)
-        try daemon.start()
+        let s = try Scenario(cleanup: cleanup, policy: Scenario.profiles(["work"]))
+        let (net, daemon) = (s.net, s.daemon)
         let root = try TestCgroups.cgroupRoot()
         let slice = "\(root)/\(daemon.cgroupParent)/vpn-work.slice"
         let handleBefore = try net.client.run(["nft", "-a", "list", "chain", "inet", "vpnexec", "route_output"])
@@ -58,9 +48,8 @@ import Testing
         }
         // The rules themselves were not replaced: same handles.
         #expect(try net.client.run(["nft", "-a", "list", "chain", "inet", "vpnexec", "route_output"]) == handleBefore)
-        let probe = try PythonScript.write(PythonScript.probe, cleanup: cleanup)
-        let seen = try net.client.run(["sh", "-c", "echo $$ > \(service)/cgroup.procs && exec python3 \(probe) tcp \(Topology.service4) 8080"]).trimmed
-        #expect(seen == tunnel.clientAddress4, "a process placed in a unit below the profile's slice is a member")
+        let seen = try s.connect(through: s.net.client.enter + ["sh", "-c", "echo $$ > \(service)/cgroup.procs && exec \"$@\"", "sh"])
+        #expect(seen == s.tunnel.clientAddress4, "a process placed in a unit below the profile's slice is a member")
     }
 
     @Test func daemonKeepsOnlyTheCapabilitiesItNeeds() throws {

@@ -94,7 +94,8 @@ final class DaemonHarness: @unchecked Sendable {
         try Command.status([try Binaries.path("vpnctl")] + arguments, environment: ["VPNEXEC_SOCKET": socketPath, "PATH": "/usr/sbin:/usr/bin:/sbin:/bin"])
     }
 
-    /// `vpnexec` in the client namespace, as root or as a given user.
+    /// `vpnexec` in the client namespace, as root or as a given user; `command` may be
+    /// empty to get the prefix only.
     func vpnexec(profile: String, user: String? = nil, _ command: [String]) throws -> [String] {
         var prefix = topology.client.enter
         if let user { prefix += ["setpriv", "--reuid", user, "--regid", user, "--init-groups"] }
