@@ -5,6 +5,9 @@ import Testing
 
 /// The built executables (vpnd, vpnexec, vpnctl), copied where an unprivileged test
 /// user can run them whatever the checkout's permissions.
+/// Where the copies live for this test process; removed when it exits.
+private let sharedBinaries = "/tmp/vx-bin-\(getpid())"
+
 enum Binaries {
     static let directory: String = {
         let runner = URL(fileURLWithPath: CommandLine.arguments[0]).resolvingSymlinksInPath()
@@ -14,7 +17,8 @@ enum Binaries {
             candidate = candidate.deletingLastPathComponent()
         }
         let built = candidate.path
-        let shared = "/tmp/vx-bin-\(getpid())"
+        let shared = sharedBinaries
+        atexit { try? FileManager.default.removeItem(atPath: sharedBinaries) }
         try? FileManager.default.createDirectory(atPath: shared, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o755])
         for name in ["vpnd", "vpnexec", "vpnctl"] {
             let target = shared + "/" + name
