@@ -4,6 +4,9 @@ import PackageDescription
 let package = Package(
     name: "vpnexec",
     platforms: [.macOS(.v13)],
+    products: [
+        .library(name: "TOML", targets: ["TOML"]),
+    ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
     ],
@@ -12,5 +15,13 @@ let package = Package(
         .systemLibrary(name: "CNetlink", pkgConfig: "libnftnl", providers: [.apt(["libnftnl-dev", "libmnl-dev"])]),
         .systemLibrary(name: "CCap", pkgConfig: "libcap", providers: [.apt(["libcap-dev"])]),
         .systemLibrary(name: "CSystemd", pkgConfig: "libsystemd", providers: [.apt(["libsystemd-dev"])]),
+
+        // TOML v1.0.0 parser that keeps source positions for policy-file errors.
+        .target(name: "TOML"),
+        .testTarget(
+            name: "TOMLTests",
+            dependencies: ["TOML"],
+            exclude: ["Fixtures"]
+        ),
     ]
 )

@@ -1,0 +1,87 @@
+/// A table: its keys in the order they first appear in the document, each with
+/// the position of the key itself (where a "duplicate" or "unknown key" report
+/// should point) and its value (where a "wrong type" report should point).
+public struct TOMLTable: Sendable, RandomAccessCollection {
+    public struct Entry: Sendable {
+        public var key: String
+        public var keyPosition: SourcePosition
+        public var value: TOMLValue
+
+        public init(key: String, keyPosition: SourcePosition, value: TOMLValue) {
+            self.key = key
+            self.keyPosition = keyPosition
+            self.value = value
+        }
+    }
+
+    public private(set) var entries: [Entry]
+    /// Where the table is defined: its `[header]`, its `{`, or for a table
+    /// that was only created implicitly, the key that created it.
+    public var position: SourcePosition
+    // Lookups by key must not be linear: consumers look up every known key.
+    private var indexByKey: [String: Int]
+
+    public init(position: SourcePosition = SourcePosition(line: 1, column: 1)) {
+        self.entries = []
+        self.position = position
+        self.indexByKey = [:]
+    }
+
+    /// Entries whose keys must be distinct; the parser guarantees that.
+    init(position: SourcePosition, uniqueEntries: [Entry]) {
+        self.entries = uniqueEntries
+        self.position = position
+        var index: [String: Int] = [:]
+        index.reserveCapacity(uniqueEntries.count)
+        for (offset, entry) in uniqueEntries.enumerated() {
+            index[entry.key] = offset
+        }
+        self.indexByKey = index
+    }
+
+    public subscript(key: String) -> TOMLValue? {
+        guard let index = indexByKey[key] else { return nil }
+        return entries[index].value
+    }
+
+    public func entry(forKey key: String) -> Entry? {
+        guard let index = indexByKey[key] else { return nil }
+        return entries[index]
+    }
+
+    public func contains(key: String) -> Bool {
+        indexByKey[key] != nil
+    }
+
+    public var keys: [String] { entries.map(\.key) }
+
+    /// Follows a path of keys through nested tables, e.g. `["profile", "work"]`.
+    /// Arrays are not entered.
+    public func value(atPath path: [String]) -> TOMLValue? {
+        guard let first = path.first, var value = self[first] else { return nil }
+        for key in path.dropFirst() {
+            guard let table = value.table, let next = table[key] else { return nil }
+            value = next
+        }
+        return value
+    }
+
+    /// Sets a key's value, keeping the key's place if it exists and appending
+    /// it otherwise. Returns the value it replaced. Meant for consumers that
+    /// build tables themselves, e.g. to supply defaults.
+    @discardableResult
+    public mutating func updateValue(_ value: TOMLValue, forKey key: String, keyPosition: SourcePosition) -> TOMLValue? {
+        if let index = indexByKey[key] {
+            let old = entries[index].value
+            entries[index] = Entry(key: key, keyPosition: keyPosition, value: value)
+            return old
+        }
+        indexByKey[key] = entries.count
+        entries.append(Entry(key: key, keyPosition: keyPosition, value: value))
+        return nil
+    }
+
+    public var startIndex: Int { entries.startIndex }
+    public var endIndex: Int { entries.endIndex }
+    public subscript(position: Int) -> Entry { entries[position] }
+}
