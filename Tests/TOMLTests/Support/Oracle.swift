@@ -103,3 +103,9 @@ func escapedForMessage(_ bytes: [UInt8]) -> String {
     }
     return result
 }
+
+enum ProcessInfoEnvironment {
+    static func value(_ name: String) -> String? {
+        ProcessInfo.processInfo.environment[name]
+    }
+}
