@@ -81,6 +81,9 @@ extension Parser {
             if byte == ASCII.comma {
                 throw scanner.error("expected a value before ',' in the array")
             }
+            if looksLikeKeyValuePair() {
+                throw scanner.error("unterminated array: expected ']' to close the array opened at line \(position.line), column \(position.column), found a key/value pair")
+            }
             elements.append(try parseValue())
             try scanner.skipWhitespaceCommentsAndNewlines()
             guard let separator = scanner.current else {
@@ -141,6 +144,19 @@ extension Parser {
         if scanner.current == ASCII.hash {
             throw scanner.error("comments are not allowed inside an inline table")
         }
+    }
+
+    /// `name =` or `a.b =` ahead: most likely the line after an array whose
+    /// closing bracket was forgotten, which deserves a better message than
+    /// "strings must be quoted".
+    private func looksLikeKeyValuePair() -> Bool {
+        guard let first = scanner.current, ASCII.isLetter(first) || first == ASCII.underscore else { return false }
+        var index = scanner.offset
+        while let byte = scanner.byte(at: index),
+              ASCII.isBareKeyByte(byte) || byte == ASCII.dot || byte == ASCII.space || byte == ASCII.tab {
+            index += 1
+        }
+        return scanner.byte(at: index) == ASCII.equals
     }
 
     private mutating func enterNesting() throws(TOMLError) {

@@ -41,7 +41,9 @@ struct Parser {
         let display = isArray ? "[[\(KeyPath.render(key))]]" : "[\(KeyPath.render(key))]"
         if isArray {
             guard scanner.current == ASCII.closeBracket, scanner.peek(1) == ASCII.closeBracket else {
-                throw scanner.error("expected ']]' to close the array-of-tables header \(display), found \(scanner.describeCurrent())\(spaceHint(key))")
+                // With one ']' present, point at where the second is missing.
+                let at = scanner.current == ASCII.closeBracket ? scanner.offset + 1 : scanner.offset
+                throw scanner.error("expected ']]' to close the array-of-tables header \(display), found \(scanner.describe(at: at))\(spaceHint(key))", at: at)
             }
             scanner.advance(2)
             try builder.appendArrayTable(key, header: header)

@@ -36,9 +36,7 @@ public enum TOML {
             }
             index += 1
         }
-        let byte = offset < bytes.count
-            ? "byte 0x" + String(bytes[offset], radix: 16, uppercase: true)
-            : "end of file inside a multi-byte character"
+        let byte = "byte 0x" + String(bytes[offset], radix: 16, uppercase: true)
         return TOMLError("invalid UTF-8 (\(byte)); a TOML document must be encoded in UTF-8", at: SourcePosition(line: line, column: column))
     }
 }

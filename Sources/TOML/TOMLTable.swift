@@ -19,7 +19,8 @@ public struct TOMLTable: Sendable, RandomAccessCollection {
     /// that was only created implicitly, the key that created it.
     public var position: SourcePosition
     // Lookups by key must not be linear: consumers look up every known key.
-    private var indexByKey: [String: Int]
+    // Keys match by Unicode scalars, as in TOML, not by canonical equivalence.
+    private var indexByKey: [ExactKey: Int]
 
     public init(position: SourcePosition = SourcePosition(line: 1, column: 1)) {
         self.entries = []
@@ -31,26 +32,26 @@ public struct TOMLTable: Sendable, RandomAccessCollection {
     init(position: SourcePosition, uniqueEntries: [Entry]) {
         self.entries = uniqueEntries
         self.position = position
-        var index: [String: Int] = [:]
+        var index: [ExactKey: Int] = [:]
         index.reserveCapacity(uniqueEntries.count)
         for (offset, entry) in uniqueEntries.enumerated() {
-            index[entry.key] = offset
+            index[ExactKey(entry.key)] = offset
         }
         self.indexByKey = index
     }
 
     public subscript(key: String) -> TOMLValue? {
-        guard let index = indexByKey[key] else { return nil }
+        guard let index = indexByKey[ExactKey(key)] else { return nil }
         return entries[index].value
     }
 
     public func entry(forKey key: String) -> Entry? {
-        guard let index = indexByKey[key] else { return nil }
+        guard let index = indexByKey[ExactKey(key)] else { return nil }
         return entries[index]
     }
 
     public func contains(key: String) -> Bool {
-        indexByKey[key] != nil
+        indexByKey[ExactKey(key)] != nil
     }
 
     public var keys: [String] { entries.map(\.key) }
@@ -71,12 +72,12 @@ public struct TOMLTable: Sendable, RandomAccessCollection {
     /// build tables themselves, e.g. to supply defaults.
     @discardableResult
     public mutating func updateValue(_ value: TOMLValue, forKey key: String, keyPosition: SourcePosition) -> TOMLValue? {
-        if let index = indexByKey[key] {
+        if let index = indexByKey[ExactKey(key)] {
             let old = entries[index].value
             entries[index] = Entry(key: key, keyPosition: keyPosition, value: value)
             return old
         }
-        indexByKey[key] = entries.count
+        indexByKey[ExactKey(key)] = entries.count
         entries.append(Entry(key: key, keyPosition: keyPosition, value: value))
         return nil
     }

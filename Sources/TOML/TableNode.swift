@@ -26,7 +26,7 @@ final class TableNode {
     var dottedKeySection: Int?
     var dottedKeyPosition: SourcePosition?
     private(set) var entries: [Entry] = []
-    private var indexByKey: [String: Int] = [:]
+    private var indexByKey: [ExactKey: Int] = [:]
 
     init(path: [String], position: SourcePosition) {
         self.path = path
@@ -34,13 +34,13 @@ final class TableNode {
     }
 
     func entry(named key: String) -> Entry? {
-        guard let index = indexByKey[key] else { return nil }
+        guard let index = indexByKey[ExactKey(key)] else { return nil }
         return entries[index]
     }
 
     /// Adds a key the caller has checked is not there yet.
     func append(key: String, keyPosition: SourcePosition, slot: Slot) {
-        indexByKey[key] = entries.count
+        indexByKey[ExactKey(key)] = entries.count
         entries.append(Entry(key: key, keyPosition: keyPosition, slot: slot))
     }
 

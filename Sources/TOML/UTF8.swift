@@ -2,9 +2,9 @@
 /// so that the parser can treat every byte >= 0x80 as part of a valid scalar
 /// and build Strings from byte ranges without re-checking them.
 enum UTF8Validation {
-    /// Offset of the first byte that does not belong to a well-formed UTF-8
-    /// sequence (overlong forms, surrogates and values past U+10FFFF included),
-    /// or nil if the bytes are valid.
+    /// Offset of the first ill-formed UTF-8 sequence (overlong forms,
+    /// surrogates and values past U+10FFFF included) — its lead byte, which
+    /// is where an editor shows the bad character — or nil if all is valid.
     static func firstInvalidOffset(in bytes: [UInt8]) -> Int? {
         var index = 0
         let count = bytes.count
@@ -29,11 +29,11 @@ enum UTF8Validation {
             }
             for offset in 1..<length {
                 let position = index + offset
-                guard position < count else { return position }
+                guard position < count else { return index }
                 let byte = bytes[position]
                 let low = offset == 1 ? lower : 0x80
                 let high = offset == 1 ? upper : 0xBF
-                guard byte >= low && byte <= high else { return position }
+                guard byte >= low && byte <= high else { return index }
             }
             index += length
         }
