@@ -19,7 +19,7 @@ struct DocumentBuilder {
     private var section = 0
 
     init() {
-        root = TableNode(path: [], position: SourcePosition(line: 1, column: 1))
+        root = TableNode(position: SourcePosition(line: 1, column: 1))
         current = root
     }
 
@@ -30,9 +30,10 @@ struct DocumentBuilder {
     // MARK: [table]
 
     mutating func defineTable(_ key: [KeyComponent], header: SourcePosition) throws(TOMLError) {
-        let names = key.map(\.name)
-        let display = "[\(KeyPath.render(names))]"
-        let parent = try parentForHeader(key, display: "table \(display)")
+        // Messages only: built when an error is thrown.
+        var names: [String] { key.map(\.name) }
+        var display: String { "[\(KeyPath.render(names))]" }
+        let parent = try parentForHeader(key, isArray: false)
         let last = key[key.count - 1]
         section += 1
 
@@ -66,9 +67,9 @@ struct DocumentBuilder {
     // MARK: [[array of tables]]
 
     mutating func appendArrayTable(_ key: [KeyComponent], header: SourcePosition) throws(TOMLError) {
-        let names = key.map(\.name)
-        let display = "[[\(KeyPath.render(names))]]"
-        let parent = try parentForHeader(key, display: "array of tables \(display)")
+        var names: [String] { key.map(\.name) }
+        var display: String { "[[\(KeyPath.render(names))]]" }
+        let parent = try parentForHeader(key, isArray: true)
         let last = key[key.count - 1]
         section += 1
 
@@ -95,7 +96,7 @@ struct DocumentBuilder {
     }
 
     /// Walks (creating as needed) every table a header names before its last key.
-    private func parentForHeader(_ key: [KeyComponent], display: String) throws(TOMLError) -> TableNode {
+    private func parentForHeader(_ key: [KeyComponent], isArray: Bool) throws(TOMLError) -> TableNode {
         var table = root
         for index in 0..<(key.count - 1) {
             let component = key[index]
@@ -112,8 +113,8 @@ struct DocumentBuilder {
                 // [a.b] after [[a]] adds to the most recent element of a.
                 table = array.elements[array.elements.count - 1]
             case .value:
-                let names = key[...index].map(\.name)
-                throw TOMLError("cannot define \(display): " + conflict(existing, names: names), at: component.position)
+                let display = isArray ? "array of tables [[\(KeyPath.render(key))]]" : "table [\(KeyPath.render(key))]"
+                throw TOMLError("cannot define \(display): " + conflict(existing, names: key[...index].map(\.name)), at: component.position)
             }
         }
         return table
@@ -135,7 +136,6 @@ struct DocumentBuilder {
                 table = child
                 continue
             }
-            let written = KeyPath.quoted(key[...index])
             switch existing.slot {
             case .table(let child):
                 if let header = child.headerPosition {
@@ -151,7 +151,7 @@ struct DocumentBuilder {
                 }
                 table = child
             case .tableArray(let array):
-                throw TOMLError("cannot add to \(written) with a dotted key: it is an array of tables (defined at line \(array.position.line))", at: component.position)
+                throw TOMLError("cannot add to \(KeyPath.quoted(key[...index])) with a dotted key: it is an array of tables (defined at line \(array.position.line))", at: component.position)
             case .value:
                 throw TOMLError("cannot set key \(KeyPath.quoted(key)): " + conflict(existing, names: key[...index].map(\.name)), at: component.position)
             }
@@ -192,16 +192,15 @@ struct DocumentBuilder {
     }
 
     private func makeChild(of parent: TableNode, key: KeyComponent) throws(TOMLError) -> TableNode {
-        try Self.makeChild(of: parent, key: key, baseDepth: 0)
+        try Self.makeChild(of: parent, key: key)
     }
 
-    static func makeChild(of parent: TableNode, key: KeyComponent, baseDepth: Int) throws(TOMLError) -> TableNode {
-        let path = parent.path + [key.name]
+    static func makeChild(of parent: TableNode, key: KeyComponent) throws(TOMLError) -> TableNode {
         // Deep trees would make converting and freeing them recurse deeply.
-        if baseDepth + path.count > TOML.maximumNestingDepth {
+        if parent.depth + 1 > TOML.maximumNestingDepth {
             throw TOMLError("tables are nested too deeply (the limit is \(TOML.maximumNestingDepth) levels)", at: key.position)
         }
-        return TableNode(path: path, position: key.position)
+        return TableNode(parent: parent, name: key.name, position: key.position)
     }
 }
 
@@ -210,11 +209,10 @@ struct DocumentBuilder {
 /// an array) may be added to, and no key may repeat.
 struct InlineTableBuilder {
     let node: TableNode
-    let baseDepth: Int
 
+    /// `depth` is the nesting of the braces, which counts towards the limit.
     init(position: SourcePosition, depth: Int) {
-        node = TableNode(path: [], position: position)
-        baseDepth = depth
+        node = TableNode(position: position, depth: depth)
     }
 
     func insert(_ key: [KeyComponent], _ value: TOMLValue) throws(TOMLError) {
@@ -222,7 +220,7 @@ struct InlineTableBuilder {
         for index in 0..<(key.count - 1) {
             let component = key[index]
             guard let existing = table.entry(named: component.name) else {
-                let child = try DocumentBuilder.makeChild(of: table, key: component, baseDepth: baseDepth)
+                let child = try DocumentBuilder.makeChild(of: table, key: component)
                 table.append(key: component.name, keyPosition: component.position, slot: .table(child))
                 table = child
                 continue

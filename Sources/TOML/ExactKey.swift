@@ -8,12 +8,20 @@ struct ExactKey: Hashable {
         self.string = string
     }
 
+    static func same(_ lhs: String, _ rhs: String) -> Bool {
+        // String's == is a plain byte comparison for ASCII keys and rejects
+        // most unequal keys cheaply; canonically equal keys are then checked
+        // byte for byte.
+        guard lhs.utf8.count == rhs.utf8.count, lhs == rhs else { return false }
+        return lhs.utf8.elementsEqual(rhs.utf8)
+    }
+
     static func == (lhs: ExactKey, rhs: ExactKey) -> Bool {
-        lhs.string.utf8.elementsEqual(rhs.string.utf8)
+        same(lhs.string, rhs.string)
     }
 
     func hash(into hasher: inout Hasher) {
-        var string = string
-        string.withUTF8 { hasher.combine(bytes: UnsafeRawBufferPointer($0)) }
+        // Equal bytes give equal String hashes, which is all a hash needs.
+        hasher.combine(string)
     }
 }

@@ -20,8 +20,8 @@ struct Parser {
             case ASCII.hash, ASCII.lineFeed, ASCII.carriageReturn:
                 try scanner.expectEndOfLine(after: "a comment")
             case ASCII.openBracket:
-                let description = try parseHeader()
-                try scanner.expectEndOfLine(after: "the header \(description)")
+                let header = try parseHeader()
+                try scanner.expectEndOfLine(after: "the header \(header.display)")
             default:
                 try parseKeyValueLine()
                 try scanner.expectEndOfLine(after: "a value")
@@ -30,15 +30,23 @@ struct Parser {
         return builder.finish()
     }
 
-    /// `[a.b]` or `[[a.b]]`; returns the header as written, for messages.
-    private mutating func parseHeader() throws(TOMLError) -> String {
+    /// How a header is shown in messages, computed only when one is needed.
+    struct HeaderDescription {
+        let key: [KeyComponent]
+        let isArray: Bool
+        var display: String { isArray ? "[[\(KeyPath.render(key))]]" : "[\(KeyPath.render(key))]" }
+    }
+
+    /// `[a.b]` or `[[a.b]]`.
+    private mutating func parseHeader() throws(TOMLError) -> HeaderDescription {
         let header = scanner.position()
         let isArray = scanner.peek(1) == ASCII.openBracket
         scanner.advance(isArray ? 2 : 1)
         scanner.skipWhitespace()
         let key = try parseKey(context: isArray ? "in the array-of-tables header" : "in the table header")
         scanner.skipWhitespace()
-        let display = isArray ? "[[\(KeyPath.render(key))]]" : "[\(KeyPath.render(key))]"
+        let description = HeaderDescription(key: key, isArray: isArray)
+        var display: String { description.display }
         if isArray {
             guard scanner.current == ASCII.closeBracket, scanner.peek(1) == ASCII.closeBracket else {
                 // With one ']' present, point at where the second is missing.
@@ -54,7 +62,7 @@ struct Parser {
             scanner.advance()
             try builder.defineTable(key, header: header)
         }
-        return display
+        return description
     }
 
     private mutating func parseKeyValueLine() throws(TOMLError) {

@@ -126,7 +126,7 @@ struct Scanner {
     /// Ends a line holding a key/value pair, a table header or nothing:
     /// optional whitespace and comment, then a line ending or the end of the
     /// document. `after` says what came before, for the message.
-    mutating func expectEndOfLine(after what: String) throws(TOMLError) {
+    mutating func expectEndOfLine(after what: @autoclosure () -> String) throws(TOMLError) {
         skipWhitespace()
         if current == ASCII.hash { try skipComment() }
         guard let byte = current else { return }
@@ -137,7 +137,7 @@ struct Scanner {
         if byte == ASCII.carriageReturn {
             throw error("a carriage return (U+000D) must be followed by a line feed; it is not allowed on its own")
         }
-        throw error("expected the end of the line after \(what), found \(describeCurrent())")
+        throw error("expected the end of the line after \(what()), found \(describeCurrent())")
     }
 
     // MARK: Describing characters in messages

@@ -20,41 +20,40 @@ public struct TOMLTable: Sendable, RandomAccessCollection {
     public var position: SourcePosition
     // Lookups by key must not be linear: consumers look up every known key.
     // Keys match by Unicode scalars, as in TOML, not by canonical equivalence.
-    private var indexByKey: [ExactKey: Int]
+    private var keyList: [String]
+    private var index: KeyIndex
 
     public init(position: SourcePosition = SourcePosition(line: 1, column: 1)) {
         self.entries = []
         self.position = position
-        self.indexByKey = [:]
+        self.keyList = []
+        self.index = KeyIndex()
     }
 
-    /// Entries whose keys must be distinct; the parser guarantees that.
-    init(position: SourcePosition, uniqueEntries: [Entry]) {
+    /// Entries whose keys must be distinct, with their keys in the same
+    /// order and an index built from those keys; the parser guarantees that.
+    init(position: SourcePosition, uniqueEntries: [Entry], keys: [String], index: KeyIndex) {
         self.entries = uniqueEntries
         self.position = position
-        var index: [ExactKey: Int] = [:]
-        index.reserveCapacity(uniqueEntries.count)
-        for (offset, entry) in uniqueEntries.enumerated() {
-            index[ExactKey(entry.key)] = offset
-        }
-        self.indexByKey = index
+        self.keyList = keys
+        self.index = index
     }
 
     public subscript(key: String) -> TOMLValue? {
-        guard let index = indexByKey[ExactKey(key)] else { return nil }
-        return entries[index].value
+        guard let found = index.find(key, in: keyList) else { return nil }
+        return entries[found].value
     }
 
     public func entry(forKey key: String) -> Entry? {
-        guard let index = indexByKey[ExactKey(key)] else { return nil }
-        return entries[index]
+        guard let found = index.find(key, in: keyList) else { return nil }
+        return entries[found]
     }
 
     public func contains(key: String) -> Bool {
-        indexByKey[ExactKey(key)] != nil
+        index.find(key, in: keyList) != nil
     }
 
-    public var keys: [String] { entries.map(\.key) }
+    public var keys: [String] { keyList }
 
     /// Follows a path of keys through nested tables, e.g. `["profile", "work"]`.
     /// Arrays are not entered.
@@ -72,13 +71,14 @@ public struct TOMLTable: Sendable, RandomAccessCollection {
     /// build tables themselves, e.g. to supply defaults.
     @discardableResult
     public mutating func updateValue(_ value: TOMLValue, forKey key: String, keyPosition: SourcePosition) -> TOMLValue? {
-        if let index = indexByKey[ExactKey(key)] {
-            let old = entries[index].value
-            entries[index] = Entry(key: key, keyPosition: keyPosition, value: value)
+        if let found = index.find(key, in: keyList) {
+            let old = entries[found].value
+            entries[found] = Entry(key: key, keyPosition: keyPosition, value: value)
             return old
         }
-        indexByKey[ExactKey(key)] = entries.count
         entries.append(Entry(key: key, keyPosition: keyPosition, value: value))
+        keyList.append(key)
+        index.appended(key, in: keyList)
         return nil
     }
 

@@ -16,8 +16,13 @@ final class TableNode {
         let slot: Slot
     }
 
-    /// Keys from the document root (or from the enclosing inline table), for messages.
-    let path: [String]
+    /// The table holding this one (for an element of an array of tables, the
+    /// table holding the array) and the key it is under; only used to name
+    /// the table in messages. Parents outlive children: the root owns all.
+    private unowned let parent: TableNode?
+    private let name: String
+    /// Tables between this one and the root (or the enclosing inline table).
+    let depth: Int
     var position: SourcePosition
     /// Set once a `[header]` (or `[[header]]`, for an element) has defined the table.
     var headerPosition: SourcePosition?
@@ -26,22 +31,44 @@ final class TableNode {
     var dottedKeySection: Int?
     var dottedKeyPosition: SourcePosition?
     private(set) var entries: [Entry] = []
-    private var indexByKey: [ExactKey: Int] = [:]
+    private var keys: [String] = []
+    private var index = KeyIndex()
 
-    init(path: [String], position: SourcePosition) {
-        self.path = path
+    /// A root: of the document or of an inline table.
+    init(position: SourcePosition, depth: Int = 0) {
+        self.parent = nil
+        self.name = ""
+        self.depth = depth
         self.position = position
     }
 
+    init(parent: TableNode, name: String, position: SourcePosition) {
+        self.parent = parent
+        self.name = name
+        self.depth = parent.depth + 1
+        self.position = position
+    }
+
+    /// Keys from the root to this table.
+    var path: [String] {
+        var names: [String] = []
+        var node: TableNode? = self
+        while let current = node, let parent = current.parent {
+            names.append(current.name)
+            node = parent
+        }
+        return names.reversed()
+    }
+
     func entry(named key: String) -> Entry? {
-        guard let index = indexByKey[ExactKey(key)] else { return nil }
-        return entries[index]
+        index.find(key, in: keys).map { entries[$0] }
     }
 
     /// Adds a key the caller has checked is not there yet.
     func append(key: String, keyPosition: SourcePosition, slot: Slot) {
-        indexByKey[ExactKey(key)] = entries.count
         entries.append(Entry(key: key, keyPosition: keyPosition, slot: slot))
+        keys.append(key)
+        index.appended(key, in: keys)
     }
 
     func makeTable() -> TOMLTable {
@@ -50,7 +77,7 @@ final class TableNode {
         for entry in entries {
             result.append(TOMLTable.Entry(key: entry.key, keyPosition: entry.keyPosition, value: entry.slot.makeValue()))
         }
-        return TOMLTable(position: position, uniqueEntries: result)
+        return TOMLTable(position: position, uniqueEntries: result, keys: keys, index: index)
     }
 }
 

@@ -6,9 +6,19 @@ enum UTF8Validation {
     /// surrogates and values past U+10FFFF included) — its lead byte, which
     /// is where an editor shows the bad character — or nil if all is valid.
     static func firstInvalidOffset(in bytes: [UInt8]) -> Int? {
+        bytes.withUnsafeBufferPointer { firstInvalidOffset(in: $0) }
+    }
+
+    private static func firstInvalidOffset(in bytes: UnsafeBufferPointer<UInt8>) -> Int? {
         var index = 0
         let count = bytes.count
         while index < count {
+            // Documents are mostly ASCII: skip it eight bytes at a time.
+            while index + 8 <= count,
+                  UnsafeRawPointer(bytes.baseAddress! + index).loadUnaligned(as: UInt64.self) & 0x8080_8080_8080_8080 == 0 {
+                index += 8
+            }
+            guard index < count else { break }
             let lead = bytes[index]
             if lead < 0x80 {
                 index += 1
