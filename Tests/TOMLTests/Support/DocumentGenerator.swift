@@ -100,7 +100,13 @@ struct DocumentGenerator {
         var remaining = count
         while remaining > 0 {
             if chance(0.2) { out += blankLines() }
-            if chance(0.25) && remaining >= 2 {
+            if chance(0.05) && remaining >= 2 {
+                // Canonically equivalent but different keys are distinct in TOML.
+                counter += 1
+                out += indentation() + "\"\u{E9}\(counter)\"" + equals() + value(depth: 0) + lineEnd()
+                out += indentation() + "\"e\u{301}\(counter)\"" + equals() + value(depth: 0) + lineEnd()
+                remaining -= 2
+            } else if chance(0.25) && remaining >= 2 {
                 // Several keys sharing a dotted prefix build one table.
                 let prefix = (0..<int(1...2)).map { _ in freshName() }
                 for length in 1...prefix.count {
