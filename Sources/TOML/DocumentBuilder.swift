@@ -9,8 +9,10 @@
 /// - `[[x]]` appends only to an array of tables, and `[x.y]` after it
 ///   refers to the array's last element.
 ///
-/// These mirror the behaviour of the reference test suite (toml-test), so
-/// every accepted document has the same meaning in other TOML 1.0 parsers.
+/// Where the spec's prose leaves room, the rules follow the toml-test suite
+/// and Python's tomllib (the tests compare against both): for instance a
+/// table created implicitly by `[a.b.c]` may still be defined by dotted keys
+/// under a later `[a]` (`b.x = 1`), but a table defined by a header may not.
 struct DocumentBuilder {
     let root: TableNode
     /// The table that key/value pairs are currently added to.

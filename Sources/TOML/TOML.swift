@@ -1,4 +1,16 @@
 /// Entry points of the TOML v1.0.0 parser.
+///
+/// ```swift
+/// do {
+///     let policy = try TOML.parse(bytes)
+///     guard let mtu = policy.value(atPath: ["tunnel", "mtu"]) else { ... }
+///     guard mtu.integer != nil else {
+///         throw TOMLError("\"mtu\" must be an integer, not \(mtu.typeNameWithArticle)", at: mtu.position)
+///     }
+/// } catch {
+///     print(error.description(file: path))   // policy.toml:7:8: ...
+/// }
+/// ```
 public enum TOML {
     /// How deeply arrays, inline tables and tables may nest. Real documents
     /// stay in single digits; the limit only stops crafted input from

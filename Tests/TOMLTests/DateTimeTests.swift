@@ -53,6 +53,13 @@ import TOML
         expectError("v = 2023-02-29", at: 1, 5, "February 2023 has 28 days")
     }
 
+    /// RFC 3339 allows year 0000 (Python's tomllib does not, so this corner
+    /// is pinned here rather than in the differential tests).
+    @Test func yearZeroIsAllowed() throws {
+        #expect(try dateTime("0000-01-01").date == TOMLDate(year: 0, month: 1, day: 1))
+        #expect(try dateTime("0000-02-29").date?.day == 29)
+    }
+
     @Test func dateFollowedBySpaceAndComment() throws {
         let table = try parseValid("d = 1979-05-27 # comment\nt = 1979-05-27 \n")
         #expect(table["d"]?.dateTime?.kind == .localDate)
