@@ -43,6 +43,7 @@ extension DifferentialTests {
         let seed = fuzzSeed(7_654_321)
         var generator = DocumentGenerator(seed: seed &+ 1)
         var sources = try FixtureFiles.documents(under: "toml-test/valid").map(\.bytes)
+        sources += try FixtureFiles.documents(under: "corpus/valid").map(\.bytes)
         sources += (0..<100).map { _ in generator.document() }
         var mutator = Mutator(seed: seed)
         var documents: [FixtureFiles.Document] = []
