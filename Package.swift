@@ -4,9 +4,6 @@ import PackageDescription
 let package = Package(
     name: "vpnexec",
     platforms: [.macOS(.v13)],
-    products: [
-        .library(name: "TOML", targets: ["TOML"]),
-    ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
     ],
