@@ -42,7 +42,7 @@ let package = Package(
         // Tests. NetTestSupport builds namespaces, runs tools and cleans up after them.
         .target(name: "NetTestSupport", dependencies: ["CLinux"], path: "Tests/NetTestSupport"),
         .testTarget(name: "AddressesTests", dependencies: ["Addresses"]),
-        .testTarget(name: "TOMLTests", dependencies: ["TOML"]),
+        .testTarget(name: "TOMLTests", dependencies: ["TOML"], exclude: ["Fixtures"]),
         .testTarget(name: "PolicyTests", dependencies: ["Policy"]),
         .testTarget(name: "PlanTests", dependencies: ["Plan", "Policy", "Nftables", "Routing", "NetTestSupport"]),
         .testTarget(name: "NetlinkTests", dependencies: ["Netlink", "Nftables", "Routing", "Cgroups", "NetTestSupport"]),
