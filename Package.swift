@@ -36,7 +36,7 @@ let package = Package(
 
         // Executables: thin commands over the libraries.
         .executableTarget(name: "vpnd", dependencies: ["Daemon", "Control", "Policy", .product(name: "ArgumentParser", package: "swift-argument-parser")]),
-        .executableTarget(name: "vpnexec", dependencies: ["Control", .product(name: "ArgumentParser", package: "swift-argument-parser")]),
+        .executableTarget(name: "vpnexec", dependencies: ["Control"]),
         .executableTarget(name: "vpnctl", dependencies: ["Control", "Plan", "Policy", "Cgroups", "Netlink", .product(name: "ArgumentParser", package: "swift-argument-parser")]),
 
         // Tests. NetTestSupport builds namespaces, runs tools and cleans up after them.

@@ -17,10 +17,14 @@ public enum ProcessInfoEnvironment {
 }
 
 /// Writes to file descriptor 2 directly (Swift 6 forbids touching C's shared `stderr`).
-public func writeStandardError(_ text: String) {
+public func writeStandardError(_ text: String) { writeAll(2, text) }
+
+public func writeStandardOutput(_ text: String) { writeAll(1, text) }
+
+private func writeAll(_ fd: Int32, _ text: String) {
     var bytes = Array(text.utf8)[...]
     while !bytes.isEmpty {
-        let count = bytes.withUnsafeBytes { write(2, $0.baseAddress, $0.count) }
+        let count = bytes.withUnsafeBytes { write(fd, $0.baseAddress, $0.count) }
         guard count > 0 else { return }
         bytes = bytes.dropFirst(count)
     }
