@@ -37,6 +37,7 @@ public final class Daemon {
     private(set) var policy: Policy
     private var server: ControlServer?
     private var running = true
+    private let lock: NamespaceLock
 
     /// Loads and applies the policy. Throws a PolicyError (nothing was touched) or the
     /// error of the first kernel operation that failed.
@@ -48,6 +49,8 @@ public final class Daemon {
             log.info("capabilities: \(Privileges.current()); no_new_privs set")
         }
         policy = try Self.loadPolicy(options.policyDirectory)
+        let socketDirectory = String(options.socketPath[..<(options.socketPath.lastIndex(of: "/") ?? options.socketPath.startIndex)])
+        lock = try NamespaceLock(directory: socketDirectory.isEmpty ? "." : socketDirectory)
         hierarchy = try CgroupHierarchy.system()
         applier = try KernelApplier()
         rtnl = try Rtnetlink()

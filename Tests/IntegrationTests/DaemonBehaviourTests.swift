@@ -70,6 +70,20 @@ import Testing
         #expect(field("NoNewPrivs") == "1")
     }
 
+    @Test func oneDaemonPerNetworkNamespace() throws {
+        let cleanup = Cleanup()
+        defer { cleanup.run() }
+        let net = try Topology(cleanup: cleanup)
+        let daemon = try DaemonHarness(topology: net, policy: "[profile.work]\ntunnel.interface = \"wg-none\"\n", cleanup: cleanup)
+        let first = try daemon.start()
+        var second = try daemon.arguments
+        second[second.firstIndex(of: daemon.socketPath)!] = daemon.socketPath + ".second"
+        let refused = try Command.status(second)
+        #expect(refused.status == 1)
+        #expect(refused.stderr.contains("another vpnd (pid \(first.pid)) manages this network namespace"))
+        #expect(first.isRunning)
+    }
+
     @Test func downAndCleanupRemoveEverything() throws {
         let cleanup = Cleanup()
         defer { cleanup.run() }

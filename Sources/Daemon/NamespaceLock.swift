@@ -1,0 +1,36 @@
+import Glibc
+
+/// One vpnd per network namespace: two would replace each other's table and fight over
+/// rules and routes. The lock is a file named after the namespace (its inode) beside the
+/// control socket (/run/vpnexec), held with flock for the daemon's lifetime; the kernel
+/// releases it when the process dies, however it dies.
+final class NamespaceLock {
+    private let fd: Int32
+
+    init(directory: String) throws {
+        var namespace = stat()
+        guard stat("/proc/self/ns/net", &namespace) == 0 else {
+            throw ApplyError("cannot identify the network namespace: \(String(cString: strerror(errno)))")
+        }
+        mkdir(directory, 0o755)
+        let path = "\(directory)/netns-\(namespace.st_ino).lock"
+        fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0o644)
+        guard fd >= 0 else { throw ApplyError("cannot open \(path): \(String(cString: strerror(errno)))") }
+        guard flock(fd, LOCK_EX | LOCK_NB) == 0 else {
+            let holder = (try? String(decoding: Self.read(fd), as: UTF8.self)) ?? ""
+            close(fd)
+            throw ApplyError("another vpnd\(holder.isEmpty ? "" : " (pid \(holder))") manages this network namespace (lock \(path))")
+        }
+        let pid = Array(String(getpid()).utf8)
+        _ = ftruncate(fd, 0)
+        _ = pwrite(fd, pid, pid.count, 0)
+    }
+
+    deinit { close(fd) }
+
+    private static func read(_ fd: Int32) throws -> [UInt8] {
+        var buffer = [UInt8](repeating: 0, count: 32)
+        let count = pread(fd, &buffer, buffer.count, 0)
+        return count > 0 ? Array(buffer[0..<count]) : []
+    }
+}
