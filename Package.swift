@@ -18,6 +18,7 @@ let package = Package(
         .systemLibrary(name: "CNetlink", pkgConfig: "libnftnl", providers: [.apt(["libnftnl-dev", "libmnl-dev"])]),
         .systemLibrary(name: "CCap", pkgConfig: "libcap", providers: [.apt(["libcap-dev"])]),
         .systemLibrary(name: "CSystemd", pkgConfig: "libsystemd", providers: [.apt(["libsystemd-dev"])]),
+        .systemLibrary(name: "CSodium", pkgConfig: "libsodium", providers: [.apt(["libsodium-dev"])]),
         .systemLibrary(name: "CLinux"),
 
         // Pure: values and functions, unit-tested without a kernel.
@@ -28,6 +29,8 @@ let package = Package(
         .target(name: "Routing", dependencies: ["Addresses"]),
         .target(name: "Plan", dependencies: ["Policy", "Nftables", "Routing"]),
         .target(name: "Control"),
+        // The WireGuard protocol: crypto, handshake, cookies, replay, timers, cryptokey routing.
+        .target(name: "WireGuard", dependencies: ["CSodium", "Addresses"]),
 
         // Effects: the kernel behind typed Swift.
         .target(name: "Netlink", dependencies: ["CNetlink", "Addresses", "Nftables", "Routing"]),
@@ -47,6 +50,7 @@ let package = Package(
         .testTarget(name: "PlanTests", dependencies: ["Plan", "Policy", "Nftables", "Routing", "NetTestSupport"]),
         .testTarget(name: "NetlinkTests", dependencies: ["Netlink", "Nftables", "Routing", "Cgroups", "NetTestSupport"]),
         .testTarget(name: "CgroupsTests", dependencies: ["Cgroups", "NetTestSupport"]),
+        .testTarget(name: "WireGuardTests", dependencies: ["WireGuard", "Addresses"]),
         .testTarget(name: "DaemonTests", dependencies: ["Daemon", "Plan", "Nftables"]),
         .testTarget(name: "IntegrationTests", dependencies: ["NetTestSupport", "Control"]),
     ]
