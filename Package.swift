@@ -47,7 +47,7 @@ let package = Package(
         .testTarget(name: "AddressesTests", dependencies: ["Addresses"]),
         .testTarget(name: "TOMLTests", dependencies: ["TOML"], exclude: ["Fixtures"]),
         .testTarget(name: "PolicyTests", dependencies: ["Policy"]),
-        .testTarget(name: "PlanTests", dependencies: ["Plan", "Policy", "Nftables", "Routing", "NetTestSupport"]),
+        .testTarget(name: "PlanTests", dependencies: ["Plan", "Policy", "Nftables", "Routing", "Cgroups", "NetTestSupport"]),
         .testTarget(name: "NetlinkTests", dependencies: ["Netlink", "Nftables", "Routing", "Cgroups", "NetTestSupport"]),
         .testTarget(name: "CgroupsTests", dependencies: ["Cgroups", "NetTestSupport"]),
         .testTarget(name: "WireGuardTests", dependencies: ["WireGuard", "Addresses"]),

@@ -1,0 +1,183 @@
+import Addresses
+
+/// The cross-platform userspace API (wireguard.com/xplatform) that `wg show` and `wg set`
+/// speak over /var/run/wireguard/IFACE.sock: `get=1` or `set=1`, then `key=value` lines,
+/// an empty line ending the request; the answer ends with `errno=N` and an empty line.
+public enum UAPI {
+    /// A request as read from the socket.
+    public enum Request: Sendable {
+        case get
+        case set(SetRequest)
+    }
+
+    /// What a `set=1` request asks, in the order it asked it.
+    public struct SetRequest: Sendable {
+        /// nil: leave alone; `.some(nil)`: remove the key (all-zero key in the request).
+        public var privateKey: PrivateKey??
+        public var listenPort: UInt16?
+        /// 0 removes the mark.
+        public var fwmark: UInt32?
+        public var replacePeers = false
+        public var peers: [PeerChange] = []
+    }
+
+    public struct PeerChange: Sendable {
+        public var publicKey: PublicKey
+        public var remove = false
+        /// Only change an existing peer; never create one.
+        public var updateOnly = false
+        /// `.some(nil)` removes the key.
+        public var presharedKey: PresharedKey??
+        public var endpoint: (address: IPAddress, port: UInt16)?
+        /// 0 turns keepalives off.
+        public var persistentKeepalive: UInt16?
+        public var replaceAllowedIPs = false
+        public var allowedIPs: [IPPrefix] = []
+
+        public init(publicKey: PublicKey) { self.publicKey = publicKey }
+    }
+
+    /// A request that cannot be applied; the answer carries `errno` (EINVAL, as wireguard-go).
+    public struct ProtocolError: Error, Sendable, Equatable, CustomStringConvertible {
+        public var message: String
+        public var errno: Int32 { 22 }
+        public var description: String { message }
+    }
+
+    /// Parses one request from its lines (without the terminating empty line).
+    public static func parse(lines: [Substring]) throws(ProtocolError) -> Request {
+        guard let first = lines.first else { throw ProtocolError(message: "empty request") }
+        switch first {
+        case "get=1":
+            guard lines.count == 1 else { throw ProtocolError(message: "get=1 takes no arguments") }
+            return .get
+        case "set=1":
+            return .set(try parseSet(lines.dropFirst()))
+        default:
+            throw ProtocolError(message: "unknown operation \"\(first)\"; expected get=1 or set=1")
+        }
+    }
+
+    private static func parseSet(_ lines: ArraySlice<Substring>) throws(ProtocolError) -> SetRequest {
+        var request = SetRequest()
+        var peer: PeerChange?
+        func flush() { if let p = peer { request.peers.append(p) }; peer = nil }
+        for line in lines {
+            guard let equals = line.firstIndex(of: "=") else { throw ProtocolError(message: "line \"\(line)\" is not key=value") }
+            let key = line[..<equals]
+            let value = line[line.index(after: equals)...]
+            if key == "public_key" {
+                flush()
+                guard let k = PublicKey(hex: value) else { throw ProtocolError(message: "public_key is not 64 hex digits") }
+                peer = PeerChange(publicKey: k)
+                continue
+            }
+            if var p = peer {
+                try applyPeerKey(key, value, to: &p)
+                peer = p
+                continue
+            }
+            switch key {
+            case "private_key":
+                guard let k = PrivateKey(hex: value) else { throw ProtocolError(message: "private_key is not 64 hex digits") }
+                request.privateKey = .some(k.secret.isZero ? nil : k)
+            case "listen_port":
+                guard let port = UInt16(value) else { throw ProtocolError(message: "listen_port \"\(value)\" is not a port") }
+                request.listenPort = port
+            case "fwmark":
+                guard let mark = UInt32(value) else { throw ProtocolError(message: "fwmark \"\(value)\" is not a 32-bit number") }
+                request.fwmark = mark
+            case "replace_peers":
+                guard value == "true" else { throw ProtocolError(message: "replace_peers takes only true") }
+                request.replacePeers = true
+            default:
+                throw ProtocolError(message: "unknown interface key \"\(key)\"")
+            }
+        }
+        flush()
+        return request
+    }
+
+    private static func applyPeerKey(_ key: Substring, _ value: Substring, to peer: inout PeerChange) throws(ProtocolError) {
+        switch key {
+        case "remove":
+            guard value == "true" else { throw ProtocolError(message: "remove takes only true") }
+            peer.remove = true
+        case "update_only":
+            guard value == "true" else { throw ProtocolError(message: "update_only takes only true") }
+            peer.updateOnly = true
+        case "preshared_key":
+            guard let k = PresharedKey(hex: value) else { throw ProtocolError(message: "preshared_key is not 64 hex digits") }
+            peer.presharedKey = .some(k.secret.isZero ? nil : k)
+        case "endpoint":
+            guard let spec = WgQuickConfig.EndpointSpec(value), case let .address(address) = spec.host else {
+                throw ProtocolError(message: "endpoint \"\(value)\" is not address:port")
+            }
+            peer.endpoint = (address, spec.port)
+        case "persistent_keepalive_interval":
+            guard let seconds = UInt16(value) else { throw ProtocolError(message: "persistent_keepalive_interval \"\(value)\" is not 0-65535") }
+            peer.persistentKeepalive = seconds
+        case "replace_allowed_ips":
+            guard value == "true" else { throw ProtocolError(message: "replace_allowed_ips takes only true") }
+            peer.replaceAllowedIPs = true
+        case "allowed_ip":
+            guard let prefix = IPPrefix(value) else { throw ProtocolError(message: "allowed_ip \"\(value)\" is not address/length") }
+            peer.allowedIPs.append(prefix.network)
+        case "protocol_version":
+            guard value == "1" else { throw ProtocolError(message: "protocol_version \(value) is not supported; only 1") }
+        default:
+            throw ProtocolError(message: "unknown peer key \"\(key)\"")
+        }
+    }
+
+    /// One peer as `get=1` reports it.
+    public struct PeerReport: Sendable {
+        public var publicKey: PublicKey
+        public var presharedKey: PresharedKey?
+        public var endpoint: (address: IPAddress, port: UInt16)?
+        public var lastHandshake: (seconds: Int64, nanoseconds: Int64)?
+        public var txBytes: UInt64
+        public var rxBytes: UInt64
+        public var persistentKeepalive: UInt16
+        public var allowedIPs: [IPPrefix]
+
+        public init(publicKey: PublicKey, presharedKey: PresharedKey?, endpoint: (address: IPAddress, port: UInt16)?,
+                    lastHandshake: (seconds: Int64, nanoseconds: Int64)?, txBytes: UInt64, rxBytes: UInt64,
+                    persistentKeepalive: UInt16, allowedIPs: [IPPrefix]) {
+            self.publicKey = publicKey
+            self.presharedKey = presharedKey
+            self.endpoint = endpoint
+            self.lastHandshake = lastHandshake
+            self.txBytes = txBytes
+            self.rxBytes = rxBytes
+            self.persistentKeepalive = persistentKeepalive
+            self.allowedIPs = allowedIPs
+        }
+    }
+
+    /// The answer to `get=1`, keys in the order wireguard-go writes them.
+    public static func renderGet(privateKey: PrivateKey?, listenPort: UInt16, fwmark: UInt32?, peers: [PeerReport]) -> String {
+        var out = ""
+        if let privateKey { out += "private_key=\(privateKey.hex)\n" }
+        out += "listen_port=\(listenPort)\n"
+        if let fwmark, fwmark != 0 { out += "fwmark=\(fwmark)\n" }
+        for peer in peers {
+            out += "public_key=\(peer.publicKey.hex)\n"
+            out += "preshared_key=\(peer.presharedKey?.hex ?? String(repeating: "0", count: 64))\n"
+            out += "protocol_version=1\n"
+            if let (address, port) = peer.endpoint {
+                out += address.isIPv4 ? "endpoint=\(address):\(port)\n" : "endpoint=[\(address)]:\(port)\n"
+            }
+            out += "last_handshake_time_sec=\(peer.lastHandshake?.seconds ?? 0)\n"
+            out += "last_handshake_time_nsec=\(peer.lastHandshake?.nanoseconds ?? 0)\n"
+            out += "tx_bytes=\(peer.txBytes)\n"
+            out += "rx_bytes=\(peer.rxBytes)\n"
+            out += "persistent_keepalive_interval=\(peer.persistentKeepalive)\n"
+            for prefix in peer.allowedIPs { out += "allowed_ip=\(prefix)\n" }
+        }
+        return out + "errno=0\n\n"
+    }
+
+    public static func renderError(_ error: ProtocolError) -> String { "errno=\(error.errno)\n\n" }
+    public static let renderSetOK = "errno=0\n\n"
+}

@@ -1,0 +1,303 @@
+import Addresses
+
+/// A wg-quick style file (`[Interface]` and `[Peer]` sections of `Key = Value` lines), the
+/// format providers hand out and `wg-quick` reads. Parsing is pure; resolving an endpoint's
+/// host name and applying addresses and routes happen at the edge.
+public struct WgQuickConfig: Sendable {
+    public struct Interface: Sendable {
+        public var privateKey: PrivateKey
+        public var listenPort: UInt16?
+        public var fwmark: UInt32?
+        /// Addresses of the tunnel interface, with their prefix lengths (`10.8.0.2/24`).
+        public var addresses: [IPPrefix] = []
+        /// DNS servers and search domains; a later issue's DNS proxy consumes them.
+        public var dnsServers: [IPAddress] = []
+        public var dnsSearch: [String] = []
+        public var mtu: UInt32?
+        public var line: Int
+    }
+
+    /// Where a peer is reached: a literal address or a host name to resolve, and a port.
+    public struct EndpointSpec: Hashable, Sendable, CustomStringConvertible {
+        public enum Host: Hashable, Sendable {
+            case address(IPAddress)
+            case name(String)
+        }
+        public var host: Host
+        public var port: UInt16
+
+        public init(host: Host, port: UInt16) {
+            self.host = host
+            self.port = port
+        }
+
+        /// `192.0.2.1:51820`, `[2001:db8::1]:51820` or `vpn.example.com:51820`.
+        public init?(_ text: some StringProtocol) {
+            let text = Substring(text)
+            let hostPart: Substring
+            let portPart: Substring
+            if text.hasPrefix("[") {
+                guard let close = text.firstIndex(of: "]"),
+                      text[text.index(after: close)...].hasPrefix(":") else { return nil }
+                hostPart = text[text.index(after: text.startIndex)..<close]
+                portPart = text[text.index(close, offsetBy: 2)...]
+                guard let address = IPAddress(hostPart), !address.isIPv4 else { return nil }
+                host = .address(address)
+            } else {
+                guard let colon = text.lastIndex(of: ":") else { return nil }
+                hostPart = text[..<colon]
+                portPart = text[text.index(after: colon)...]
+                guard !hostPart.isEmpty, !hostPart.contains(":") else { return nil }
+                if let address = IPAddress(hostPart) {
+                    host = .address(address)
+                } else {
+                    guard hostPart.allSatisfy({ $0.isLetter || $0.isNumber || $0 == "-" || $0 == "." }) else { return nil }
+                    host = .name(String(hostPart))
+                }
+            }
+            guard let port = UInt16(portPart), port != 0 else { return nil }
+            self.port = port
+        }
+
+        public var description: String {
+            switch host {
+            case let .address(a): return a.isIPv4 ? "\(a):\(port)" : "[\(a)]:\(port)"
+            case let .name(n): return "\(n):\(port)"
+            }
+        }
+    }
+
+    public struct Peer: Sendable {
+        public var publicKey: PublicKey
+        public var presharedKey: PresharedKey?
+        public var endpoint: EndpointSpec?
+        public var allowedIPs: [IPPrefix] = []
+        /// Seconds between keepalives; nil when off.
+        public var persistentKeepalive: UInt16?
+        public var line: Int
+    }
+
+    public var file: String
+    public var interface: Interface
+    public var peers: [Peer]
+}
+
+/// A wg-quick file that cannot be used, with the place that says why.
+public struct WgQuickConfigError: Error, Sendable, Equatable, CustomStringConvertible {
+    public var file: String
+    public var line: Int
+    public var message: String
+
+    public var description: String { "\(file):\(line): \(message)" }
+}
+
+extension WgQuickConfig {
+    /// Parses the text of a wg-quick file. Keys are case-insensitive as in wg-quick; every
+    /// error names the line. Shell hooks (PreUp, PostUp, ...) are refused rather than skipped:
+    /// a file that relies on them to be safe would silently not be.
+    public static func parse(_ text: String, file: String) throws(WgQuickConfigError) -> WgQuickConfig {
+        var parser = Parser(file: file)
+        for (offset, raw) in text.split(separator: "\n", omittingEmptySubsequences: false).enumerated() {
+            try parser.consume(line: raw, number: offset + 1)
+        }
+        return try parser.finish()
+    }
+
+    private struct PendingInterface {
+        var line: Int
+        var privateKey: PrivateKey?
+        var listenPort: UInt16?
+        var fwmark: UInt32?
+        var addresses: [IPPrefix] = []
+        var dnsServers: [IPAddress] = []
+        var dnsSearch: [String] = []
+        var mtu: UInt32?
+    }
+
+    private struct PendingPeer {
+        var line: Int
+        var publicKey: PublicKey?
+        var presharedKey: PresharedKey?
+        var endpoint: EndpointSpec?
+        var allowedIPs: [IPPrefix] = []
+        var persistentKeepalive: UInt16?
+    }
+
+    private enum Section { case none, interface, peer }
+
+    private struct Parser {
+        let file: String
+        var section = Section.none
+        var interface: PendingInterface?
+        var peers: [PendingPeer] = []
+        var seen: Set<String> = []
+
+        init(file: String) { self.file = file }
+
+        func error(_ line: Int, _ message: String) -> WgQuickConfigError {
+            WgQuickConfigError(file: file, line: line, message: message)
+        }
+
+        mutating func consume(line raw: Substring, number: Int) throws(WgQuickConfigError) {
+            var text = raw
+            if let hash = text.firstIndex(of: "#") { text = text[..<hash] }
+            let line = text.trimmedForConfig()
+            if line.isEmpty { return }
+            if line.hasPrefix("[") {
+                seen = []
+                switch line.lowercased() {
+                case "[interface]":
+                    guard interface == nil else { throw error(number, "a second [Interface] section; a file describes one interface") }
+                    interface = PendingInterface(line: number)
+                    section = .interface
+                case "[peer]":
+                    peers.append(PendingPeer(line: number))
+                    section = .peer
+                default:
+                    throw error(number, "unknown section \(line); expected [Interface] or [Peer]")
+                }
+                return
+            }
+            guard let equals = line.firstIndex(of: "=") else {
+                throw error(number, "expected Key = Value, found \"\(line)\"")
+            }
+            let key = line[..<equals].trimmedForConfig()
+            let value = line[line.index(after: equals)...].trimmedForConfig()
+            let lowered = key.lowercased()
+            guard !key.isEmpty else { throw error(number, "a line with no key before '='") }
+            guard seen.insert(lowered).inserted || Self.repeatable.contains(lowered) else {
+                throw error(number, "\(key) given twice in one section")
+            }
+            switch section {
+            case .none:
+                throw error(number, "\(key) outside a section; start with [Interface]")
+            case .interface:
+                try interfaceKey(lowered, key: key, value: value, line: number)
+            case .peer:
+                try peerKey(lowered, key: key, value: value, line: number)
+            }
+        }
+
+        static let repeatable: Set<String> = ["address", "dns", "allowedips"]
+
+        mutating func interfaceKey(_ lowered: String, key: Substring, value: Substring, line: Int) throws(WgQuickConfigError) {
+            switch lowered {
+            case "privatekey":
+                guard let k = PrivateKey(base64: value) else { throw error(line, "PrivateKey is not a base64 key of 32 bytes") }
+                interface!.privateKey = k
+            case "listenport":
+                guard let port = UInt16(value) else { throw error(line, "ListenPort \"\(value)\" is not a port number (0-65535)") }
+                interface!.listenPort = port
+            case "fwmark":
+                guard let mark = Self.parseMark(value) else { throw error(line, "FwMark \"\(value)\" is not a 32-bit number or off") }
+                interface!.fwmark = mark == 0 ? nil : mark
+            case "address":
+                for item in Self.list(value) {
+                    guard let prefix = IPPrefix(item) ?? IPAddress(item).flatMap({ IPPrefix(address: $0, length: $0.bitCount) }) else {
+                        throw error(line, "Address \"\(item)\" is not an address or address/length")
+                    }
+                    interface!.addresses.append(prefix)
+                }
+            case "dns":
+                for item in Self.list(value) {
+                    if let address = IPAddress(item) { interface!.dnsServers.append(address) } else { interface!.dnsSearch.append(String(item)) }
+                }
+            case "mtu":
+                guard let mtu = UInt32(value), (576...65535).contains(mtu) else {
+                    throw error(line, "MTU \"\(value)\" must be a number between 576 and 65535")
+                }
+                interface!.mtu = mtu
+            case "table", "saveconfig":
+                // Routing is the profile's (vpnd) or the file's AllowedIPs (vpn-server); a
+                // table of "off" or a number is accepted and means the same to us.
+                break
+            case "preup", "postup", "predown", "postdown":
+                throw error(line, "\(key) runs a shell command; vpnexec never runs shell hooks — remove it and express the effect in the policy")
+            default:
+                throw error(line, "unknown key \(key) in [Interface]; known: PrivateKey, ListenPort, FwMark, Address, DNS, MTU, Table")
+            }
+        }
+
+        mutating func peerKey(_ lowered: String, key: Substring, value: Substring, line: Int) throws(WgQuickConfigError) {
+            let index = peers.count - 1
+            switch lowered {
+            case "publickey":
+                guard let k = PublicKey(base64: value) else { throw error(line, "PublicKey is not a base64 key of 32 bytes") }
+                peers[index].publicKey = k
+            case "presharedkey":
+                guard let k = PresharedKey(base64: value) else { throw error(line, "PresharedKey is not a base64 key of 32 bytes") }
+                peers[index].presharedKey = k
+            case "endpoint":
+                guard let endpoint = EndpointSpec(value) else {
+                    throw error(line, "Endpoint \"\(value)\" is not host:port (IPv6 as [address]:port)")
+                }
+                peers[index].endpoint = endpoint
+            case "allowedips":
+                for item in Self.list(value) {
+                    guard let prefix = IPPrefix(item) ?? IPAddress(item).flatMap({ IPPrefix(address: $0, length: $0.bitCount) }) else {
+                        throw error(line, "AllowedIPs entry \"\(item)\" is not an address/length")
+                    }
+                    peers[index].allowedIPs.append(prefix.network)
+                }
+            case "persistentkeepalive":
+                if value.lowercased() == "off" {
+                    peers[index].persistentKeepalive = nil
+                } else {
+                    guard let seconds = UInt16(value) else {
+                        throw error(line, "PersistentKeepalive \"\(value)\" must be seconds (1-65535) or off")
+                    }
+                    peers[index].persistentKeepalive = seconds == 0 ? nil : seconds
+                }
+            default:
+                throw error(line, "unknown key \(key) in [Peer]; known: PublicKey, PresharedKey, Endpoint, AllowedIPs, PersistentKeepalive")
+            }
+        }
+
+        func finish() throws(WgQuickConfigError) -> WgQuickConfig {
+            guard let interface else { throw error(1, "no [Interface] section") }
+            guard let privateKey = interface.privateKey else { throw error(interface.line, "[Interface] has no PrivateKey") }
+            var done: [Peer] = []
+            var keys: [PublicKey: Int] = [:]
+            var owners: [IPPrefix: Int] = [:]
+            for peer in peers {
+                guard let publicKey = peer.publicKey else { throw error(peer.line, "[Peer] has no PublicKey") }
+                if let first = keys[publicKey] { throw error(peer.line, "the peer \(publicKey) is already described at line \(first)") }
+                keys[publicKey] = peer.line
+                if publicKey == privateKey.publicKey { throw error(peer.line, "a peer cannot have the interface's own public key") }
+                for prefix in peer.allowedIPs {
+                    if let first = owners[prefix] {
+                        throw error(peer.line, "AllowedIPs \(prefix) is already the peer's at line \(first); a prefix routes to one peer")
+                    }
+                    owners[prefix] = peer.line
+                }
+                done.append(Peer(publicKey: publicKey, presharedKey: peer.presharedKey, endpoint: peer.endpoint,
+                                 allowedIPs: peer.allowedIPs, persistentKeepalive: peer.persistentKeepalive, line: peer.line))
+            }
+            return WgQuickConfig(
+                file: file,
+                interface: Interface(privateKey: privateKey, listenPort: interface.listenPort, fwmark: interface.fwmark,
+                                     addresses: interface.addresses, dnsServers: interface.dnsServers, dnsSearch: interface.dnsSearch,
+                                     mtu: interface.mtu, line: interface.line),
+                peers: done)
+        }
+
+        static func list(_ value: Substring) -> [Substring] {
+            value.split(separator: ",").map { $0.trimmedForConfig() }.filter { !$0.isEmpty }
+        }
+
+        static func parseMark(_ value: Substring) -> UInt32? {
+            if value.lowercased() == "off" { return 0 }
+            if value.lowercased().hasPrefix("0x") { return UInt32(value.dropFirst(2), radix: 16) }
+            return UInt32(value)
+        }
+    }
+}
+
+extension Substring {
+    func trimmedForConfig() -> Substring {
+        var s = self
+        while let f = s.first, f == " " || f == "\t" || f == "\r" { s.removeFirst() }
+        while let l = s.last, l == " " || l == "\t" || l == "\r" { s.removeLast() }
+        return s
+    }
+}
