@@ -35,6 +35,7 @@ let package = Package(
         // Effects: the kernel behind typed Swift.
         .target(name: "Netlink", dependencies: ["CNetlink", "Addresses", "Nftables", "Routing"]),
         .target(name: "Cgroups", dependencies: ["CLinux"]),
+        .target(name: "WireGuardDevice", dependencies: ["WireGuard", "CLinux", "Addresses"]),
         .target(name: "Daemon", dependencies: ["CCap", "CLinux", "CSystemd", "Cgroups", "Control", "Netlink", "Nftables", "Plan", "Policy", "Routing"]),
 
         // Executables: thin commands over the libraries.

@@ -49,3 +49,48 @@ static inline int vx_is_cgroup2(const char *path) {
     struct statfs info;
     return statfs(path, &info) == 0 && info.f_type == CGROUP2_SUPER_MAGIC;
 }
+
+// --- TUN devices and batched UDP for the tunnel engine ---
+#include <fcntl.h>
+#include <sys/ioctl.h>
+#include <linux/if_tun.h>
+#include <netinet/in.h>
+#include <string.h>
+#include <time.h>
+
+/// struct ifreq as TUNSETIFF reads it (name, flags, padding to the union's size), declared
+/// here so this header needs neither <net/if.h> nor <linux/if.h>, which clash.
+struct vx_ifreq { char name[16]; short flags; char pad[22]; };
+
+/// Attaches `fd` (an open /dev/net/tun) to the TUN interface `name` (created if missing;
+/// "" lets the kernel pick tunN), without packet information and optionally with virtio-net
+/// headers. The final name is written to `out` (16 bytes). Returns -1 with errno on failure.
+static inline int vx_tun_attach(int fd, const char *name, int vnet_hdr, char *out) {
+    struct vx_ifreq r;
+    memset(&r, 0, sizeof r);
+    strncpy(r.name, name, 15);
+    r.flags = IFF_TUN | IFF_NO_PI | (vnet_hdr ? IFF_VNET_HDR : 0);
+    if (ioctl(fd, TUNSETIFF, &r) < 0) return -1;
+    memcpy(out, r.name, 16);
+    out[15] = 0;
+    return 0;
+}
+
+/// TUNSETOFFLOAD: which offloads the kernel may hand us (TUN_F_CSUM | TUN_F_TSO4 | ...).
+static inline int vx_tun_set_offload(int fd, unsigned int flags) { return ioctl(fd, TUNSETOFFLOAD, flags); }
+static inline int vx_tun_set_vnet_hdr_size(int fd, int size) { return ioctl(fd, TUNSETVNETHDRSZ, &size); }
+static inline unsigned int vx_tun_f_csum(void) { return TUN_F_CSUM; }
+static inline unsigned int vx_tun_f_tso4(void) { return TUN_F_TSO4; }
+static inline unsigned int vx_tun_f_tso6(void) { return TUN_F_TSO6; }
+
+/// struct mmsghdr, which glibc declares only under _GNU_SOURCE; same layout as the kernel's.
+struct vx_mmsghdr { struct msghdr msg_hdr; unsigned int msg_len; };
+
+static inline int vx_recvmmsg(int fd, struct vx_mmsghdr *v, unsigned int n, int flags) {
+    return (int)syscall(SYS_recvmmsg, fd, v, n, flags, NULL);
+}
+static inline int vx_sendmmsg(int fd, struct vx_mmsghdr *v, unsigned int n, int flags) {
+    return (int)syscall(SYS_sendmmsg, fd, v, n, flags);
+}
+static inline int vx_msg_waitforone(void) { return MSG_WAITFORONE; }
+static inline int vx_so_mark(void) { return SO_MARK; }

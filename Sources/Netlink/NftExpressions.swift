@@ -13,6 +13,8 @@ enum NftExpressions {
             return [loadMeta(NFT_META_MARK), bitwise(and: mask, xor: 0), compare(value.bytes, negated: negated)]
         case let .outputInterfaceName(name, negated):
             return [loadMeta(NFT_META_OIFNAME), compare(interfaceNameBytes(name), negated: negated)]
+        case let .inputInterfaceName(name, negated):
+            return [loadMeta(NFT_META_IIFNAME), compare(interfaceNameBytes(name), negated: negated)]
         case let .setMark(clear, set):
             return [loadMeta(NFT_META_MARK), bitwise(and: ~clear, xor: set), storeMeta(NFT_META_MARK)]
         case let .setConntrackMark(clear, set):

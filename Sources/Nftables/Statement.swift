@@ -6,6 +6,8 @@ public enum NftStatement: Hashable, Sendable {
     /// `oifname "name"` (or `!=`): by name, so it holds for an interface that is
     /// deleted and re-created with a new index.
     case outputInterfaceName(String, negated: Bool)
+    /// `iifname "name"` (or `!=`): where a forwarded packet came in.
+    case inputInterfaceName(String, negated: Bool)
     /// `meta mark set meta mark & ~clear | set`: touches only the bits under `clear`.
     case setMark(clear: UInt32, set: UInt32)
     /// `counter name "x"`: a reference to a named counter object.

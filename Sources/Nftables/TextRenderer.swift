@@ -66,6 +66,8 @@ public struct NftTextRenderer: Sendable {
             return "meta mark & \(hex(mask)) \(negated ? "!=" : "==") \(hex(value))"
         case let .outputInterfaceName(name, negated):
             return "oifname \(negated ? "!= " : "")\(quoted(name))"
+        case let .inputInterfaceName(name, negated):
+            return "iifname \(negated ? "!= " : "")\(quoted(name))"
         case let .setMark(clear, set):
             return "meta mark set meta mark & \(hex(~clear)) | \(hex(set))"
         case let .setConntrackMark(clear, set):
