@@ -8,6 +8,7 @@ let package = Package(
         .executable(name: "vpnd", targets: ["vpnd"]),
         .executable(name: "vpnexec", targets: ["vpnexec"]),
         .executable(name: "vpnctl", targets: ["vpnctl"]),
+        .executable(name: "vpn-server", targets: ["vpn-server"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
@@ -35,12 +36,13 @@ let package = Package(
         // Effects: the kernel behind typed Swift.
         .target(name: "Netlink", dependencies: ["CNetlink", "Addresses", "Nftables", "Routing"]),
         .target(name: "Cgroups", dependencies: ["CLinux"]),
-        .target(name: "WireGuardDevice", dependencies: ["WireGuard", "CLinux", "Addresses"]),
+        .target(name: "WireGuardDevice", dependencies: ["WireGuard", "CLinux", "Addresses", "Netlink", "Routing"]),
         .target(name: "Daemon", dependencies: ["CCap", "CLinux", "CSystemd", "Cgroups", "Control", "Netlink", "Nftables", "Plan", "Policy", "Routing"]),
 
         // Executables: thin commands over the libraries.
         .executableTarget(name: "vpnd", dependencies: ["Daemon", "Control", "Policy", .product(name: "ArgumentParser", package: "swift-argument-parser")]),
         .executableTarget(name: "vpnexec", dependencies: ["Control"]),
+        .executableTarget(name: "vpn-server", dependencies: ["WireGuard", "WireGuardDevice", "Daemon", "Netlink", "Nftables", "Plan", "CSystemd", "CLinux", .product(name: "ArgumentParser", package: "swift-argument-parser")]),
         .executableTarget(name: "vpnctl", dependencies: ["Control", "Plan", "Policy", "Cgroups", "Netlink", .product(name: "ArgumentParser", package: "swift-argument-parser")]),
 
         // Tests. NetTestSupport builds namespaces, runs tools and cleans up after them.

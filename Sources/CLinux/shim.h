@@ -94,3 +94,9 @@ static inline int vx_sendmmsg(int fd, struct vx_mmsghdr *v, unsigned int n, int 
 }
 static inline int vx_msg_waitforone(void) { return MSG_WAITFORONE; }
 static inline int vx_so_mark(void) { return SO_MARK; }
+
+#include <pthread.h>
+extern int pthread_setname_np(pthread_t thread, const char *name);
+static inline int vx_pthread_setname(pthread_t thread, const char *name) { return pthread_setname_np(thread, name); }
+
+#include <sys/eventfd.h>

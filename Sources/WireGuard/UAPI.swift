@@ -41,6 +41,7 @@ public enum UAPI {
     public struct ProtocolError: Error, Sendable, Equatable, CustomStringConvertible {
         public var message: String
         public var errno: Int32 { 22 }
+        public init(message: String) { self.message = message }
         public var description: String { message }
     }
 

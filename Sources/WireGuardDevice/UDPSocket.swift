@@ -1,19 +1,10 @@
 import Addresses
 import CLinux
 import Glibc
+import WireGuard
 
-/// A UDP address in the form the engine's endpoints use.
-public struct SocketAddress: Hashable, Sendable, CustomStringConvertible {
-    public var address: IPAddress
-    public var port: UInt16
-
-    public init(address: IPAddress, port: UInt16) {
-        self.address = address
-        self.port = port
-    }
-
-    public var description: String { address.isIPv4 ? "\(address):\(port)" : "[\(address)]:\(port)" }
-
+/// The engine's endpoints as socket addresses.
+extension Endpoint {
     /// As a sockaddr_in6 for a dual-stack socket (IPv4 as ::ffff:a.b.c.d).
     func storeV6(into storage: UnsafeMutablePointer<sockaddr_in6>) {
         storage.pointee = sockaddr_in6()
@@ -107,12 +98,12 @@ public final class UDPSocket: @unchecked Sendable {
         var storage = sockaddr_in6()
         var length = socklen_t(MemoryLayout<sockaddr_in6>.size)
         _ = withUnsafeMutablePointer(to: &storage) { getsockname(fd, UnsafeMutableRawPointer($0).assumingMemoryBound(to: sockaddr.self), &length) }
-        self.port = withUnsafePointer(to: &storage) { SocketAddress(UnsafeRawPointer($0))?.port ?? port }
+        self.port = withUnsafePointer(to: &storage) { Endpoint(UnsafeRawPointer($0))?.port ?? port }
     }
 
     /// Sends one datagram (the cold path: handshakes, cookies, keepalives).
     @discardableResult
-    public func send(_ bytes: UnsafeRawBufferPointer, to destination: SocketAddress) -> Bool {
+    public func send(_ bytes: UnsafeRawBufferPointer, to destination: Endpoint) -> Bool {
         var storage = sockaddr_in6()
         let length: socklen_t
         if isDualStack {
@@ -197,11 +188,11 @@ public final class DatagramBatch: @unchecked Sendable {
 
     /// Sender of received datagram `i`.
     @inline(__always)
-    public func sender(_ i: Int) -> SocketAddress? { SocketAddress(UnsafeRawPointer(addresses + i)) }
+    public func sender(_ i: Int) -> Endpoint? { Endpoint(UnsafeRawPointer(addresses + i)) }
 
     /// Queues slot `i`'s bytes `range` (relative to the slot) for `destination`.
     @inline(__always)
-    public func enqueue(slot i: Int, range: Range<Int>, to destination: SocketAddress, dualStack: Bool) {
+    public func enqueue(slot i: Int, range: Range<Int>, to destination: Endpoint, dualStack: Bool) {
         iovecs[count].iov_base = slot(i).baseAddress! + range.lowerBound
         iovecs[count].iov_len = range.count
         headers[count].msg_hdr = msghdr()

@@ -20,7 +20,7 @@ enum Binaries {
         let shared = sharedBinaries
         atexit { try? FileManager.default.removeItem(atPath: sharedBinaries) }
         try? FileManager.default.createDirectory(atPath: shared, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o755])
-        for name in ["vpnd", "vpnexec", "vpnctl"] {
+        for name in ["vpnd", "vpnexec", "vpnctl", "vpn-server"] {
             let target = shared + "/" + name
             try? FileManager.default.removeItem(atPath: target)
             try? FileManager.default.copyItem(atPath: built + "/" + name, toPath: target)

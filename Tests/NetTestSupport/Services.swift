@@ -6,15 +6,20 @@ public final class Services: @unchecked Sendable {
     public let port: Int
     public let logPath: String
 
-    init(topology: Topology, port: Int, cleanup: Cleanup) throws {
+    convenience init(topology: Topology, port: Int, cleanup: Cleanup) throws {
+        try self.init(in: topology.server, addresses: [Topology.service4, Topology.service6], port: port, cleanup: cleanup)
+    }
+
+    /// The same service on any addresses of any namespace (e.g. a tunnel's own address).
+    public init(in namespace: NetworkNamespace, addresses: [String], port: Int, cleanup: Cleanup) throws {
         self.port = port
-        logPath = NSTemporaryDirectory() + "vx-seen-\(topology.tag)-\(port).log"
+        logPath = NSTemporaryDirectory() + "vx-seen-\(uniqueTag())-\(port).log"
         _ = FileManager.default.createFile(atPath: logPath, contents: nil)
         cleanup.add("remove \(logPath)") { try? FileManager.default.removeItem(atPath: self.logPath) }
         let script = try PythonScript.write(PythonScript.reporter, cleanup: cleanup)
-        let process = try BackgroundProcess(topology.server.enter + ["python3", script, logPath, String(port), Topology.service4, Topology.service6], cleanup: cleanup)
+        let process = try BackgroundProcess(namespace.enter + ["python3", script, logPath, String(port)] + addresses, cleanup: cleanup)
         try eventually("the reporting service to listen") {
-            try topology.server.run(["ss", "-ltnH"]).contains(":\(port)") || !process.isRunning
+            try namespace.run(["ss", "-ltnH"]).contains(":\(port)") || !process.isRunning
         }
         guard process.isRunning else { throw TestEnvironmentError("reporting service failed: \(process.output)") }
     }

@@ -86,14 +86,40 @@ public final class WireGuardTunnel: @unchecked Sendable {
         clientKey = try Command.run(["wg", "genkey"]).trimmingCharacters(in: .whitespacesAndNewlines)
         serverKey = try Command.run(["wg", "genkey"]).trimmingCharacters(in: .whitespacesAndNewlines)
         let clientPublic = try Command.run(["wg", "pubkey"], input: clientKey).trimmingCharacters(in: .whitespacesAndNewlines)
-        _ = try startWireGuardGo(in: topology.server, serverInterface)
-        try configure(serverInterface, in: topology.server, key: serverKey, listenPort: 51820 + number,
-                      peer: clientPublic, endpoint: nil, allowed: "\(clientAddress4)/32,\(clientAddress6)/128",
-                      addresses: ["10.99.\(number).1/24", "fd99:\(number)::1/64"])
+        _ = try WireGuardGo.start(in: topology.server, serverInterface, cleanup: cleanup)
+        try WireGuardGo.configure(serverInterface, in: topology.server, key: serverKey, listenPort: 51820 + number,
+                                  peer: clientPublic, endpoint: nil, allowed: "\(clientAddress4)/32,\(clientAddress6)/128",
+                                  addresses: ["10.99.\(number).1/24", "fd99:\(number)::1/64"])
         try bringClientUp()
     }
 
-    private func startWireGuardGo(in namespace: NetworkNamespace, _ name: String) throws -> BackgroundProcess {
+    /// (Re)creates the client side: wireguard-go, key, peer, addresses, link up.
+    public func bringClientUp() throws {
+        let serverPublic = try Command.run(["wg", "pubkey"], input: serverKey).trimmingCharacters(in: .whitespacesAndNewlines)
+        clientDaemon = try WireGuardGo.start(in: topology.client, clientInterface, cleanup: cleanup)
+        try WireGuardGo.configure(clientInterface, in: topology.client, key: clientKey, listenPort: nil, peer: serverPublic,
+                                  endpoint: "\(Topology.serverUplink4):\(51820 + number)", allowed: "0.0.0.0/0,::/0",
+                                  addresses: ["\(clientAddress4)/24", "\(clientAddress6)/64"])
+    }
+
+    /// Stops the client's wireguard-go: the interface disappears.
+    public func deleteClientInterface() throws {
+        clientDaemon?.stop()
+        clientDaemon = nil
+        try eventually("\(clientInterface) to disappear") {
+            try topology.client.status(["ip", "link", "show", clientInterface]).status != 0
+        }
+    }
+
+    public func setClientLink(up: Bool) throws {
+        try topology.client.run(["ip", "link", "set", clientInterface, up ? "up" : "down"])
+    }
+}
+
+/// wireguard-go (Debian's), the reference WireGuard peer: started in a namespace, in the
+/// foreground so cleanup stops exactly it, and configured with `wg set`.
+public enum WireGuardGo {
+    public static func start(in namespace: NetworkNamespace, _ name: String, cleanup: Cleanup) throws -> BackgroundProcess {
         let process = try BackgroundProcess(namespace.enter + ["wireguard-go", "-f", name], cleanup: cleanup)
         try eventually("wireguard-go to create \(name)") {
             FileManager.default.fileExists(atPath: "/var/run/wireguard/\(name).sock")
@@ -102,8 +128,8 @@ public final class WireGuardTunnel: @unchecked Sendable {
         return process
     }
 
-    private func configure(_ name: String, in namespace: NetworkNamespace, key: String, listenPort: Int?,
-                           peer: String, endpoint: String?, allowed: String, addresses: [String]) throws {
+    public static func configure(_ name: String, in namespace: NetworkNamespace, key: String, listenPort: Int?,
+                                 peer: String, endpoint: String?, allowed: String, addresses: [String]) throws {
         let keyFile = NSTemporaryDirectory() + "vx-\(uniqueTag()).key"
         try key.write(toFile: keyFile, atomically: true, encoding: .utf8)
         defer { try? FileManager.default.removeItem(atPath: keyFile) }
@@ -118,25 +144,9 @@ public final class WireGuardTunnel: @unchecked Sendable {
         try namespace.run(["ip", "link", "set", name, "up"])
     }
 
-    /// (Re)creates the client side: wireguard-go, key, peer, addresses, link up.
-    public func bringClientUp() throws {
-        let serverPublic = try Command.run(["wg", "pubkey"], input: serverKey).trimmingCharacters(in: .whitespacesAndNewlines)
-        clientDaemon = try startWireGuardGo(in: topology.client, clientInterface)
-        try configure(clientInterface, in: topology.client, key: clientKey, listenPort: nil, peer: serverPublic,
-                      endpoint: "\(Topology.serverUplink4):\(51820 + number)", allowed: "0.0.0.0/0,::/0",
-                      addresses: ["\(clientAddress4)/24", "\(clientAddress6)/64"])
-    }
-
-    /// Stops the client's wireguard-go: the interface disappears.
-    public func deleteClientInterface() throws {
-        clientDaemon?.stop()
-        clientDaemon = nil
-        try eventually("\(clientInterface) to disappear") {
-            try topology.client.status(["ip", "link", "show", clientInterface]).status != 0
-        }
-    }
-
-    public func setClientLink(up: Bool) throws {
-        try topology.client.run(["ip", "link", "set", clientInterface, up ? "up" : "down"])
+    /// A fresh key pair from `wg genkey` / `wg pubkey`: (private, public), base64.
+    public static func keyPair() throws -> (String, String) {
+        let key = try Command.run(["wg", "genkey"]).trimmingCharacters(in: .whitespacesAndNewlines)
+        return (key, try Command.run(["wg", "pubkey"], input: key).trimmingCharacters(in: .whitespacesAndNewlines))
     }
 }

@@ -1,0 +1,39 @@
+import CLinux
+import Glibc
+
+/// A joinable POSIX thread running a closure: the engine's loops need real threads that
+/// block in system calls, not tasks on a cooperative pool.
+final class LoopThread {
+    private var thread = pthread_t()
+    private final class Box { let body: () -> Void; init(_ body: @escaping () -> Void) { self.body = body } }
+
+    init(name: String, _ body: @escaping () -> Void) {
+        let box = Unmanaged.passRetained(Box(body)).toOpaque()
+        let rc = pthread_create(&thread, nil, { raw in
+            let box = Unmanaged<Box>.fromOpaque(raw!).takeRetainedValue()
+            box.body()
+            return nil
+        }, box)
+        precondition(rc == 0, "pthread_create failed: \(rc)")
+        _ = vx_pthread_setname(thread, String(name.prefix(15)))
+    }
+
+    func join() { pthread_join(thread, nil) }
+}
+
+/// Monotonic and wall-clock readings, taken once per batch rather than per packet.
+enum Clocks {
+    @inline(__always)
+    static func monotonicNanoseconds() -> UInt64 {
+        var ts = timespec()
+        clock_gettime(CLOCK_MONOTONIC, &ts)
+        return UInt64(ts.tv_sec) * 1_000_000_000 + UInt64(ts.tv_nsec)
+    }
+
+    @inline(__always)
+    static func wall() -> (seconds: Int64, nanoseconds: Int32) {
+        var ts = timespec()
+        clock_gettime(CLOCK_REALTIME, &ts)
+        return (Int64(ts.tv_sec), Int32(ts.tv_nsec))
+    }
+}

@@ -1,0 +1,123 @@
+import CLinux
+import Glibc
+import WireGuard
+
+/// The `wg` tool's socket, /var/run/wireguard/IFACE.sock: one request per connection is
+/// what `wg` sends, served on the timer thread with a short receive timeout so a client
+/// that stalls cannot hold the timers.
+final class UAPIServer: @unchecked Sendable {
+    let fd: Int32
+    let path: String
+
+    init(directory: String, interface: String) throws {
+        mkdir(directory, 0o755)
+        path = "\(directory)/\(interface).sock"
+        fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
+        guard fd >= 0 else { throw SystemCallError("create \(path)") }
+        var address = sockaddr_un()
+        address.sun_family = sa_family_t(AF_UNIX)
+        guard path.utf8.count < MemoryLayout.size(ofValue: address.sun_path) else {
+            Glibc.close(fd)
+            throw SystemCallError("socket path \(path) is too long", code: ENAMETOOLONG)
+        }
+        withUnsafeMutableBytes(of: &address.sun_path) { raw in
+            raw.copyBytes(from: Array(path.utf8) + [0])
+        }
+        unlink(path)
+        // Owner only: the socket hands out the private key.
+        let previous = umask(0o077)
+        let rc = withUnsafePointer(to: &address) {
+            bind(fd, UnsafeRawPointer($0).assumingMemoryBound(to: sockaddr.self), socklen_t(MemoryLayout<sockaddr_un>.size))
+        }
+        umask(previous)
+        guard rc == 0, listen(fd, 16) == 0 else {
+            let code = errno
+            Glibc.close(fd)
+            throw SystemCallError("listen on \(path)", code: code)
+        }
+    }
+
+    func close() {
+        unlink(path)
+        Glibc.close(fd)
+    }
+
+    func serveOne(tunnel: RunningTunnel) {
+        let client = vx_accept4(fd, Int32(SOCK_CLOEXEC.rawValue))
+        guard client >= 0 else { return }
+        defer { Glibc.close(client) }
+        var timeout = timeval(tv_sec: 1, tv_usec: 0)
+        setsockopt(client, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
+        var pending: [UInt8] = []
+        var chunk = [UInt8](repeating: 0, count: 4096)
+        while true {
+            // A request ends with an empty line.
+            while let end = Self.requestEnd(pending) {
+                let text = String(decoding: pending[..<end], as: UTF8.self)
+                pending.removeFirst(end + 2)
+                let answer = respond(to: text, tunnel: tunnel)
+                _ = answer.utf8CString.withUnsafeBufferPointer { write(client, $0.baseAddress, $0.count - 1) }
+            }
+            let n = read(client, &chunk, chunk.count)
+            if n <= 0 || pending.count > 1 << 20 { return }
+            pending += chunk[0..<n]
+        }
+    }
+
+    static func requestEnd(_ bytes: [UInt8]) -> Int? {
+        guard bytes.count >= 2 else { return nil }
+        if bytes[0] == 10 { return nil }
+        for i in 1..<bytes.count where bytes[i] == 10 && bytes[i - 1] == 10 { return i - 1 }
+        return nil
+    }
+
+    private func respond(to text: String, tunnel: RunningTunnel) -> String {
+        let lines = text.split(separator: "\n", omittingEmptySubsequences: false)
+        do {
+            switch try UAPI.parse(lines: lines) {
+            case .get:
+                return Self.renderGet(tunnel.engine.status, listenPort: tunnel.udp.port)
+            case let .set(request):
+                try apply(request, to: tunnel)
+                return UAPI.renderSetOK
+            }
+        } catch {
+            return UAPI.renderError(error)
+        }
+    }
+
+    static func renderGet(_ status: EngineStatus, listenPort: UInt16) -> String {
+        UAPI.renderGet(privateKey: status.privateKey, listenPort: listenPort, fwmark: status.fwmark, peers: status.peers.map { peer in
+            UAPI.PeerReport(publicKey: peer.publicKey, presharedKey: peer.presharedKey,
+                            endpoint: peer.endpoint.map { ($0.address, $0.port) },
+                            lastHandshake: peer.lastHandshake.map { (Int64($0.seconds), Int64($0.nanoseconds)) },
+                            txBytes: peer.txBytes, rxBytes: peer.rxBytes,
+                            persistentKeepalive: peer.persistentKeepalive ?? 0, allowedIPs: peer.allowedIPs)
+        })
+    }
+
+    private func apply(_ request: UAPI.SetRequest, to tunnel: RunningTunnel) throws(UAPI.ProtocolError) {
+        let engine = tunnel.engine
+        if let port = request.listenPort, port != tunnel.udp.port, port != 0 {
+            throw UAPI.ProtocolError(message: "listen_port cannot change while the tunnel runs (it is \(tunnel.udp.port))")
+        }
+        if let privateKey = request.privateKey { engine.setPrivateKey(privateKey) }
+        if let mark = request.fwmark {
+            do { try tunnel.udp.setMark(mark) } catch { throw UAPI.ProtocolError(message: "\(error)") }
+            engine.setFwmark(mark == 0 ? nil : mark)
+        }
+        if request.replacePeers { engine.removeAllPeers() }
+        for change in request.peers {
+            let existing = engine.status.peers.first { $0.publicKey == change.publicKey }
+            if change.remove { engine.removePeer(change.publicKey); continue }
+            if change.updateOnly && existing == nil { continue }
+            var peer = PeerConfiguration(publicKey: change.publicKey, presharedKey: existing?.presharedKey,
+                                         endpoint: existing?.endpoint, allowedIPs: change.allowedIPs,
+                                         persistentKeepalive: existing?.persistentKeepalive)
+            if let psk = change.presharedKey { peer.presharedKey = psk }
+            if let endpoint = change.endpoint { peer.endpoint = Endpoint(address: endpoint.address, port: endpoint.port) }
+            if let seconds = change.persistentKeepalive { peer.persistentKeepalive = seconds == 0 ? nil : seconds }
+            engine.upsertPeer(peer, replaceAllowedIPs: change.replaceAllowedIPs || existing == nil)
+        }
+    }
+}

@@ -1,0 +1,116 @@
+import Foundation
+import NetTestSupport
+import Testing
+
+/// Our engine (`vpn-server`) against wireguard-go, the reference implementation, in both
+/// roles, in namespaces: what each side's services see proves the tunnel carried it.
+@Suite(.serialized) struct WireGuardInteropTests {
+    /// Our client dials a wireguard-go server: ping and TCP both ways, IPv4 and IPv6.
+    @Test func ourClientWithWireguardGoServer() throws {
+        let cleanup = Cleanup()
+        defer { cleanup.run() }
+        let topology = try Topology(cleanup: cleanup)
+        let (serverKey, serverPublic) = try WireGuardGo.keyPair()
+        let (clientKey, clientPublic) = try WireGuardGo.keyPair()
+        let serverName = "vx\(topology.tag)g"
+        _ = try WireGuardGo.start(in: topology.server, serverName, cleanup: cleanup)
+        try WireGuardGo.configure(serverName, in: topology.server, key: serverKey, listenPort: 51900, peer: clientPublic,
+                                  endpoint: nil, allowed: "10.77.0.2/32,fd77::2/128", addresses: ["10.77.0.1/24", "fd77::1/64"])
+        let ours = try OurTunnel(in: topology.client, name: "vx\(topology.tag)o", cleanup: cleanup, config: """
+            [Interface]
+            PrivateKey = \(clientKey)
+            Address = 10.77.0.2/24, fd77::2/64
+
+            [Peer]
+            PublicKey = \(serverPublic)
+            Endpoint = \(Topology.serverUplink4):51900
+            AllowedIPs = 10.77.0.0/24, fd77::/64
+            """)
+        try expectTunnelCarries(near: topology.client, nearAddresses: ("10.77.0.2", "fd77::2"),
+                                far: topology.server, farAddresses: ("10.77.0.1", "fd77::1"), cleanup: cleanup)
+        // `wg show` reads our userspace API socket as it reads wireguard-go's.
+        let shown = try Command.run(["wg", "show", ours.name])
+        #expect(shown.contains("peer: \(serverPublic)"))
+        #expect(shown.contains("endpoint: \(Topology.serverUplink4):51900"))
+        #expect(shown.contains("latest handshake:"))
+        #expect(shown.contains("transfer:"))
+        #expect(try Command.run(["wg", "show", ours.name, "public-key"]).contains(clientPublic))
+    }
+
+    /// A wireguard-go client dials our listening `vpn-server`, which masquerades what it
+    /// forwards: a host beyond the server sees the server's uplink address.
+    @Test func wireguardGoClientWithOurServer() throws {
+        let cleanup = Cleanup()
+        defer { cleanup.run() }
+        let topology = try Topology(cleanup: cleanup)
+        let (serverKey, serverPublic) = try WireGuardGo.keyPair()
+        let (clientKey, clientPublic) = try WireGuardGo.keyPair()
+        _ = try OurTunnel(in: topology.server, name: "vx\(topology.tag)o", cleanup: cleanup, config: """
+            [Interface]
+            PrivateKey = \(serverKey)
+            ListenPort = 51901
+            Address = 10.78.0.1/24, fd78::1/64
+
+            [Peer]
+            PublicKey = \(clientPublic)
+            AllowedIPs = 10.78.0.2/32, fd78::2/128
+            """)
+        let clientName = "vx\(topology.tag)g"
+        _ = try WireGuardGo.start(in: topology.client, clientName, cleanup: cleanup)
+        let beyond = "192.0.2.99"
+        try WireGuardGo.configure(clientName, in: topology.client, key: clientKey, listenPort: nil, peer: serverPublic,
+                                  endpoint: "\(Topology.serverUplink4):51901", allowed: "10.78.0.0/24,fd78::/64,\(beyond)/32",
+                                  addresses: ["10.78.0.2/24", "fd78::2/64"])
+        try topology.client.run(["ip", "route", "add", "\(beyond)/32", "dev", clientName])
+        try expectTunnelCarries(near: topology.client, nearAddresses: ("10.78.0.2", "fd78::2"),
+                                far: topology.server, farAddresses: ("10.78.0.1", "fd78::1"), cleanup: cleanup)
+        // Beyond the server (on the wan router): NAT to the server's uplink.
+        try topology.wan.run(["ip", "addr", "add", "\(beyond)/32", "dev", "lo"])
+        let services = try Services(in: topology.wan, addresses: [beyond], port: 8090, cleanup: cleanup)
+        let probe = try PythonScript.write(PythonScript.probe, cleanup: cleanup)
+        #expect(try topology.client.run(["python3", probe, "tcp", beyond, "8090"]).trimmed == Topology.serverUplink4)
+        #expect(services.seen() == ["tcp \(Topology.serverUplink4)"])
+    }
+
+    /// Ping both ways, then TCP both ways: each side's service reports the other's tunnel address.
+    private func expectTunnelCarries(near: NetworkNamespace, nearAddresses: (String, String),
+                                     far: NetworkNamespace, farAddresses: (String, String), cleanup: Cleanup) throws {
+        for (from, to) in [(near, farAddresses.0), (near, farAddresses.1), (far, nearAddresses.0), (far, nearAddresses.1)] {
+            let result = try from.status(["ping", "-c", "3", "-i", "0.2", "-W", "3", to])
+            #expect(result.status == 0, "ping \(to) failed: \(result.stdout)\(result.stderr)")
+        }
+        let probe = try PythonScript.write(PythonScript.probe, cleanup: cleanup)
+        let farServices = try Services(in: far, addresses: [farAddresses.0, farAddresses.1], port: 8091, cleanup: cleanup)
+        let nearServices = try Services(in: near, addresses: [nearAddresses.0, nearAddresses.1], port: 8092, cleanup: cleanup)
+        #expect(try near.run(["python3", probe, "tcp", farAddresses.0, "8091"]).trimmed == nearAddresses.0)
+        #expect(try near.run(["python3", probe, "tcp", farAddresses.1, "8091"]).trimmed == nearAddresses.1)
+        #expect(try far.run(["python3", probe, "tcp", nearAddresses.0, "8092"]).trimmed == farAddresses.0)
+        #expect(try far.run(["python3", probe, "tcp", nearAddresses.1, "8092"]).trimmed == farAddresses.1)
+        #expect(farServices.seen() == ["tcp \(nearAddresses.0)", "tcp \(nearAddresses.1)"])
+        #expect(nearServices.seen() == ["tcp \(farAddresses.0)", "tcp \(farAddresses.1)"])
+    }
+}
+
+/// `vpn-server` running a wg-quick style file in a namespace, stopped by cleanup.
+final class OurTunnel: @unchecked Sendable {
+    let name: String
+    let process: BackgroundProcess
+    let configPath: String
+
+    init(in namespace: NetworkNamespace, name: String, cleanup: Cleanup, config: String, arguments: [String] = []) throws {
+        self.name = name
+        configPath = NSTemporaryDirectory() + "vx-\(uniqueTag())-\(name).conf"
+        FileManager.default.createFile(atPath: configPath, contents: Data(config.utf8), attributes: [.posixPermissions: 0o600])
+        cleanup.add("remove \(configPath)") { [configPath] in try? FileManager.default.removeItem(atPath: configPath) }
+        process = try BackgroundProcess(namespace.enter + [try Binaries.path("vpn-server"), "--config", configPath, "--interface", name] + arguments,
+                                        cleanup: cleanup)
+        let socket = "/var/run/wireguard/\(name).sock"
+        cleanup.add("remove \(socket)") { try? FileManager.default.removeItem(atPath: socket) }
+        let process = self.process
+        try eventually("vpn-server to bring \(name) up") {
+            guard process.isRunning else { throw TestEnvironmentError("vpn-server exited: \(process.output)") }
+            return try FileManager.default.fileExists(atPath: socket)
+                && (try namespace.run(["ip", "-br", "link", "show", name])).contains("UP")
+        }
+    }
+}
