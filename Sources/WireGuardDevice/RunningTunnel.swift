@@ -122,6 +122,8 @@ public final class RunningTunnel: @unchecked Sendable {
                 }
             }
             batch.flush(to: udp)
+            // Rekeys that this traffic triggered go out now, not at the next tick.
+            send(engine.drainOutput())
         }
     }
 
