@@ -37,7 +37,7 @@ let package = Package(
         .target(name: "Netlink", dependencies: ["CNetlink", "Addresses", "Nftables", "Routing"]),
         .target(name: "Cgroups", dependencies: ["CLinux"]),
         .target(name: "WireGuardDevice", dependencies: ["WireGuard", "CLinux", "Addresses", "Netlink", "Routing"]),
-        .target(name: "Daemon", dependencies: ["CCap", "CLinux", "CSystemd", "Cgroups", "Control", "Netlink", "Nftables", "Plan", "Policy", "Routing"]),
+        .target(name: "Daemon", dependencies: ["CCap", "CLinux", "CSystemd", "Cgroups", "Control", "Netlink", "Nftables", "Plan", "Policy", "Routing", "WireGuard", "WireGuardDevice"]),
 
         // Executables: thin commands over the libraries.
         .executableTarget(name: "vpnd", dependencies: ["Daemon", "Control", "Policy", .product(name: "ArgumentParser", package: "swift-argument-parser")]),

@@ -80,13 +80,50 @@ public struct TunnelStatus: Codable, Hashable, Sendable {
     public var addresses: [String]
     public var rxBytes: UInt64
     public var txBytes: UInt64
+    /// The built-in engine's view, for a profile with `tunnel.wireguard`.
+    public var wireguard: WireGuardReport?
 
-    public init(interface: String, state: String, addresses: [String], rxBytes: UInt64, txBytes: UInt64) {
+    public init(interface: String, state: String, addresses: [String], rxBytes: UInt64, txBytes: UInt64, wireguard: WireGuardReport? = nil) {
         self.interface = interface
         self.state = state
         self.addresses = addresses
         self.rxBytes = rxBytes
         self.txBytes = txBytes
+        self.wireguard = wireguard
+    }
+}
+
+public struct WireGuardReport: Codable, Hashable, Sendable {
+    public var publicKey: String?
+    public var listenPort: UInt16?
+    public var peers: [WireGuardPeerReport]
+    /// Dropped packets by reason (malformed, badMAC, replay, unknownPeer, notAllowedIP, ...).
+    public var drops: [String: UInt64]
+
+    public init(publicKey: String?, listenPort: UInt16?, peers: [WireGuardPeerReport], drops: [String: UInt64]) {
+        self.publicKey = publicKey
+        self.listenPort = listenPort
+        self.peers = peers
+        self.drops = drops
+    }
+}
+
+public struct WireGuardPeerReport: Codable, Hashable, Sendable {
+    public var publicKey: String
+    public var endpoint: String?
+    /// Seconds since the epoch of the last completed handshake.
+    public var latestHandshake: Double?
+    public var rxBytes: UInt64
+    public var txBytes: UInt64
+    public var allowedIPs: [String]
+
+    public init(publicKey: String, endpoint: String?, latestHandshake: Double?, rxBytes: UInt64, txBytes: UInt64, allowedIPs: [String]) {
+        self.publicKey = publicKey
+        self.endpoint = endpoint
+        self.latestHandshake = latestHandshake
+        self.rxBytes = rxBytes
+        self.txBytes = txBytes
+        self.allowedIPs = allowedIPs
     }
 }
 

@@ -15,12 +15,16 @@ public struct DaemonOptions: Sendable {
     /// Where profile cgroups live, relative to the cgroup2 root.
     public var cgroupParent: String
     public var dropPrivileges: Bool
+    /// Where built-in tunnels serve the `wg` tool's socket (IFACE.sock).
+    public var wireguardSocketDirectory: String
 
-    public init(policyDirectory: String, socketPath: String, cgroupParent: String = "vpn.slice", dropPrivileges: Bool = true) {
+    public init(policyDirectory: String, socketPath: String, cgroupParent: String = "vpn.slice", dropPrivileges: Bool = true,
+                wireguardSocketDirectory: String = "/var/run/wireguard") {
         self.policyDirectory = policyDirectory
         self.socketPath = socketPath
         self.cgroupParent = cgroupParent
         self.dropPrivileges = dropPrivileges
+        self.wireguardSocketDirectory = wireguardSocketDirectory
     }
 }
 
@@ -35,6 +39,9 @@ public final class Daemon {
     let applier: KernelApplier
     let rtnl: Rtnetlink
     private(set) var policy: Policy
+    /// The built-in tunnels' files, read with the policy they belong to.
+    private var tunnelFiles: [String: BuiltInTunnels.Loaded]
+    private let tunnels: BuiltInTunnels
     private var server: ControlServer?
     private var running = true
     private let lock: NamespaceLock
@@ -49,6 +56,8 @@ public final class Daemon {
             log.info("capabilities: \(Privileges.current()); no_new_privs set")
         }
         policy = try Self.loadPolicy(options.policyDirectory)
+        tunnelFiles = try BuiltInTunnels.load(policy)
+        tunnels = BuiltInTunnels(log: log, uapiDirectory: options.wireguardSocketDirectory)
         let socketDirectory = String(options.socketPath[..<(options.socketPath.lastIndex(of: "/") ?? options.socketPath.startIndex)])
         lock = try NamespaceLock(directory: socketDirectory.isEmpty ? "." : socketDirectory)
         hierarchy = try CgroupHierarchy.system()
@@ -85,25 +94,36 @@ public final class Daemon {
         }
     }
 
+    /// The nft table, rules and routes first (the killswitch is in place before any
+    /// tunnel starts), then the built-in tunnels, then again for the routes to their new
+    /// interfaces. A built-in tunnel that cannot start leaves its profile fail-closed.
     func applyPolicy() throws {
         try ensureCgroups()
+        try applier.apply(Planner.plan(policy, facts: try facts()))
+        guard !tunnelFiles.isEmpty || tunnels.isRunningAny else { return }
+        tunnels.reconcile(tunnelFiles, bypassMark: policy.routing.bypassMark, netlink: rtnl)
         try applier.apply(Planner.plan(policy, facts: try facts()))
     }
 
     func reload() -> ControlResponse {
         let next: Policy
+        let nextFiles: [String: BuiltInTunnels.Loaded]
         do {
             next = try Self.loadPolicy(options.policyDirectory)
+            nextFiles = try BuiltInTunnels.load(next)
         } catch {
             log.error("reload refused, running state unchanged:\n\(error)")
             return .failure("policy not reloaded, the running state is unchanged:\n\(error)")
         }
         let previous = policy
+        let previousFiles = tunnelFiles
         policy = next
+        tunnelFiles = nextFiles
         do {
             try applyPolicy()
         } catch {
             policy = previous
+            tunnelFiles = previousFiles
             log.error("reload failed while applying: \(error)")
             try? applyPolicy()
             return .failure("reload failed while applying (previous policy restored): \(error)")
@@ -257,10 +277,14 @@ public final class Daemon {
             let path = profile.cgroupPath(parent: options.cgroupParent)
             let link = links.first { $0.name == profile.tunnel.interfaceName }
             let state = link.map { $0.isUp && $0.isRunning ? "up" : "down" } ?? "missing"
-            let tunnel = TunnelStatus(
+            var tunnel = TunnelStatus(
                 interface: profile.tunnel.interfaceName, state: state,
                 addresses: link.map { l in addresses.filter { $0.interfaceIndex == l.index }.map(\.prefix.description) } ?? [],
                 rxBytes: link?.statistics.rxBytes ?? 0, txBytes: link?.statistics.txBytes ?? 0)
+            if profile.tunnel.isBuiltIn {
+                tunnel.wireguard = tunnels.status(interface: profile.tunnel.interfaceName).map(WireGuardReport.init)
+                    ?? WireGuardReport(publicKey: nil, listenPort: nil, peers: [], drops: [:])
+            }
             return ProfileStatus(
                 name: profile.name, mark: policy.routing.mark(forIndex: profile.index), table: profile.table,
                 killswitch: profile.killswitch, cgroup: path, members: hierarchy.processes(in: path).count,

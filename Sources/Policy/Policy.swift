@@ -37,16 +37,23 @@ public struct Profile: Hashable, Sendable {
 public enum Tunnel: Hashable, Sendable, CustomStringConvertible {
     /// An interface someone else brings up (wg-quick, wireguard-go, OpenVPN).
     case interface(String)
+    /// vpnd's own WireGuard-compatible engine, configured from a wg-quick style file, on a
+    /// TUN interface vpnd creates with this name.
+    case wireguard(config: String, interface: String, location: SourceLocation)
 
     public var interfaceName: String {
         switch self {
         case let .interface(name): return name
+        case let .wireguard(_, name, _): return name
         }
     }
+
+    public var isBuiltIn: Bool { if case .wireguard = self { return true } else { return false } }
 
     public var description: String {
         switch self {
         case let .interface(name): return "interface \(name)"
+        case let .wireguard(config, name, _): return "built-in WireGuard \(name) from \(config)"
         }
     }
 }

@@ -32,7 +32,7 @@ public enum PolicyDirectory {
         return sources
     }
 
-    static func readFile(_ path: String) -> String? {
+    public static func readFile(_ path: String) -> String? {
         guard let file = fopen(path, "rb") else { return nil }
         defer { fclose(file) }
         var bytes: [UInt8] = []
@@ -82,14 +82,22 @@ extension PolicyDirectory {
             closedir(handle)
         }
         for path in paths {
-            var info = stat()
-            guard stat(path, &info) == 0 else { continue }
-            if info.st_uid != 0 {
-                problems.append(PolicyDiagnostic("\(path) is owned by uid \(info.st_uid), not root; refusing a policy others could change", at: nil))
-            } else if info.st_mode & (S_IWGRP | S_IWOTH) != 0 {
-                problems.append(PolicyDiagnostic("\(path) is writable by group or others (mode \(String(info.st_mode & 0o7777, radix: 8))); refusing a policy others could change", at: nil))
-            }
+            if let problem = ownershipProblem(path) { problems.append(PolicyDiagnostic(problem, at: nil)) }
         }
         guard problems.isEmpty else { throw PolicyError(problems) }
+    }
+
+    /// Why root should not trust `path` (owned by someone else, or writable by group or
+    /// others), or nil. A missing file is not an ownership problem.
+    public static func ownershipProblem(_ path: String) -> String? {
+        var info = stat()
+        guard stat(path, &info) == 0 else { return nil }
+        if info.st_uid != 0 {
+            return "\(path) is owned by uid \(info.st_uid), not root; refusing a file others could change"
+        }
+        if info.st_mode & (S_IWGRP | S_IWOTH) != 0 {
+            return "\(path) is writable by group or others (mode \(String(info.st_mode & 0o7777, radix: 8))); refusing a file others could change"
+        }
+        return nil
     }
 }

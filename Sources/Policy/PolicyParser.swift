@@ -123,6 +123,11 @@ extension Policy {
             }
             if draft.table == nil { tableOwner[table] = draft }
             guard let tunnel = draft.tunnel else { continue }
+            if let other = profiles.first(where: { $0.tunnel.interfaceName == tunnel.interfaceName }),
+               other.tunnel.isBuiltIn || tunnel.isBuiltIn {
+                log.error("profile \"\(draft.name)\" uses interface \(tunnel.interfaceName), which profile \"\(other.name)\" uses for \(other.tunnel.isBuiltIn ? "its built-in tunnel" : "its tunnel"); a built-in tunnel's interface belongs to one profile", at: draft.location)
+                continue
+            }
             profiles.append(Profile(name: draft.name, location: draft.location, tunnel: tunnel, access: draft.access,
                                     killswitch: draft.killswitch, index: index, table: table))
         }
@@ -160,7 +165,7 @@ struct ProfileDraft {
             return nil
         }
         var reader = TableReader(table, file: file, context: "[profile.\(entry.key)]", log: log)
-        let tunnel = readTunnel(&reader)
+        let tunnel = readTunnel(&reader, profile: entry.key)
         var users: [Principal] = []
         var groups: [Principal] = []
         for (item, itemAt) in reader.namesOrNumbers("users") ?? [] {
@@ -192,7 +197,7 @@ struct ProfileDraft {
                             killswitch: killswitch, mark: mark, table: routingTable)
     }
 
-    private static func readTunnel(_ reader: inout TableReader) -> Tunnel? {
+    private static func readTunnel(_ reader: inout TableReader, profile: String) -> Tunnel? {
         let context = reader.context
         guard let table = reader.table("tunnel") else {
             if reader.keyLocation("tunnel") == nil {
@@ -201,19 +206,29 @@ struct ProfileDraft {
             return nil
         }
         var tunnelReader = TableReader(table, file: reader.file, context: "\(context) tunnel", log: reader.log)
-        defer {
-            tunnelReader.reportUnknownKeys(unsupported: [
-                "wireguard": "the built-in WireGuard tunnel is not supported by this version yet; bring the tunnel up with wg-quick and use tunnel.interface",
-            ])
-        }
-        guard let (name, at) = tunnelReader.string("interface") else {
-            if tunnelReader.keyLocation("interface") == nil && tunnelReader.keyLocation("wireguard") == nil {
-                reader.log.error("\(context) tunnel needs `interface` (an existing tunnel interface such as \"wg0\")", at: tunnelReader.location)
-            }
+        defer { tunnelReader.reportUnknownKeys() }
+        let interface = tunnelReader.string("interface")
+        if let (name, at) = interface, !validInterfaceName(name) {
+            reader.log.error("\(context) tunnel.interface \"\(name)\" is not a valid interface name (1 to 15 characters, no '/', ':' or white space)", at: at)
             return nil
         }
-        guard validInterfaceName(name) else {
-            reader.log.error("\(context) tunnel.interface \"\(name)\" is not a valid interface name (1 to 15 characters, no '/', ':' or white space)", at: at)
+        if let (config, at) = tunnelReader.string("wireguard") {
+            guard config.hasPrefix("/") else {
+                reader.log.error("\(context) tunnel.wireguard \"\(config)\" must be an absolute path to a wg-quick style file", at: at)
+                return nil
+            }
+            // The TUN interface vpnd creates: named by `interface`, else after the profile.
+            let name = interface?.0 ?? String("vx-\(profile)".prefix(15))
+            guard validInterfaceName(name) else {
+                reader.log.error("\(context): the built-in tunnel needs an interface name; set tunnel.interface", at: at)
+                return nil
+            }
+            return .wireguard(config: config, interface: name, location: at)
+        }
+        guard let (name, _) = interface else {
+            if tunnelReader.keyLocation("interface") == nil && tunnelReader.keyLocation("wireguard") == nil {
+                reader.log.error("\(context) tunnel needs `interface` (an existing tunnel interface such as \"wg0\") or `wireguard` (a wg-quick style file for the built-in engine)", at: tunnelReader.location)
+            }
             return nil
         }
         return .interface(name)

@@ -64,7 +64,7 @@ struct VPNServer: ParsableCommand {
             do { timing = try TestTiming.parse(testTiming) } catch { log.error("\(error)"); throw ExitCode(2) }
         }
         do {
-            let configuration = try Self.engineConfiguration(file)
+            let configuration = try EngineConfiguration.from(file)
             if isClient, let full = file.peers.flatMap(\.allowedIPs).first(where: { $0.length == 0 }) {
                 log.error("\(config): AllowedIPs \(full) would route the tunnel's own packets into itself; vpn-server installs routes for specific prefixes (use 0.0.0.0/1 and 128.0.0.0/1 with an exception for the endpoint, or a vpnexec profile, which routes by process)")
                 throw ExitCode(1)
@@ -112,16 +112,6 @@ struct VPNServer: ParsableCommand {
         var base = path.split(separator: "/").last.map(String.init) ?? "wg0"
         if base.hasSuffix(".conf") { base.removeLast(5) }
         return String(base.prefix(15))
-    }
-
-    static func engineConfiguration(_ file: WgQuickConfig) throws -> InterfaceConfiguration {
-        InterfaceConfiguration(
-            privateKey: file.interface.privateKey, listenPort: file.interface.listenPort, fwmark: file.interface.fwmark,
-            peers: try file.peers.map { peer in
-                PeerConfiguration(publicKey: peer.publicKey, presharedKey: peer.presharedKey,
-                                  endpoint: try peer.endpoint.map { try EndpointResolver.resolve($0, file: file.file, line: peer.line) },
-                                  allowedIPs: peer.allowedIPs, persistentKeepalive: peer.persistentKeepalive)
-            })
     }
 
     static func enableForwarding() throws {

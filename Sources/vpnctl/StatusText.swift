@@ -1,8 +1,9 @@
 import Control
+import Glibc
 
 /// `vpnctl status` for people.
 enum StatusText {
-    static func render(_ report: StatusReport) -> String {
+    static func render(_ report: StatusReport, now: Double = Double(time(nil))) -> String {
         var lines = ["vpnd pid \(report.daemonPID), policy \(report.policyDirectory), cgroup2 at \(report.cgroupRoot)"]
         if report.profiles.isEmpty { lines.append("no profiles") }
         for profile in report.profiles {
@@ -10,12 +11,25 @@ enum StatusText {
             lines.append("profile \(profile.name): mark 0x\(String(profile.mark, radix: 16)), table \(profile.table), killswitch \(profile.killswitch ? "on" : "off")")
             let addresses = profile.tunnel.addresses.isEmpty ? "" : " (" + profile.tunnel.addresses.joined(separator: ", ") + ")"
             lines.append("  tunnel    \(profile.tunnel.interface): \(profile.tunnel.state)\(addresses), rx \(bytes(profile.tunnel.rxBytes)), tx \(bytes(profile.tunnel.txBytes))")
+            if let wg = profile.tunnel.wireguard { lines += wireguard(wg, now: now) }
             lines.append("  members   \(profile.members) process(es) in \(profile.cgroup)")
             lines.append("  sent      \(traffic(profile.sent)); through the tunnel \(traffic(profile.throughTunnel))")
             lines.append("  received  \(traffic(profile.received))")
             lines.append("  dropped   \(traffic(profile.droppedByKillswitch)) by the killswitch")
         }
         return lines.joined(separator: "\n") + "\n"
+    }
+
+    /// The built-in engine: its key and port, each peer, and drops by reason.
+    static func wireguard(_ wg: WireGuardReport, now: Double) -> [String] {
+        var lines = ["  engine    built-in WireGuard, public key \(wg.publicKey ?? "(none)"), UDP port \(wg.listenPort.map(String.init) ?? "-")"]
+        for peer in wg.peers {
+            let handshake = peer.latestHandshake.map { "latest handshake \(Int(max(0, now - $0))) s ago" } ?? "no handshake yet"
+            lines.append("  peer      \(peer.publicKey) at \(peer.endpoint ?? "(no endpoint)"): \(handshake), rx \(bytes(peer.rxBytes)), tx \(bytes(peer.txBytes))")
+        }
+        let drops = wg.drops.filter { $0.value > 0 }.sorted { $0.key < $1.key }.map { "\($0.key) \($0.value)" }
+        lines.append("  drops     \(drops.isEmpty ? "none" : drops.joined(separator: ", "))")
+        return lines
     }
 
     static func traffic(_ t: Traffic) -> String { "\(t.packets) packets, \(bytes(t.bytes))" }

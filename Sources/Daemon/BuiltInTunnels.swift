@@ -1,0 +1,110 @@
+import Control
+import Glibc
+import Netlink
+import Policy
+import WireGuard
+import WireGuardDevice
+
+/// vpnd's own WireGuard tunnels: one running engine per profile with `tunnel.wireguard`.
+/// Files are read and checked with the policy (an error names file:line and changes
+/// nothing); the engines are reconciled after that: new or changed files start a fresh
+/// tunnel, removed ones stop. While a tunnel is down, connecting or dead, the profile's
+/// routes and killswitch hold exactly as for any tunnel interface.
+final class BuiltInTunnels {
+    /// A built-in tunnel's file, read and parsed.
+    struct Loaded {
+        var profile: String
+        var interface: String
+        var text: String
+        var config: WgQuickConfig
+    }
+
+    private var running: [String: (tunnel: RunningTunnel, text: String)] = [:]
+    private let log: Log
+    /// Where `wg` finds the tunnels' sockets; nil serves none (tests of vpnd alone).
+    private let uapiDirectory: String?
+
+    init(log: Log, uapiDirectory: String? = "/var/run/wireguard") {
+        self.log = log
+        self.uapiDirectory = uapiDirectory
+    }
+
+    deinit { stopAll() }
+
+    /// Reads every built-in tunnel's file; throws a PolicyError naming each bad file:line.
+    static func load(_ policy: Policy) throws(PolicyError) -> [String: Loaded] {
+        var loaded: [String: Loaded] = [:]
+        var problems: [PolicyDiagnostic] = []
+        for profile in policy.profiles {
+            guard case let .wireguard(path, interface, location) = profile.tunnel else { continue }
+            if let problem = PolicyDirectory.ownershipProblem(path) {
+                problems.append(PolicyDiagnostic("profile \(profile.name): \(problem) (it holds the tunnel's private key)", at: location))
+                continue
+            }
+            guard let text = PolicyDirectory.readFile(path) else {
+                problems.append(PolicyDiagnostic("profile \(profile.name): cannot read \(path): \(String(cString: strerror(errno)))", at: location))
+                continue
+            }
+            do {
+                let config = try WgQuickConfig.parse(text, file: path)
+                if config.peers.isEmpty {
+                    problems.append(PolicyDiagnostic("profile \(profile.name): \(path) has no [Peer]: the tunnel would lead nowhere", at: location))
+                    continue
+                }
+                loaded[interface] = Loaded(profile: profile.name, interface: interface, text: text, config: config)
+            } catch {
+                problems.append(PolicyDiagnostic(error.message + " (the wg-quick file of profile \(profile.name))",
+                                                 at: SourceLocation(file: error.file, line: error.line, column: 1)))
+            }
+        }
+        guard problems.isEmpty else { throw PolicyError(problems) }
+        return loaded
+    }
+
+    /// Starts what is new or changed and stops what is gone. The UDP socket carries the
+    /// bypass mark (unless the file sets FwMark), so no profile rule ever routes it.
+    func reconcile(_ wanted: [String: Loaded], bypassMark: UInt32, netlink: Rtnetlink) {
+        for (interface, entry) in running where wanted[interface]?.text != entry.text {
+            entry.tunnel.stop()
+            running[interface] = nil
+            log.info("built-in tunnel \(interface) stopped")
+        }
+        for (interface, loaded) in wanted.sorted(by: { $0.key < $1.key }) where running[interface] == nil {
+            do {
+                let file = loaded.config
+                var configuration = try EngineConfiguration.from(file)
+                if configuration.fwmark == nil { configuration.fwmark = bypassMark }
+                let tunnel = try RunningTunnel(configuration: configuration, options: .init(
+                    interfaceName: interface, mtu: Int(file.interface.mtu ?? 1420), uapiDirectory: uapiDirectory))
+                try TunnelInterface.configure(name: interface, addresses: file.interface.addresses, mtu: file.interface.mtu ?? 1420,
+                                              routes: [], netlink: netlink)
+                tunnel.start()
+                running[interface] = (tunnel, loaded.text)
+                log.notice("built-in tunnel \(interface) for profile \(loaded.profile): UDP port \(tunnel.udp.port), peer(s) \(file.peers.map { "\($0.publicKey)\($0.endpoint.map { " at \($0)" } ?? "")" }.joined(separator: ", "))")
+            } catch {
+                log.error("built-in tunnel \(interface) for profile \(loaded.profile) did not start: \(error); the profile stays fail-closed (killswitch) until a reload")
+            }
+        }
+    }
+
+    var isRunningAny: Bool { !running.isEmpty }
+
+    func status(interface: String) -> EngineStatus? { running[interface]?.tunnel.engine.status }
+
+    func stopAll() {
+        for (_, entry) in running { entry.tunnel.stop() }
+        running = [:]
+    }
+}
+
+extension WireGuardReport {
+    init(_ status: EngineStatus) {
+        self.init(publicKey: status.publicKey?.base64, listenPort: status.listenPort,
+                  peers: status.peers.map { peer in
+                      WireGuardPeerReport(publicKey: peer.publicKey.base64, endpoint: peer.endpoint?.description,
+                                          latestHandshake: peer.lastHandshake.map { Double($0.seconds) + Double($0.nanoseconds) / 1e9 },
+                                          rxBytes: peer.rxBytes, txBytes: peer.txBytes, allowedIPs: peer.allowedIPs.map(\.description))
+                  },
+                  drops: Dictionary(uniqueKeysWithValues: status.drops.map { ($0.key.rawValue, $0.value) }))
+    }
+}

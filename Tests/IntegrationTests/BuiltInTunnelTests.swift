@@ -1,0 +1,78 @@
+import Foundation
+import NetTestSupport
+import Testing
+
+/// A profile whose tunnel is vpnd's own engine (`tunnel.wireguard`), dialing our
+/// `vpn-server` in the server namespace.
+@Suite(.serialized) struct BuiltInTunnelTests {
+    /// Proof 5: members leave through the built-in engine from the tunnel's address; with
+    /// the server killed, nothing of theirs leaves in the clear.
+    @Test func profileRoutesThroughTheEngineAndTheKillswitchHoldsWhenTheServerDies() throws {
+        let cleanup = Cleanup()
+        defer { cleanup.run() }
+        let net = try Topology(cleanup: cleanup)
+        let services = try net.startServices()
+        let probe = try PythonScript.write(PythonScript.probe, cleanup: cleanup)
+        let (serverKey, serverPublic) = try WireGuardGo.keyPair()
+        let (clientKey, clientPublic) = try WireGuardGo.keyPair()
+        let server = try OurTunnel(in: net.server, name: "vx\(net.tag)o", cleanup: cleanup, config: """
+            [Interface]
+            PrivateKey = \(serverKey)
+            ListenPort = 51950
+            Address = 10.79.0.1/24, fd79::1/64
+            [Peer]
+            PublicKey = \(clientPublic)
+            AllowedIPs = 10.79.0.2/32, fd79::2/128
+            """)
+        let interface = "vx\(net.tag)b"
+        let daemon = try DaemonHarness(topology: net, policy: "", cleanup: cleanup)
+        let conf = daemon.policyDirectory + "/../work.conf"
+        FileManager.default.createFile(atPath: conf, contents: Data("""
+            [Interface]
+            PrivateKey = \(clientKey)
+            Address = 10.79.0.2/24, fd79::2/64
+            [Peer]
+            PublicKey = \(serverPublic)
+            Endpoint = \(Topology.serverUplink4):51950
+            AllowedIPs = 0.0.0.0/0, ::/0
+            """.utf8), attributes: [.posixPermissions: 0o600])
+        try daemon.writePolicy("[profile.work]\ntunnel.wireguard = \"\(URL(fileURLWithPath: conf).standardized.path)\"\ntunnel.interface = \"\(interface)\"\n")
+        cleanup.add("remove \(interface).sock") { try? FileManager.default.removeItem(atPath: "/var/run/wireguard/\(interface).sock") }
+        try daemon.start()
+
+        func connect(_ service: String, member: Bool) throws -> String {
+            let prefix = member ? try daemon.vpnexec(profile: "work", []) : net.client.enter
+            return try Command.run(prefix + ["python3", probe, "tcp", service, "8080"]).trimmed
+        }
+        #expect(try connect(Topology.service4, member: true) == "10.79.0.2")
+        #expect(try connect(Topology.service6, member: true) == "fd79::2")
+        #expect(try connect(Topology.service4, member: false) == Topology.clientAddress4)
+
+        let work = try #require(try daemon.status().profiles.first)
+        #expect(work.tunnel.interface == interface && work.tunnel.state == "up")
+        let engine = try #require(work.tunnel.wireguard)
+        #expect(engine.publicKey == clientPublic)
+        #expect(engine.peers.first?.publicKey == serverPublic)
+        #expect(engine.peers.first?.endpoint == "\(Topology.serverUplink4):51950")
+        #expect(engine.peers.first?.latestHandshake != nil && (engine.peers.first?.rxBytes ?? 0) > 0)
+        let text = try daemon.vpnctl(["status"]).stdout
+        #expect(text.contains("engine    built-in WireGuard, public key \(clientPublic)"))
+        #expect(text.contains("peer      \(serverPublic) at \(Topology.serverUplink4):51950: latest handshake"))
+        // The `wg` tool reads the built-in tunnel through vpnd's socket.
+        #expect(try Command.run(["wg", "show", interface, "peers"]).contains(serverPublic))
+
+        // The server dies: the member keeps sending, nothing leaves in the clear.
+        // The member's datagrams to the service port, as they would look if they leaked.
+        let capture = try Capture(on: net.clientUplink, in: net.client, filter: "udp port 8080", cleanup: cleanup)
+        server.process.kill9()
+        let sender = try BackgroundProcess(try daemon.vpnexec(profile: "work", ["python3", probe, "udp-loop", Topology.service4, "8080"]), cleanup: cleanup)
+        let sentBefore = try daemon.status().profiles[0].sent.packets
+        Thread.sleep(forTimeInterval: 2)
+        #expect(try daemon.status().profiles[0].sent.packets > sentBefore + 50, "the member kept sending")
+        #expect(try connect(Topology.service4, member: false) == Topology.clientAddress4, "non-members unaffected")
+        sender.stop()
+        let leaked = try capture.stop()
+        #expect(leaked.isEmpty, "member packets left in the clear: \(leaked.prefix(5))")
+        #expect(!services.seen().contains("udp \(Topology.clientAddress4)"))
+    }
+}
