@@ -1,24 +1,26 @@
 /// BLAKE2s (RFC 7693), the hash WireGuard uses for HASH, MAC and (through HMAC) its KDF.
 /// libsodium only has BLAKE2b, so it is written here and checked against the RFC's vectors.
 public struct Blake2s {
-    private static let iv: (UInt32, UInt32, UInt32, UInt32, UInt32, UInt32, UInt32, UInt32) =
-        (0x6A09E667, 0xBB67AE85, 0x3C6EF372, 0xA54FF53A, 0x510E527F, 0x9B05688C, 0x1F83D9AB, 0x5BE0CD19)
-    private static let sigma: [[Int]] = [
-        [0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15],
-        [14, 10, 4, 8, 9, 15, 13, 6, 1, 12, 0, 2, 11, 7, 5, 3],
-        [11, 8, 12, 0, 5, 2, 15, 13, 10, 14, 3, 6, 7, 1, 9, 4],
-        [7, 9, 3, 1, 13, 12, 11, 14, 2, 6, 5, 10, 4, 0, 15, 8],
-        [9, 0, 5, 7, 2, 4, 10, 15, 14, 1, 11, 12, 6, 8, 3, 13],
-        [2, 12, 6, 10, 0, 11, 8, 3, 4, 13, 7, 5, 15, 14, 1, 9],
-        [12, 5, 1, 15, 14, 13, 4, 10, 0, 7, 6, 3, 9, 2, 8, 11],
-        [13, 11, 7, 14, 12, 1, 3, 9, 5, 0, 15, 4, 8, 6, 2, 10],
-        [6, 15, 14, 9, 11, 3, 0, 8, 12, 2, 13, 7, 1, 4, 10, 5],
-        [10, 2, 8, 4, 7, 6, 1, 5, 15, 11, 9, 14, 3, 12, 13, 0],
+    private static let iv: [UInt32] = [0x6A09E667, 0xBB67AE85, 0x3C6EF372, 0xA54FF53A, 0x510E527F, 0x9B05688C, 0x1F83D9AB, 0x5BE0CD19]
+    /// The message schedule, flattened: round r uses sigma[16 r ..< 16 r + 16].
+    private static let sigma: [UInt8] = [
+        0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15,
+        14, 10, 4, 8, 9, 15, 13, 6, 1, 12, 0, 2, 11, 7, 5, 3,
+        11, 8, 12, 0, 5, 2, 15, 13, 10, 14, 3, 6, 7, 1, 9, 4,
+        7, 9, 3, 1, 13, 12, 11, 14, 2, 6, 5, 10, 4, 0, 15, 8,
+        9, 0, 5, 7, 2, 4, 10, 15, 14, 1, 11, 12, 6, 8, 3, 13,
+        2, 12, 6, 10, 0, 11, 8, 3, 4, 13, 7, 5, 15, 14, 1, 9,
+        12, 5, 1, 15, 14, 13, 4, 10, 0, 7, 6, 3, 9, 2, 8, 11,
+        13, 11, 7, 14, 12, 1, 3, 9, 5, 0, 15, 4, 8, 6, 2, 10,
+        6, 15, 14, 9, 11, 3, 0, 8, 12, 2, 13, 7, 1, 4, 10, 5,
+        10, 2, 8, 4, 7, 6, 1, 5, 15, 11, 9, 14, 3, 12, 13, 0,
     ]
 
-    private var h: [UInt32]
+    /// Chaining value (8 words), then the block buffer (16 words = 64 bytes), in one
+    /// inline tuple: no heap allocation per hash.
+    private var state: (UInt64, UInt64, UInt64, UInt64, UInt64, UInt64, UInt64, UInt64, UInt64, UInt64, UInt64, UInt64) =
+        (0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0)
     private var t: UInt64 = 0
-    private var buffer = [UInt8](repeating: 0, count: 64)
     private var filled = 0
     public let outputLength: Int
 
@@ -26,62 +28,89 @@ public struct Blake2s {
     public init(outputLength: Int = 32, key: some Collection<UInt8> = [UInt8]()) {
         precondition((1...32).contains(outputLength) && key.count <= 32)
         self.outputLength = outputLength
-        let iv = Self.iv
-        h = [iv.0 ^ (0x0101_0000 | UInt32(key.count) << 8 | UInt32(outputLength)), iv.1, iv.2, iv.3, iv.4, iv.5, iv.6, iv.7]
-        if !key.isEmpty {
-            var block = [UInt8](repeating: 0, count: 64)
-            block.replaceSubrange(0..<key.count, with: key)
-            update(block)
-            block.withUnsafeMutableBytes { Zero.wipe($0) }
+        let keyLength = key.count
+        withUnsafeMutableBytes(of: &state) { raw in
+            let h = raw.baseAddress!.assumingMemoryBound(to: UInt32.self)
+            for i in 0..<8 { h[i] = Self.iv[i] }
+            h[0] ^= 0x0101_0000 | UInt32(keyLength) << 8 | UInt32(outputLength)
+            if keyLength > 0 {
+                let block = raw.baseAddress! + 32
+                block.initializeMemory(as: UInt8.self, repeating: 0, count: 64)
+                var i = 0
+                for byte in key { block.storeBytes(of: byte, toByteOffset: i, as: UInt8.self); i += 1 }
+            }
         }
+        if keyLength > 0 { filled = 64 }
     }
 
     public mutating func update(_ data: some Collection<UInt8>) {
-        for byte in data {
-            if filled == 64 {
-                t &+= 64
-                compress(last: false)
-                filled = 0
+        if let done = data.withContiguousStorageIfAvailable({ update(UnsafeRawBufferPointer($0)) }) { return done }
+        Array(data).withUnsafeBytes { update($0) }
+    }
+
+    public mutating func update(_ data: UnsafeRawBufferPointer) {
+        var offset = 0
+        let count = data.count
+        withUnsafeMutableBytes(of: &state) { raw in
+            let h = raw.baseAddress!.assumingMemoryBound(to: UInt32.self)
+            let block = raw.baseAddress! + 32
+            while offset < count {
+                if filled == 64 {
+                    t &+= 64
+                    Self.compress(h, UnsafeRawPointer(block), t, last: false)
+                    filled = 0
+                }
+                let take = min(64 - filled, count - offset)
+                (block + filled).copyMemory(from: data.baseAddress! + offset, byteCount: take)
+                filled += take
+                offset += take
             }
-            buffer[filled] = byte
-            filled += 1
         }
     }
 
     public mutating func finalize() -> [UInt8] {
-        t &+= UInt64(filled)
-        for i in filled..<64 { buffer[i] = 0 }
-        compress(last: true)
-        var out = [UInt8]()
-        out.reserveCapacity(32)
-        for word in h { for shift in stride(from: 0, to: 32, by: 8) { out.append(UInt8(truncatingIfNeeded: word >> UInt32(shift))) } }
-        buffer.withUnsafeMutableBytes { Zero.wipe($0) }
-        for i in h.indices { h[i] = 0 }
-        return Array(out.prefix(outputLength))
+        var out = [UInt8](repeating: 0, count: outputLength)
+        withUnsafeMutableBytes(of: &state) { raw in
+            let h = raw.baseAddress!.assumingMemoryBound(to: UInt32.self)
+            let block = raw.baseAddress! + 32
+            t &+= UInt64(filled)
+            (block + filled).initializeMemory(as: UInt8.self, repeating: 0, count: 64 - filled)
+            Self.compress(h, UnsafeRawPointer(block), t, last: true)
+            for i in 0..<outputLength { out[i] = UInt8(truncatingIfNeeded: UInt32(littleEndian: h[i / 4]) >> (8 * UInt32(i % 4))) }
+            Zero.wipe(raw)
+        }
+        return out
     }
 
-    private mutating func compress(last: Bool) {
-        var m = [UInt32](repeating: 0, count: 16)
-        for i in 0..<16 {
-            m[i] = UInt32(buffer[4 * i]) | UInt32(buffer[4 * i + 1]) << 8 | UInt32(buffer[4 * i + 2]) << 16 | UInt32(buffer[4 * i + 3]) << 24
+    private static func compress(_ h: UnsafeMutablePointer<UInt32>, _ block: UnsafeRawPointer, _ t: UInt64, last: Bool) {
+        withUnsafeTemporaryAllocation(of: UInt32.self, capacity: 32) { scratch in
+            let v = scratch.baseAddress!
+            let m = v + 16
+            for i in 0..<16 { m[i] = UInt32(littleEndian: block.loadUnaligned(fromByteOffset: 4 * i, as: UInt32.self)) }
+            for i in 0..<8 { v[i] = h[i]; v[i + 8] = iv[i] }
+            v[12] ^= UInt32(truncatingIfNeeded: t)
+            v[13] ^= UInt32(truncatingIfNeeded: t >> 32)
+            if last { v[14] = ~v[14] }
+            sigma.withUnsafeBufferPointer { sigma in
+                for round in 0..<10 {
+                    let s = sigma.baseAddress! + 16 * round
+                    g(v, 0, 4, 8, 12, m[Int(s[0])], m[Int(s[1])]); g(v, 1, 5, 9, 13, m[Int(s[2])], m[Int(s[3])])
+                    g(v, 2, 6, 10, 14, m[Int(s[4])], m[Int(s[5])]); g(v, 3, 7, 11, 15, m[Int(s[6])], m[Int(s[7])])
+                    g(v, 0, 5, 10, 15, m[Int(s[8])], m[Int(s[9])]); g(v, 1, 6, 11, 12, m[Int(s[10])], m[Int(s[11])])
+                    g(v, 2, 7, 8, 13, m[Int(s[12])], m[Int(s[13])]); g(v, 3, 4, 9, 14, m[Int(s[14])], m[Int(s[15])])
+                }
+            }
+            for i in 0..<8 { h[i] ^= v[i] ^ v[i + 8] }
+            UnsafeMutableRawBufferPointer(scratch).initializeMemory(as: UInt8.self, repeating: 0)
         }
-        let iv = Self.iv
-        var v: [UInt32] = h + [iv.0, iv.1, iv.2, iv.3, iv.4 ^ UInt32(truncatingIfNeeded: t), iv.5 ^ UInt32(truncatingIfNeeded: t >> 32),
-                               last ? ~iv.6 : iv.6, iv.7]
-        @inline(__always) func g(_ a: Int, _ b: Int, _ c: Int, _ d: Int, _ x: UInt32, _ y: UInt32) {
-            v[a] = v[a] &+ v[b] &+ x; v[d] = (v[d] ^ v[a]).rotatedRight(16)
-            v[c] = v[c] &+ v[d]; v[b] = (v[b] ^ v[c]).rotatedRight(12)
-            v[a] = v[a] &+ v[b] &+ y; v[d] = (v[d] ^ v[a]).rotatedRight(8)
-            v[c] = v[c] &+ v[d]; v[b] = (v[b] ^ v[c]).rotatedRight(7)
-        }
-        for round in 0..<10 {
-            let s = Self.sigma[round]
-            g(0, 4, 8, 12, m[s[0]], m[s[1]]); g(1, 5, 9, 13, m[s[2]], m[s[3]])
-            g(2, 6, 10, 14, m[s[4]], m[s[5]]); g(3, 7, 11, 15, m[s[6]], m[s[7]])
-            g(0, 5, 10, 15, m[s[8]], m[s[9]]); g(1, 6, 11, 12, m[s[10]], m[s[11]])
-            g(2, 7, 8, 13, m[s[12]], m[s[13]]); g(3, 4, 9, 14, m[s[14]], m[s[15]])
-        }
-        for i in 0..<8 { h[i] ^= v[i] ^ v[i + 8] }
+    }
+
+    @inline(__always)
+    private static func g(_ v: UnsafeMutablePointer<UInt32>, _ a: Int, _ b: Int, _ c: Int, _ d: Int, _ x: UInt32, _ y: UInt32) {
+        v[a] = v[a] &+ v[b] &+ x; v[d] = (v[d] ^ v[a]).rotatedRight(16)
+        v[c] = v[c] &+ v[d]; v[b] = (v[b] ^ v[c]).rotatedRight(12)
+        v[a] = v[a] &+ v[b] &+ y; v[d] = (v[d] ^ v[a]).rotatedRight(8)
+        v[c] = v[c] &+ v[d]; v[b] = (v[b] ^ v[c]).rotatedRight(7)
     }
 
     /// HASH(input): 32 bytes.

@@ -8,6 +8,8 @@ public enum UAPI {
     public enum Request: Sendable {
         case get
         case set(SetRequest)
+        /// `get=stats`, our extension (the `wg` tool never sends it): drop counters by reason.
+        case stats
     }
 
     /// What a `set=1` request asks, in the order it asked it.
@@ -54,6 +56,8 @@ public enum UAPI {
             return .get
         case "set=1":
             return .set(try parseSet(lines.dropFirst()))
+        case "get=stats":
+            return .stats
         default:
             throw ProtocolError(message: "unknown operation \"\(first)\"; expected get=1 or set=1")
         }
@@ -177,6 +181,11 @@ public enum UAPI {
             for prefix in peer.allowedIPs { out += "allowed_ip=\(prefix)\n" }
         }
         return out + "errno=0\n\n"
+    }
+
+    /// `drop_<reason>=N` for every reason, then `errno=0`.
+    public static func renderStats(_ drops: [DropReason: UInt64]) -> String {
+        DropReason.allCases.map { "drop_\($0.rawValue)=\(drops[$0] ?? 0)\n" }.joined() + "errno=0\n\n"
     }
 
     public static func renderError(_ error: ProtocolError) -> String { "errno=\(error.errno)\n\n" }

@@ -80,6 +80,8 @@ final class UAPIServer: @unchecked Sendable {
             case let .set(request):
                 try apply(request, to: tunnel)
                 return UAPI.renderSetOK
+            case .stats:
+                return UAPI.renderStats(tunnel.engine.status.drops)
             }
         } catch {
             return UAPI.renderError(error)

@@ -38,6 +38,7 @@ public final class Services: @unchecked Sendable {
 public enum PythonScript {
     public static var reporter: String { "reporter.py" }
     public static var probe: String { "probe.py" }
+    public static var wireGuardAttack: String { "wgattack.py" }
 
     public static func write(_ name: String, cleanup: Cleanup) throws -> String {
         let source = URL(fileURLWithPath: #filePath).deletingLastPathComponent()
