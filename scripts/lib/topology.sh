@@ -81,3 +81,36 @@ vpnd_up() {
   bg "$client" "$bin/vpnd" --policy-dir "$work/policy.d" --cgroup-parent "$cgroup_parent" "$@" 2> "$work/vpnd.log"
   until "$bin/vpnctl" status >/dev/null 2>&1; do sleep 0.05; done
 }
+
+# The same tunnel made of our own engine: `vpn-server` (binary $1) as the listening peer in
+# "server" (with NAT), and the client side's wg-quick file in $work/client.conf, for a
+# profile's `tunnel.wireguard` (or a second vpn-server when $2 is "client").
+ours_tunnel_up() {
+  local bin=$1 mode=${2:-}
+  umask 077; wg genkey > "$work/c.key"; wg genkey > "$work/s.key"
+  cat > "$work/server.conf" <<CONF
+[Interface]
+PrivateKey = $(cat "$work/s.key")
+ListenPort = 51821
+Address = 10.99.1.1/24, fd99:1::1/64
+[Peer]
+PublicKey = $(wg pubkey < "$work/c.key")
+AllowedIPs = 10.99.1.2/32, fd99:1::2/128
+CONF
+  cat > "$work/client.conf" <<CONF
+[Interface]
+PrivateKey = $(cat "$work/c.key")
+Address = 10.99.1.2/24, fd99:1::2/64
+[Peer]
+PublicKey = $(wg pubkey < "$work/s.key")
+Endpoint = 203.0.113.2:51821
+AllowedIPs = ${client_allowed:-0.0.0.0/0, ::/0}
+CONF
+  umask 022
+  bg "$server" "$bin" --config "$work/server.conf" --interface "$wgs" 2>> "$work/vpn-server.log"
+  until [[ -S /var/run/wireguard/$wgs.sock ]]; do sleep 0.05; done
+  if [[ $mode == client ]]; then
+    bg "$client" "$bin" --config "$work/client.conf" --interface "$wgc" 2>> "$work/vpn-server.log"
+    until [[ -S /var/run/wireguard/$wgc.sock ]]; do sleep 0.05; done
+  fi
+}
