@@ -50,6 +50,9 @@ public enum Tunnel: Hashable, Sendable, CustomStringConvertible {
 
     public var isBuiltIn: Bool { if case .wireguard = self { return true } else { return false } }
 
+    /// Where a built-in tunnel's file was named.
+    public var location: SourceLocation? { if case let .wireguard(_, _, at) = self { return at } else { return nil } }
+
     public var description: String {
         switch self {
         case let .interface(name): return "interface \(name)"

@@ -2,8 +2,8 @@ import Addresses
 
 /// Cryptokey routing: a binary prefix trie per address family mapping prefixes to peers,
 /// longest prefix wins. Nodes live in one flat array (indices, no references), so a
-/// lookup on the data path touches no reference counts. Changes rebuild the trie from the
-/// table of prefixes; they are rare (configuration), lookups are per packet.
+/// lookup on the data path touches no reference counts. Removing a prefix clears its node;
+/// emptied nodes stay until the next full rebuild (when they outnumber the live ones).
 struct AllowedIPs {
     private struct Node {
         var zero: Int32 = -1
@@ -12,22 +12,30 @@ struct AllowedIPs {
     }
 
     private(set) var table: [IPPrefix: Int] = [:]
+    private var byPeer: [Int: Set<IPPrefix>] = [:]
     private var v4: [Node] = [Node()]
     private var v6: [Node] = [Node()]
 
     /// Routes `prefix` to `peer`, taking it from any other peer.
     mutating func insert(_ prefix: IPPrefix, peer: Int) {
-        table[prefix.network] = peer
-        rebuild()
+        let network = prefix.network
+        if let previous = table[network] { byPeer[previous]?.remove(network) }
+        table[network] = peer
+        byPeer[peer, default: []].insert(network)
+        if network.isIPv4 { Self.add(&v4, network.address.bytes, network.length, Int32(peer)) } else { Self.add(&v6, network.address.bytes, network.length, Int32(peer)) }
     }
 
     mutating func removeAll(peer: Int) {
-        table = table.filter { $0.value != peer }
-        rebuild()
+        let gone = byPeer.removeValue(forKey: peer) ?? []
+        for prefix in gone {
+            table[prefix] = nil
+            if prefix.isIPv4 { Self.add(&v4, prefix.address.bytes, prefix.length, -1) } else { Self.add(&v6, prefix.address.bytes, prefix.length, -1) }
+        }
+        if v4.count + v6.count > 64 * (table.count + 1) { rebuild() }
     }
 
     func prefixes(of peer: Int) -> [IPPrefix] {
-        table.filter { $0.value == peer }.map(\.key).sorted { ($0.isIPv4 ? 0 : 1, $0.address, $0.length) < ($1.isIPv4 ? 0 : 1, $1.address, $1.length) }
+        (byPeer[peer] ?? []).sorted { ($0.isIPv4 ? 0 : 1, $0.address, $0.length) < ($1.isIPv4 ? 0 : 1, $1.address, $1.length) }
     }
 
     private mutating func rebuild() {

@@ -188,7 +188,6 @@ public final class Engine: @unchecked Sendable {
         }
         if replaceAllowedIPs { routes.removeAll(peer: peer.id) }
         for prefix in configuration.allowedIPs { routes.insert(prefix, peer: peer.id) }
-        peer.configuration.allowedIPs = routes.prefixes(of: peer.id)
     }
 
     private func forgetSessions(_ peer: Peer) {
@@ -415,11 +414,10 @@ public final class Engine: @unchecked Sendable {
             return .control([Datagram(bytes: reply, to: source)])
         }
         self.checker = checker
-        let sharedByKey = peers.values.reduce(into: [PublicKey: [UInt8]]()) { $0[$1.configuration.publicKey] = $1.staticShared }
         lock.unlock()
         var unknown = false
         guard let consumed = HandshakeCodec.consumeInitiation(m, local: privateKey, localPublic: publicKey, staticShared: { key in
-            let shared = sharedByKey[key]
+            let shared = self.lock.with { self.peerByKey[key].flatMap { self.peers[$0]?.staticShared } }
             unknown = shared == nil
             return shared
         }) else { return .drop(count(unknown ? .unknownPeer : .badMAC)) }

@@ -14,9 +14,11 @@ import Testing
         let directory = URL(fileURLWithPath: #filePath).deletingLastPathComponent()
             .appendingPathComponent("../../policies").standardized.path
         let sources = try PolicyDirectory.read(directory)
-        #expect(sources.map { URL(fileURLWithPath: $0.path).lastPathComponent } == ["00-routing.toml", "10-work.toml", "20-streaming.toml"])
+        #expect(sources.map { URL(fileURLWithPath: $0.path).lastPathComponent } == ["00-routing.toml", "10-work.toml", "20-streaming.toml", "30-travel.toml"])
         let policy = try Policy.parse(sources, resolver: AnyName())
-        #expect(policy.profiles.map(\.name) == ["work", "streaming"])
+        #expect(policy.profiles.map(\.name) == ["work", "streaming", "travel"])
+        let travel = try #require(policy.profile(named: "travel"))
+        #expect(travel.tunnel.isBuiltIn && travel.tunnel.interfaceName == "vx-travel" && travel.tunnel.location?.line == 9)
         #expect(policy.profile(named: "streaming")?.killswitch == false)
         #expect(policy.routing.markMask == 0x7f00_0000)
     }
