@@ -35,6 +35,16 @@ import Testing
         #expect(shown.contains("latest handshake:"))
         #expect(shown.contains("transfer:"))
         #expect(try Command.run(["wg", "show", ours.name, "public-key"]).contains(clientPublic))
+        // `wg set` changes the running engine: keepalive and AllowedIPs of a peer, a new peer, its removal.
+        let (_, extraPublic) = try WireGuardGo.keyPair()
+        try Command.run(["wg", "set", ours.name, "peer", serverPublic, "persistent-keepalive", "25", "allowed-ips", "10.77.0.0/24,fd77::/64,192.0.2.0/24"])
+        try Command.run(["wg", "set", ours.name, "peer", extraPublic, "allowed-ips", "198.51.100.77/32", "endpoint", "192.0.2.9:1234"])
+        #expect(try Command.run(["wg", "show", ours.name, "persistent-keepalive"]).contains("\(serverPublic)\t25"))
+        let allowed = try Command.run(["wg", "show", ours.name, "allowed-ips"])
+        #expect(allowed.contains("\(serverPublic)\t10.77.0.0/24 192.0.2.0/24 fd77::/64") && allowed.contains("\(extraPublic)\t198.51.100.77/32"), "\(allowed)")
+        try Command.run(["wg", "set", ours.name, "peer", extraPublic, "remove"])
+        #expect(try Command.run(["wg", "show", ours.name, "peers"]).trimmed == serverPublic)
+        try topology.client.run(["ping", "-c", "1", "-W", "3", "10.77.0.1"])
     }
 
     /// A wireguard-go client dials our listening `vpn-server`, which masquerades what it
