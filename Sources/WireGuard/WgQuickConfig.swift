@@ -248,6 +248,8 @@ extension WgQuickConfig {
                     }
                     peers[index].persistentKeepalive = seconds == 0 ? nil : seconds
                 }
+            case "preup", "postup", "predown", "postdown":
+                throw error(line, "\(key) runs a shell command; vpnexec never runs shell hooks — remove it and express the effect in the policy")
             default:
                 throw error(line, "unknown key \(key) in [Peer]; known: PublicKey, PresharedKey, Endpoint, AllowedIPs, PersistentKeepalive")
             }

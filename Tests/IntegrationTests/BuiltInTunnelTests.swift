@@ -75,4 +75,51 @@ import Testing
         #expect(leaked.isEmpty, "member packets left in the clear: \(leaked.prefix(5))")
         #expect(!services.seen().contains("udp \(Topology.clientAddress4)"))
     }
+
+    /// The file is part of the policy: a broken one is refused with its own file:line and
+    /// the running tunnel stays; a changed one restarts the tunnel; a profile removed on
+    /// reload takes its tunnel down.
+    @Test func reloadsValidateRestartAndRemoveTheTunnel() throws {
+        let cleanup = Cleanup()
+        defer { cleanup.run() }
+        let net = try Topology(cleanup: cleanup)
+        let (clientKey, _) = try WireGuardGo.keyPair()
+        let (_, serverPublic) = try WireGuardGo.keyPair()
+        let interface = "vx\(net.tag)b"
+        let daemon = try DaemonHarness(topology: net, policy: "", cleanup: cleanup)
+        let conf = URL(fileURLWithPath: daemon.policyDirectory + "/../work.conf").standardized.path
+        func writeConf(_ text: String, mode: Int = 0o600) {
+            try? FileManager.default.removeItem(atPath: conf)
+            FileManager.default.createFile(atPath: conf, contents: Data(text.utf8), attributes: [.posixPermissions: mode])
+        }
+        let good = "[Interface]\nPrivateKey = \(clientKey)\nAddress = 10.82.0.2/24\n[Peer]\nPublicKey = \(serverPublic)\nEndpoint = \(Topology.serverUplink4):51990\nAllowedIPs = 0.0.0.0/0\n"
+        writeConf(good)
+        try daemon.writePolicy("[profile.work]\ntunnel.wireguard = \"\(conf)\"\ntunnel.interface = \"\(interface)\"\n")
+        cleanup.add("remove \(interface).sock") { try? FileManager.default.removeItem(atPath: "/var/run/wireguard/\(interface).sock") }
+        try daemon.start()
+        let port = try #require(try daemon.status().profiles[0].tunnel.wireguard?.listenPort)
+
+        writeConf(good.replacingOccurrences(of: "[Peer]", with: "PostUp = iptables -F\n[Peer]"))
+        let refused = try daemon.vpnctl(["reload"])
+        #expect(refused.status != 0)
+        #expect(refused.stderr.contains("\(conf):4:1: error: PostUp runs a shell command"), "\(refused.stderr)")
+        #expect(try daemon.status().profiles[0].tunnel.wireguard?.listenPort == port, "the running tunnel was kept")
+
+        writeConf(good, mode: 0o666)
+        let writable = try daemon.vpnctl(["reload"])
+        #expect(writable.status != 0 && writable.stderr.contains("writable by group or others"), "\(writable.stderr)")
+
+        writeConf(good.replacingOccurrences(of: "10.82.0.2/24", with: "10.82.0.3/24"))
+        #expect(try daemon.vpnctl(["reload"]).status == 0)
+        try eventually("the restarted tunnel to carry the new address") {
+            try daemon.status().profiles[0].tunnel.addresses.contains("10.82.0.3/24")
+        }
+
+        try daemon.writePolicy("")
+        #expect(try daemon.vpnctl(["reload"]).status == 0)
+        try eventually("the tunnel interface to go with its profile") {
+            try net.client.status(["ip", "link", "show", interface]).status != 0
+        }
+        #expect(!FileManager.default.fileExists(atPath: "/var/run/wireguard/\(interface).sock"))
+    }
 }
