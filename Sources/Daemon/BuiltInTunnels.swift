@@ -2,6 +2,7 @@ import Control
 import Glibc
 import Netlink
 import Policy
+import TunnelFiles
 import WireGuard
 import WireGuardDevice
 
@@ -11,14 +12,6 @@ import WireGuardDevice
 /// tunnel, removed ones stop. While a tunnel is down, connecting or dead, the profile's
 /// routes and killswitch hold exactly as for any tunnel interface.
 final class BuiltInTunnels {
-    /// A built-in tunnel's file, read and parsed.
-    struct Loaded {
-        var profile: String
-        var interface: String
-        var text: String
-        var config: WgQuickConfig
-    }
-
     private var running: [String: (tunnel: RunningTunnel, text: String)] = [:]
     private let log: Log
     /// Where `wg` finds the tunnels' sockets; nil serves none (tests of vpnd alone).
@@ -31,39 +24,9 @@ final class BuiltInTunnels {
 
     deinit { stopAll() }
 
-    /// Reads every built-in tunnel's file; throws a PolicyError naming each bad file:line.
-    static func load(_ policy: Policy) throws(PolicyError) -> [String: Loaded] {
-        var loaded: [String: Loaded] = [:]
-        var problems: [PolicyDiagnostic] = []
-        for profile in policy.profiles {
-            guard case let .wireguard(path, interface, location) = profile.tunnel else { continue }
-            if let problem = PolicyDirectory.ownershipProblem(path) {
-                problems.append(PolicyDiagnostic("profile \(profile.name): \(problem) (it holds the tunnel's private key)", at: location))
-                continue
-            }
-            guard let text = PolicyDirectory.readFile(path) else {
-                problems.append(PolicyDiagnostic("profile \(profile.name): cannot read \(path): \(String(cString: strerror(errno)))", at: location))
-                continue
-            }
-            do {
-                let config = try WgQuickConfig.parse(text, file: path)
-                if config.peers.isEmpty {
-                    problems.append(PolicyDiagnostic("profile \(profile.name): \(path) has no [Peer]: the tunnel would lead nowhere", at: location))
-                    continue
-                }
-                loaded[interface] = Loaded(profile: profile.name, interface: interface, text: text, config: config)
-            } catch {
-                problems.append(PolicyDiagnostic(error.message + " (the wg-quick file of profile \(profile.name))",
-                                                 at: SourceLocation(file: error.file, line: error.line, column: 1)))
-            }
-        }
-        guard problems.isEmpty else { throw PolicyError(problems) }
-        return loaded
-    }
-
     /// Starts what is new or changed and stops what is gone. The UDP socket carries the
     /// bypass mark (unless the file sets FwMark), so no profile rule ever routes it.
-    func reconcile(_ wanted: [String: Loaded], bypassMark: UInt32, netlink: Rtnetlink) {
+    func reconcile(_ wanted: [String: TunnelFiles.Loaded], bypassMark: UInt32, netlink: Rtnetlink) {
         for (interface, entry) in running where wanted[interface]?.text != entry.text {
             entry.tunnel.stop()
             running[interface] = nil

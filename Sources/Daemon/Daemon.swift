@@ -7,6 +7,7 @@ import Netlink
 import Nftables
 import Plan
 import Policy
+import TunnelFiles
 import Routing
 
 public struct DaemonOptions: Sendable {
@@ -40,7 +41,7 @@ public final class Daemon {
     let rtnl: Rtnetlink
     private(set) var policy: Policy
     /// The built-in tunnels' files, read with the policy they belong to.
-    private var tunnelFiles: [String: BuiltInTunnels.Loaded]
+    private var tunnelFiles: [String: TunnelFiles.Loaded]
     private let tunnels: BuiltInTunnels
     private var server: ControlServer?
     private var running = true
@@ -56,7 +57,7 @@ public final class Daemon {
             log.info("capabilities: \(Privileges.current()); no_new_privs set")
         }
         policy = try Self.loadPolicy(options.policyDirectory)
-        tunnelFiles = try BuiltInTunnels.load(policy)
+        tunnelFiles = try TunnelFiles.load(policy)
         tunnels = BuiltInTunnels(log: log, uapiDirectory: options.wireguardSocketDirectory)
         let socketDirectory = String(options.socketPath[..<(options.socketPath.lastIndex(of: "/") ?? options.socketPath.startIndex)])
         lock = try NamespaceLock(directory: socketDirectory.isEmpty ? "." : socketDirectory)
@@ -107,10 +108,10 @@ public final class Daemon {
 
     func reload() -> ControlResponse {
         let next: Policy
-        let nextFiles: [String: BuiltInTunnels.Loaded]
+        let nextFiles: [String: TunnelFiles.Loaded]
         do {
             next = try Self.loadPolicy(options.policyDirectory)
-            nextFiles = try BuiltInTunnels.load(next)
+            nextFiles = try TunnelFiles.load(next)
         } catch {
             log.error("reload refused, running state unchanged:\n\(error)")
             return .failure("policy not reloaded, the running state is unchanged:\n\(error)")

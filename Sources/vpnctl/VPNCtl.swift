@@ -3,6 +3,7 @@ import Control
 import Glibc
 import Plan
 import Policy
+import TunnelFiles
 
 @main
 struct VPNCtl: ParsableCommand {
@@ -90,12 +91,13 @@ struct VPNCtl: ParsableCommand {
     }
 
     struct Check: ParsableCommand {
-        static let configuration = CommandConfiguration(abstract: "Validate policy files (together, as vpnd would read them).")
+        static let configuration = CommandConfiguration(abstract: "Validate policy files (together, as vpnd would read them) and the wg-quick files of their built-in tunnels.")
         @Argument(help: "Policy files.") var files: [String]
 
         func run() throws {
             do {
                 let policy = try Policy.parse(try PolicyDirectory.readFiles(files), resolver: SystemNameResolver())
+                _ = try TunnelFiles.load(policy)
                 print("ok: \(policy.profiles.count) profile(s)" + policy.profiles.map { " \($0.name)" }.joined())
             } catch {
                 writeStandardError("\(error)\n")

@@ -104,6 +104,8 @@ import Testing
         #expect(refused.status != 0)
         #expect(refused.stderr.contains("\(conf):4:1: error: PostUp runs a shell command"), "\(refused.stderr)")
         #expect(try daemon.status().profiles[0].tunnel.wireguard?.listenPort == port, "the running tunnel was kept")
+        let checked = try daemon.vpnctl(["check", daemon.policyDirectory + "/10-test.toml"])
+        #expect(checked.status != 0 && checked.stderr.contains("\(conf):4:1: error: PostUp runs a shell command"), "\(checked.stderr)")
 
         writeConf(good, mode: 0o666)
         let writable = try daemon.vpnctl(["reload"])
