@@ -150,13 +150,17 @@ public enum KDF {
 
     /// KDF_n(key, input): n outputs of 32 bytes.
     public static func derive(_ n: Int, key: [UInt8], input: [UInt8]) -> [[UInt8]] {
-        let prk = hmac(key: key, input)
+        var prk = hmac(key: key, input)
         var outputs: [[UInt8]] = []
-        var previous: [UInt8] = []
+        var block: [UInt8] = []
         for i in 1...n {
-            previous = hmac(key: prk, previous + [UInt8(i)])
-            outputs.append(previous)
+            block.append(UInt8(i))
+            let output = hmac(key: prk, block)
+            Zero.wipe(&block)
+            block = output
+            outputs.append(output)
         }
+        Zero.wipe(&prk)
         return outputs
     }
 }

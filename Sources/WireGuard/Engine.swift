@@ -292,10 +292,11 @@ public final class Engine: @unchecked Sendable {
         if !retry, let last = peer.lastInitiationSent, now.since(last) < timing.rekeyTimeout { return }
         if let old = peer.pending { indices[old.senderIndex] = nil }
         let index = freshIndex()
-        guard var (message, pending) = HandshakeCodec.createInitiation(
+        guard let (initiation, pending) = HandshakeCodec.createInitiation(
             local: privateKey, localPublic: publicKey, remote: peer.configuration.publicKey, staticShared: staticShared,
-            ephemeral: PrivateKey(secret: SecretBytes(random.bytes(32))), senderIndex: index,
+            ephemeral: PrivateKey(secret: SecretBytes { random.fill($0) }), senderIndex: index,
             timestamp: TAI64N.encode(wall), now: now) else { return }
+        var message = initiation
         peer.cookies.addMACs(&message, now: now)
         peer.pending = pending
         indices[index] = .handshake(peer)
@@ -437,7 +438,7 @@ public final class Engine: @unchecked Sendable {
         }
         let index = freshIndex()
         guard var (response, send, receive) = HandshakeCodec.createResponse(
-            consumed, ephemeral: PrivateKey(secret: SecretBytes(random.bytes(32))), initiatorStatic: consumed.initiatorStatic,
+            consumed, ephemeral: PrivateKey(secret: SecretBytes { random.fill($0) }), initiatorStatic: consumed.initiatorStatic,
             psk: peer.psk, senderIndex: index) else { return .drop(countLocked(.badMAC)) }
         peer.lastTimestamp = consumed.timestamp
         peer.lastInitiationConsumed = now

@@ -9,8 +9,10 @@ enum Noise {
     static let initialChainingKey = Blake2s.hash(construction)
     static let initialHash = Blake2s.hash(initialChainingKey, identifier)
 
-    /// The chaining key and hash at some point of the handshake.
-    struct State {
+    /// The chaining key and hash at some point of the handshake. A class, so the secret
+    /// bytes are never silently copied, and wiped when the handshake state is dropped;
+    /// `copy()` where a failed attempt must leave the original intact.
+    final class State {
         var chainingKey: [UInt8]
         var hash: [UInt8]
 
@@ -19,32 +21,54 @@ enum Noise {
             hash = Blake2s.hash(Noise.initialHash, responderStatic.bytes)
         }
 
-        mutating func mixHash(_ data: [UInt8]) { hash = Blake2s.hash(hash, data) }
+        private init(chainingKey: [UInt8], hash: [UInt8]) {
+            self.chainingKey = chainingKey
+            self.hash = hash
+        }
 
-        mutating func mixKey(_ input: [UInt8]) {
-            chainingKey = KDF.derive(1, key: chainingKey, input: input)[0]
+        deinit { wipe() }
+
+        func copy() -> State { State(chainingKey: Array(chainingKey), hash: Array(hash)) }
+
+        func mixHash(_ data: [UInt8]) { replace(&hash, with: Blake2s.hash(hash, data)) }
+
+        func mixKey(_ input: [UInt8]) {
+            var out = KDF.derive(1, key: chainingKey, input: input)
+            replace(&chainingKey, with: out[0])
+            Zero.wipe(&out[0])
         }
 
         /// (C, k) = KDF2(C, input)
-        mutating func mixKeyAndReturnKey(_ input: [UInt8]) -> [UInt8] {
-            let out = KDF.derive(2, key: chainingKey, input: input)
-            chainingKey = out[0]
+        func mixKeyAndReturnKey(_ input: [UInt8]) -> [UInt8] {
+            var out = KDF.derive(2, key: chainingKey, input: input)
+            replace(&chainingKey, with: out[0])
+            Zero.wipe(&out[0])
             return out[1]
         }
 
-        mutating func encryptAndHash(key: [UInt8], _ plaintext: [UInt8]) -> [UInt8] {
+        func encryptAndHash(key: [UInt8], _ plaintext: [UInt8]) -> [UInt8] {
             let sealed = AEAD.seal(key: key, counter: 0, plaintext: plaintext, ad: hash)
             mixHash(sealed)
             return sealed
         }
 
-        mutating func decryptAndHash(key: [UInt8], _ ciphertext: [UInt8]) -> [UInt8]? {
+        func decryptAndHash(key: [UInt8], _ ciphertext: [UInt8]) -> [UInt8]? {
             guard let opened = AEAD.open(key: key, counter: 0, ciphertext: ciphertext, ad: hash) else { return nil }
             mixHash(ciphertext)
             return opened
         }
 
-        mutating func wipe() {
+        /// Overwrites in place, so the old value's bytes do not linger in freed memory.
+        private func replace(_ target: inout [UInt8], with value: [UInt8]) {
+            if target.count == value.count {
+                target.withUnsafeMutableBytes { t in value.withUnsafeBytes { t.copyMemory(from: $0) } }
+            } else {
+                Zero.wipe(&target)
+                target = value
+            }
+        }
+
+        func wipe() {
             Zero.wipe(&chainingKey)
             Zero.wipe(&hash)
         }
@@ -81,7 +105,7 @@ enum HandshakeCodec {
     /// Builds an initiation (without MACs: bytes 116..<148 are zero) and the pending state.
     static func createInitiation(local: PrivateKey, localPublic: PublicKey, remote: PublicKey, staticShared: [UInt8],
                                  ephemeral: PrivateKey, senderIndex: UInt32, timestamp: [UInt8], now: Timestamp) -> ([UInt8], PendingInitiation)? {
-        var state = Noise.State(responderStatic: remote)
+        let state = Noise.State(responderStatic: remote)
         let ephemeralPublic = ephemeral.publicKey
         state.mixHash(ephemeralPublic.bytes)
         state.mixKey(ephemeralPublic.bytes)
@@ -106,7 +130,7 @@ enum HandshakeCodec {
     /// Decrypts an initiation addressed to `local`; nil if it does not authenticate.
     static func consumeInitiation(_ m: [UInt8], local: PrivateKey, localPublic: PublicKey,
                                   staticShared: (PublicKey) -> [UInt8]?) -> ConsumedInitiation? {
-        var state = Noise.State(responderStatic: localPublic)
+        let state = Noise.State(responderStatic: localPublic)
         let initiatorIndex = m.withUnsafeBytes { WireFormat.readUInt32($0, 4) }
         guard let ephemeral = PublicKey(bytes: m[8..<40]) else { return nil }
         state.mixHash(ephemeral.bytes)
@@ -128,7 +152,7 @@ enum HandshakeCodec {
     /// Builds the response (without MACs) and the responder's transport keys (send, receive).
     static func createResponse(_ consumed: ConsumedInitiation, ephemeral: PrivateKey, initiatorStatic: PublicKey,
                                psk: [UInt8], senderIndex: UInt32) -> ([UInt8], send: [UInt8], receive: [UInt8])? {
-        var state = consumed.state
+        let state = consumed.state.copy()
         let ephemeralPublic = ephemeral.publicKey
         state.mixHash(ephemeralPublic.bytes)
         state.mixKey(ephemeralPublic.bytes)
@@ -156,7 +180,8 @@ enum HandshakeCodec {
 
     /// Completes the initiator's side with a response; (send, receive) keys or nil.
     static func consumeResponse(_ m: [UInt8], pending: PendingInitiation, local: PrivateKey, psk: [UInt8]) -> (send: [UInt8], receive: [UInt8])? {
-        var state = pending.state
+        // A copy: a forged response must not spoil the pending handshake for the real one.
+        let state = pending.state.copy()
         guard let responderEphemeral = PublicKey(bytes: m[12..<44]) else { return nil }
         state.mixHash(responderEphemeral.bytes)
         state.mixKey(responderEphemeral.bytes)
