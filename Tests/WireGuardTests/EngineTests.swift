@@ -188,6 +188,18 @@ func ipv6(_ source: String, _ destination: String, payload: Int = 8) -> [UInt8] 
         guard case .drop(.noRoute) = pair.send(ipv4("192.0.2.80", "203.0.113.9"), from: "a") else { Issue.record("routed without a route"); return }
     }
 
+    @Test func aForgedResponseDoesNotSpoilThePendingHandshake() {
+        let pair = EnginePair()
+        pair.send(ipv4("10.0.0.2", "192.0.2.80"), from: "b")
+        let initiation = pair.wire[0].datagram.bytes
+        // Anyone who knows b's public key can make MAC1 valid; the rest is garbage.
+        var forged: [UInt8] = [2, 0, 0, 0, 9, 9, 9, 9] + Array(initiation[4..<8]) + [UInt8](repeating: 7, count: 48)
+        forged += Blake2s.mac(key: Noise.mac1Key(pair.bKey.publicKey), forged) + [UInt8](repeating: 0, count: 16)
+        guard case .drop(.badMAC) = pair.deliver(forged, from: "a") else { Issue.record("forged response accepted"); return }
+        pair.run()
+        #expect(pair.deliveredToA.count == 1, "the real response still completed the handshake")
+    }
+
     @Test func mismatchedPresharedKeysNeverEstablishASession() {
         let pair = EnginePair(psk: PresharedKey(secret: SecretBytes([UInt8](repeating: 1, count: 32))),
                               bPSK: PresharedKey(secret: SecretBytes([UInt8](repeating: 2, count: 32))))
