@@ -29,7 +29,9 @@ public final class Rtnetlink {
                 mark: attributes.u32(UInt16(cint(FRA_FWMARK))) ?? 0,
                 mask: attributes.u32(UInt16(cint(FRA_FWMASK))) ?? 0,
                 table: attributes.u32(UInt16(cint(FRA_TABLE))) ?? UInt32(header.table),
-                protocolNumber: attributes.u8(UInt16(cint(FRA_PROTOCOL))) ?? 0)
+                protocolNumber: attributes.u8(UInt16(cint(FRA_PROTOCOL))) ?? 0,
+                invert: header.flags & Self.fibRuleInvert != 0,
+                suppressPrefixLength: attributes.u32(UInt16(cint(FRA_SUPPRESS_PREFIXLEN))).flatMap { $0 == UInt32.max ? nil : $0 })
         }
     }
 
@@ -41,14 +43,20 @@ public final class Rtnetlink {
         try netlink.perform(ruleMessage(rule, type: RTM_DELRULE, flags: 0), operation: "delete \(rule)")
     }
 
+    /// FIB_RULE_INVERT from linux/fib_rules.h.
+    static let fibRuleInvert: UInt32 = 0x2
+
     private func ruleMessage(_ rule: RoutingRule, type: Int, flags: Int32) -> NetlinkMessage {
         let message = NetlinkMessage(type: UInt16(type), flags: flags)
         message.putFamilyHeader(fib_rule_hdr(family: family(rule.ipv4), dst_len: 0, src_len: 0, tos: 0,
                                              table: UInt8(cint(RT_TABLE_UNSPEC)), res1: 0, res2: 0,
-                                             action: UInt8(cint(FR_ACT_TO_TBL)), flags: 0))
+                                             action: UInt8(cint(FR_ACT_TO_TBL)), flags: rule.invert ? Self.fibRuleInvert : 0))
         message.put(UInt16(cint(FRA_PRIORITY)), u32: rule.priority)
-        message.put(UInt16(cint(FRA_FWMARK)), u32: rule.mark)
-        message.put(UInt16(cint(FRA_FWMASK)), u32: rule.mask)
+        if rule.mask != 0 {
+            message.put(UInt16(cint(FRA_FWMARK)), u32: rule.mark)
+            message.put(UInt16(cint(FRA_FWMASK)), u32: rule.mask)
+        }
+        if let length = rule.suppressPrefixLength { message.put(UInt16(cint(FRA_SUPPRESS_PREFIXLEN)), u32: length) }
         message.put(UInt16(cint(FRA_TABLE)), u32: rule.table)
         message.put(UInt16(cint(FRA_PROTOCOL)), u8: rule.protocolNumber)
         return message

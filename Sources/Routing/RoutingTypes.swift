@@ -11,18 +11,29 @@ public struct RoutingRule: Hashable, Sendable, CustomStringConvertible {
     public var table: UInt32
     /// Who installed it (rtm_protocol); ours carry the daemon's protocol number.
     public var protocolNumber: UInt8
+    /// `not fwmark ...`: the rule applies to packets whose mark does not match.
+    public var invert: Bool
+    /// `suppress_prefixlength N`: ignore routes from the table with prefixes this short or
+    /// shorter (wg-quick's "main table, but not its default route").
+    public var suppressPrefixLength: UInt32?
 
-    public init(ipv4: Bool, priority: UInt32, mark: UInt32, mask: UInt32, table: UInt32, protocolNumber: UInt8) {
+    /// A mask of 0 matches every packet (no fwmark selector).
+    public init(ipv4: Bool, priority: UInt32, mark: UInt32, mask: UInt32, table: UInt32, protocolNumber: UInt8,
+                invert: Bool = false, suppressPrefixLength: UInt32? = nil) {
         self.ipv4 = ipv4
         self.priority = priority
         self.mark = mark
         self.mask = mask
         self.table = table
         self.protocolNumber = protocolNumber
+        self.invert = invert
+        self.suppressPrefixLength = suppressPrefixLength
     }
 
     public var description: String {
-        "\(ipv4 ? "ipv4" : "ipv6") rule \(priority): fwmark 0x\(String(mark, radix: 16))/0x\(String(mask, radix: 16)) lookup \(table) proto \(protocolNumber)"
+        let selector = mask == 0 ? "all" : "\(invert ? "not " : "")fwmark 0x\(String(mark, radix: 16))/0x\(String(mask, radix: 16))"
+        let suppress = suppressPrefixLength.map { " suppress_prefixlength \($0)" } ?? ""
+        return "\(ipv4 ? "ipv4" : "ipv6") rule \(priority): \(selector) lookup \(table)\(suppress) proto \(protocolNumber)"
     }
 }
 

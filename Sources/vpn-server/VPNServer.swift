@@ -19,7 +19,9 @@ struct VPNServer: ParsableCommand {
         Without a peer Endpoint in the file it is a listening peer: it forwards what its peers \
         send and masquerades it behind the uplink (nft table inet vpn_server_IFACE). With \
         Endpoints it is a client: it installs the file's addresses and a route per AllowedIPs \
-        prefix. `wg show IFACE` and `wg set IFACE ...` work through /var/run/wireguard/IFACE.sock. \
+        prefix; with 0.0.0.0/0 or ::/0 everything goes through the tunnel, routed as wg-quick does \
+        (fwmark, table 51820, suppress_prefixlength 0). `wg show IFACE` and `wg set IFACE ...` work \
+        through /var/run/wireguard/IFACE.sock. \
         Runs in the foreground until SIGTERM or SIGINT; the interface goes with the process.
         """)
 
@@ -64,18 +66,25 @@ struct VPNServer: ParsableCommand {
             do { timing = try TestTiming.parse(testTiming) } catch { log.error("\(error)"); throw ExitCode(2) }
         }
         do {
-            let configuration = try EngineConfiguration.from(file)
-            if isClient, let full = file.peers.flatMap(\.allowedIPs).first(where: { $0.length == 0 }) {
-                log.error("\(config): AllowedIPs \(full) would route the tunnel's own packets into itself; vpn-server installs routes for specific prefixes (use 0.0.0.0/1 and 128.0.0.0/1 with an exception for the endpoint, or a vpnexec profile, which routes by process)")
-                throw ExitCode(1)
-            }
+            var configuration = try EngineConfiguration.from(file)
+            let allowed = file.peers.flatMap(\.allowedIPs)
+            let everything = isClient ? allowed.filter { $0.length == 0 } : []
+            if !everything.isEmpty { configuration.fwmark = file.interface.fwmark ?? FullTunnelRouting.table }
             let tunnel = try RunningTunnel(configuration: configuration, options: .init(
                 interfaceName: name, mtu: Int(file.interface.mtu ?? 1420), uapiDirectory: uapiDirectory,
                 timing: timing, handshakeLoadThreshold: testHandshakeLoad ?? 1000))
             let netlink = try Rtnetlink()
             try TunnelInterface.configure(name: tunnel.tun.name, addresses: file.interface.addresses,
                                           mtu: file.interface.mtu ?? 1420,
-                                          routes: isClient ? file.peers.flatMap(\.allowedIPs) : [], netlink: netlink)
+                                          routes: isClient ? allowed.filter { $0.length > 0 } : [], netlink: netlink)
+            var fullTunnel: FullTunnelRouting?
+            if !everything.isEmpty, let link = try netlink.link(named: tunnel.tun.name), let mark = configuration.fwmark {
+                let routing = FullTunnelRouting(interfaceIndex: link.index, ipv4: everything.contains { $0.isIPv4 },
+                                                ipv6: everything.contains { !$0.isIPv4 }, mark: mark)
+                try routing.apply(netlink)
+                fullTunnel = routing
+                log.notice("\(tunnel.tun.name): everything but the tunnel's own datagrams (mark 0x\(String(mark, radix: 16))) goes through it (table \(FullTunnelRouting.table))")
+            }
             var natTable: NftTable?
             if !isClient {
                 try Self.enableForwarding()
@@ -99,6 +108,7 @@ struct VPNServer: ParsableCommand {
             log.notice("\(tunnel.tun.name): stopping")
             tunnel.stop()
             if let natTable { try? NftablesClient().delete(family: natTable.family, table: natTable.name) }
+            if let fullTunnel { fullTunnel.remove(netlink) }
         } catch let exit as ExitCode {
             throw exit
         } catch {

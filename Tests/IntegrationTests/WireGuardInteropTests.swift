@@ -47,6 +47,43 @@ import Testing
         try topology.client.run(["ping", "-c", "1", "-W", "3", "10.77.0.1"])
     }
 
+    /// A provider's usual file: AllowedIPs = 0.0.0.0/0, ::/0. Everything leaves through the
+    /// tunnel (the service sees the tunnel address), the encrypted datagrams keep the uplink,
+    /// and the routing rules go when vpn-server stops.
+    @Test func ourClientAsAFullTunnel() throws {
+        let cleanup = Cleanup()
+        defer { cleanup.run() }
+        let topology = try Topology(cleanup: cleanup)
+        let services = try topology.startServices()
+        let (serverKey, serverPublic) = try WireGuardGo.keyPair()
+        let (clientKey, clientPublic) = try WireGuardGo.keyPair()
+        let serverName = "vx\(topology.tag)g"
+        _ = try WireGuardGo.start(in: topology.server, serverName, cleanup: cleanup)
+        try WireGuardGo.configure(serverName, in: topology.server, key: serverKey, listenPort: 51902, peer: clientPublic,
+                                  endpoint: nil, allowed: "10.83.0.2/32,fd83::2/128", addresses: ["10.83.0.1/24", "fd83::1/64"])
+        let ours = try OurTunnel(in: topology.client, name: "vx\(topology.tag)o", cleanup: cleanup, config: """
+            [Interface]
+            PrivateKey = \(clientKey)
+            Address = 10.83.0.2/24, fd83::2/64
+            [Peer]
+            PublicKey = \(serverPublic)
+            Endpoint = \(Topology.serverUplink4):51902
+            AllowedIPs = 0.0.0.0/0, ::/0
+            """)
+        let probe = try PythonScript.write(PythonScript.probe, cleanup: cleanup)
+        #expect(try topology.client.run(["python3", probe, "tcp", Topology.service4, "8080"]).trimmed == "10.83.0.2")
+        #expect(try topology.client.run(["python3", probe, "tcp", Topology.service6, "8080"]).trimmed == "fd83::2")
+        #expect(services.seen() == ["tcp 10.83.0.2", "tcp fd83::2"])
+        let rules = try topology.client.run(["ip", "-4", "rule"])
+        #expect(rules.contains("not from all fwmark 0xca6c lookup 51820") && rules.contains("lookup main suppress_prefixlength 0"), "\(rules)")
+        ours.process.stop()
+        #expect(ours.process.waitForExit(seconds: 10))
+        #expect(try !topology.client.run(["ip", "-4", "rule"]).contains("51820"))
+        #expect(try !topology.client.run(["ip", "-6", "rule"]).contains("51820"))
+        // Without the tunnel, the client is back on its own address.
+        #expect(try topology.client.run(["python3", probe, "tcp", Topology.service4, "8080"]).trimmed == Topology.clientAddress4)
+    }
+
     /// A wireguard-go client dials our listening `vpn-server`, which masquerades what it
     /// forwards: a host beyond the server sees the server's uplink address.
     @Test func wireguardGoClientWithOurServer() throws {
