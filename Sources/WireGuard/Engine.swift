@@ -95,6 +95,8 @@ public final class Engine: @unchecked Sendable {
 
     private let lock = NSLockLike()
     private let timing: Timing
+    /// The tunnel interface's MTU: padding never takes a packet past it.
+    public let mtu: Int
     private let random: any RandomSource
     private var privateKey: PrivateKey?
     private var publicKey: PublicKey?
@@ -115,9 +117,11 @@ public final class Engine: @unchecked Sendable {
         case keypair(Keypair)
     }
 
-    public init(configuration: InterfaceConfiguration, timing: Timing = .standard, random: any RandomSource = SystemRandom()) {
+    public init(configuration: InterfaceConfiguration, timing: Timing = .standard, mtu: Int = 1420,
+                random: any RandomSource = SystemRandom()) {
         _ = Sodium.ready
         self.timing = timing
+        self.mtu = mtu
         self.random = random
         listenPort = configuration.listenPort
         fwmark = configuration.fwmark
@@ -229,7 +233,7 @@ public final class Engine: @unchecked Sendable {
             lock.unlock()
             return result
         }
-        let padded = min((packet.count + 15) & ~15, buffer.count - packet.lowerBound - AEAD.tagSize)
+        let padded = min(Self.paddedLength(packet.count, mtu: mtu), buffer.count - packet.lowerBound - AEAD.tagSize)
         peer.txBytes &+= UInt64(padded + 32)
         dataSent(peer, now: now)
         if keypair.isInitiator && (counter >= timing.rekeyAfterMessages || now.since(keypair.createdAt) >= timing.rekeyAfterTime) {
@@ -241,6 +245,12 @@ public final class Engine: @unchecked Sendable {
     }
 
     @inline(__always)
+    /// Plaintext is padded to a multiple of 16, but (as wireguard-go and the kernel do) never
+    /// past the MTU, so a full-sized packet keeps the outer datagram within the path MTU.
+    static func paddedLength(_ length: Int, mtu: Int) -> Int {
+        max(length, min((length + 15) & ~15, mtu))
+    }
+
     private func writeTransport(buffer: UnsafeMutableRawBufferPointer, payloadStart: Int, length: Int, padded: Int, keypair: Keypair, counter: UInt64) {
         let base = buffer.baseAddress!
         if padded > length { (base + payloadStart + length).initializeMemory(as: UInt8.self, repeating: 0, count: padded - length) }
@@ -645,6 +655,9 @@ public final class Engine: @unchecked Sendable {
             if peer.next === keypair { peer.next = nil }
         }
     }
+
+    /// Counts a packet the I/O around the engine dropped before it got here.
+    public func countDrop(_ reason: DropReason) { _ = count(reason) }
 
     @discardableResult
     private func count(_ reason: DropReason) -> DropReason {

@@ -25,8 +25,9 @@ public enum WireFormat {
         case .response: return bytes.count == MessageSize.response ? .success(type) : .failure(.malformed)
         case .cookieReply: return bytes.count == MessageSize.cookieReply ? .success(type) : .failure(.malformed)
         case .transport:
-            // Ciphertext is padded to 16, plus the tag: a valid length is 16 + 16k + 16.
-            return bytes.count >= MessageSize.transportMinimum && bytes.count % 16 == 0 ? .success(type) : .failure(.malformed)
+            // Senders pad to 16 but never past their MTU, so a full-sized packet arrives
+            // unpadded: any length from header plus tag up is well formed.
+            return bytes.count >= MessageSize.transportMinimum ? .success(type) : .failure(.malformed)
         }
     }
 
@@ -66,4 +67,6 @@ public enum DropReason: String, CaseIterable, Sendable, Hashable, Error {
     case rateLimited
     /// The queue of packets waiting for a handshake was full.
     case queueFull
+    /// The kernel refused a decrypted packet written to the TUN interface.
+    case tunRefused
 }

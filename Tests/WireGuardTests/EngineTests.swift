@@ -132,6 +132,28 @@ func ipv6(_ source: String, _ destination: String, payload: Int = 8) -> [UInt8] 
         #expect(status.drops.values.reduce(0, +) == 0)
     }
 
+    /// Padding stops at the MTU (1420 here), as wireguard-go's and the kernel's do: a packet of
+    /// exactly the MTU travels unpadded, in a datagram whose length is not a multiple of 16,
+    /// and such a datagram from a peer is taken, not dropped as malformed.
+    @Test func paddingStopsAtTheMTUAndUnpaddedDatagramsAreAccepted() {
+        #expect(Engine.paddedLength(0, mtu: 1420) == 0)
+        #expect(Engine.paddedLength(21, mtu: 1420) == 32)
+        #expect(Engine.paddedLength(1410, mtu: 1420) == 1420)
+        #expect(Engine.paddedLength(1420, mtu: 1420) == 1420)
+        #expect(Engine.paddedLength(3000, mtu: 1420) == 3000)
+        let pair = EnginePair()
+        pair.send(ipv4("10.0.0.2", "192.0.2.80"), from: "b")
+        pair.run()
+        for size in [1410, 1420] {
+            let packet = ipv4("10.0.0.2", "192.0.2.80", payload: size - 20)
+            guard case let .send(range, _) = pair.send(packet, from: "b") else { Issue.record("no session"); return }
+            #expect(range.count == 16 + 1420 + 16)
+            pair.run()
+            #expect(pair.deliveredToA.last == packet)
+        }
+        #expect(pair.a.status.drops.values.reduce(0, +) == 0)
+    }
+
     @Test func replayedDataIsDroppedAndCounted() {
         let pair = EnginePair()
         pair.send(ipv4("10.0.0.2", "192.0.2.80"), from: "b")
