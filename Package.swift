@@ -55,6 +55,7 @@ let package = Package(
         .testTarget(name: "NetlinkTests", dependencies: ["Netlink", "Nftables", "Routing", "Cgroups", "NetTestSupport"]),
         .testTarget(name: "CgroupsTests", dependencies: ["Cgroups", "NetTestSupport"]),
         .testTarget(name: "WireGuardTests", dependencies: ["WireGuard", "Addresses"]),
+        .testTarget(name: "WireGuardDeviceTests", dependencies: ["WireGuardDevice"]),
         .testTarget(name: "DaemonTests", dependencies: ["Daemon", "Plan", "Nftables"]),
         .testTarget(name: "IntegrationTests", dependencies: ["NetTestSupport", "Control"]),
     ]

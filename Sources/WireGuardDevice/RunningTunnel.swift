@@ -16,14 +16,17 @@ public final class RunningTunnel: @unchecked Sendable {
         public var timing: Timing
         /// Handshake initiations per second above which the engine answers with cookies.
         public var handshakeLoadThreshold: Int
+        /// Let the kernel hand us TCP super-packets (TSO) that we segment ourselves.
+        public var offloads: Bool
 
         public init(interfaceName: String, mtu: Int = 1420, uapiDirectory: String? = "/var/run/wireguard",
-                    timing: Timing = .standard, handshakeLoadThreshold: Int = 1000) {
+                    timing: Timing = .standard, handshakeLoadThreshold: Int = 1000, offloads: Bool = true) {
             self.interfaceName = interfaceName
             self.mtu = mtu
             self.uapiDirectory = uapiDirectory
             self.timing = timing
             self.handshakeLoadThreshold = handshakeLoadThreshold
+            self.offloads = offloads
         }
     }
 
@@ -40,11 +43,11 @@ public final class RunningTunnel: @unchecked Sendable {
     public init(configuration: InterfaceConfiguration, options: Options) throws {
         _ = Sodium.ready
         self.options = options
-        tun = try TunDevice(name: options.interfaceName)
+        tun = try TunDevice(name: options.interfaceName, offloads: options.offloads)
         udp = try UDPSocket(port: configuration.listenPort ?? 0, mark: configuration.fwmark)
         var effective = configuration
         effective.listenPort = udp.port
-        engine = Engine(configuration: effective, timing: options.timing)
+        engine = Engine(configuration: effective, timing: options.timing, mtu: options.mtu)
         wakeFD = eventfd(0, Int32(EFD_CLOEXEC))
         guard wakeFD >= 0 else { throw SystemCallError("eventfd") }
         load = HandshakeLoad(threshold: options.handshakeLoadThreshold)
@@ -99,26 +102,49 @@ public final class RunningTunnel: @unchecked Sendable {
 
     private func outboundLoop() {
         let batch = DatagramBatch(capacity: 64, slotSize: Self.slotSize(mtu: options.mtu), headroom: 16)
+        // With offloads one read may be a 64 KiB TCP super-packet, cut into the batch's slots.
+        let frameSize = tun.hasVirtioHeader ? TunOffload.headerSize + 65_536 : 0
+        let frame = UnsafeMutableRawBufferPointer.allocate(byteCount: frameSize, alignment: 64)
+        defer { frame.deallocate() }
         var fds = [pollfd(fd: tun.fd, events: Int16(POLLIN), revents: 0), pollfd(fd: wakeFD, events: Int16(POLLIN), revents: 0)]
+        var slot = 0
+        // The packet's room in the current slot: headroom for the transport header before it,
+        // padding and tag after it.
+        func room() -> UnsafeMutableRawBufferPointer {
+            if slot == batch.capacity { batch.flush(to: udp); slot = 0 }
+            let buffer = batch.slot(slot)
+            return UnsafeMutableRawBufferPointer(rebasing: buffer[16..<(buffer.count - 32)])
+        }
+        func encapsulate(length: Int, now clock: Timestamp, wall wallClock: WallClock) {
+            switch engine.encapsulate(buffer: batch.slot(slot), packet: 16..<(16 + length), now: clock, wall: wallClock) {
+            case let .send(range, to: endpoint):
+                batch.enqueue(slot: slot, range: range, to: endpoint, dualStack: udp.isDualStack)
+                slot += 1
+            case let .queued(handshake):
+                send(handshake)
+            case .drop:
+                break
+            }
+        }
         while !isStopping {
             let ready = poll(&fds, 2, -1)
             if ready < 0 { if errno == EINTR { continue }; break }
             if fds[1].revents != 0 || isStopping { break }
             let clock = now(), wallClock = wall()
-            var slot = 0
+            slot = 0
             while slot < batch.capacity {
-                let buffer = batch.slot(slot)
-                let room = UnsafeMutableRawBufferPointer(rebasing: buffer[16..<(buffer.count - 32)])
-                let n = read(tun.fd, room.baseAddress, room.count)
-                if n <= 0 { break }
-                switch engine.encapsulate(buffer: buffer, packet: 16..<(16 + n), now: clock, wall: wallClock) {
-                case let .send(range, to: endpoint):
-                    batch.enqueue(slot: slot, range: range, to: endpoint, dualStack: udp.isDualStack)
-                    slot += 1
-                case let .queued(handshake):
-                    send(handshake)
-                case .drop:
-                    break
+                if tun.hasVirtioHeader {
+                    let n = read(tun.fd, frame.baseAddress, frame.count)
+                    if n <= 0 { break }
+                    let cut = TunOffload.split(UnsafeRawBufferPointer(rebasing: frame[0..<n]), next: room) {
+                        encapsulate(length: $0, now: clock, wall: wallClock)
+                    }
+                    if !cut { engine.countDrop(.malformed) }
+                } else {
+                    let buffer = room()
+                    let n = read(tun.fd, buffer.baseAddress, buffer.count)
+                    if n <= 0 { break }
+                    encapsulate(length: n, now: clock, wall: wallClock)
                 }
             }
             batch.flush(to: udp)
@@ -131,6 +157,8 @@ public final class RunningTunnel: @unchecked Sendable {
 
     private func inboundLoop() {
         let batch = DatagramBatch(capacity: 64, slotSize: Self.slotSize(mtu: options.mtu), headroom: 0)
+        // With offloads, a batch's TCP segments reach the kernel coalesced (GRO).
+        let coalescer = tun.hasVirtioHeader ? TunCoalescer(capacity: batch.capacity) : nil
         while !isStopping {
             guard let count = batch.receive(from: udp), count > 0 else { break }
             let clock = now(), wallClock = wall()
@@ -142,13 +170,17 @@ public final class RunningTunnel: @unchecked Sendable {
                 switch engine.decapsulate(buffer: buffer, datagram: 0..<length, from: sender,
                                           underLoad: underLoad, now: clock, wall: wallClock) {
                 case let .deliver(range):
-                    tun.write(UnsafeRawBufferPointer(rebasing: buffer[range]))
+                    // The transport header in front of the plaintext, consumed, makes room for
+                    // the virtio-net header.
+                    if let coalescer { coalescer.add(UnsafeMutableRawBufferPointer(rebasing: buffer[range])) }
+                    else if !tun.write(UnsafeRawBufferPointer(rebasing: buffer[range])) { engine.countDrop(.tunRefused) }
                 case .keepalive, .drop:
                     break
                 case let .control(datagrams):
                     send(datagrams)
                 }
             }
+            coalescer?.flush { if !tun.write(vectors: $0) { engine.countDrop(.tunRefused) } }
             send(engine.drainOutput())
         }
     }

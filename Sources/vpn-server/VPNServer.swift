@@ -34,6 +34,9 @@ struct VPNServer: ParsableCommand {
     @Flag(name: .customLong("no-nat"), help: "As a listening peer, do not masquerade the peers' traffic.")
     var noNAT = false
 
+    @Flag(name: .customLong("no-offloads"), help: "Read one packet per TUN read instead of TCP super-packets (TSO) that we segment.")
+    var noOffloads = false
+
     @Option(name: .customLong("uapi-dir"), help: "Directory of the userspace API socket.")
     var uapiDirectory = "/var/run/wireguard"
 
@@ -72,7 +75,7 @@ struct VPNServer: ParsableCommand {
             if !everything.isEmpty { configuration.fwmark = file.interface.fwmark ?? FullTunnelRouting.table }
             let tunnel = try RunningTunnel(configuration: configuration, options: .init(
                 interfaceName: name, mtu: Int(file.interface.mtu ?? 1420), uapiDirectory: uapiDirectory,
-                timing: timing, handshakeLoadThreshold: testHandshakeLoad ?? 1000))
+                timing: timing, handshakeLoadThreshold: testHandshakeLoad ?? 1000, offloads: !noOffloads))
             let netlink = try Rtnetlink()
             try TunnelInterface.configure(name: tunnel.tun.name, addresses: file.interface.addresses,
                                           mtu: file.interface.mtu ?? 1420,

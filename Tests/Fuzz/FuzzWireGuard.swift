@@ -1,10 +1,13 @@
 import Addresses
+import Glibc
 import WireGuard
 
 /// libFuzzer entry (scripts/fuzz builds it with -sanitize=fuzzer,address): every input is
-/// a datagram from the network for an engine with a configured peer and, as text, a
-/// userspace API request and a wg-quick file. Nothing may crash, hang or leak; every
-/// datagram must come out as a drop, a keepalive, a delivery or control messages.
+/// a datagram from the network for an engine with a configured peer, a frame from the TUN
+/// (virtio-net header and packet) to segment, three decrypted packets to coalesce (what a
+/// peer decides), and, as text, a userspace API request and a wg-quick file. Nothing may
+/// crash, hang or leak; every datagram must come out as a drop, a keepalive, a delivery or
+/// control messages.
 private let engine: Engine = {
     // The responder of the handshake known-answer vectors, so the seed initiation from
     // scripts/fuzz is a valid one and mutations reach deep into the handshake.
@@ -16,6 +19,8 @@ private let engine: Engine = {
     ]))
 }()
 private let source = Endpoint(address: .v4(0xC633_6402), port: 40000)
+private let coalescer = TunCoalescer(capacity: 4)
+private let slot = UnsafeMutableRawBufferPointer.allocate(byteCount: 1536, alignment: 16)
 private var clock: UInt64 = 1_000_000_000
 
 @_cdecl("LLVMFuzzerTestOneInput")
@@ -33,6 +38,21 @@ public func fuzz(_ data: UnsafePointer<UInt8>, _ size: Int) -> Int32 {
     var outbound = [UInt8](repeating: 0, count: 16) + [UInt8](input) + [UInt8](repeating: 0, count: 64)
     _ = outbound.withUnsafeMutableBytes {
         engine.encapsulate(buffer: $0, packet: 16..<(16 + size), now: now, wall: wall)
+    }
+    _ = TunOffload.split(UnsafeRawBufferPointer(input), next: { slot }, emit: { precondition($0 <= slot.count) })
+    // The input cut into three packets, each with room for the virtio-net header in front.
+    let third = size / 3
+    var packets = [UInt8](repeating: 0, count: 3 * (TunOffload.headerSize + third))
+    packets.withUnsafeMutableBytes { memory in
+        for i in 0..<3 {
+            let at = i * (TunOffload.headerSize + third) + TunOffload.headerSize
+            let packet = UnsafeMutableRawBufferPointer(rebasing: memory[at..<(at + third)])
+            packet.copyMemory(from: UnsafeRawBufferPointer(rebasing: UnsafeRawBufferPointer(input)[(i * third)..<((i + 1) * third)]))
+            coalescer.add(packet)
+        }
+        var written = 0
+        coalescer.flush { vectors in written += vectors.reduce(0) { $0 + $1.iov_len } }
+        precondition(written <= memory.count, "a write larger than its packets")
     }
     _ = engine.tick(now: now, wall: wall)
     _ = engine.drainOutput()

@@ -36,15 +36,7 @@ import Testing
                                       endpoint: "\(Topology.serverUplink4):\(port)", allowed: "10.80.0.0/24", addresses: ["10.80.0.2/24"])
         }
 
-        func stats() throws -> [String: UInt64] {
-            let text = try Command.run(["python3", attack, "stats", "/var/run/wireguard/\(ours.name).sock"])
-            var counters: [String: UInt64] = [:]
-            for line in text.split(separator: "\n") where line.hasPrefix("drop_") {
-                let parts = line.dropFirst(5).split(separator: "=")
-                if parts.count == 2 { counters[String(parts[0])] = UInt64(parts[1]) }
-            }
-            return counters
-        }
+        func stats() throws -> [String: UInt64] { try ours.drops(using: attack) }
     }
 
     /// Proof 2a: with rekeys every 2 s (test timers), 300 pings over 9 s all come back

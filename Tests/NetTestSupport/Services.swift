@@ -39,6 +39,7 @@ public enum PythonScript {
     public static var reporter: String { "reporter.py" }
     public static var probe: String { "probe.py" }
     public static var wireGuardAttack: String { "wgattack.py" }
+    public static var bulk: String { "bulk.py" }
 
     public static func write(_ name: String, cleanup: Cleanup) throws -> String {
         let source = URL(fileURLWithPath: #filePath).deletingLastPathComponent()

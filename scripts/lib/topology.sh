@@ -107,10 +107,11 @@ Endpoint = 203.0.113.2:51821
 AllowedIPs = ${client_allowed:-0.0.0.0/0, ::/0}
 CONF
   umask 022
-  bg "$server" "$bin" --config "$work/server.conf" --interface "$wgs" 2>> "$work/vpn-server.log"
+  # $ours_flags: extra vpn-server flags for both ends (the bench compares --no-offloads).
+  bg "$server" "$bin" --config "$work/server.conf" --interface "$wgs" ${ours_flags:-} 2>> "$work/vpn-server.log"
   until [[ -S /var/run/wireguard/$wgs.sock ]]; do sleep 0.05; done
   if [[ $mode == client ]]; then
-    bg "$client" "$bin" --config "$work/client.conf" --interface "$wgc" 2>> "$work/vpn-server.log"
+    bg "$client" "$bin" --config "$work/client.conf" --interface "$wgc" ${ours_flags:-} 2>> "$work/vpn-server.log"
     until [[ -S /var/run/wireguard/$wgc.sock ]]; do sleep 0.05; done
   fi
 }
