@@ -111,6 +111,7 @@ public final class Engine: @unchecked Sendable {
     private var indices: [UInt32: IndexEntry] = [:]
     private var output: [Datagram] = []
     private var drops: [DropReason: UInt64] = [:]
+    private var limiter = HandshakeRateLimiter()
 
     private enum IndexEntry {
         case handshake(Peer)
@@ -425,6 +426,11 @@ public final class Engine: @unchecked Sendable {
             return .control([Datagram(bytes: reply, to: source)])
         }
         self.checker = checker
+        if underLoad && !limiter.allow(source.address, now: now) {
+            drops[.rateLimited, default: 0] += 1
+            lock.unlock()
+            return .drop(.rateLimited)
+        }
         lock.unlock()
         var unknown = false
         guard let consumed = HandshakeCodec.consumeInitiation(m, local: privateKey, localPublic: publicKey, staticShared: { key in
@@ -479,6 +485,11 @@ public final class Engine: @unchecked Sendable {
             return .control([Datagram(bytes: reply, to: source)])
         }
         self.checker = checker
+        if underLoad && !limiter.allow(source.address, now: now) {
+            drops[.rateLimited, default: 0] += 1
+            lock.unlock()
+            return .drop(.rateLimited)
+        }
         let receiver = m.withUnsafeBytes { WireFormat.readUInt32($0, 8) }
         guard case let .handshake(peer)? = indices[receiver], let pending = peer.pending, pending.senderIndex == receiver else {
             drops[.unknownPeer, default: 0] += 1

@@ -247,6 +247,25 @@ func ipv6(_ source: String, _ destination: String, payload: Int = 8) -> [UInt8] 
         #expect(pair.a.status.drops[.rateLimited] == 1)
     }
 
+    /// A source with a valid cookie still gets only 20 handshake messages per second (burst
+    /// 5) while under load: beyond that, its messages are dropped before any Diffie-Hellman.
+    @Test func underLoadASourceWithACookieIsRateLimited() throws {
+        let pair = EnginePair()
+        pair.send(ipv4("10.0.0.2", "192.0.2.80"), from: "b")
+        pair.run(underLoad: true, limit: 2)
+        pair.advance(5.5)
+        pair.tick()
+        let retry = try #require(pair.wire.first { $0.from == "b" }?.datagram.bytes)
+        pair.wire.removeAll()
+        let before = pair.a.status.drops
+        let results = (0..<10).map { _ in pair.deliver(retry, from: "b", underLoad: true) }
+        guard case .control = results[0] else { Issue.record("the first retry was not answered: \(results[0])"); return }
+        let after = pair.a.status.drops
+        // Four more tokens in the burst: the same initiation again is stale; then the bucket is empty.
+        #expect(after[.staleTimestamp, default: 0] - before[.staleTimestamp, default: 0] == 4)
+        #expect(after[.rateLimited, default: 0] - before[.rateLimited, default: 0] == 5)
+    }
+
     @Test func rekeysAfterRekeyAfterTimeWithoutLosingPackets() {
         var timing = Timing()
         timing.rekeyAfterTime = .seconds(4)
