@@ -411,26 +411,29 @@ public final class Engine: @unchecked Sendable {
         return .deliver(payloadStart..<(payloadStart + length))
     }
 
-    private func receiveInitiation(_ m: [UInt8], from source: Endpoint, underLoad: Bool, now: Timestamp, wall: WallClock) -> Inbound {
-        lock.lock()
-        guard var checker, let privateKey, let publicKey else {
-            lock.unlock()
-            return .drop(count(.unknownPeer))
-        }
-        guard checker.checkMAC1(m) else { drops[.badMAC, default: 0] += 1; lock.unlock(); return .drop(.badMAC) }
+    /// What every handshake message passes before any Diffie-Hellman, with the lock held:
+    /// MAC1; under load, MAC2 (else a cookie reply) and its source's rate limit. nil admits it.
+    private func admitLocked(_ m: [UInt8], from source: Endpoint, underLoad: Bool, now: Timestamp) -> Inbound? {
+        guard var checker else { return .drop(countLocked(.unknownPeer)) }
+        guard checker.checkMAC1(m) else { return .drop(countLocked(.badMAC)) }
         if underLoad && !checker.checkMAC2(m, source: source, now: now) {
             let reply = checker.reply(to: m, source: source, now: now)
             self.checker = checker
-            drops[.rateLimited, default: 0] += 1
-            lock.unlock()
+            countLocked(.rateLimited)
             return .control([Datagram(bytes: reply, to: source)])
         }
         self.checker = checker
-        if underLoad && !limiter.allow(source.address, now: now) {
-            drops[.rateLimited, default: 0] += 1
+        if underLoad && !limiter.allow(source.address, now: now) { return .drop(countLocked(.rateLimited)) }
+        return nil
+    }
+
+    private func receiveInitiation(_ m: [UInt8], from source: Endpoint, underLoad: Bool, now: Timestamp, wall: WallClock) -> Inbound {
+        lock.lock()
+        guard let privateKey, let publicKey else {
             lock.unlock()
-            return .drop(.rateLimited)
+            return .drop(count(.unknownPeer))
         }
+        if let answer = admitLocked(m, from: source, underLoad: underLoad, now: now) { lock.unlock(); return answer }
         lock.unlock()
         var unknown = false
         guard let consumed = HandshakeCodec.consumeInitiation(m, local: privateKey, localPublic: publicKey, staticShared: { key in
@@ -475,21 +478,8 @@ public final class Engine: @unchecked Sendable {
 
     private func receiveResponse(_ m: [UInt8], from source: Endpoint, underLoad: Bool, now: Timestamp, wall: WallClock) -> Inbound {
         lock.lock()
-        guard var checker, let privateKey else { lock.unlock(); return .drop(count(.unknownPeer)) }
-        guard checker.checkMAC1(m) else { drops[.badMAC, default: 0] += 1; lock.unlock(); return .drop(.badMAC) }
-        if underLoad && !checker.checkMAC2(m, source: source, now: now) {
-            let reply = checker.reply(to: m, source: source, now: now)
-            self.checker = checker
-            drops[.rateLimited, default: 0] += 1
-            lock.unlock()
-            return .control([Datagram(bytes: reply, to: source)])
-        }
-        self.checker = checker
-        if underLoad && !limiter.allow(source.address, now: now) {
-            drops[.rateLimited, default: 0] += 1
-            lock.unlock()
-            return .drop(.rateLimited)
-        }
+        guard let privateKey else { lock.unlock(); return .drop(count(.unknownPeer)) }
+        if let answer = admitLocked(m, from: source, underLoad: underLoad, now: now) { lock.unlock(); return answer }
         let receiver = m.withUnsafeBytes { WireFormat.readUInt32($0, 8) }
         guard case let .handshake(peer)? = indices[receiver], let pending = peer.pending, pending.senderIndex == receiver else {
             drops[.unknownPeer, default: 0] += 1
