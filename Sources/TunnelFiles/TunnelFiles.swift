@@ -36,7 +36,7 @@ public enum TunnelFiles {
                 loaded[interface] = Loaded(profile: profile.name, interface: interface, text: text, config: config)
             } catch {
                 problems.append(PolicyDiagnostic(error.message + " (the wg-quick file of profile \(profile.name))",
-                                                 at: SourceLocation(file: error.file, line: error.line, column: 1)))
+                                                 at: SourceLocation(file: error.file, line: error.line, column: error.column)))
             }
         }
         guard problems.isEmpty else { throw PolicyError(problems) }

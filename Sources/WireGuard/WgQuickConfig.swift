@@ -82,13 +82,24 @@ public struct WgQuickConfig: Sendable {
     public var peers: [Peer]
 }
 
-/// A wg-quick file that cannot be used, with the place that says why.
+/// A wg-quick file that cannot be used, with the place that says why. The message names
+/// keys and shows values only where they cannot be secret: these files hold private keys,
+/// and errors end up on terminals and in the journal.
 public struct WgQuickConfigError: Error, Sendable, Equatable, CustomStringConvertible {
     public var file: String
     public var line: Int
+    /// 1-based, in characters of the line; where the offending key or value starts.
+    public var column: Int
     public var message: String
 
-    public var description: String { "\(file):\(line): \(message)" }
+    public init(file: String, line: Int, column: Int = 1, message: String) {
+        self.file = file
+        self.line = line
+        self.column = column
+        self.message = message
+    }
+
+    public var description: String { "\(file):\(line):\(column): \(message)" }
 }
 
 extension WgQuickConfig {
@@ -97,8 +108,11 @@ extension WgQuickConfig {
     /// a file that relies on them to be safe would silently not be.
     public static func parse(_ text: String, file: String) throws(WgQuickConfigError) -> WgQuickConfig {
         var parser = Parser(file: file)
-        for (offset, raw) in text.split(separator: "\n", omittingEmptySubsequences: false).enumerated() {
-            try parser.consume(line: raw, number: offset + 1)
+        // Split on the scalar, not the Character: "\r\n" is one Character, so a file with
+        // CRLF line ends would otherwise be one long line. The "\r" left at each line's
+        // end is trimmed as white space, as wg-quick does.
+        for (offset, raw) in text.unicodeScalars.split(separator: "\n", omittingEmptySubsequences: false).enumerated() {
+            try parser.consume(line: Substring(raw), number: offset + 1)
         }
         return try parser.finish()
     }
@@ -134,8 +148,16 @@ extension WgQuickConfig {
 
         init(file: String) { self.file = file }
 
+        /// Where the current line's key and value start, for the errors about them.
+        var keyColumn = 1
+        var valueColumn = 1
+
         func error(_ line: Int, _ message: String) -> WgQuickConfigError {
-            WgQuickConfigError(file: file, line: line, message: message)
+            WgQuickConfigError(file: file, line: line, column: valueColumn, message: message)
+        }
+
+        func keyError(_ line: Int, _ message: String) -> WgQuickConfigError {
+            WgQuickConfigError(file: file, line: line, column: keyColumn, message: message)
         }
 
         mutating func consume(line raw: Substring, number: Int) throws(WgQuickConfigError) {
@@ -143,39 +165,68 @@ extension WgQuickConfig {
             if let hash = text.firstIndex(of: "#") { text = text[..<hash] }
             let line = text.trimmedForConfig()
             if line.isEmpty { return }
+            func column(_ index: Substring.Index) -> Int { raw.distance(from: raw.startIndex, to: index) + 1 }
+            keyColumn = column(line.startIndex)
+            valueColumn = keyColumn
             if line.hasPrefix("[") {
                 seen = []
                 switch line.lowercased() {
                 case "[interface]":
-                    guard interface == nil else { throw error(number, "a second [Interface] section; a file describes one interface") }
+                    guard interface == nil else { throw keyError(number, "a second [Interface] section; a file describes one interface") }
                     interface = PendingInterface(line: number)
                     section = .interface
                 case "[peer]":
                     peers.append(PendingPeer(line: number))
                     section = .peer
                 default:
-                    throw error(number, "unknown section \(line); expected [Interface] or [Peer]")
+                    throw keyError(number, "unknown section \(Self.shown(line)); expected [Interface] or [Peer]")
                 }
                 return
             }
             guard let equals = line.firstIndex(of: "=") else {
-                throw error(number, "expected Key = Value, found \"\(line)\"")
+                throw keyError(number, "expected Key = Value; this line has no '=' (its text is not shown: it may be a key)")
             }
             let key = line[..<equals].trimmedForConfig()
             let value = line[line.index(after: equals)...].trimmedForConfig()
+            valueColumn = value.isEmpty ? column(line.index(after: equals)) : column(value.startIndex)
             let lowered = key.lowercased()
-            guard !key.isEmpty else { throw error(number, "a line with no key before '='") }
+            guard !key.isEmpty else { throw keyError(number, "a line with no key before '='") }
+            guard Self.isKeyName(key) else {
+                throw keyError(number, "\(Self.keyName(key)) is not a key of wg-quick files (a base64 key pasted on a line of its own?)")
+            }
             guard seen.insert(lowered).inserted || Self.repeatable.contains(lowered) else {
-                throw error(number, "\(key) given twice in one section")
+                throw keyError(number, "\(key) given twice in one section")
             }
             switch section {
             case .none:
-                throw error(number, "\(key) outside a section; start with [Interface]")
+                throw keyError(number, "\(key) outside a section; start with [Interface]")
             case .interface:
                 try interfaceKey(lowered, key: key, value: value, line: number)
             case .peer:
                 try peerKey(lowered, key: key, value: value, line: number)
             }
+        }
+
+        /// Key names are words; anything else before an '=' may be a base64 key (they end
+        /// in '='), so it is never echoed.
+        static func isKeyName(_ key: Substring) -> Bool {
+            key.count <= 32 && key.unicodeScalars.allSatisfy { ("a"..."z").contains($0) || ("A"..."Z").contains($0) }
+        }
+
+        static func keyName(_ key: Substring) -> String {
+            isKeyName(key) ? String(key) : "the text before '=' (not shown: it may be a key)"
+        }
+
+        /// A value as errors show it: quoted, unless it holds something shaped like a key
+        /// (40 or more base64 characters in a row).
+        static func shown(_ value: Substring) -> String {
+            var run = 0
+            for scalar in value.unicodeScalars {
+                let base64 = ("a"..."z").contains(scalar) || ("A"..."Z").contains(scalar) || ("0"..."9").contains(scalar) || scalar == "+" || scalar == "/"
+                run = base64 ? run + 1 : 0
+                if run >= 40 { return "(a value not shown: it looks like a key)" }
+            }
+            return "\"\(value)\""
         }
 
         static let repeatable: Set<String> = ["address", "dns", "allowedips"]
@@ -186,15 +237,15 @@ extension WgQuickConfig {
                 guard let k = PrivateKey(base64: value) else { throw error(line, "PrivateKey is not a base64 key of 32 bytes") }
                 interface!.privateKey = k
             case "listenport":
-                guard let port = UInt16(value) else { throw error(line, "ListenPort \"\(value)\" is not a port number (0-65535)") }
+                guard let port = UInt16(value) else { throw error(line, "ListenPort \(Self.shown(value)) is not a port number (0-65535)") }
                 interface!.listenPort = port
             case "fwmark":
-                guard let mark = Self.parseMark(value) else { throw error(line, "FwMark \"\(value)\" is not a 32-bit number or off") }
+                guard let mark = Self.parseMark(value) else { throw error(line, "FwMark \(Self.shown(value)) is not a 32-bit number or off") }
                 interface!.fwmark = mark == 0 ? nil : mark
             case "address":
                 for item in Self.list(value) {
                     guard let prefix = IPPrefix(item) ?? IPAddress(item).flatMap({ IPPrefix(address: $0, length: $0.bitCount) }) else {
-                        throw error(line, "Address \"\(item)\" is not an address or address/length")
+                        throw error(line, "Address \(Self.shown(item)) is not an address or address/length")
                     }
                     interface!.addresses.append(prefix)
                 }
@@ -204,7 +255,7 @@ extension WgQuickConfig {
                 }
             case "mtu":
                 guard let mtu = UInt32(value), (576...65535).contains(mtu) else {
-                    throw error(line, "MTU \"\(value)\" must be a number between 576 and 65535")
+                    throw error(line, "MTU \(Self.shown(value)) must be a number between 576 and 65535")
                 }
                 interface!.mtu = mtu
             case "table", "saveconfig":
@@ -212,9 +263,9 @@ extension WgQuickConfig {
                 // table of "off" or a number is accepted and means the same to us.
                 break
             case "preup", "postup", "predown", "postdown":
-                throw error(line, "\(key) runs a shell command; vpnexec never runs shell hooks — remove it and express the effect in the policy")
+                throw keyError(line, "\(key) runs a shell command; vpnexec never runs shell hooks — remove it and express the effect in the policy")
             default:
-                throw error(line, "unknown key \(key) in [Interface]; known: PrivateKey, ListenPort, FwMark, Address, DNS, MTU, Table")
+                throw keyError(line, "unknown key \(key) in [Interface]; known: PrivateKey, ListenPort, FwMark, Address, DNS, MTU, Table")
             }
         }
 
@@ -229,13 +280,13 @@ extension WgQuickConfig {
                 peers[index].presharedKey = k
             case "endpoint":
                 guard let endpoint = EndpointSpec(value) else {
-                    throw error(line, "Endpoint \"\(value)\" is not host:port (IPv6 as [address]:port)")
+                    throw error(line, "Endpoint \(Self.shown(value)) is not host:port (IPv6 as [address]:port)")
                 }
                 peers[index].endpoint = endpoint
             case "allowedips":
                 for item in Self.list(value) {
                     guard let prefix = IPPrefix(item) ?? IPAddress(item).flatMap({ IPPrefix(address: $0, length: $0.bitCount) }) else {
-                        throw error(line, "AllowedIPs entry \"\(item)\" is not an address/length")
+                        throw error(line, "AllowedIPs entry \(Self.shown(item)) is not an address/length")
                     }
                     peers[index].allowedIPs.append(prefix.network)
                 }
@@ -244,31 +295,35 @@ extension WgQuickConfig {
                     peers[index].persistentKeepalive = nil
                 } else {
                     guard let seconds = UInt16(value) else {
-                        throw error(line, "PersistentKeepalive \"\(value)\" must be seconds (1-65535) or off")
+                        throw error(line, "PersistentKeepalive \(Self.shown(value)) must be seconds (1-65535) or off")
                     }
                     peers[index].persistentKeepalive = seconds == 0 ? nil : seconds
                 }
             case "preup", "postup", "predown", "postdown":
-                throw error(line, "\(key) runs a shell command; vpnexec never runs shell hooks — remove it and express the effect in the policy")
+                throw keyError(line, "\(key) runs a shell command; vpnexec never runs shell hooks — remove it and express the effect in the policy")
             default:
-                throw error(line, "unknown key \(key) in [Peer]; known: PublicKey, PresharedKey, Endpoint, AllowedIPs, PersistentKeepalive")
+                throw keyError(line, "unknown key \(key) in [Peer]; known: PublicKey, PresharedKey, Endpoint, AllowedIPs, PersistentKeepalive")
             }
         }
 
         func finish() throws(WgQuickConfigError) -> WgQuickConfig {
-            guard let interface else { throw error(1, "no [Interface] section") }
-            guard let privateKey = interface.privateKey else { throw error(interface.line, "[Interface] has no PrivateKey") }
+            // These are about whole sections: they point at the section's header line.
+            func sectionError(_ line: Int, _ message: String) -> WgQuickConfigError {
+                WgQuickConfigError(file: file, line: line, message: message)
+            }
+            guard let interface else { throw sectionError(1, "no [Interface] section") }
+            guard let privateKey = interface.privateKey else { throw sectionError(interface.line, "[Interface] has no PrivateKey") }
             var done: [Peer] = []
             var keys: [PublicKey: Int] = [:]
             var owners: [IPPrefix: Int] = [:]
             for peer in peers {
-                guard let publicKey = peer.publicKey else { throw error(peer.line, "[Peer] has no PublicKey") }
-                if let first = keys[publicKey] { throw error(peer.line, "the peer \(publicKey) is already described at line \(first)") }
+                guard let publicKey = peer.publicKey else { throw sectionError(peer.line, "[Peer] has no PublicKey") }
+                if let first = keys[publicKey] { throw sectionError(peer.line, "the peer \(publicKey) is already described at line \(first)") }
                 keys[publicKey] = peer.line
-                if publicKey == privateKey.publicKey { throw error(peer.line, "a peer cannot have the interface's own public key") }
+                if publicKey == privateKey.publicKey { throw sectionError(peer.line, "a peer cannot have the interface's own public key") }
                 for prefix in peer.allowedIPs {
                     if let first = owners[prefix] {
-                        throw error(peer.line, "AllowedIPs \(prefix) is already the peer's at line \(first); a prefix routes to one peer")
+                        throw sectionError(peer.line, "AllowedIPs \(prefix) is already the peer's at line \(first); a prefix routes to one peer")
                     }
                     owners[prefix] = peer.line
                 }

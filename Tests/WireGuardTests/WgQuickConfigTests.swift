@@ -1,4 +1,5 @@
 import Addresses
+import Foundation
 import Testing
 @testable import WireGuard
 
@@ -107,6 +108,45 @@ import Testing
         #expect {
             try WgQuickConfig.parse(noKey, file: "f")
         } throws: { ($0 as? WgQuickConfigError)?.line == 15 }
+    }
+
+    @Test func crlfLineEndsAreAcceptedAsWgQuickAcceptsThem() throws {
+        let unix = try WgQuickConfig.parse(sample(), file: "f")
+        let dos = try WgQuickConfig.parse(sample().replacingOccurrences(of: "\n", with: "\r\n") + "\r\n", file: "f")
+        #expect(dos.interface.privateKey.hex == unix.interface.privateKey.hex)
+        #expect(dos.interface.addresses == unix.interface.addresses)
+        #expect(dos.peers.map { $0.publicKey } == unix.peers.map { $0.publicKey })
+        #expect(dos.peers[0].allowedIPs == unix.peers[0].allowedIPs)
+        #expect(dos.peers[0].persistentKeepalive == 25 && dos.peers[0].line == 9)
+    }
+
+    /// Whatever is wrong with a file, its error shows file:line:column and key names, never
+    /// a private or pre-shared key: not for a broken CRLF file, not for a key pasted on a
+    /// line of its own (base64 keys end in '=', so they look like "KEY =" lines), not for a
+    /// key pasted as another key's value.
+    @Test(arguments: [
+        ("[Interface]\r\nPrivateKey = SECRET\r\nAddress = 10.0.0.300/24\r\n", 3, 11, "Address \"10.0.0.300/24\""),
+        ("[Interface]\nPrivateKey = SECRET\nSECRET\n", 3, 1, "not a key of wg-quick files"),
+        ("[Interface]\nPrivateKey = SECRET\nSECRETN\n", 3, 1, "expected Key = Value"),
+        ("[Interface]\nPrivateKey = SECRET\n[Peer]\nEndpoint = SECRET\n", 4, 12, "Endpoint (a value not shown"),
+        ("[Interface]\nPrivateKey = SECRET\n[Peer]\nPresharedKey = SECRETX\n", 4, 16, "PresharedKey is not a base64 key"),
+        ("[Interface]\nListenPort = SECRET\n", 2, 14, "ListenPort (a value not shown"),
+        ("[SECRET]\n", 1, 1, "unknown section (a value not shown"),
+    ])
+    func errorsNeverShowAKey(template: String, line: Int, column: Int, fragment: String) {
+        let secret = PrivateKey.generate().base64
+        let text = template.replacingOccurrences(of: "SECRETN", with: String(secret.dropLast()))
+            .replacingOccurrences(of: "SECRETX", with: String(secret.dropLast(4)) + "!!!=")
+            .replacingOccurrences(of: "SECRET", with: secret)
+        #expect {
+            try WgQuickConfig.parse(text, file: "leak.conf")
+        } throws: { error in
+            guard let e = error as? WgQuickConfigError else { return false }
+            let shown = e.description
+            let core = String(secret.prefix(20))
+            return e.line == line && e.column == column && e.message.contains(fragment)
+                && !shown.contains(core) && shown.hasPrefix("leak.conf:\(line):\(column): ")
+        }
     }
 
     @Test(arguments: ["192.0.2.1", "192.0.2.1:", ":51820", "[2001:db8::1]51820", "2001:db8::1:51820", "host_name:1", "a:0", "a:65536"])
