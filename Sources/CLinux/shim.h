@@ -100,3 +100,52 @@ extern int pthread_setname_np(pthread_t thread, const char *name);
 static inline int vx_pthread_setname(pthread_t thread, const char *name) { return pthread_setname_np(thread, name); }
 
 #include <sys/eventfd.h>
+
+// --- passing a descriptor over a Unix socket (SCM_RIGHTS); CMSG_* are macros ---
+
+/// Sends `length` bytes and, if `fd` >= 0, the descriptor with them (one sendmsg).
+static inline ssize_t vx_send_with_fd(int sock, const void *bytes, size_t length, int fd) {
+    struct iovec iov = { (void *)bytes, length };
+    union { struct cmsghdr header; char space[CMSG_SPACE(sizeof(int))]; } control;
+    struct msghdr msg;
+    memset(&msg, 0, sizeof msg);
+    memset(&control, 0, sizeof control);
+    msg.msg_iov = &iov;
+    msg.msg_iovlen = 1;
+    if (fd >= 0) {
+        msg.msg_control = control.space;
+        msg.msg_controllen = sizeof control.space;
+        struct cmsghdr *c = CMSG_FIRSTHDR(&msg);
+        c->cmsg_level = SOL_SOCKET;
+        c->cmsg_type = SCM_RIGHTS;
+        c->cmsg_len = CMSG_LEN(sizeof(int));
+        memcpy(CMSG_DATA(c), &fd, sizeof(int));
+    }
+    return sendmsg(sock, &msg, MSG_NOSIGNAL);
+}
+
+/// Receives up to `length` bytes (non-blocking) and the descriptors sent with them: up to
+/// `max_fds` land in `fds` (close-on-exec), the count in `*nfds`; any beyond are closed.
+static inline ssize_t vx_recv_with_fds(int sock, void *bytes, size_t length, int *fds, int max_fds, int *nfds) {
+    struct iovec iov = { bytes, length };
+    union { struct cmsghdr header; char space[CMSG_SPACE(sizeof(int) * 8)]; } control;
+    struct msghdr msg;
+    memset(&msg, 0, sizeof msg);
+    msg.msg_iov = &iov;
+    msg.msg_iovlen = 1;
+    msg.msg_control = control.space;
+    msg.msg_controllen = sizeof control.space;
+    *nfds = 0;
+    ssize_t n = recvmsg(sock, &msg, MSG_DONTWAIT | MSG_CMSG_CLOEXEC);
+    if (n < 0) return n;
+    for (struct cmsghdr *c = CMSG_FIRSTHDR(&msg); c; c = CMSG_NXTHDR(&msg, c)) {
+        if (c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_RIGHTS) continue;
+        int count = (int)((c->cmsg_len - CMSG_LEN(0)) / sizeof(int));
+        for (int i = 0; i < count; i++) {
+            int fd;
+            memcpy(&fd, CMSG_DATA(c) + i * sizeof(int), sizeof(int));
+            if (*nfds < max_fds) fds[(*nfds)++] = fd; else close(fd);
+        }
+    }
+    return n;
+}

@@ -37,11 +37,6 @@ public struct CgroupHierarchy: Sendable {
         relative.isEmpty ? mountPoint : mountPoint + "/" + relative
     }
 
-    /// Depth below the root: "vpn.slice/vpn-work.slice" is level 2.
-    public static func level(of relative: String) -> UInt32 {
-        UInt32(relative.split(separator: "/").count)
-    }
-
     /// The cgroup id, or nil if the directory does not exist.
     public func id(of relative: String) -> UInt64? {
         var info = stat()

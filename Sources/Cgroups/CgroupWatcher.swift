@@ -1,45 +1,36 @@
 import CLinux
 import Glibc
 
-/// Watches the directory that holds the profile cgroups. systemd removes a slice's
-/// directory when its last unit stops and makes a new one (with a new id) when the next
-/// starts; the daemon re-reads the ids and updates the maps' elements.
+/// Watches the directories where profile cgroups (and the parent holding them) live: the
+/// parent and each of its ancestors up to the root. systemd removes a slice's directory
+/// when its last unit stops and makes a new one (with a new id) when the next starts; a
+/// removed directory's watch is gone for good, so every path is watched again by name
+/// after each event and on the daemon's periodic tick (a directory made again gets a new
+/// watch; one that is still there keeps its own, inotify hands back the same descriptor).
 public final class CgroupWatcher {
     public let fileDescriptor: Int32
-    private let path: String
-    private var watch: Int32 = -1
+    private let paths: [String]
 
-    public init(path: String) throws {
-        self.path = path
+    public init(paths: [String]) throws {
+        self.paths = paths
         fileDescriptor = inotify_init1(Int32(IN_NONBLOCK | IN_CLOEXEC))
-        guard fileDescriptor >= 0 else { throw CgroupError("inotify_init1", path: path) }
+        guard fileDescriptor >= 0 else { throw CgroupError("inotify_init1", path: paths.first ?? "") }
         rewatch()
     }
 
     deinit { close(fileDescriptor) }
 
-    /// (Re-)adds the watch, e.g. after the directory itself was removed and made again.
+    /// (Re-)adds every watch; a path that does not exist (yet) is skipped until next time.
     public func rewatch() {
-        if watch >= 0 { return }
         let mask = UInt32(IN_CREATE | IN_DELETE | IN_MOVED_FROM | IN_MOVED_TO | IN_DELETE_SELF | IN_MOVE_SELF) | UInt32(IN_ONLYDIR)
-        watch = inotify_add_watch(fileDescriptor, path, mask)
+        for path in paths { _ = inotify_add_watch(fileDescriptor, path, mask) }
     }
 
     /// Reads pending events; true if anything happened.
     public func drain() -> Bool {
         var buffer = [UInt8](repeating: 0, count: 8192)
         var changed = false
-        while true {
-            let count = read(fileDescriptor, &buffer, buffer.count)
-            guard count > 0 else { break }
-            changed = true
-            var offset = 0
-            while offset + MemoryLayout<inotify_event>.size <= count {
-                let event = buffer.withUnsafeBytes { $0.loadUnaligned(fromByteOffset: offset, as: inotify_event.self) }
-                if event.mask & UInt32(IN_IGNORED) != 0 { watch = -1 }
-                offset += MemoryLayout<inotify_event>.size + Int(event.len)
-            }
-        }
+        while read(fileDescriptor, &buffer, buffer.count) > 0 { changed = true }
         return changed
     }
 }

@@ -12,6 +12,33 @@ public final class ProcessHandle {
         fd = pidfd
     }
 
+    public struct Mismatch: Error, CustomStringConvertible {
+        public var description: String
+    }
+
+    /// Takes a pidfd somebody handed us (it is dup'ed; the caller keeps its own) if it
+    /// names process `pid`, whose real uid is `uid`, alive after both were read: then the
+    /// uid read was that process's, and the pid cannot have been reused in between.
+    public static func verify(pidfd: Int32, pid: Int32, uid: UInt32) -> Result<ProcessHandle, Mismatch> {
+        guard let info = CgroupHierarchy.readFile("/proc/self/fdinfo/\(pidfd)"),
+              let line = info.split(separator: "\n").first(where: { $0.hasPrefix("Pid:") }),
+              let named = Int32(line.dropFirst(4).trimmingCharacters(in: " \t")) else {
+            return .failure(Mismatch(description: "is not a pidfd"))
+        }
+        guard named == pid else {
+            return .failure(Mismatch(description: named < 0 ? "names a process that has exited" : "names pid \(named), not the connecting pid \(pid)"))
+        }
+        let own = fcntl(pidfd, F_DUPFD_CLOEXEC, 3)
+        guard own >= 0 else { return .failure(Mismatch(description: "cannot be duplicated: \(String(cString: strerror(errno)))")) }
+        let process = ProcessHandle(pid: pid, pidfd: own)
+        let owner = process.realUID()
+        guard process.isAlive else { return .failure(Mismatch(description: "names a process that has exited")) }
+        guard owner == uid else {
+            return .failure(Mismatch(description: "names pid \(pid) of uid \(owner.map(String.init) ?? "?"), not the connecting uid \(uid)"))
+        }
+        return .success(process)
+    }
+
     public static func open(pid: Int32) throws -> ProcessHandle {
         let fd = vx_pidfd_open(pid)
         guard fd >= 0 else {
@@ -39,6 +66,15 @@ public final class ProcessHandle {
 
     public func commandName() -> String {
         (CgroupHierarchy.readFile("/proc/\(pid)/comm") ?? "?").trimmingTrailingNewline()
+    }
+}
+
+extension Substring {
+    func trimmingCharacters(in set: String) -> Substring {
+        var copy = self
+        while let first = copy.first, set.contains(first) { copy.removeFirst() }
+        while let last = copy.last, set.contains(last) { copy.removeLast() }
+        return copy
     }
 }
 

@@ -1,3 +1,4 @@
+import CLinux
 import Glibc
 
 public struct ControlClientError: Error, CustomStringConvertible, Sendable {
@@ -6,7 +7,8 @@ public struct ControlClientError: Error, CustomStringConvertible, Sendable {
 
 /// Sends one request to vpnd and returns its answer.
 public enum ControlClient {
-    public static func send(_ request: ControlRequest, socketPath: String) throws(ControlClientError) -> ControlResponse {
+    /// `passing` is a descriptor sent along with the request (vpnexec's pidfd of itself).
+    public static func send(_ request: ControlRequest, socketPath: String, passing: Int32? = nil) throws(ControlClientError) -> ControlResponse {
         let fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
         guard fd >= 0 else { throw ControlClientError(description: "cannot create a socket: \(String(cString: strerror(errno)))") }
         defer { close(fd) }
@@ -36,7 +38,8 @@ public enum ControlClient {
         let bytes = ControlCoding.encode(request)
         var sent = 0
         while sent < bytes.count {
-            let count = bytes[sent...].withUnsafeBytes { write(fd, $0.baseAddress, $0.count) }
+            // The descriptor travels with the first bytes.
+            let count = bytes[sent...].withUnsafeBytes { vx_send_with_fd(fd, $0.baseAddress, $0.count, sent == 0 ? (passing ?? -1) : -1) }
             guard count > 0 else { throw ControlClientError(description: "vpnd closed the connection: \(String(cString: strerror(errno)))") }
             sent += count
         }

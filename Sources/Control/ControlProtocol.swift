@@ -35,12 +35,20 @@ public struct StatusReport: Codable, Hashable, Sendable {
     public var policyDirectory: String
     public var cgroupRoot: String
     public var profiles: [ProfileStatus]
+    /// Packets of cgroups vpnd did not know yet where a profile cgroup could be (e.g. a
+    /// profile slice made again while vpnd was stopped), dropped by the kernel.
+    public var droppedUnknownCgroup: Traffic
+    /// Control connections closed at once because their user (or all users) held too many.
+    public var refusedConnections: Int
 
-    public init(daemonPID: Int32, policyDirectory: String, cgroupRoot: String, profiles: [ProfileStatus]) {
+    public init(daemonPID: Int32, policyDirectory: String, cgroupRoot: String, profiles: [ProfileStatus],
+                droppedUnknownCgroup: Traffic = Traffic(packets: 0, bytes: 0), refusedConnections: Int = 0) {
         self.daemonPID = daemonPID
         self.policyDirectory = policyDirectory
         self.cgroupRoot = cgroupRoot
         self.profiles = profiles
+        self.droppedUnknownCgroup = droppedUnknownCgroup
+        self.refusedConnections = refusedConnections
     }
 }
 

@@ -1,27 +1,70 @@
 import CLinux
-import Cgroups
 import Control
 import Glibc
 
 /// The listening socket at /run/vpnexec/vpnd.sock and its connections. Anyone may
 /// connect (mode 0666): what a caller may do is decided per request from the kernel's
-/// account of who the caller is. Connections are non-blocking and bounded in number,
-/// size and time, so that no local user can stall the daemon.
+/// account of who the caller is. Every user is served fairly whatever another does: each
+/// uid may hold a few connections at once, all users together a bounded number, root has
+/// room of its own beyond that; a connection that sends nothing is closed after a second,
+/// any connection after a few. Nothing blocks the loop: reads and writes are non-blocking
+/// and answers are queued until the socket takes them.
 final class ControlServer {
-    let path: String
-    let listener: Int32
-    private(set) var connections: [Int32: Connection] = [:]
-    static let maximumConnections = 64
-    static let maximumRequestBytes = 65536
-    static let requestTimeout = 5.0
-
-    struct Connection {
-        var buffer: [UInt8] = []
-        var opened: Double
+    struct Limits {
+        /// Connections one non-root uid may hold at once (vpnexec holds one for a few ms).
+        var perUser = 8
+        /// Connections all non-root users together may hold.
+        var allUsers = 64
+        /// Root's own, on top: a flood by users never locks root's vpnctl out.
+        var root = 16
+        var requestBytes = 65536
+        /// A connection that has sent nothing by then is closed.
+        var silentSeconds = 1.0
+        /// Any connection is closed by then, answered or not.
+        var totalSeconds = 5.0
     }
 
-    init(path: String) throws {
+    /// What the daemon learns about a request's connection.
+    struct Caller {
+        let fd: Int32
+        let uid: UInt32
+        /// A descriptor the client passed with its request (vpnexec's pidfd), if any; the
+        /// server closes it with the connection.
+        let passed: Int32?
+    }
+
+    typealias RequestHandler = (ControlRequest, Caller, _ reply: @escaping (ControlResponse) -> Void) -> Void
+
+    private final class Connection {
+        let fd: Int32
+        let uid: UInt32
+        let opened: Double
+        var received: [UInt8] = []
+        var passed: Int32?
+        var outbox: [UInt8] = []
+        var answered = false
+
+        init(fd: Int32, uid: UInt32, opened: Double) {
+            self.fd = fd
+            self.uid = uid
+            self.opened = opened
+        }
+    }
+
+    let path: String
+    let listener: Int32
+    let limits: Limits
+    private let loop: EventLoop
+    private let onRequest: RequestHandler
+    private var connections: [Int32: Connection] = [:]
+    /// Connections closed because their uid or everybody was at the limit.
+    private(set) var refusedConnections = 0
+
+    init(path: String, loop: EventLoop, limits: Limits = Limits(), onRequest: @escaping RequestHandler) throws {
         self.path = path
+        self.loop = loop
+        self.limits = limits
+        self.onRequest = onRequest
         let directory = String(path[..<(path.lastIndex(of: "/") ?? path.startIndex)])
         if !directory.isEmpty {
             mkdir(directory, 0o755)
@@ -38,12 +81,14 @@ final class ControlServer {
         }
         guard bound == 0 else { throw ApplyError("cannot bind \(path): \(String(cString: strerror(errno)))") }
         chmod(path, 0o666)
-        guard listen(listener, 64) == 0 else { throw ApplyError("cannot listen on \(path): \(String(cString: strerror(errno)))") }
+        guard listen(listener, 128) == 0 else { throw ApplyError("cannot listen on \(path): \(String(cString: strerror(errno)))") }
+        loop.watch(listener) { [unowned self] _ in acceptAll() }
+        loop.every(0.2) { [unowned self] in expire() }
     }
 
     func close() {
-        for fd in connections.keys { Glibc.close(fd) }
-        connections = [:]
+        for fd in Array(connections.keys) { drop(fd) }
+        loop.unwatch(listener)
         Glibc.close(listener)
         unlink(path)
     }
@@ -65,76 +110,144 @@ final class ControlServer {
         }
     }
 
-    func acceptAll(now: Double) {
+    // MARK: admission
+
+    private func acceptAll() {
         while true {
             let fd = vx_accept4(listener, Int32(SOCK_CLOEXEC.rawValue) | Int32(SOCK_NONBLOCK.rawValue))
             guard fd >= 0 else { return }
-            guard connections.count < Self.maximumConnections else {
+            var credentials = vx_ucred()
+            guard vx_peer_credentials(fd, &credentials) == 0 else {
                 Glibc.close(fd)
                 continue
             }
-            connections[fd] = Connection(opened: now)
+            if let refusal = admission(uid: credentials.uid) {
+                // Best effort, never waiting: the client learns why instead of a bare close.
+                refusedConnections += 1
+                let bytes = ControlCoding.encode(ControlResponse.failure(refusal))
+                _ = bytes.withUnsafeBytes { Glibc.send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL | MSG_DONTWAIT)) }
+                Glibc.close(fd)
+                continue
+            }
+            connections[fd] = Connection(fd: fd, uid: credentials.uid, opened: EventLoop.now())
+            loop.watch(fd) { [unowned self] events in service(fd, events) }
         }
     }
 
-    /// Reads what a connection sent; returns a complete request line, if there is one.
-    /// Connections that closed, sent too much or garbage are answered (if possible) and dropped.
-    func read(_ fd: Int32) -> ControlRequest?? {
-        guard var connection = connections[fd] else { return nil }
+    /// Why a new connection of `uid` is not taken now, or nil.
+    func admission(uid: UInt32) -> String? {
+        Self.admission(uid: uid, open: connections.values.map(\.uid), limits: limits)
+    }
+
+    static func admission(uid: UInt32, open: [UInt32], limits: Limits) -> String? {
+        if uid == 0 {
+            let rootOpen = open.filter { $0 == 0 }.count
+            return rootOpen < limits.root ? nil : "vpnd is busy: root already has \(rootOpen) requests open"
+        }
+        let mine = open.filter { $0 == uid }.count
+        if mine >= limits.perUser {
+            return "too many requests open at once from uid \(uid) (\(mine), at most \(limits.perUser)); try again when they are answered"
+        }
+        let users = open.filter { $0 != 0 }.count
+        if users >= limits.allUsers {
+            return "vpnd is busy: \(users) requests from users are open; try again in a moment"
+        }
+        return nil
+    }
+
+    // MARK: reading and writing
+
+    private func service(_ fd: Int32, _ events: Int16) {
+        guard let connection = connections[fd] else { return }
+        if events & Int16(POLLOUT) != 0 { flush(connection) }
+        if connections[fd] != nil, !connection.answered, events & Int16(POLLIN | POLLHUP | POLLERR) != 0 { receive(connection) }
+    }
+
+    private func receive(_ connection: Connection) {
         var chunk = [UInt8](repeating: 0, count: 4096)
-        while true {
-            let count = Glibc.read(fd, &chunk, chunk.count)
-            if count > 0 {
-                connection.buffer += chunk[0..<count]
-                if connection.buffer.count > Self.maximumRequestBytes {
-                    respond(fd, .failure("request too large"))
-                    return nil
+        var fds = [Int32](repeating: -1, count: 4)
+        while !connection.answered {
+            var count: Int32 = 0
+            let n = vx_recv_with_fds(connection.fd, &chunk, chunk.count, &fds, Int32(fds.count), &count)
+            for passed in fds.prefix(Int(count)) {
+                // One descriptor per request is all the protocol uses; keep the first.
+                if connection.passed == nil { connection.passed = passed } else { Glibc.close(passed) }
+            }
+            if n > 0 {
+                connection.received += chunk[0..<n]
+                if let newline = connection.received.firstIndex(of: UInt8(ascii: "\n")) {
+                    dispatch(connection, line: Array(connection.received[..<newline]))
+                    return
+                }
+                if connection.received.count > limits.requestBytes {
+                    answer(connection, .failure("request too large"))
+                    return
                 }
                 continue
             }
-            if count == 0 || (errno != EAGAIN && errno != EINTR) {
-                if !connection.buffer.contains(UInt8(ascii: "\n")) {
-                    drop(fd)
-                    return nil
-                }
+            if n == 0 || (errno != EAGAIN && errno != EINTR) { drop(connection.fd) }
+            return
+        }
+    }
+
+    private func dispatch(_ connection: Connection, line: [UInt8]) {
+        connection.answered = true
+        loop.setEvents(connection.fd, 0)
+        let request: ControlRequest
+        do {
+            request = try ControlCoding.decode(ControlRequest.self, from: line)
+        } catch {
+            send(connection, .failure("malformed request"))
+            return
+        }
+        let caller = Caller(fd: connection.fd, uid: connection.uid, passed: connection.passed)
+        onRequest(request, caller) { [weak self, weak connection] response in
+            guard let self, let connection, self.connections[connection.fd] === connection else { return }
+            self.send(connection, response)
+        }
+    }
+
+    private func answer(_ connection: Connection, _ response: ControlResponse) {
+        connection.answered = true
+        send(connection, response)
+    }
+
+    private func send(_ connection: Connection, _ response: ControlResponse) {
+        connection.outbox = ControlCoding.encode(response)
+        flush(connection)
+    }
+
+    private func flush(_ connection: Connection) {
+        while !connection.outbox.isEmpty {
+            let count = connection.outbox.withUnsafeBytes { Glibc.send(connection.fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL | MSG_DONTWAIT)) }
+            if count > 0 {
+                connection.outbox.removeFirst(count)
+                continue
+            }
+            if count < 0 && (errno == EAGAIN || errno == EINTR) {
+                loop.setEvents(connection.fd, Int16(POLLOUT))
+                return
             }
             break
         }
-        connections[fd] = connection
-        guard let newline = connection.buffer.firstIndex(of: UInt8(ascii: "\n")) else { return .some(nil) }
-        do {
-            return .some(try ControlCoding.decode(ControlRequest.self, from: Array(connection.buffer[..<newline])))
-        } catch {
-            respond(fd, .failure("malformed request"))
-            return nil
-        }
+        drop(connection.fd)
     }
 
-    /// Writes the answer (blocking briefly: answers are small) and closes.
-    func respond(_ fd: Int32, _ response: ControlResponse) {
-        let flags = fcntl(fd, F_GETFL)
-        _ = fcntl(fd, F_SETFL, flags & ~O_NONBLOCK)
-        var timeout = timeval(tv_sec: 1, tv_usec: 0)
-        setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
-        let bytes = ControlCoding.encode(response)
-        var sent = 0
-        while sent < bytes.count {
-            let count = bytes[sent...].withUnsafeBytes { send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
-            guard count > 0 else { break }
-            sent += count
-        }
-        drop(fd)
-    }
-
-    func drop(_ fd: Int32) {
-        connections[fd] = nil
+    private func drop(_ fd: Int32) {
+        guard let connection = connections.removeValue(forKey: fd) else { return }
+        loop.unwatch(fd)
+        if let passed = connection.passed { Glibc.close(passed) }
         Glibc.close(fd)
     }
 
-    /// Connections older than the timeout are dropped unanswered.
-    func expire(now: Double) {
-        for (fd, connection) in connections where now - connection.opened > Self.requestTimeout {
-            drop(fd)
+    /// Silent connections go after a second, any connection after the total limit.
+    private func expire() {
+        let now = EventLoop.now()
+        for connection in Array(connections.values) {
+            let age = now - connection.opened
+            if age > limits.totalSeconds || (connection.received.isEmpty && !connection.answered && age > limits.silentSeconds) {
+                drop(connection.fd)
+            }
         }
     }
 }

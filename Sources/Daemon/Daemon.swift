@@ -2,6 +2,7 @@ import CLinux
 import Cgroups
 import Control
 import CSystemd
+import Facts
 import Glibc
 import Netlink
 import Nftables
@@ -44,8 +45,10 @@ public final class Daemon {
     private var tunnelFiles: [String: TunnelFiles.Loaded]
     private let tunnels: BuiltInTunnels
     private var server: ControlServer?
-    private var running = true
+    private var loop: EventLoop?
     private let lock: NamespaceLock
+    /// The facts the kernel state was last planned from (nil until an apply succeeded).
+    private var appliedFacts: RuntimeFacts?
 
     /// Loads and applies the policy. Throws a PolicyError (nothing was touched) or the
     /// error of the first kernel operation that failed.
@@ -76,15 +79,8 @@ public final class Daemon {
 
     // MARK: state
 
-    func facts() throws -> RuntimeFacts {
-        var facts = RuntimeFacts(cgroupParent: options.cgroupParent)
-        for profile in policy.profiles {
-            let path = profile.cgroupPath(parent: options.cgroupParent)
-            facts.cgroupIDs[path] = hierarchy.id(of: path)
-        }
-        let wanted = Set(policy.profiles.map(\.tunnel.interfaceName))
-        for link in try rtnl.links() where wanted.contains(link.name) { facts.links[link.name] = link }
-        return facts
+    func facts(for policy: Policy? = nil) throws -> RuntimeFacts {
+        try FactsReader(hierarchy: hierarchy, links: rtnl.links).read(policy ?? self.policy, cgroupParent: options.cgroupParent)
     }
 
     func ensureCgroups() throws {
@@ -100,10 +96,16 @@ public final class Daemon {
     /// interfaces. A built-in tunnel that cannot start leaves its profile fail-closed.
     func applyPolicy() throws {
         try ensureCgroups()
-        try applier.apply(Planner.plan(policy, facts: try facts()))
+        try apply(try facts())
         guard !tunnelFiles.isEmpty || tunnels.isRunningAny else { return }
         tunnels.reconcile(tunnelFiles, bypassMark: policy.routing.bypassMark, netlink: rtnl)
-        try applier.apply(Planner.plan(policy, facts: try facts()))
+        try apply(try facts())
+    }
+
+    private func apply(_ facts: RuntimeFacts) throws {
+        appliedFacts = nil
+        try applier.apply(Planner.plan(policy, facts: facts))
+        appliedFacts = facts
     }
 
     func reload() -> ControlResponse {
@@ -145,28 +147,25 @@ public final class Daemon {
     // MARK: loop
 
     public func run() throws {
-        let server = try ControlServer(path: options.socketPath)
+        let loop = EventLoop()
+        let server = try ControlServer(path: options.socketPath, loop: loop) { [unowned self] request, caller, reply in
+            reply(handle(request, from: caller))
+        }
         self.server = server
         defer { server.close() }
         let monitor = try RoutingMonitor()
-        let watcher = try CgroupWatcher(path: hierarchy.absolute(options.cgroupParent))
+        let watcher = try CgroupWatcher(paths: watchedCgroupDirectories())
         let signals = try SignalChannel([SIGHUP, SIGTERM, SIGINT])
-        // Something may have changed between applying and listening.
-        _ = monitor.drain()
-        try applyPolicy()
-        sd_notify(0, "READY=1\nSTATUS=\(policy.profiles.count) profile(s)")
-        log.info("listening on \(options.socketPath)")
-
-        while running {
-            var fds = [pollfd(fd: server.listener, events: Int16(POLLIN), revents: 0),
-                       pollfd(fd: monitor.fileDescriptor, events: Int16(POLLIN), revents: 0),
-                       pollfd(fd: watcher.fileDescriptor, events: Int16(POLLIN), revents: 0),
-                       pollfd(fd: signals.fileDescriptor, events: Int16(POLLIN), revents: 0)]
-            fds += server.connections.keys.map { pollfd(fd: $0, events: Int16(POLLIN), revents: 0) }
-            let ready = poll(&fds, nfds_t(fds.count), 1000)
-            if ready < 0 && errno != EINTR { throw ApplyError("poll: \(String(cString: strerror(errno)))") }
-            let now = monotonicSeconds()
-            for signal in fds[3].revents != 0 ? signals.read() : [] {
+        loop.watch(monitor.fileDescriptor) { [unowned self] _ in
+            if monitor.drain() { follow("routing change") }
+        }
+        loop.watch(watcher.fileDescriptor) { [unowned self] _ in
+            guard watcher.drain() else { return }
+            follow("cgroup change")
+            watcher.rewatch()
+        }
+        loop.watch(signals.fileDescriptor) { [unowned self] _ in
+            for signal in signals.read() {
                 switch signal {
                 case SIGHUP:
                     sd_notify(0, "RELOADING=1")
@@ -174,25 +173,34 @@ public final class Daemon {
                     sd_notify(0, "READY=1")
                 default:
                     log.info("stopping on signal \(signal); the kernel keeps the killswitch")
-                    running = false
+                    loop.stop()
                 }
             }
-            if fds[1].revents != 0 && monitor.drain() { follow("routing change") }
-            if fds[2].revents != 0 && watcher.drain() {
-                watcher.rewatch()
-                follow("cgroup change")
-            }
-            if fds[0].revents != 0 { server.acceptAll(now: now) }
-            for entry in fds.dropFirst(4) where entry.revents != 0 {
-                guard let result = server.read(entry.fd), let request = result else { continue }
-                server.respond(entry.fd, handle(request, from: entry.fd))
-            }
-            server.expire(now: now)
         }
+        // Events can be missed (a directory replaced between two watches, a table someone
+        // deleted): once a second the facts are read again and the kernel state checked.
+        loop.every(1) { [unowned self] in
+            watcher.rewatch()
+            follow("periodic check")
+        }
+        self.loop = loop
+        // Something may have changed between applying and listening.
+        _ = monitor.drain()
+        try applyPolicy()
+        sd_notify(0, "READY=1\nSTATUS=\(policy.profiles.count) profile(s)")
+        log.info("listening on \(options.socketPath)")
+        try loop.run()
         sd_notify(0, "STOPPING=1")
     }
 
-    /// Re-plans with fresh facts after the machine changed under us.
+    /// The profile parent and every directory above it up to the cgroup2 root: where a
+    /// profile cgroup, or the parent itself, can be removed and made again.
+    func watchedCgroupDirectories() -> [String] {
+        (RuntimeFacts.directoriesAlong(parent: options.cgroupParent) + [options.cgroupParent]).map(hierarchy.absolute)
+    }
+
+    /// Re-plans with fresh facts after the machine changed under us. Applying is
+    /// idempotent: with nothing changed, the kernel is only read.
     private func follow(_ reason: String) {
         do {
             try applyPolicy()
@@ -203,8 +211,8 @@ public final class Daemon {
 
     // MARK: requests
 
-    func handle(_ request: ControlRequest, from fd: Int32) -> ControlResponse {
-        guard let peer = Peer.of(socket: fd) else { return .failure("cannot identify the caller") }
+    func handle(_ request: ControlRequest, from caller: ControlServer.Caller) -> ControlResponse {
+        guard let peer = Peer.of(socket: caller.fd, passed: caller.passed) else { return .failure("cannot identify the caller") }
         do {
             switch request {
             case let .exec(name):
@@ -213,31 +221,32 @@ public final class Daemon {
                     log.notice("refused: \(refusal)")
                     return .failure(refusal.description)
                 }
-                guard let process = peer.process else { return .failure("cannot identify the calling process") }
-                try move(process, into: profile)
+                guard let process = peer.process else {
+                    log.notice("refused \(peer.userName): \(peer.unidentified ?? "unidentified")")
+                    return .failure("refused: \(peer.unidentified ?? "cannot identify the calling process")")
+                }
+                try move(process, into: profile, by: peer)
                 log.info("\(peer.userName) started pid \(peer.pid) (\(process.commandName())) in profile \(profile.name)")
                 return ControlResponse(ok: true, message: "pid \(peer.pid) is in profile \(profile.name)")
             case let .move(name, pid):
                 let profile = try Authorization.profile(named: name, in: policy, directory: options.policyDirectory).get()
                 if let refusal = Authorization.check(peer, mayUse: profile) { return .failure(refusal.description) }
+                // Opened before any check and verified alive after them: the checks were
+                // about this process, not one that took its pid.
                 let process = try ProcessHandle.open(pid: pid)
                 let owner = process.realUID()
                 guard process.isAlive, let owner else { return .failure("no process \(pid)") }
                 guard peer.uid == 0 || owner == peer.uid else {
                     return .failure("process \(pid) belongs to uid \(owner); \(peer.userName) may only move its own processes")
                 }
-                try move(process, into: profile)
+                try move(process, into: profile, by: peer)
                 log.info("\(peer.userName) moved pid \(pid) (\(process.commandName())) into profile \(profile.name)")
                 return ControlResponse(ok: true, message: "pid \(pid) moved into profile \(profile.name); its existing connections keep their route, new ones use the tunnel")
             case .status:
                 return ControlResponse(ok: true, status: try statusReport())
             case .plan:
                 let fresh = try Self.loadPolicy(options.policyDirectory)
-                var facts = try facts()
-                for profile in fresh.profiles {
-                    let path = profile.cgroupPath(parent: options.cgroupParent)
-                    facts.cgroupIDs[path] = hierarchy.id(of: path)
-                }
+                let facts = try facts(for: fresh)
                 let names = Dictionary(facts.links.values.map { ($0.index, $0.name) }, uniquingKeysWith: { a, _ in a })
                 return ControlResponse(ok: true, message: PlanText.render(Planner.plan(fresh, facts: facts), interfaceNames: names))
             case .reload:
@@ -246,7 +255,7 @@ public final class Daemon {
             case .down:
                 if let refusal = Authorization.checkRoot(peer, action: "take vpnexec down") { return .failure(refusal.description) }
                 try applier.teardown()
-                running = false
+                loop?.stop()
                 log.notice("down: removed the nft table, rules and routes; exiting")
                 return ControlResponse(ok: true, message: "vpnexec is down: no killswitch, no profile routing; vpnd exits")
             }
@@ -258,12 +267,23 @@ public final class Daemon {
         }
     }
 
-    /// Into the profile's cgroup, re-creating it (and its map element) if systemd or an
-    /// admin removed it: the element is in place before the process runs on.
-    private func move(_ process: ProcessHandle, into profile: Profile) throws {
+    /// Into the profile's cgroup, if the caller may take the process out of where it is.
+    /// The kernel's maps must know the cgroup's id before the process runs on in it: a
+    /// cgroup systemd or an admin removed (and maybe made again, with a new id) is brought
+    /// back and its id applied first, and checked again after the move.
+    private func move(_ process: ProcessHandle, into profile: Profile, by peer: Peer) throws {
         let path = profile.cgroupPath(parent: options.cgroupParent)
-        if hierarchy.id(of: path) == nil { try applyPolicy() }
+        guard let source = CgroupHierarchy.cgroup(ofProcess: process.pid), process.isAlive else {
+            throw RequestFailure("process \(process.pid) exited")
+        }
+        if let refusal = Authorization.check(peer, mayMove: process.pid, from: source, into: path,
+                                             profileParent: options.cgroupParent, policy: policy) {
+            log.notice("refused: \(refusal)")
+            throw refusal
+        }
+        if hierarchy.id(of: path) == nil || hierarchy.id(of: path) != appliedFacts?.cgroupIDs[path] { try applyPolicy() }
         try hierarchy.move(process, to: path)
+        if hierarchy.id(of: path) != appliedFacts?.cgroupIDs[path] { try applyPolicy() }
     }
 
     func statusReport() throws -> StatusReport {
@@ -293,7 +313,8 @@ public final class Daemon {
                 throughTunnel: traffic(names.tunnelCounter), droppedByKillswitch: traffic(names.droppedCounter))
         }
         return StatusReport(daemonPID: getpid(), policyDirectory: options.policyDirectory,
-                            cgroupRoot: hierarchy.mountPoint, profiles: profiles)
+                            cgroupRoot: hierarchy.mountPoint, profiles: profiles,
+                            droppedUnknownCgroup: traffic(unknownCgroupCounter), refusedConnections: server?.refusedConnections ?? 0)
     }
 }
 
@@ -303,8 +324,4 @@ public func teardownKernelState() throws {
     try KernelApplier().teardown()
 }
 
-func monotonicSeconds() -> Double {
-    var now = timespec()
-    clock_gettime(CLOCK_MONOTONIC, &now)
-    return Double(now.tv_sec) + Double(now.tv_nsec) / 1e9
-}
+

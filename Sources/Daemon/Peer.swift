@@ -9,9 +9,20 @@ public struct Peer {
     public var gid: UInt32
     /// Supplementary groups plus the primary one.
     public var groups: [UInt32]
+    /// The calling process, held by a pidfd the kernel vouches for; nil when it cannot be
+    /// named without trusting a bare pid (see `unidentified`).
     public var process: ProcessHandle?
+    /// Why `process` is nil.
+    public var unidentified: String?
 
-    public static func of(socket fd: Int32) -> Peer? {
+    /// The process is named race-free, never from a bare pid (which another process may
+    /// have taken since the caller connected):
+    /// - SO_PEERPIDFD (Linux 6.5): the kernel's pidfd of the process that connected;
+    /// - else the pidfd the client passed with its request (vpnexec sends
+    ///   `pidfd_open(getpid())`), accepted only if it names the SO_PEERCRED pid, whose real
+    ///   uid is the SO_PEERCRED uid, and that process is still alive after the check;
+    /// - else the request is refused.
+    public static func of(socket fd: Int32, passed: Int32?, usePeerPidfd: Bool = true) -> Peer? {
         var credentials = vx_ucred()
         guard vx_peer_credentials(fd, &credentials) == 0 else { return nil }
         var groups = [gid_t](repeating: 0, count: 65536)
@@ -20,16 +31,28 @@ public struct Peer {
         if getsockopt(fd, SOL_SOCKET, vx_so_peergroups(), &groups, &length) == 0 {
             supplementary = Array(groups.prefix(Int(length) / MemoryLayout<gid_t>.size))
         }
-        // SO_PEERPIDFD (Linux 6.5) names the connecting process itself, race-free; older
-        // kernels fall back to pidfd_open, checked for liveness after the move.
+        var peer = Peer(pid: credentials.pid, uid: credentials.uid, gid: credentials.gid,
+                        groups: Array(Set(supplementary + [credentials.gid])).sorted(), process: nil, unidentified: nil)
         var pidfd: Int32 = -1
         var size = socklen_t(MemoryLayout<Int32>.size)
-        if getsockopt(fd, SOL_SOCKET, vx_so_peerpidfd(), &pidfd, &size) != 0 || pidfd < 0 {
-            pidfd = vx_pidfd_open(credentials.pid)
+        if usePeerPidfd, getsockopt(fd, SOL_SOCKET, vx_so_peerpidfd(), &pidfd, &size) == 0, pidfd >= 0 {
+            let process = ProcessHandle(pid: credentials.pid, pidfd: pidfd)
+            if process.isAlive {
+                peer.process = process
+            } else {
+                peer.unidentified = "the process that connected (pid \(credentials.pid)) has exited"
+            }
+            return peer
         }
-        return Peer(pid: credentials.pid, uid: credentials.uid, gid: credentials.gid,
-                    groups: Array(Set(supplementary + [credentials.gid])).sorted(),
-                    process: pidfd >= 0 ? ProcessHandle(pid: credentials.pid, pidfd: pidfd) : nil)
+        guard let passed else {
+            peer.unidentified = "this kernel cannot name the connecting process (no SO_PEERPIDFD, Linux < 6.5) and the client sent no pidfd of itself; use a vpnexec/vpnctl of this version"
+            return peer
+        }
+        switch ProcessHandle.verify(pidfd: passed, pid: credentials.pid, uid: credentials.uid) {
+        case let .success(process): peer.process = process
+        case let .failure(reason): peer.unidentified = "the pidfd sent with the request \(reason)"
+        }
+        return peer
     }
 
     public var userName: String {
@@ -40,4 +63,3 @@ public struct Peer {
         return "\(String(cString: entry.pw_name)) (uid \(uid))"
     }
 }
-

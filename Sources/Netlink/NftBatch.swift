@@ -179,13 +179,8 @@ struct NftBatch {
 
     private func makeElement(_ element: NftElement) -> OpaquePointer {
         let nftElement = nftnl_set_elem_alloc()!
-        switch element.key {
-        case let .cgroup(id, _):
-            var value = id
-            nftnl_set_elem_set(nftElement, attr(NFTNL_SET_ELEM_KEY), &value, 8)
-        case let .mark(mark):
-            var value = mark
-            nftnl_set_elem_set(nftElement, attr(NFTNL_SET_ELEM_KEY), &value, 4)
+        _ = element.key.bytes.withUnsafeBytes {
+            nftnl_set_elem_set(nftElement, attr(NFTNL_SET_ELEM_KEY), $0.baseAddress, UInt32($0.count))
         }
         if let verdict = element.verdict {
             nftnl_set_elem_set_u32(nftElement, attr(NFTNL_SET_ELEM_VERDICT), UInt32(bitPattern: NftExpressions.verdictCode(verdict)))

@@ -27,11 +27,20 @@ enum NftExpressions {
             nftnl_expr_set_str(e, attr(NFTNL_EXPR_OBJREF_IMM_NAME), name)
             return [e]
         case let .cgroupVerdictMap(level, map):
-            let socket = expression("socket")
-            nftnl_expr_set_u32(socket, attr(NFTNL_EXPR_SOCKET_KEY), UInt32(NFT_SOCKET_CGROUPV2.rawValue))
-            nftnl_expr_set_u32(socket, attr(NFTNL_EXPR_SOCKET_DREG), reg1)
-            nftnl_expr_set_u32(socket, attr(NFTNL_EXPR_SOCKET_LEVEL), level)
-            return [socket, verdictLookup(map)]
+            return [loadSocketCgroup(level: level), verdictLookup(map)]
+        case let .cgroupMatch(level, cgroup, negated):
+            return [loadSocketCgroup(level: level), compare(cgroup.bytes, negated: negated)]
+        case let .cgroupInSet(level, set, negated):
+            let lookup = expression("lookup")
+            nftnl_expr_set_u32(lookup, attr(NFTNL_EXPR_LOOKUP_SREG), reg1)
+            nftnl_expr_set_str(lookup, attr(NFTNL_EXPR_LOOKUP_SET), set)
+            if negated { nftnl_expr_set_u32(lookup, attr(NFTNL_EXPR_LOOKUP_FLAGS), UInt32(NFT_LOOKUP_F_INV.rawValue)) }
+            return [loadSocketCgroup(level: level), lookup]
+        case let .conntrackMarkMatch(mask, value, negated):
+            return [loadConntrack(NFT_CT_MARK), bitwise(and: mask, xor: 0), compare(value.bytes, negated: negated)]
+        case .conntrackStateNew:
+            // NF_CT_STATE_BIT(IP_CT_NEW): the state bitmask nft compares against.
+            return [loadConntrack(NFT_CT_STATE), bitwise(and: 1 << 3, xor: 0), compare(UInt32(0).bytes, negated: true)]
         case let .markVerdictMap(mask, map):
             return [loadMeta(NFT_META_MARK), bitwise(and: mask, xor: 0), verdictLookup(map)]
         case .masquerade:
@@ -74,6 +83,15 @@ enum NftExpressions {
         nftnl_expr_set_u32(e, attr(keyAttribute), key)
         nftnl_expr_set_u32(e, attr(registerAttribute), reg1)
         return e
+    }
+
+    /// The socket's cgroup v2 ancestor at `level` (its id, 8 bytes) into register 1.
+    private static func loadSocketCgroup(level: UInt32) -> OpaquePointer {
+        let socket = expression("socket")
+        nftnl_expr_set_u32(socket, attr(NFTNL_EXPR_SOCKET_KEY), UInt32(NFT_SOCKET_CGROUPV2.rawValue))
+        nftnl_expr_set_u32(socket, attr(NFTNL_EXPR_SOCKET_DREG), reg1)
+        nftnl_expr_set_u32(socket, attr(NFTNL_EXPR_SOCKET_LEVEL), level)
+        return socket
     }
 
     private static func loadMeta(_ key: nft_meta_keys) -> OpaquePointer {
@@ -131,4 +149,14 @@ enum NftExpressions {
 extension UInt32 {
     /// Host byte order, as the kernel keeps marks.
     var bytes: [UInt8] { withUnsafeBytes(of: self) { Array($0) } }
+}
+
+extension NftElementKey {
+    /// The key as the kernel stores it: a cgroup's 64-bit id or a mark, host byte order.
+    var bytes: [UInt8] {
+        switch self {
+        case let .cgroup(id, _): return withUnsafeBytes(of: id) { Array($0) }
+        case let .mark(mark): return mark.bytes
+        }
+    }
 }

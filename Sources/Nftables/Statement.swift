@@ -16,6 +16,15 @@ public enum NftStatement: Hashable, Sendable {
     case setConntrackMark(clear: UInt32, set: UInt32)
     /// `socket cgroupv2 level L vmap @map`.
     case cgroupVerdictMap(level: UInt32, map: String)
+    /// `socket cgroupv2 level L "path"` (or `!=`): the socket's ancestor at level L is
+    /// this cgroup (the key carries the id the kernel compares and the path nft prints).
+    case cgroupMatch(level: UInt32, cgroup: NftElementKey, negated: Bool)
+    /// `socket cgroupv2 level L @set` (or `!= @set`).
+    case cgroupInSet(level: UInt32, set: String, negated: Bool)
+    /// `ct mark & mask == value` (or `!=`).
+    case conntrackMarkMatch(mask: UInt32, value: UInt32, negated: Bool)
+    /// `ct state new`: the first packet of a connection (or of a flow conntrack saw first).
+    case conntrackStateNew
     /// `meta mark & mask vmap @map`.
     case markVerdictMap(mask: UInt32, map: String)
     /// `ct mark & mask vmap @map`.

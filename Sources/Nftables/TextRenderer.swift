@@ -69,9 +69,17 @@ public struct NftTextRenderer: Sendable {
         case let .inputInterfaceName(name, negated):
             return "iifname \(negated ? "!= " : "")\(quoted(name))"
         case let .setMark(clear, set):
-            return "meta mark set meta mark & \(hex(~clear)) | \(hex(set))"
+            return "meta mark set meta mark & \(hex(~clear))" + (set == 0 ? "" : " | \(hex(set))")
         case let .setConntrackMark(clear, set):
-            return "ct mark set ct mark & \(hex(~clear)) | \(hex(set))"
+            return "ct mark set ct mark & \(hex(~clear))" + (set == 0 ? "" : " | \(hex(set))")
+        case let .conntrackMarkMatch(mask, value, negated):
+            return "ct mark & \(hex(mask)) \(negated ? "!=" : "==") \(hex(value))"
+        case .conntrackStateNew:
+            return "ct state new"
+        case let .cgroupMatch(level, cgroup, negated):
+            return "socket cgroupv2 level \(level) \(negated ? "!= " : "")\(key(cgroup))"
+        case let .cgroupInSet(level, set, negated):
+            return "socket cgroupv2 level \(level) \(negated ? "!= " : "")@\(set)"
         case let .conntrackMarkVerdictMap(mask, map):
             return "ct mark & \(hex(mask)) vmap @\(map)"
         case let .namedCounter(name):
@@ -88,12 +96,15 @@ public struct NftTextRenderer: Sendable {
     }
 
     func element(_ element: NftElement) -> String {
-        let key: String
-        switch element.key {
-        case let .cgroup(_, path): key = quoted(path)
-        case let .mark(mark): key = hex(mark)
-        }
+        let key = key(element.key)
         return element.verdict.map { "\(key) : \(verdict($0))" } ?? key
+    }
+
+    func key(_ key: NftElementKey) -> String {
+        switch key {
+        case let .cgroup(_, path): return quoted(path)
+        case let .mark(mark): return hex(mark)
+        }
     }
 
     func verdict(_ verdict: NftVerdict) -> String {

@@ -39,13 +39,37 @@ public struct RuntimeFacts: Hashable, Sendable {
     public var cgroupParent: String
     /// Ids of the profile cgroups that exist, by relative path.
     public var cgroupIDs: [String: UInt64]
+    /// Every cgroup beside the profile parent or one of its ancestors (the children of
+    /// each directory on the way from the root down to the parent), by relative path:
+    /// where a removed parent could come back with an id nobody knows.
+    public var cgroupsAlongParent: [String: UInt64]
     /// Interfaces by name.
     public var links: [String: Link]
 
-    public init(cgroupParent: String = "vpn.slice", cgroupIDs: [String: UInt64] = [:], links: [String: Link] = [:]) {
+    public init(cgroupParent: String = "vpn.slice", cgroupIDs: [String: UInt64] = [:],
+                cgroupsAlongParent: [String: UInt64] = [:], links: [String: Link] = [:]) {
         self.cgroupParent = cgroupParent
         self.cgroupIDs = cgroupIDs
+        self.cgroupsAlongParent = cgroupsAlongParent
         self.links = links
+    }
+
+    /// Depth below the cgroup2 root, which `socket cgroupv2 level N` compares against:
+    /// "vpn.slice/vpn-work.slice" is level 2.
+    public static func level(of path: String) -> UInt32 {
+        UInt32(path.split(separator: "/").count)
+    }
+
+    /// The directories whose children `cgroupsAlongParent` lists: the root ("") and each
+    /// ancestor of the parent, not the parent itself.
+    public static func directoriesAlong(parent: String) -> [String] {
+        var directories = [""]
+        var prefix = ""
+        for component in parent.split(separator: "/").dropLast() {
+            prefix += (prefix.isEmpty ? "" : "/") + component
+            directories.append(prefix)
+        }
+        return directories
     }
 }
 
@@ -71,10 +95,15 @@ public struct ProfileObjectNames: Sendable {
     public var receivedCounter: String { "\(profile)_received" }
     /// Packets that left through the profile's tunnel.
     public var tunnelCounter: String { "\(profile)_tunnel" }
-    /// Packets the killswitch dropped.
+    /// Packets the killswitch dropped (leaving, or new connections to members arriving
+    /// outside the tunnel).
     public var droppedCounter: String { "\(profile)_dropped" }
+    /// New connections to a member's socket (a listener) are checked here.
+    public var listenChain: String { "listen_\(profile)" }
 }
 
 /// Identifies our rules and routes among everybody else's (rtm_protocol / FRA_PROTOCOL).
 public let vpnexecRouteProtocol: UInt8 = 118
 public let vpnexecTableName = "vpnexec"
+/// Packets of cgroups vpnd does not know yet where a profile cgroup could be.
+public let unknownCgroupCounter = MembershipRules.unknownCounter

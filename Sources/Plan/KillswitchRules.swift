@@ -8,6 +8,9 @@ import Policy
 /// vpnd stops or dies and while the tunnel is down or deleted (matching is by interface
 /// name, so a re-created tunnel matches again). Marked packets leaving through the tunnel
 /// get the tunnel's address as source (they were addressed before the re-route).
+/// The connection's mark is checked too: it is set from the cgroup and no socket option
+/// reaches it, so a member's packet whose mark something changed after the route chain
+/// is still held. (`socket cgroupv2` itself is not available in postrouting.)
 enum KillswitchRules {
     static func add(_ policy: Policy, to table: inout NftTable) {
         let mask = policy.routing.markMask
@@ -36,6 +39,7 @@ enum KillswitchRules {
         table.chains += [
             NftChain(name: "killswitch", base: NftBaseChain(kind: .filter, hook: .postrouting, priority: NftBaseChain.filter), rules: [
                 NftRule([.markVerdictMap(mask: mask, map: "egress_marks")]),
+                NftRule([.conntrackMarkVerdictMap(mask: mask, map: "egress_marks")]),
             ]),
             NftChain(name: "source_nat", base: NftBaseChain(kind: .nat, hook: .postrouting, priority: NftBaseChain.srcnat), rules: nat),
         ]

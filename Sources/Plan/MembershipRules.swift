@@ -1,26 +1,32 @@
 import Nftables
 import Policy
 
-/// cgroup -> mark. A socket's cgroup (recorded by the kernel when the socket was made) is
-/// looked up, at each depth where a profile cgroup sits, in a map whose verdict jumps to
-/// the profile's member chain; that chain sets the profile's mark bits (and only those)
-/// and stores them in the connection. Later packets of the connection, replies, and
-/// packets without a full socket (TIME_WAIT) are recognised by the connection's mark.
+/// cgroup -> mark. Membership is decided by the socket's cgroup (recorded by the kernel
+/// when the socket was made), never by a mark: a member's packet gets its profile's mark
+/// whatever mark its socket carries (SO_MARK needs only CAP_NET_RAW), and a non-member's
+/// packet leaves with none of our bits but the bypass mark. The cgroup is looked up, at
+/// each depth where a profile cgroup sits, in a map whose verdict jumps to the profile's
+/// member chain; that chain sets the profile's mark bits (and only those) and stores them
+/// in the connection. Later packets of the connection, replies, and packets without a full
+/// socket (TIME_WAIT, a listener's SYN-ACK) are recognised by the connection's mark.
 /// The chain is `type route`, so the kernel routes the packet again after the mark changed.
+///
+/// Cgroups are known to the kernel by id, and a cgroup removed and made again under the
+/// same path (systemd stopping and starting a slice) has a new one. So every id the maps
+/// do not know yet, where a profile cgroup (or the parent that holds them) could be, is
+/// dropped: below the parent, and beside the parent or any of its ancestors. This holds
+/// while vpnd is dead; a running vpnd adds the new id within a second.
 enum MembershipRules {
+    static let unknownChain = "unknown_cgroup"
+    static let unknownCounter = "unknown_cgroup_dropped"
+
     static func add(_ policy: Policy, facts: RuntimeFacts, to table: inout NftTable) {
         let mask = policy.routing.markMask
-        var byLevel: [UInt32: [NftElement]] = [:]
         var connectionMarks: [NftElement] = []
         var inboundMarks: [NftElement] = []
         for profile in policy.profiles {
             let names = ProfileObjectNames(profile.name)
             let mark = policy.routing.mark(forIndex: profile.index)
-            let path = profile.cgroupPath(parent: facts.cgroupParent)
-            if let id = facts.cgroupIDs[path] {
-                byLevel[UInt32(path.split(separator: "/").count), default: []]
-                    .append(NftElement(key: .cgroup(id: id, path: path), verdict: .jump(names.memberChain)))
-            }
             connectionMarks.append(NftElement(key: .mark(mark), verdict: .jump(names.memberChain)))
             inboundMarks.append(NftElement(key: .mark(mark), verdict: .jump(names.inboundChain)))
             table.counters += [
@@ -38,24 +44,106 @@ enum MembershipRules {
                 ]),
             ]
         }
-        let levels = byLevel.keys.sorted(by: >)
-        table.sets += levels.map { NftSet(name: "cgroup_level_\($0)", key: .cgroupv2, data: .verdict, elements: byLevel[$0]!) }
+        let members = CgroupMaps(policy, facts: facts, name: "cgroup_level_") { .jump(ProfileObjectNames($0.name).memberChain) }
+        table.sets += members.sets
         table.sets += [
             NftSet(name: "connection_marks", key: .mark, data: .verdict, elements: connectionMarks),
             NftSet(name: "inbound_marks", key: .mark, data: .verdict, elements: inboundMarks),
         ]
-        // Deepest level first: the most specific profile cgroup wins.
-        var output = [
-            NftRule([.markMatch(mask: mask, value: 0, negated: true), .verdict(.return)],
-                    comment: "marked already: bypass mark or set by its socket"),
-            NftRule([.conntrackMarkVerdictMap(mask: mask, map: "connection_marks")]),
-        ]
-        output += levels.map { NftRule([.cgroupVerdictMap(level: $0, map: "cgroup_level_\($0)")]) }
+        var output = [NftRule([.conntrackMarkVerdictMap(mask: mask, map: "connection_marks")])]
+        output += members.lookups(prefix: [])
+        let unknown = UnknownCgroups(policy, facts: facts)
+        if !unknown.isEmpty {
+            table.sets += unknown.sets
+            table.counters.append(NftCounter(name: unknownCounter, comment: "packets of cgroups vpnd does not know yet where a profile cgroup could be"))
+            table.chains.append(NftChain(name: unknownChain, rules: [
+                NftRule([.outputInterfaceName("lo", negated: false), .verdict(.accept)]),
+                NftRule([.namedCounter(unknownCounter), .verdict(.drop)], comment: "fail closed until vpnd knows this cgroup"),
+            ]))
+            output += unknown.rules(prefix: [], target: unknownChain)
+        }
+        let bypass = policy.routing.bypassMark
+        output.append(NftRule([.markMatch(mask: mask, value: 0, negated: true), .markMatch(mask: mask, value: bypass, negated: true),
+                               .setMark(clear: mask, set: 0)],
+                              comment: "non-members carry none of our mark bits but the bypass mark"))
         table.chains += [
             NftChain(name: "route_output", base: NftBaseChain(kind: .route, hook: .output, priority: NftBaseChain.mangle), rules: output),
             NftChain(name: "prerouting", base: NftBaseChain(kind: .filter, hook: .prerouting, priority: NftBaseChain.mangle), rules: [
                 NftRule([.conntrackMarkVerdictMap(mask: mask, map: "inbound_marks")]),
             ]),
         ]
+    }
+}
+
+/// Verdict maps from profile cgroups (by id, one map per depth) to a chain of the profile.
+struct CgroupMaps {
+    var sets: [NftSet] = []
+    private var levels: [UInt32] = []
+
+    init(_ policy: Policy, facts: RuntimeFacts, name: String, verdict: (Profile) -> NftVerdict) {
+        var byLevel: [UInt32: [NftElement]] = [:]
+        for profile in policy.profiles {
+            let path = profile.cgroupPath(parent: facts.cgroupParent)
+            guard let id = facts.cgroupIDs[path] else { continue }
+            byLevel[RuntimeFacts.level(of: path), default: []].append(NftElement(key: .cgroup(id: id, path: path), verdict: verdict(profile)))
+        }
+        // Deepest level first: the most specific profile cgroup wins.
+        levels = byLevel.keys.sorted(by: >)
+        sets = levels.map { NftSet(name: name + String($0), key: .cgroupv2, data: .verdict, elements: byLevel[$0]!) }
+    }
+
+    func lookups(prefix: [NftStatement]) -> [NftRule] {
+        zip(levels, sets).map { NftRule(prefix + [.cgroupVerdictMap(level: $0, map: $1.name)]) }
+    }
+}
+
+/// Where a profile cgroup could appear without vpnd knowing its id: below the profile
+/// parent (any child that is not a profile's known cgroup), or beside the parent or one of
+/// its ancestors (a parent removed and made again). One set per level of the parent's
+/// path holds the cgroups that exist there; anything else at that level is unknown.
+struct UnknownCgroups {
+    /// The parent's path, component by component, with the ids of each prefix.
+    private var path: [(path: String, id: UInt64)] = []
+    private(set) var sets: [NftSet] = []
+    /// Whether every component of the parent exists (so "below the parent" can be matched).
+    private var parentExists = false
+
+    init(_ policy: Policy, facts: RuntimeFacts) {
+        guard !policy.profiles.isEmpty else { return }
+        var prefix = ""
+        for component in facts.cgroupParent.split(separator: "/") {
+            prefix += (prefix.isEmpty ? "" : "/") + component
+            // Without the listing of a level (it could not be read) no rule can be made
+            // for it: an empty set would match every cgroup there.
+            guard let id = facts.cgroupsAlongParent[prefix] else { break }
+            let level = UInt32(path.count + 1)
+            let known = facts.cgroupsAlongParent.filter { RuntimeFacts.level(of: $0.key) == level }
+                .sorted { $0.key < $1.key }.map { NftElement(key: .cgroup(id: $0.value, path: $0.key)) }
+            sets.append(NftSet(name: "known_level_\(level)", key: .cgroupv2, elements: known,
+                               comment: "cgroups beside \(prefix) when vpnd last looked"))
+            path.append((prefix, id))
+        }
+        parentExists = !path.isEmpty && path.last?.path == facts.cgroupParent
+    }
+
+    var isEmpty: Bool { sets.isEmpty }
+
+    func rules(prefix: [NftStatement], target: String) -> [NftRule] {
+        var rules: [NftRule] = []
+        for (index, set) in sets.enumerated() {
+            let level = UInt32(index + 1)
+            var statements = prefix
+            if index > 0 {
+                statements.append(.cgroupMatch(level: level - 1, cgroup: .cgroup(id: path[index - 1].id, path: path[index - 1].path), negated: false))
+            }
+            statements += [.cgroupInSet(level: level, set: set.name, negated: true), .verdict(.jump(target))]
+            rules.append(NftRule(statements))
+        }
+        if parentExists, let parent = path.last {
+            rules.append(NftRule(prefix + [.cgroupMatch(level: UInt32(path.count), cgroup: .cgroup(id: parent.id, path: parent.path), negated: false),
+                                           .verdict(.jump(target))],
+                                 comment: "below \(parent.path) but no profile's cgroup"))
+        }
+        return rules
     }
 }

@@ -8,6 +8,7 @@ public enum Planner {
         let routing = policy.routing
         var table = NftTable(family: .inet, name: vpnexecTableName)
         MembershipRules.add(policy, facts: facts, to: &table)
+        InboundRules.add(policy, facts: facts, to: &table)
         KillswitchRules.add(policy, to: &table)
         var sysctls: [Sysctl] = []
         if !policy.profiles.isEmpty {

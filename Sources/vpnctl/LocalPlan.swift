@@ -1,4 +1,5 @@
 import Cgroups
+import Facts
 import Netlink
 import Plan
 import Policy
@@ -8,14 +9,8 @@ import Policy
 enum LocalPlan {
     static func render(policyDirectory: String, cgroupParent: String) throws -> String {
         let policy = try Policy.parse(try PolicyDirectory.read(policyDirectory), resolver: SystemNameResolver())
-        var facts = RuntimeFacts(cgroupParent: cgroupParent)
-        let hierarchy = try? CgroupHierarchy.system()
-        for profile in policy.profiles {
-            let path = profile.cgroupPath(parent: cgroupParent)
-            facts.cgroupIDs[path] = hierarchy?.id(of: path)
-        }
-        let wanted = Set(policy.profiles.map(\.tunnel.interfaceName))
-        for link in (try? Rtnetlink().links()) ?? [] where wanted.contains(link.name) { facts.links[link.name] = link }
+        let reader = FactsReader(hierarchy: try? CgroupHierarchy.system(), links: { (try? Rtnetlink().links()) ?? [] })
+        let facts = try reader.read(policy, cgroupParent: cgroupParent)
         let names = Dictionary(facts.links.values.map { ($0.index, $0.name) }, uniquingKeysWith: { a, _ in a })
         return PlanText.render(Planner.plan(policy, facts: facts), interfaceNames: names)
     }

@@ -17,6 +17,13 @@ enum StatusText {
             lines.append("  received  \(traffic(profile.received))")
             lines.append("  dropped   \(traffic(profile.droppedByKillswitch)) by the killswitch")
         }
+        if report.droppedUnknownCgroup.packets > 0 {
+            lines.append("")
+            lines.append("unknown cgroups: \(traffic(report.droppedUnknownCgroup)) dropped (cgroups vpnd did not know yet where a profile cgroup could be)")
+        }
+        if report.refusedConnections > 0 {
+            lines.append("control socket: \(report.refusedConnections) connection(s) refused (a user held too many at once)")
+        }
         return lines.joined(separator: "\n") + "\n"
     }
 

@@ -1,3 +1,4 @@
+import CLinux
 import Control
 import Glibc
 
@@ -81,13 +82,17 @@ enum VPNExec {
             arguments = parsed
         }
         let path = ControlSocket.path(option: arguments.socket, environment: ProcessInfoEnvironment.current)
+        // vpnd moves the process a pidfd names, never a bare pid: on kernels without
+        // SO_PEERPIDFD (before 6.5) this one, which vpnd checks against the connection.
+        let me = vx_pidfd_open(getpid())
         let response: ControlResponse
         do {
-            response = try ControlClient.send(.exec(profile: arguments.profile), socketPath: path)
+            response = try ControlClient.send(.exec(profile: arguments.profile), socketPath: path, passing: me >= 0 ? me : nil)
         } catch {
             writeStandardError("vpnexec: \(error)\n")
             return 1
         }
+        if me >= 0 { close(me) }
         guard response.ok else {
             writeStandardError("vpnexec: \(response.message ?? "refused")\n")
             return 1

@@ -19,11 +19,6 @@ import Testing
         let shadowed = hybrid + "\n50 31 0:38 /user.slice /srv/cg rw - cgroup2 cgroup2 rw\n51 23 0:38 / /sys/fs/cgroup rw - cgroup2 none rw\n"
         #expect(CgroupMount.candidates(inMountInfo: shadowed) == ["/sys/fs/cgroup", "/sys/fs/cgroup/unified", "/srv/cg"])
     }
-
-    @Test func levels() {
-        #expect(CgroupHierarchy.level(of: "vpn.slice/vpn-work.slice") == 2)
-        #expect(CgroupHierarchy.level(of: "") == 0)
-    }
 }
 
 /// On this machine's real cgroup2 tree (found from mountinfo, never assumed).

@@ -20,12 +20,23 @@ import Testing
                        elements: [NftElement(key: .cgroup(id: cgroupID, path: cgroupPath), verdict: .jump("member_work"))]),
                 NftSet(name: "killswitch_marks", key: .mark, data: .verdict,
                        elements: [NftElement(key: .mark(mark), verdict: .jump("killswitch_work"))], comment: "profile marks"),
+                NftSet(name: "known_level_2", key: .cgroupv2, elements: [NftElement(key: .cgroup(id: cgroupID, path: cgroupPath))],
+                       comment: "cgroups beside it"),
             ],
             chains: [
                 NftChain(name: "route_output", base: NftBaseChain(kind: .route, hook: .output, priority: NftBaseChain.mangle), rules: [
                     NftRule([.markMatch(mask: mask, value: 0, negated: true), .verdict(.return)]),
                     NftRule([.conntrackMarkVerdictMap(mask: mask, map: "killswitch_marks")]),
                     NftRule([.cgroupVerdictMap(level: 2, map: "cgroup_level_2")]),
+                    NftRule([.cgroupInSet(level: 2, set: "known_level_2", negated: true), .verdict(.drop)]),
+                    NftRule([.cgroupMatch(level: 2, cgroup: .cgroup(id: cgroupID, path: cgroupPath), negated: false),
+                             .cgroupInSet(level: 2, set: "known_level_2", negated: false), .verdict(.accept)]),
+                    NftRule([.markMatch(mask: mask, value: 0, negated: true), .setMark(clear: mask, set: 0)]),
+                ]),
+                NftChain(name: "inbound", base: NftBaseChain(kind: .filter, hook: .input, priority: NftBaseChain.filter), rules: [
+                    NftRule([.conntrackStateNew, .cgroupVerdictMap(level: 2, map: "cgroup_level_2")]),
+                    NftRule([.conntrackMarkMatch(mask: mask, value: mark, negated: true), .inputInterfaceName("lo", negated: true),
+                             .cgroupMatch(level: 2, cgroup: .cgroup(id: cgroupID, path: cgroupPath), negated: true), .verdict(.drop)]),
                 ]),
                 NftChain(name: "member_work", rules: [
                     NftRule([.setMark(clear: mask, set: mark), .setConntrackMark(clear: mask, set: mark),

@@ -30,7 +30,13 @@ func profile(_ name: String, tunnel: String, index: UInt32, killswitch: Bool = t
         ])
         let output = try #require(state.nft.chain(named: "route_output"))
         #expect(output.base == NftBaseChain(kind: .route, hook: .output, priority: -150))
-        #expect(output.rules.map(\.statements).last == [.cgroupVerdictMap(level: 2, map: "cgroup_level_2")])
+        #expect(output.rules.map(\.statements) == [
+            [.conntrackMarkVerdictMap(mask: 0x7f00_0000, map: "connection_marks")],
+            [.cgroupVerdictMap(level: 2, map: "cgroup_level_2")],
+            // No listing of the root was given: no fail-closed rules (an empty set would match all).
+            [.markMatch(mask: 0x7f00_0000, value: 0, negated: true), .markMatch(mask: 0x7f00_0000, value: 0x7f00_0000, negated: true),
+             .setMark(clear: 0x7f00_0000, set: 0)],
+        ])
 
         // member chain -> mark under the mask, remembered by the connection
         let member = try #require(state.nft.chain(named: "member_work"))
@@ -67,6 +73,9 @@ func profile(_ name: String, tunnel: String, index: UInt32, killswitch: Bool = t
         #expect(!home.rules.contains { $0.statements.contains(.verdict(.drop)) })
         let killswitch = try #require(state.nft.chain(named: "killswitch"))
         #expect(killswitch.base == NftBaseChain(kind: .filter, hook: .postrouting, priority: 0))
+        // The packet's mark, then the connection's (which no socket option reaches).
+        #expect(killswitch.rules.map(\.statements) == [[.markVerdictMap(mask: 0x7f00_0000, map: "egress_marks")],
+                                                        [.conntrackMarkVerdictMap(mask: 0x7f00_0000, map: "egress_marks")]])
         #expect(state.nft.set(named: "egress_marks")?.elements == [
             NftElement(key: .mark(0x0100_0000), verdict: .jump("egress_work")),
             NftElement(key: .mark(0x0200_0000), verdict: .jump("egress_home")),
@@ -90,9 +99,83 @@ func profile(_ name: String, tunnel: String, index: UInt32, killswitch: Bool = t
         #expect(state.nft.set(named: "cgroup_level_2") == nil)
     }
 
+    /// A member is whoever is in the cgroup: its mark is overwritten with the profile's
+    /// (whatever SO_MARK it set), and a non-member keeps none of our bits but the bypass mark.
+    @Test func membershipIgnoresMarksSetBySockets() throws {
+        let state = Planner.plan(policy, facts: RuntimeFacts(cgroupIDs: ["vpn.slice/vpn-work.slice": 101]))
+        let output = try #require(state.nft.chain(named: "route_output"))
+        #expect(!output.rules.contains { $0.statements.contains(.verdict(.return)) }, "no early return for packets that carry a mark")
+        #expect(output.rules.first?.statements == [.conntrackMarkVerdictMap(mask: 0x7f00_0000, map: "connection_marks")])
+        #expect(output.rules.last?.comment == "non-members carry none of our mark bits but the bypass mark")
+    }
+
+    /// Ids nobody knows where a profile cgroup (or its parent) could be are dropped: beside
+    /// every level of the parent's path, and below the parent.
+    @Test func unknownCgroupsAlongTheParentAreDropped() throws {
+        let facts = RuntimeFacts(cgroupParent: "vpn.slice",
+                                 cgroupIDs: ["vpn.slice/vpn-work.slice": 101, "vpn.slice/vpn-home.slice": 102],
+                                 cgroupsAlongParent: ["vpn.slice": 100, "system.slice": 10, "user.slice": 11])
+        let state = Planner.plan(policy, facts: facts)
+        #expect(state.nft.set(named: "known_level_1")?.elements == [
+            NftElement(key: .cgroup(id: 10, path: "system.slice")), NftElement(key: .cgroup(id: 11, path: "user.slice")),
+            NftElement(key: .cgroup(id: 100, path: "vpn.slice")),
+        ])
+        let output = try #require(state.nft.chain(named: "route_output"))
+        let parent = NftElementKey.cgroup(id: 100, path: "vpn.slice")
+        #expect(Array(output.rules.map(\.statements).dropFirst(2).prefix(2)) == [
+            [.cgroupInSet(level: 1, set: "known_level_1", negated: true), .verdict(.jump("unknown_cgroup"))],
+            [.cgroupMatch(level: 1, cgroup: parent, negated: false), .verdict(.jump("unknown_cgroup"))],
+        ])
+        let unknown = try #require(state.nft.chain(named: "unknown_cgroup"))
+        #expect(unknown.rules.map(\.statements) == [[.outputInterfaceName("lo", negated: false), .verdict(.accept)],
+                                                     [.namedCounter("unknown_cgroup_dropped"), .verdict(.drop)]])
+        let inbound = try #require(state.nft.chain(named: "inbound"))
+        #expect(inbound.rules.map(\.statements).suffix(2) == [
+            [.conntrackStateNew, .cgroupInSet(level: 1, set: "known_level_1", negated: true), .verdict(.jump("unknown_listener"))],
+            [.conntrackStateNew, .cgroupMatch(level: 1, cgroup: parent, negated: false), .verdict(.jump("unknown_listener"))],
+        ])
+
+        let deep = RuntimeFacts(cgroupParent: "a.slice/vpn.slice", cgroupIDs: ["a.slice/vpn.slice/vpn-work.slice": 101],
+                                cgroupsAlongParent: ["a.slice": 1, "b.slice": 2, "a.slice/vpn.slice": 3, "a.slice/x.service": 4])
+        let deepOutput = try #require(Planner.plan(policy, facts: deep).nft.chain(named: "route_output"))
+        #expect(Array(deepOutput.rules.map(\.statements).dropFirst(2).prefix(3)) == [
+            [.cgroupInSet(level: 1, set: "known_level_1", negated: true), .verdict(.jump("unknown_cgroup"))],
+            [.cgroupMatch(level: 1, cgroup: .cgroup(id: 1, path: "a.slice"), negated: false),
+             .cgroupInSet(level: 2, set: "known_level_2", negated: true), .verdict(.jump("unknown_cgroup"))],
+            [.cgroupMatch(level: 2, cgroup: .cgroup(id: 3, path: "a.slice/vpn.slice"), negated: false), .verdict(.jump("unknown_cgroup"))],
+        ])
+        #expect(Planner.plan(policy, facts: deep).nft.set(named: "known_level_2")?.elements.map(\.key) == [
+            .cgroup(id: 3, path: "a.slice/vpn.slice"), .cgroup(id: 4, path: "a.slice/x.service"),
+        ])
+        // A parent that does not exist: what is beside it is still known, nothing "below" it.
+        let missing = RuntimeFacts(cgroupParent: "vpn.slice", cgroupsAlongParent: ["system.slice": 10])
+        #expect(Planner.plan(policy, facts: missing).nft.set(named: "known_level_1") == nil,
+                "the level's listing lacks the parent itself: it was not read after the parent was made")
+    }
+
+    /// New connections to a member's sockets: from its tunnel they become the profile's
+    /// connection, from loopback they pass, from anywhere else they are dropped (killswitch).
+    @Test func membersAcceptConnectionsThroughTheirTunnelOnly() throws {
+        let state = Planner.plan(policy, facts: RuntimeFacts(cgroupIDs: ["vpn.slice/vpn-work.slice": 101, "vpn.slice/vpn-home.slice": 102]))
+        let inbound = try #require(state.nft.chain(named: "inbound"))
+        #expect(inbound.base == NftBaseChain(kind: .filter, hook: .input, priority: 0))
+        #expect(inbound.rules.map(\.statements) == [[.conntrackStateNew, .cgroupVerdictMap(level: 2, map: "listen_level_2")]])
+        #expect(state.nft.set(named: "listen_level_2")?.elements == [
+            NftElement(key: .cgroup(id: 101, path: "vpn.slice/vpn-work.slice"), verdict: .jump("listen_work")),
+            NftElement(key: .cgroup(id: 102, path: "vpn.slice/vpn-home.slice"), verdict: .jump("listen_home")),
+        ])
+        #expect(state.nft.chain(named: "listen_work")?.rules.map(\.statements) == [
+            [.inputInterfaceName("wg0", negated: false), .setConntrackMark(clear: 0x7f00_0000, set: 0x0100_0000), .verdict(.accept)],
+            [.inputInterfaceName("lo", negated: false), .verdict(.accept)],
+            [.namedCounter("work_dropped"), .verdict(.drop)],
+        ])
+        #expect(state.nft.chain(named: "listen_home")?.rules.count == 2, "without a killswitch nothing is dropped")
+    }
+
     @Test func emptyPolicyPlansAnEmptyTable() {
-        let state = Planner.plan(Policy(profiles: []), facts: RuntimeFacts())
+        let state = Planner.plan(Policy(profiles: []), facts: RuntimeFacts(cgroupsAlongParent: ["vpn.slice": 1]))
         #expect(state.rules.isEmpty && state.routes.isEmpty && state.sysctls.isEmpty)
+        #expect(state.nft.set(named: "known_level_1") == nil && state.nft.chain(named: "inbound") == nil)
         #expect(state.nft.chains.allSatisfy { $0.rules.count <= 2 })
     }
 

@@ -1,0 +1,88 @@
+import Glibc
+
+/// vpnd's one thread: descriptors registered with their handlers, and timers. Handlers
+/// run one at a time in the loop, so daemon state needs no locks; nothing in a handler
+/// may block (writes are queued and sent when the descriptor is writable).
+final class EventLoop {
+    typealias Handler = (_ events: Int16) -> Void
+
+    private struct Source {
+        var events: Int16
+        var handler: Handler
+    }
+
+    private struct Timer {
+        var due: Double
+        var interval: Double?
+        var body: () -> Void
+    }
+
+    private var sources: [Int32: Source] = [:]
+    private var timers: [Int: Timer] = [:]
+    private var nextTimer = 0
+    private(set) var running = false
+
+    /// Calls `handler` with the revents whenever `fd` is ready for `events`.
+    func watch(_ fd: Int32, events: Int16 = Int16(POLLIN), _ handler: @escaping Handler) {
+        sources[fd] = Source(events: events, handler: handler)
+    }
+
+    func setEvents(_ fd: Int32, _ events: Int16) {
+        sources[fd]?.events = events
+    }
+
+    func unwatch(_ fd: Int32) {
+        sources[fd] = nil
+    }
+
+    /// Runs `body` every `seconds`, first after one interval.
+    @discardableResult
+    func every(_ seconds: Double, _ body: @escaping () -> Void) -> Int {
+        add(Timer(due: Self.now() + seconds, interval: seconds, body: body))
+    }
+
+    @discardableResult
+    func after(_ seconds: Double, _ body: @escaping () -> Void) -> Int {
+        add(Timer(due: Self.now() + seconds, interval: nil, body: body))
+    }
+
+    func cancel(_ timer: Int) { timers[timer] = nil }
+
+    private func add(_ timer: Timer) -> Int {
+        nextTimer += 1
+        timers[nextTimer] = timer
+        return nextTimer
+    }
+
+    func stop() { running = false }
+
+    func run() throws {
+        running = true
+        while running {
+            let now = Self.now()
+            let wait = timers.values.map { max(0, $0.due - now) }.min() ?? 1
+            var fds = sources.map { pollfd(fd: $0.key, events: $0.value.events, revents: 0) }
+            let ready = poll(&fds, nfds_t(fds.count), Int32(min(wait, 1) * 1000) + 1)
+            if ready < 0 && errno != EINTR { throw ApplyError("poll: \(String(cString: strerror(errno)))") }
+            for entry in fds where entry.revents != 0 && running {
+                // A handler may have removed (and closed) another source in this round.
+                sources[entry.fd]?.handler(entry.revents)
+            }
+            let after = Self.now()
+            for (id, timer) in timers.sorted(by: { $0.value.due < $1.value.due }) where timer.due <= after && running {
+                if let interval = timer.interval {
+                    timers[id]?.due = after + interval
+                } else {
+                    timers[id] = nil
+                }
+                timer.body()
+            }
+        }
+    }
+
+    static func now() -> Double {
+        var now = timespec()
+        clock_gettime(CLOCK_MONOTONIC, &now)
+        return Double(now.tv_sec) + Double(now.tv_nsec) / 1e9
+    }
+}
