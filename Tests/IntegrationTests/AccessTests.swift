@@ -51,14 +51,12 @@ import Testing
         #expect(missing.status == 127)
 
         // Only their own processes, and only root reloads or takes everything down.
-        let sleeper = try BackgroundProcess(net.client.enter + ["setpriv", "--reuid", byName.name, "--regid", byName.name, "--init-groups", "sleep", "30"], cleanup: cleanup)
-        let asOther = try Command.status(net.client.enter + ["setpriv", "--reuid", byGroup.name, "--regid", byGroup.name, "--init-groups",
-                                                              try Binaries.path("vpnctl"), "--socket", daemon.socketPath, "move", "-p", "work", String(sleeper.pid)])
+        let sleeper = try BackgroundProcess(daemon.asUser(byName.name) + ["sleep", "30"], cleanup: cleanup)
+        let asOther = try daemon.vpnctl(user: byGroup.name, ["move", "-p", "work", String(sleeper.pid)])
         #expect(asOther.status == 1)
         #expect(asOther.stderr.contains("may only move its own processes"))
         for command in [["reload"], ["down"]] {
-            let result = try Command.status(net.client.enter + ["setpriv", "--reuid", byName.name, "--regid", byName.name, "--init-groups",
-                                                                 try Binaries.path("vpnctl"), "--socket", daemon.socketPath] + command)
+            let result = try daemon.vpnctl(user: byName.name, command)
             #expect(result.status == 1)
             #expect(result.stderr.contains("only root may"))
         }

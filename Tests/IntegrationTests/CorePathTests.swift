@@ -140,7 +140,8 @@ final class InteractiveProcess: @unchecked Sendable {
         process.standardError = FileHandle.nullDevice
         try process.run()
         cleanup.add("stop \(arguments.joined(separator: " "))") { [process] in
-            if process.isRunning { process.terminate(); process.waitUntilExit() }
+            // SIGTERM may be blocked in the child (it inherits the spawning thread's mask).
+            if process.isRunning { kill(process.processIdentifier, SIGKILL); process.waitUntilExit() }
         }
     }
 

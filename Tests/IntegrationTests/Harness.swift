@@ -47,6 +47,8 @@ final class DaemonHarness: @unchecked Sendable {
     let cgroupParent: String
     let cleanup: Cleanup
     private(set) var process: BackgroundProcess?
+    /// Runs vpnd through this command (e.g. a seccomp wrapper), inside the namespace.
+    var launcher: [String] = []
 
     init(topology: Topology, policy: String, cleanup: Cleanup) throws {
         self.topology = topology
@@ -70,7 +72,7 @@ final class DaemonHarness: @unchecked Sendable {
 
     var arguments: [String] {
         get throws {
-            topology.client.enter + [try Binaries.path("vpnd"), "--policy-dir", policyDirectory,
+            topology.client.enter + launcher + [try Binaries.path("vpnd"), "--policy-dir", policyDirectory,
                                      "--socket", socketPath, "--cgroup-parent", cgroupParent]
         }
     }
@@ -101,9 +103,17 @@ final class DaemonHarness: @unchecked Sendable {
     /// `vpnexec` in the client namespace, as root or as a given user; `command` may be
     /// empty to get the prefix only.
     func vpnexec(profile: String, user: String? = nil, _ command: [String]) throws -> [String] {
-        var prefix = topology.client.enter
-        if let user { prefix += ["setpriv", "--reuid", user, "--regid", user, "--init-groups"] }
-        return prefix + [try Binaries.path("vpnexec"), "--socket", socketPath, "-p", profile, "--"] + command
+        asUser(user) + [try Binaries.path("vpnexec"), "--socket", socketPath, "-p", profile, "--"] + command
+    }
+
+    /// `vpnctl` in the client namespace, as root or as a given user.
+    func vpnctl(user: String?, _ arguments: [String]) throws -> CommandResult {
+        try Command.status(asUser(user) + [try Binaries.path("vpnctl"), "--socket", socketPath] + arguments)
+    }
+
+    /// The prefix that runs a command in the client namespace as `user` (root if nil).
+    func asUser(_ user: String?) -> [String] {
+        topology.client.enter + (user.map { ["setpriv", "--reuid", $0, "--regid", $0, "--init-groups"] } ?? [])
     }
 
     /// Our kernel state in the client namespace (the nft ruleset, all rules, and every

@@ -1,15 +1,20 @@
 import Foundation
 
 /// tcpdump on an interface inside a namespace: what really left, as a file to count.
+/// Started with --immediate-mode: otherwise tcpdump hands packets over in blocks (up to a
+/// second late) and, stopped with SIGTERM, never writes what its last block held, which
+/// is exactly what a leak test looks for. Every zero-leak check needs a positive control
+/// (the same capture seeing packets it should), see `count(_:)`.
 public final class Capture: @unchecked Sendable {
     let process: BackgroundProcess
     public let path: String
     public let filter: String
+    private var stopped = false
 
     public init(on interface: String, in namespace: NetworkNamespace, filter: String, cleanup: Cleanup) throws {
         path = NSTemporaryDirectory() + "vx-\(uniqueTag()).pcap"
         self.filter = filter
-        process = try BackgroundProcess(namespace.enter + ["tcpdump", "-i", interface, "-n", "-U", "-w", path, filter], cleanup: cleanup)
+        process = try BackgroundProcess(namespace.enter + ["tcpdump", "--immediate-mode", "-i", interface, "-n", "-U", "-w", path, filter], cleanup: cleanup)
         cleanup.add("remove \(path)") { [path] in try? FileManager.default.removeItem(atPath: path) }
         try eventually("tcpdump to listen on \(interface)") {
             process.output.contains("listening on") || !process.isRunning
@@ -19,8 +24,19 @@ public final class Capture: @unchecked Sendable {
 
     /// Stops the capture and returns the packets it saw, one summary line each.
     public func stop() throws -> [String] {
-        process.stop()
-        let text = try Command.run(["tcpdump", "-r", path, "-n"])
+        try packets()
+    }
+
+    /// The captured packets that match a tcpdump filter (all of them for ""), one line each;
+    /// the capture is stopped first.
+    public func packets(_ filter: String = "") throws -> [String] {
+        if !stopped {
+            process.stop()
+            stopped = true
+        }
+        let text = try Command.run(["tcpdump", "-r", path, "-n"] + (filter.isEmpty ? [] : [filter]))
         return text.split(separator: "\n").map(String.init)
     }
+
+    public func count(_ filter: String) throws -> Int { try packets(filter).count }
 }
