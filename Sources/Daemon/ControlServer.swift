@@ -112,8 +112,10 @@ final class ControlServer {
 
     // MARK: admission
 
+    /// Accepts what is waiting, a bounded number per wakeup: one user connecting in a
+    /// tight loop must not keep the loop from everything else.
     private func acceptAll() {
-        while true {
+        for _ in 0..<32 {
             let fd = vx_accept4(listener, Int32(SOCK_CLOEXEC.rawValue) | Int32(SOCK_NONBLOCK.rawValue))
             guard fd >= 0 else { return }
             var credentials = vx_ucred()
@@ -159,6 +161,10 @@ final class ControlServer {
 
     private func service(_ fd: Int32, _ events: Int16) {
         guard let connection = connections[fd] else { return }
+        if connection.answered, connection.outbox.isEmpty, events & Int16(POLLHUP | POLLERR) != 0 {
+            drop(fd)  // gone while its answer is being worked out
+            return
+        }
         if events & Int16(POLLOUT) != 0 { flush(connection) }
         if connections[fd] != nil, !connection.answered, events & Int16(POLLIN | POLLHUP | POLLERR) != 0 { receive(connection) }
     }

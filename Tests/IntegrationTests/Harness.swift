@@ -113,7 +113,7 @@ final class DaemonHarness: @unchecked Sendable {
 
     /// The prefix that runs a command in the client namespace as `user` (root if nil).
     func asUser(_ user: String?) -> [String] {
-        topology.client.enter + (user.map { ["setpriv", "--reuid", $0, "--regid", $0, "--init-groups"] } ?? [])
+        topology.client.enter + (user.map(TestUser.become) ?? [])
     }
 
     /// Our kernel state in the client namespace (the nft ruleset, all rules, and every
@@ -152,6 +152,14 @@ enum TestCgroups {
 /// A user the test creates (and deletes) to run vpnexec unprivileged.
 final class TestUser: @unchecked Sendable {
     let name: String
+
+    /// The prefix that runs a command as `user`. setpriv execs with root's capabilities
+    /// still in effect, so its PATH search would pick commands the user cannot run (seen:
+    /// a shim under /root, mode 0700); env searches PATH as the user.
+    static func become(_ user: String) -> [String] {
+        ["setpriv", "--reuid", user, "--regid", user, "--init-groups", "/usr/bin/env"]
+    }
+
     init(_ name: String, groups: [String] = [], cleanup: Cleanup) throws {
         self.name = name
         var arguments = ["useradd", "--no-create-home", "--shell", "/usr/sbin/nologin", "--user-group"]
