@@ -8,6 +8,7 @@ import Netlink
 import Nftables
 import Plan
 import Policy
+import TrustedFiles
 import TunnelFiles
 import Routing
 
@@ -73,7 +74,6 @@ public final class Daemon {
     }
 
     static func loadPolicy(_ directory: String) throws -> Policy {
-        try PolicyDirectory.checkOwnership(directory)
         return try Policy.parse(try PolicyDirectory.read(directory), resolver: SystemNameResolver())
     }
 

@@ -1,5 +1,6 @@
 import Glibc
 import Policy
+import TrustedFiles
 import WireGuard
 
 /// The wg-quick files a policy's built-in tunnels name, read and checked as part of the
@@ -13,18 +14,20 @@ public enum TunnelFiles {
         public var config: WgQuickConfig
     }
 
+    /// A wg-quick file is a few hundred bytes; thousands of peers fit.
+    public static let fileLimit = 1 << 20
+
     /// Every built-in tunnel's file by interface; throws a PolicyError naming each bad file:line.
     public static func load(_ policy: Policy) throws(PolicyError) -> [String: Loaded] {
         var loaded: [String: Loaded] = [:]
         var problems: [PolicyDiagnostic] = []
         for profile in policy.profiles {
             guard case let .wireguard(path, interface, location) = profile.tunnel else { continue }
-            if let problem = PolicyDirectory.ownershipProblem(path) {
-                problems.append(PolicyDiagnostic("profile \(profile.name): \(problem) (it holds the tunnel's private key)", at: location))
-                continue
-            }
-            guard let text = PolicyDirectory.readFile(path) else {
-                problems.append(PolicyDiagnostic("profile \(profile.name): cannot read \(path): \(String(cString: strerror(errno)))", at: location))
+            let text: String
+            do {
+                text = try TrustedFile.read(path, holdsSecret: true, limit: fileLimit)
+            } catch {
+                problems.append(PolicyDiagnostic("profile \(profile.name): cannot use its wg-quick file \(error)", at: location))
                 continue
             }
             do {

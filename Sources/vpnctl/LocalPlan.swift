@@ -3,6 +3,7 @@ import Facts
 import Netlink
 import Plan
 import Policy
+import TrustedFiles
 
 /// `vpnctl plan --policy-dir`: the same compile as vpnd's, with facts read here (reading
 /// links and cgroup ids needs no privilege).

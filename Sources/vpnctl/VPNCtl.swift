@@ -3,6 +3,7 @@ import Control
 import Glibc
 import Plan
 import Policy
+import TrustedFiles
 import TunnelFiles
 
 @main

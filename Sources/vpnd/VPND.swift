@@ -3,6 +3,7 @@ import Control
 import Daemon
 import Glibc
 import Policy
+import TrustedFiles
 
 @main
 struct VPND: ParsableCommand {

@@ -110,6 +110,29 @@ import Testing
         writeConf(good, mode: 0o666)
         let writable = try daemon.vpnctl(["reload"])
         #expect(writable.status != 0 && writable.stderr.contains("writable by group or others"), "\(writable.stderr)")
+        writeConf(good, mode: 0o644)
+        let readable = try daemon.vpnctl(["reload"])
+        #expect(readable.status != 0 && readable.stderr.contains("readable by group or others (mode 0644) and holds a private key"), "\(readable.stderr)")
+        writeConf(good)
+        let real = conf + ".real"
+        try FileManager.default.moveItem(atPath: conf, toPath: real)
+        cleanup.add("remove \(real)") { try? FileManager.default.removeItem(atPath: real) }
+        #expect(symlink(real, conf) == 0)
+        let linked = try daemon.vpnctl(["reload"])
+        #expect(linked.status != 0 && linked.stderr.contains("\(conf): is a symbolic link"), "\(linked.stderr)")
+
+        // CRLF line ends are accepted, as wg-quick accepts them; a broken CRLF file's error
+        // names file:line:column and never shows the key, on the client or in vpnd's log.
+        writeConf(good.replacingOccurrences(of: "\n", with: "\r\n"))
+        #expect(try daemon.vpnctl(["reload"]).status == 0)
+        writeConf(good.replacingOccurrences(of: "10.82.0.2/24", with: "10.82.0.300/24").replacingOccurrences(of: "\n", with: "\r\n")
+                  + "\(clientKey)\r\n")
+        let broken = try daemon.vpnctl(["reload"])
+        #expect(broken.status != 0 && broken.stderr.contains("\(conf):3:11: error: Address \"10.82.0.300/24\""), "\(broken.stderr)")
+        let keyCore = String(clientKey.prefix(20))
+        #expect(!broken.stderr.contains(keyCore) && !broken.stdout.contains(keyCore), "the key is in the error output")
+        let log = daemon.process?.output ?? ""
+        #expect(log.contains("10.82.0.300/24") && !log.contains(keyCore), "vpnd logged the refusal, without the key")
 
         writeConf(good.replacingOccurrences(of: "10.82.0.2/24", with: "10.82.0.3/24"))
         #expect(try daemon.vpnctl(["reload"]).status == 0)
