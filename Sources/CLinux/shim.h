@@ -149,3 +149,22 @@ static inline ssize_t vx_recv_with_fds(int sock, void *bytes, size_t length, int
     }
     return n;
 }
+
+// --- Landlock (Linux 5.13+): the process confines its own file system (and TCP) access.
+// Declared here rather than from <linux/landlock.h>: older headers lack the later fields.
+#include <stdint.h>
+struct vx_landlock_ruleset_attr { uint64_t handled_access_fs; uint64_t handled_access_net; uint64_t scoped; };
+struct vx_landlock_path_beneath_attr { uint64_t allowed_access; int32_t parent_fd; } __attribute__((packed));
+
+/// The kernel's Landlock ABI version, or -1 (errno ENOSYS/EOPNOTSUPP) without Landlock.
+static inline int vx_landlock_abi(void) { return (int)syscall(444, NULL, 0, 1UL); }
+/// A ruleset handling these rights; `size` picks how much of the struct the kernel reads
+/// (ABI 1-3: the fs field only, 4-5: fs and net, 6+: all three).
+static inline int vx_landlock_create_ruleset(const struct vx_landlock_ruleset_attr *attr, size_t size) {
+    return (int)syscall(444, attr, size, 0UL);
+}
+static inline int vx_landlock_allow_beneath(int ruleset, int fd, uint64_t access) {
+    struct vx_landlock_path_beneath_attr rule = { access, fd };
+    return (int)syscall(445, ruleset, 1 /* LANDLOCK_RULE_PATH_BENEATH */, &rule, 0UL);
+}
+static inline int vx_landlock_restrict_self(int ruleset) { return (int)syscall(446, ruleset, 0UL); }

@@ -40,9 +40,12 @@ public struct StatusReport: Codable, Hashable, Sendable {
     public var droppedUnknownCgroup: Traffic
     /// Control connections closed at once because their user (or all users) held too many.
     public var refusedConnections: Int
+    /// What confines vpnd itself (Landlock), or why nothing does.
+    public var sandbox: String
 
     public init(daemonPID: Int32, policyDirectory: String, cgroupRoot: String, profiles: [ProfileStatus],
-                droppedUnknownCgroup: Traffic = Traffic(packets: 0, bytes: 0), refusedConnections: Int = 0) {
+                droppedUnknownCgroup: Traffic = Traffic(packets: 0, bytes: 0), refusedConnections: Int = 0, sandbox: String = "off") {
+        self.sandbox = sandbox
         self.daemonPID = daemonPID
         self.policyDirectory = policyDirectory
         self.cgroupRoot = cgroupRoot

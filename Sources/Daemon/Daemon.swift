@@ -18,11 +18,14 @@ public struct DaemonOptions: Sendable {
     /// Where profile cgroups live, relative to the cgroup2 root.
     public var cgroupParent: String
     public var dropPrivileges: Bool
+    /// Confine vpnd's own file system writes, program execution and TCP (Landlock).
+    public var sandbox: Bool
     /// Where built-in tunnels serve the `wg` tool's socket (IFACE.sock).
     public var wireguardSocketDirectory: String
 
     public init(policyDirectory: String, socketPath: String, cgroupParent: String = "vpn.slice", dropPrivileges: Bool = true,
-                wireguardSocketDirectory: String = "/var/run/wireguard") {
+                sandbox: Bool = true, wireguardSocketDirectory: String = "/var/run/wireguard") {
+        self.sandbox = sandbox
         self.policyDirectory = policyDirectory
         self.socketPath = socketPath
         self.cgroupParent = cgroupParent
@@ -50,14 +53,21 @@ public final class Daemon {
     private let lock: NamespaceLock
     /// The facts the kernel state was last planned from (nil until an apply succeeded).
     private var appliedFacts: RuntimeFacts?
+    /// What the sandbox enforces, for status.
+    private var sandboxSummary = "off"
 
     /// Loads and applies the policy. Throws a PolicyError (nothing was touched) or the
     /// error of the first kernel operation that failed.
     public init(options: DaemonOptions, log: Log) throws {
         self.options = options
         self.log = log
+        guard !options.cgroupParent.split(separator: "/").isEmpty else {
+            throw ApplyError("the cgroup parent must be a cgroup below the root (e.g. vpn.slice), not the root itself")
+        }
+        hierarchy = try CgroupHierarchy.system()
         if options.dropPrivileges {
-            try Privileges.dropToMinimum()
+            let keep = Privileges.directoryOverrideNeeded(RuntimeFacts.directoriesAlong(parent: options.cgroupParent).map(hierarchy.absolute))
+            try Privileges.dropToMinimum(keepDirectoryOverride: keep)
             log.info("capabilities: \(Privileges.current()); no_new_privs set")
         }
         policy = try Self.loadPolicy(options.policyDirectory)
@@ -65,9 +75,19 @@ public final class Daemon {
         tunnels = BuiltInTunnels(log: log, uapiDirectory: options.wireguardSocketDirectory)
         let socketDirectory = String(options.socketPath[..<(options.socketPath.lastIndex(of: "/") ?? options.socketPath.startIndex)])
         lock = try NamespaceLock(directory: socketDirectory.isEmpty ? "." : socketDirectory)
-        hierarchy = try CgroupHierarchy.system()
         applier = try KernelApplier()
         rtnl = try Rtnetlink()
+        if options.sandbox {
+            // Before any thread exists (built-in tunnels start below): all inherit it.
+            mkdir(options.wireguardSocketDirectory, 0o755)
+            var summary = try Sandbox.forDaemon(cgroupRoot: hierarchy.mountPoint, socketDirectory: socketDirectory.isEmpty ? "." : socketDirectory,
+                                                wireguardDirectory: options.wireguardSocketDirectory).apply()
+            if summary.hasPrefix("Landlock"), let probe = TrustedDirectoryProbe.firstFile(options.policyDirectory) {
+                summary += Sandbox.verify(byOpening: probe) ? " (verified)" : " (NOT in force: a policy file opened for writing)"
+            }
+            sandboxSummary = summary
+            log.info("sandbox: \(summary)")
+        }
         try applyPolicy()
         let shown = policy.profiles.prefix(8).map { " \($0.name)->\($0.tunnel.interfaceName)" }.joined()
         log.info("applied policy from \(options.policyDirectory): \(policy.profiles.count) profile(s)" + shown + (policy.profiles.count > 8 ? " ..." : ""))
@@ -314,7 +334,16 @@ public final class Daemon {
         }
         return StatusReport(daemonPID: getpid(), policyDirectory: options.policyDirectory,
                             cgroupRoot: hierarchy.mountPoint, profiles: profiles,
-                            droppedUnknownCgroup: traffic(unknownCgroupCounter), refusedConnections: server?.refusedConnections ?? 0)
+                            droppedUnknownCgroup: traffic(unknownCgroupCounter), refusedConnections: server?.refusedConnections ?? 0,
+                            sandbox: sandboxSummary)
+    }
+}
+
+enum TrustedDirectoryProbe {
+    /// A policy file to probe the sandbox with (opened for writing, never written).
+    static func firstFile(_ directory: String) -> String? {
+        guard let names = try? TrustedDirectory(directory).entries(endingIn: ".toml"), let first = names.first else { return nil }
+        return directory + "/" + first
     }
 }
 

@@ -16,7 +16,11 @@ public enum Privileges {
     public static let effective: [cap_value_t] = [CAP_NET_ADMIN]
     public static let permitted: [cap_value_t] = [CAP_NET_ADMIN, CAP_DAC_OVERRIDE]
 
-    public static func dropToMinimum() throws(Failure) {
+    /// `keepDirectoryOverride` false drops CAP_DAC_OVERRIDE too: where root can make the
+    /// profile parent itself (its directory is root's and writable by its owner), nothing
+    /// vpnd does needs it.
+    public static func dropToMinimum(keepDirectoryOverride: Bool = true) throws(Failure) {
+        let permitted = keepDirectoryOverride ? permitted : effective
         // The bounding set first: dropping from it needs CAP_SETPCAP, which goes next.
         for capability in 0..<cap_value_t(cap_max_bits()) where !permitted.contains(capability) {
             if cap_get_bound(capability) == 1, cap_drop_bound(capability) != 0 {
@@ -33,6 +37,16 @@ public enum Privileges {
         }
         guard vx_set_no_new_privs() == 0 else {
             throw Failure(description: "cannot set no_new_privs: \(String(cString: strerror(errno)))")
+        }
+    }
+
+    /// Whether making the profile parent (or an ancestor of it) again may need
+    /// CAP_DAC_OVERRIDE: some directory it would be made in is not root's or not writable
+    /// by its owner (the cgroup2 root is mode 0555 on some hosts).
+    public static func directoryOverrideNeeded(_ directories: [String]) -> Bool {
+        directories.contains { path in
+            var info = stat()
+            return stat(path, &info) != 0 || info.st_uid != 0 || info.st_mode & S_IWUSR == 0
         }
     }
 

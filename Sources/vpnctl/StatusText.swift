@@ -4,7 +4,8 @@ import Glibc
 /// `vpnctl status` for people.
 enum StatusText {
     static func render(_ report: StatusReport, now: Double = Double(time(nil))) -> String {
-        var lines = ["vpnd pid \(report.daemonPID), policy \(report.policyDirectory), cgroup2 at \(report.cgroupRoot)"]
+        var lines = ["vpnd pid \(report.daemonPID), policy \(report.policyDirectory), cgroup2 at \(report.cgroupRoot)",
+                     "sandbox: \(report.sandbox)"]
         if report.profiles.isEmpty { lines.append("no profiles") }
         for profile in report.profiles {
             lines.append("")

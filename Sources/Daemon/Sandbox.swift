@@ -1,0 +1,104 @@
+import CLinux
+import Glibc
+
+/// What vpnd may still change on the file system, enforced by the kernel (Landlock) on
+/// vpnd itself: even a vpnd taken over by an attacker, root as it is, cannot write a file,
+/// make or remove anything outside these places, cannot execute a program, and cannot make
+/// or accept TCP connections. Reading stays free (a reload may name a wg-quick file
+/// anywhere). Applied before vpnd starts any thread, so every thread inherits it.
+public struct Sandbox: Sendable, Equatable {
+    public struct Rule: Sendable, Equatable {
+        public var path: String
+        public var access: Access
+    }
+
+    /// Landlock's file system rights (LANDLOCK_ACCESS_FS_*), the ones vpnd cares about.
+    public struct Access: OptionSet, Sendable, Equatable, Hashable {
+        public let rawValue: UInt64
+        public init(rawValue: UInt64) { self.rawValue = rawValue }
+        public static let execute = Access(rawValue: 1 << 0)
+        public static let writeFile = Access(rawValue: 1 << 1)
+        public static let removeDirectory = Access(rawValue: 1 << 4)
+        public static let removeFile = Access(rawValue: 1 << 5)
+        public static let makeDirectory = Access(rawValue: 1 << 7)
+        public static let makeSocket = Access(rawValue: 1 << 9)
+        /// Every right that creates a node: char, dir, reg, sock, fifo, block, sym.
+        public static let makeAnything = Access(rawValue: 0b1_1111_1100_0000)
+        static let refer = Access(rawValue: 1 << 13)     // ABI 2
+        static let truncate = Access(rawValue: 1 << 14)  // ABI 3
+        static let ioctlDevice = Access(rawValue: 1 << 15)  // ABI 5
+
+        /// Everything vpnd confines at a given ABI: all but reading files and directories.
+        static func handled(abi: Int) -> Access {
+            var access: Access = [.execute, .writeFile, .removeDirectory, .removeFile, .makeAnything]
+            if abi >= 2 { access.insert(.refer) }
+            if abi >= 3 { access.insert(.truncate) }
+            if abi >= 5 { access.insert(.ioctlDevice) }
+            return access
+        }
+    }
+
+    public var rules: [Rule]
+
+    /// vpnd's places: the cgroup2 tree (profile cgroups, cgroup.procs), the network
+    /// sysctls, the control socket's directory, the `wg` sockets' directory, and the TUN
+    /// device for built-in tunnels.
+    public static func forDaemon(cgroupRoot: String, socketDirectory: String, wireguardDirectory: String) -> Sandbox {
+        Sandbox(rules: [
+            Rule(path: cgroupRoot, access: [.writeFile, .makeDirectory, .removeDirectory]),
+            Rule(path: "/proc/sys/net", access: [.writeFile]),
+            Rule(path: socketDirectory, access: [.makeSocket, .removeFile]),
+            Rule(path: wireguardDirectory, access: [.makeSocket, .removeFile]),
+            Rule(path: "/dev/net/tun", access: [.writeFile, .ioctlDevice]),
+        ])
+    }
+
+    public struct Failure: Error, CustomStringConvertible {
+        public var description: String
+    }
+
+    /// Confines the calling thread and its future threads; returns what was enforced, for
+    /// the log and `vpnctl status` ("not available" on kernels without Landlock).
+    public func apply() throws(Failure) -> String {
+        let abi = Int(vx_landlock_abi())
+        guard abi >= 1 else { return "not available (no Landlock in this kernel): file system writes are not confined" }
+        let handled = Access.handled(abi: abi)
+        var attributes = vx_landlock_ruleset_attr(handled_access_fs: handled.rawValue,
+                                                  handled_access_net: abi >= 4 ? 0b11 : 0, scoped: 0)
+        // ABI 1-3 read only the file system field; 4 and 5 also the network one.
+        let size = abi >= 6 ? MemoryLayout<vx_landlock_ruleset_attr>.size : abi >= 4 ? 16 : 8
+        let ruleset = vx_landlock_create_ruleset(&attributes, size)
+        guard ruleset >= 0 else { throw Failure(description: "landlock_create_ruleset: \(String(cString: strerror(errno)))") }
+        defer { close(ruleset) }
+        var places: [String] = []
+        for rule in rules {
+            let fd = open(rule.path, Int32(0o10000000) /* O_PATH */ | O_CLOEXEC)
+            guard fd >= 0 else { continue }  // absent (no TUN device): nothing to allow there
+            defer { close(fd) }
+            var info = stat()
+            let isDirectory = fstat(fd, &info) == 0 && info.st_mode & S_IFMT == S_IFDIR
+            // Rights about directory entries make sense beneath directories only.
+            let fileRights: Access = [.execute, .writeFile, .truncate, .ioctlDevice]
+            let access = Access(rawValue: rule.access.rawValue & handled.rawValue & (isDirectory ? ~0 : fileRights.rawValue))
+            guard vx_landlock_allow_beneath(ruleset, fd, access.rawValue) == 0 else {
+                throw Failure(description: "landlock_add_rule \(rule.path): \(String(cString: strerror(errno)))")
+            }
+            places.append(rule.path)
+        }
+        guard vx_set_no_new_privs() == 0, vx_landlock_restrict_self(ruleset) == 0 else {
+            throw Failure(description: "landlock_restrict_self: \(String(cString: strerror(errno)))")
+        }
+        return "Landlock ABI \(abi): writes only in \(places.joined(separator: ", ")); no program execution" + (abi >= 4 ? "; no TCP" : "")
+    }
+
+    /// Checks the confinement took: opening `file` (one of vpnd's own policy files) for
+    /// writing must be refused. Nothing is written either way.
+    public static func verify(byOpening file: String) -> Bool {
+        let fd = open(file, O_WRONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK)
+        if fd >= 0 {
+            close(fd)
+            return false
+        }
+        return errno == EACCES
+    }
+}
