@@ -1,0 +1,20 @@
+import Control
+
+/// libFuzzer entry for the control protocol (scripts/fuzz builds it with
+/// -sanitize=fuzzer,address): every input is what a local user could send to vpnd's
+/// socket, framed as vpnd frames it (up to the first newline), and what vpnd could answer
+/// a client. Nothing may crash or hang, and every request vpnd accepts must encode back to
+/// the same request.
+@_cdecl("LLVMFuzzerTestOneInput")
+public func fuzz(_ data: UnsafePointer<UInt8>, _ size: Int) -> Int32 {
+    let bytes = Array(UnsafeBufferPointer(start: data, count: size))
+    let line = bytes.firstIndex(of: UInt8(ascii: "\n")).map { Array(bytes[..<$0]) } ?? bytes
+    if let request = try? ControlCoding.decode(ControlRequest.self, from: line) {
+        let encoded = ControlCoding.encode(request)
+        guard let again = try? ControlCoding.decode(ControlRequest.self, from: Array(encoded.dropLast())), again == request else {
+            fatalError("a decoded request does not survive encoding: \(request)")
+        }
+    }
+    _ = try? ControlCoding.decode(ControlResponse.self, from: line)
+    return 0
+}
