@@ -55,6 +55,7 @@ public final class Daemon {
     private var appliedFacts: RuntimeFacts?
     /// What the sandbox enforces, for status.
     private var sandboxSummary = "off"
+    private var lastFollowError: String?
 
     /// Loads and applies the policy. Throws a PolicyError (nothing was touched) or the
     /// error of the first kernel operation that failed.
@@ -77,6 +78,7 @@ public final class Daemon {
         lock = try NamespaceLock(directory: socketDirectory.isEmpty ? "." : socketDirectory)
         applier = try KernelApplier()
         rtnl = try Rtnetlink()
+        applier.onTableRestored = { [log] in log.warning("the nft table inet \(vpnexecTableName) was deleted by someone else; put back") }
         if options.sandbox {
             // Before any thread exists (built-in tunnels start below): all inherit it.
             mkdir(options.wireguardSocketDirectory, 0o755)
@@ -224,8 +226,12 @@ public final class Daemon {
     private func follow(_ reason: String) {
         do {
             try applyPolicy()
+            lastFollowError = nil
         } catch {
-            log.error("could not follow a \(reason): \(error)")
+            // Once per distinct failure: the periodic check would repeat it every second.
+            let text = "\(error)"
+            if text != lastFollowError { log.error("could not follow a \(reason): \(text)") }
+            lastFollowError = text
         }
     }
 

@@ -16,6 +16,9 @@ public final class KernelApplier {
     private var applied: NftTable?
     /// Tables we put routes in, so a removed profile's routes are found and removed.
     private var knownTables: Set<UInt32> = []
+    /// Called when our table, once applied, was found missing (someone deleted it) and
+    /// was put back.
+    public var onTableRestored: (() -> Void)?
 
     public init() throws {
         nft = try NftablesClient()
@@ -44,6 +47,7 @@ public final class KernelApplier {
 
     private func applyTable(_ desired: NftTable) throws {
         let exists = try nft.tableExists(family: desired.family, name: desired.name)
+        if !exists && applied != nil { onTableRestored?() }
         if exists, let applied, Self.withoutCounts(applied) == Self.withoutCounts(desired) { return }
         if exists, let applied, let edits = Self.elementEdits(from: applied, to: desired) {
             // Only elements changed (a cgroup appeared or went): a few elements, not a rebuild.

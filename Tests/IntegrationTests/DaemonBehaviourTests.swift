@@ -52,6 +52,20 @@ import Testing
         #expect(seen == s.tunnel.clientAddress4, "a process placed in a unit below the profile's slice is a member")
     }
 
+    /// `nft flush ruleset` by an admin (or a script) while vpnd runs: the killswitch is back
+    /// within about a second, and the log says so.
+    @Test func aDeletedTableIsPutBack() throws {
+        let cleanup = Cleanup()
+        defer { cleanup.run() }
+        let s = try Scenario(cleanup: cleanup, policy: Scenario.profiles(["work"]))
+        try s.net.client.run(["nft", "flush", "ruleset"])
+        try eventually("vpnd to put the table back", seconds: 5) {
+            try s.net.client.status(["nft", "list", "table", "inet", "vpnexec"]).status == 0
+        }
+        #expect(s.daemon.process?.output.contains("was deleted by someone else; put back") == true)
+        #expect(try s.member() == s.tunnel.clientAddress4)
+    }
+
     @Test func daemonKeepsOnlyTheCapabilitiesItNeeds() throws {
         let cleanup = Cleanup()
         defer { cleanup.run() }
