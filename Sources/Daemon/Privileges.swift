@@ -15,8 +15,17 @@ public enum Privileges {
 
     public static let effective: [cap_value_t] = [CAP_NET_ADMIN]
     public static let permitted: [cap_value_t] = [CAP_NET_ADMIN, CAP_DAC_OVERRIDE]
+    /// What a standalone WireGuard engine (vpn-server) keeps once its interface, socket,
+    /// routes and nft table exist: CAP_NET_ADMIN to mark a moved socket (SO_MARK) and to
+    /// remove its rules and table; CAP_NET_BIND_SERVICE because `wg set IFACE listen-port`
+    /// (and wg-quick's `ListenPort`, which arrives only after start) may ask for a port
+    /// below 1024.
+    public static let tunnelEngine: [cap_value_t] = [CAP_NET_ADMIN, CAP_NET_BIND_SERVICE]
 
-    public static func dropToMinimum() throws(Failure) {
+    /// Keeps `permitted` (vpnd's set unless a caller names its own, as vpn-server does),
+    /// raises `effective` of it, drops everything else from every set, the bounding set
+    /// included, and sets no_new_privs.
+    public static func dropToMinimum(effective: [cap_value_t] = effective, permitted: [cap_value_t] = permitted) throws(Failure) {
         // The bounding set first: dropping from it needs CAP_SETPCAP, which goes next.
         for capability in 0..<cap_value_t(cap_max_bits()) where !permitted.contains(capability) {
             if cap_get_bound(capability) == 1, cap_drop_bound(capability) != 0 {
