@@ -111,4 +111,39 @@ import Testing
         #expect(try !net.client.run(["ip", "-6", "rule"]).contains("51820"))
         #expect(try net.server.status(["nft", "list", "table", "inet", "vpn_server_\(server.name)"]).status != 0)
     }
+
+    /// wg-quick sets the MTU only after the engine started (here `MTU = 8000`, on a 1500
+    /// uplink): the engine follows it, so packets up to the new MTU pass whole both ways
+    /// (the outer datagrams are fragmented on the way), v4 and v6.
+    @Test func theMTUWgQuickSetsIsFollowed() throws {
+        let cleanup = Cleanup()
+        defer { cleanup.run() }
+        let net = try Topology(cleanup: cleanup)
+        let (serverKey, serverPublic) = try WireGuardGo.keyPair()
+        let (clientKey, clientPublic) = try WireGuardGo.keyPair()
+        let serverName = "vx\(net.tag)g"
+        _ = try WireGuardGo.start(in: net.server, serverName, cleanup: cleanup)
+        try WireGuardGo.configure(serverName, in: net.server, key: serverKey, listenPort: 51918, peer: clientPublic, endpoint: nil,
+                                  allowed: "10.90.0.2/32,fd90::2/128", addresses: ["10.90.0.1/24", "fd90::1/64"])
+        try net.server.run(["ip", "link", "set", serverName, "mtu", "8000"])
+        let name = "vx\(net.tag)q"
+        let quick = try WgQuick(in: net.client, name: name, config: """
+            [Interface]
+            PrivateKey = \(clientKey)
+            Address = 10.90.0.2/24, fd90::2/64
+            MTU = 8000
+            [Peer]
+            PublicKey = \(serverPublic)
+            Endpoint = \(Topology.serverUplink4):51918
+            AllowedIPs = 10.90.0.0/24, fd90::/64
+            """, cleanup: cleanup)
+        let up = try quick.run("up")
+        #expect(up.status == 0 && up.stderr.contains("[#] ip link set mtu 8000 up dev \(name)"), "\(up.stderr)")
+        for address in ["10.90.0.1", "fd90::1"] {
+            // Don't fragment: 7500 bytes of data travel as one packet inside the tunnel.
+            let ping = try net.client.status(["ping", "-c", "3", "-i", "0.2", "-W", "3", "-M", "do", "-s", "7500", address])
+            #expect(ping.status == 0 && ping.stdout.contains("3 received"), "ping -s 7500 \(address): \(ping.stdout)\(ping.stderr)")
+        }
+        #expect(try quick.run("down").status == 0)
+    }
 }
