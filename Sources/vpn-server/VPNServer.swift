@@ -83,7 +83,7 @@ struct VPNServer: ParsableCommand {
         if let config {
             try ConfiguredTunnel(path: config, interfaceName: interfaceName, masquerade: !noNAT, settings: settings, log: log).run()
         } else if let interface {
-            try WgQuickInterface(name: interface, foreground: foreground, settings: settings).run()
+            try WgQuickInterface(name: interface, foreground: foreground, verbose: verbose, settings: settings).run()
         }
     }
 }

@@ -11,12 +11,13 @@ import WireGuardDevice
 struct WgQuickInterface {
     var name: String
     var foreground: Bool
+    var verbose: Bool
     var settings: EngineSettings
 
     func run() throws {
-        // wireguard-go's LOG_LEVEL: "verbose" or "debug" for everything, "error" for errors.
+        // -v, or wireguard-go's LOG_LEVEL: "verbose" or "debug" for everything, "error" for errors.
         let level = Background.environment("LOG_LEVEL")
-        let log = Log(minimum: level == "verbose" || level == "debug" ? .debug : level == "error" ? .error : .info)
+        let log = Log(minimum: verbose || level == "verbose" || level == "debug" ? .debug : level == "error" ? .error : .info)
         let inherited = foreground ? [] : Background.inheritedDescriptors()
         do {
             // A new TUN interface has an MTU of 1500 until wg-quick sets its own; the

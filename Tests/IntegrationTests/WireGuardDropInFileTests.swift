@@ -96,27 +96,12 @@ import Testing
         let cleanup = Cleanup()
         defer { cleanup.run() }
         let net = try Topology(cleanup: cleanup)
-        let (serverKey, serverPublic) = try WireGuardGo.keyPair()
-        let (clientKey, clientPublic) = try WireGuardGo.keyPair()
-        let serverName = "vx\(net.tag)g"
-        _ = try WireGuardGo.start(in: net.server, serverName, cleanup: cleanup)
-        try WireGuardGo.configure(serverName, in: net.server, key: serverKey, listenPort: 51917, peer: clientPublic, endpoint: nil,
-                                  allowed: "10.99.0.2/32", addresses: ["10.99.0.1/24"])
+        let server = try WireGuardGoServer(net, subnet: 99, port: 51917, cleanup: cleanup)
         let directory = NSTemporaryDirectory() + "vx-\(uniqueTag())-dns"
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o755])
         cleanup.add("remove \(directory)") { try? FileManager.default.removeItem(atPath: directory) }
         let path = directory + "/dns.conf"
-        let text = """
-            [Interface]
-            PrivateKey = \(clientKey)
-            Address = 10.99.0.2/24
-            DNS = 10.99.0.1, corp.example
-            SaveConfig = true
-            [Peer]
-            PublicKey = \(serverPublic)
-            Endpoint = \(Topology.serverUplink4):51917
-            AllowedIPs = 10.99.0.0/24
-            """
+        let text = server.clientConfig(["DNS = 10.99.0.1, corp.example", "SaveConfig = true"])
         _ = FileManager.default.createFile(atPath: path, contents: Data(text.utf8), attributes: [.posixPermissions: 0o644])
         let resolver = try Data(contentsOf: URL(fileURLWithPath: "/etc/resolv.conf"))
         let name = "vx\(net.tag)d"
@@ -139,6 +124,6 @@ import Testing
         #expect(lines.filter { $0.contains("world accessible") } == ["<4>Warning: `\(path)' is world accessible"])
         #expect(try Data(contentsOf: URL(fileURLWithPath: "/etc/resolv.conf")) == resolver)
         #expect(try String(contentsOfFile: path, encoding: .utf8) == text)
-        #expect(!engine.output.contains(clientKey.prefix(20)) && !engine.output.contains(serverKey.prefix(20)))
+        #expect(!engine.output.contains(server.clientKey.prefix(20)))
     }
 }

@@ -101,24 +101,49 @@ func wgInterfaces() throws -> [String] {
     try Command.run(["wg", "show", "interfaces"]).split(whereSeparator: \.isWhitespace).map(String.init)
 }
 
-/// Our client (`vpn-server --config`) dialing a wireguard-go server, as
-/// OurClientAndWireGuardGoServer, with extra [Interface] lines of wg-quick's (`Table = off`).
-func ourClient(_ topology: Topology, subnet: Int, port: Int, allowed: String, interfaceLines: [String],
-               cleanup: Cleanup) throws -> OurTunnel {
-    let (serverKey, serverPublic) = try WireGuardGo.keyPair()
-    let (clientKey, clientPublic) = try WireGuardGo.keyPair()
-    let serverName = "vx\(topology.tag)g"
-    _ = try WireGuardGo.start(in: topology.server, serverName, cleanup: cleanup)
-    try WireGuardGo.configure(serverName, in: topology.server, key: serverKey, listenPort: port, peer: clientPublic, endpoint: nil,
-                              allowed: "10.\(subnet).0.2/32,fd\(subnet)::2/128", addresses: ["10.\(subnet).0.1/24", "fd\(subnet)::1/64"])
-    return try OurTunnel(in: topology.client, name: "vx\(topology.tag)o", cleanup: cleanup, config: """
+/// A wireguard-go server in `topology.server` for one client of ours (tunnel addresses
+/// 10.N.0.1 and fdN::1; the client's 10.N.0.2 and fdN::2), and the client's wg-quick file.
+struct WireGuardGoServer {
+    let name: String
+    let publicKey: String
+    let subnet: Int
+    let port: Int
+    let clientKey: String
+
+    init(_ topology: Topology, subnet: Int, port: Int, cleanup: Cleanup) throws {
+        let (serverKey, serverPublic) = try WireGuardGo.keyPair()
+        let (clientKey, clientPublic) = try WireGuardGo.keyPair()
+        name = "vx\(topology.tag)g"
+        publicKey = serverPublic
+        self.subnet = subnet
+        self.port = port
+        self.clientKey = clientKey
+        _ = try WireGuardGo.start(in: topology.server, name, cleanup: cleanup)
+        try WireGuardGo.configure(name, in: topology.server, key: serverKey, listenPort: port, peer: clientPublic, endpoint: nil,
+                                  allowed: "10.\(subnet).0.2/32,fd\(subnet)::2/128", addresses: ["10.\(subnet).0.1/24", "fd\(subnet)::1/64"])
+    }
+
+    /// The client's file: its key and addresses, `interfaceLines` of wg-quick's, this
+    /// server as its peer with `allowed` (default: the tunnel's subnets).
+    func clientConfig(_ interfaceLines: [String] = [], allowed: String? = nil) -> String {
+        """
         [Interface]
         PrivateKey = \(clientKey)
         Address = 10.\(subnet).0.2/24, fd\(subnet)::2/64
         \(interfaceLines.joined(separator: "\n"))
         [Peer]
-        PublicKey = \(serverPublic)
+        PublicKey = \(publicKey)
         Endpoint = \(Topology.serverUplink4):\(port)
-        AllowedIPs = \(allowed)
-        """)
+        AllowedIPs = \(allowed ?? "10.\(subnet).0.0/24, fd\(subnet)::/64")
+        """
+    }
+}
+
+/// Our client (`vpn-server --config`) dialing a wireguard-go server, as
+/// OurClientAndWireGuardGoServer, with extra [Interface] lines of wg-quick's (`Table = off`).
+func ourClient(_ topology: Topology, subnet: Int, port: Int, allowed: String, interfaceLines: [String],
+               cleanup: Cleanup) throws -> OurTunnel {
+    let server = try WireGuardGoServer(topology, subnet: subnet, port: port, cleanup: cleanup)
+    return try OurTunnel(in: topology.client, name: "vx\(topology.tag)o", cleanup: cleanup,
+                         config: server.clientConfig(interfaceLines, allowed: allowed))
 }

@@ -16,24 +16,11 @@ import Testing
         defer { cleanup.run() }
         let net = try Topology(cleanup: cleanup)
         let services = try net.startServices()
-        let (serverKey, serverPublic) = try WireGuardGo.keyPair()
-        let (clientKey, clientPublic) = try WireGuardGo.keyPair()
-        let serverName = "vx\(net.tag)g"
-        _ = try WireGuardGo.start(in: net.server, serverName, cleanup: cleanup)
-        try WireGuardGo.configure(serverName, in: net.server, key: serverKey, listenPort: 51911, peer: clientPublic, endpoint: nil,
-                                  allowed: "10.91.0.2/32,fd91::2/128", addresses: ["10.91.0.1/24", "fd91::1/64"])
+        let server = try WireGuardGoServer(net, subnet: 91, port: 51911, cleanup: cleanup)
+        let serverName = server.name, serverPublic = server.publicKey
         let name = "vx\(net.tag)q"
-        let quick = try WgQuick(in: net.client, name: name, config: """
-            [Interface]
-            PrivateKey = \(clientKey)
-            Address = 10.91.0.2/24, fd91::2/64
-            ListenPort = 853
-
-            [Peer]
-            PublicKey = \(serverPublic)
-            Endpoint = \(Topology.serverUplink4):51911
-            AllowedIPs = 0.0.0.0/0, ::/0
-            """, cleanup: cleanup)
+        let quick = try WgQuick(in: net.client, name: name, config: server.clientConfig(["ListenPort = 853"], allowed: "0.0.0.0/0, ::/0"),
+                                cleanup: cleanup)
         let up = try quick.run("up")
         #expect(up.status == 0, "\(up.stderr)")
         #expect(up.stderr.contains("[#] vpn-server \(name)") && up.stderr.contains("[#] wg setconf \(name)"), "\(up.stderr)")
@@ -119,24 +106,10 @@ import Testing
         let cleanup = Cleanup()
         defer { cleanup.run() }
         let net = try Topology(cleanup: cleanup)
-        let (serverKey, serverPublic) = try WireGuardGo.keyPair()
-        let (clientKey, clientPublic) = try WireGuardGo.keyPair()
-        let serverName = "vx\(net.tag)g"
-        _ = try WireGuardGo.start(in: net.server, serverName, cleanup: cleanup)
-        try WireGuardGo.configure(serverName, in: net.server, key: serverKey, listenPort: 51918, peer: clientPublic, endpoint: nil,
-                                  allowed: "10.90.0.2/32,fd90::2/128", addresses: ["10.90.0.1/24", "fd90::1/64"])
-        try net.server.run(["ip", "link", "set", serverName, "mtu", "8000"])
+        let server = try WireGuardGoServer(net, subnet: 90, port: 51918, cleanup: cleanup)
+        try net.server.run(["ip", "link", "set", server.name, "mtu", "8000"])
         let name = "vx\(net.tag)q"
-        let quick = try WgQuick(in: net.client, name: name, config: """
-            [Interface]
-            PrivateKey = \(clientKey)
-            Address = 10.90.0.2/24, fd90::2/64
-            MTU = 8000
-            [Peer]
-            PublicKey = \(serverPublic)
-            Endpoint = \(Topology.serverUplink4):51918
-            AllowedIPs = 10.90.0.0/24, fd90::/64
-            """, cleanup: cleanup)
+        let quick = try WgQuick(in: net.client, name: name, config: server.clientConfig(["MTU = 8000"]), cleanup: cleanup)
         let up = try quick.run("up")
         #expect(up.status == 0 && up.stderr.contains("[#] ip link set mtu 8000 up dev \(name)"), "\(up.stderr)")
         for address in ["10.90.0.1", "fd90::1"] {
