@@ -565,7 +565,23 @@ public final class Engine: @unchecked Sendable {
         for packet in staged {
             if let d = transportDatagram(packet, peer: peer, now: now) { output.append(d) }
         }
-        if !staged.isEmpty { dataSent(peer, now: now) }
+        // A staged keepalive (empty) is not data: nothing must answer it.
+        if staged.contains(where: { !$0.isEmpty }) { dataSent(peer, now: now) }
+    }
+
+    /// A keepalive to the peer now, as wireguard-go and the kernel send one when persistent
+    /// keepalive is switched on (so a peer behind NAT is reachable before it sends anything):
+    /// over the current session, or once the handshake it starts completes. The datagrams
+    /// come out of `drainOutput`.
+    public func keepalive(_ key: PublicKey, now: Timestamp, wall: WallClock) {
+        lock.with {
+            guard let id = peerByKey[key], let peer = peers[id] else { return }
+            if let datagram = transportDatagram([], peer: peer, now: now) {
+                output.append(datagram)
+            } else if case let .queued(handshake) = stage([], peer: peer, now: now, wall: wall) {
+                output += handshake
+            }
+        }
     }
 
     /// Datagrams that became sendable as a side effect (staged packets after a handshake,

@@ -123,10 +123,10 @@ public final class RunningTunnel: @unchecked Sendable {
     private var isStopping: Bool { stopping.load(ordering: .relaxed) }
 
     @inline(__always)
-    private func now() -> Timestamp { Timestamp(nanoseconds: Clocks.monotonicNanoseconds()) }
+    func now() -> Timestamp { Timestamp(nanoseconds: Clocks.monotonicNanoseconds()) }
 
     @inline(__always)
-    private func wall() -> WallClock {
+    func wall() -> WallClock {
         let w = Clocks.wall()
         return WallClock(seconds: w.seconds, nanoseconds: w.nanoseconds)
     }
@@ -251,6 +251,10 @@ public final class RunningTunnel: @unchecked Sendable {
                    pollfd(fd: mtuWatch.fileDescriptor, events: Int16(POLLIN), revents: 0)]
         var nextTick = Clocks.monotonicNanoseconds()
         followMTU()
+        // Peers with persistent keepalive hear from us at once, as after `wg setconf`.
+        for peer in engine.status.peers where (peer.persistentKeepalive ?? 0) > 0 {
+            engine.keepalive(peer.publicKey, now: now(), wall: wall())
+        }
         while !isStopping {
             let current = Clocks.monotonicNanoseconds()
             let waitMs = current >= nextTick ? 0 : Int32((nextTick - current) / 1_000_000)

@@ -140,6 +140,11 @@ final class UAPIServer: @unchecked Sendable {
             if let endpoint = change.endpoint { peer.endpoint = Endpoint(address: endpoint.address, port: endpoint.port) }
             if let seconds = change.persistentKeepalive { peer.persistentKeepalive = seconds == 0 ? nil : seconds }
             engine.upsertPeer(peer, replaceAllowedIPs: change.replaceAllowedIPs || existing == nil, then: change.allowedIPChanges)
+            // Switched on: a keepalive now, as wireguard-go and the kernel send (the timer
+            // thread sends it with its next tick).
+            if (existing?.persistentKeepalive ?? 0) == 0, (peer.persistentKeepalive ?? 0) > 0 {
+                engine.keepalive(change.publicKey, now: tunnel.now(), wall: tunnel.wall())
+            }
         }
     }
 

@@ -124,8 +124,8 @@ struct WireGuardGoServer {
     }
 
     /// The client's file: its key and addresses, `interfaceLines` of wg-quick's, this
-    /// server as its peer with `allowed` (default: the tunnel's subnets).
-    func clientConfig(_ interfaceLines: [String] = [], allowed: String? = nil) -> String {
+    /// server as its peer with `allowed` (default: the tunnel's subnets) and `peerLines`.
+    func clientConfig(_ interfaceLines: [String] = [], allowed: String? = nil, peerLines: [String] = []) -> String {
         """
         [Interface]
         PrivateKey = \(clientKey)
@@ -135,6 +135,7 @@ struct WireGuardGoServer {
         PublicKey = \(publicKey)
         Endpoint = \(Topology.serverUplink4):\(port)
         AllowedIPs = \(allowed ?? "10.\(subnet).0.0/24, fd\(subnet)::/64")
+        \(peerLines.joined(separator: "\n"))
         """
     }
 }

@@ -116,4 +116,31 @@ import Testing
         #expect(listening.contains(":\(after) ") && !listening.contains(":\(before) "), "\(listening)")
         #expect(ours.process.output.contains("UDP port \(before) -> \(after)"), "\(ours.process.output)")
     }
+
+    /// `wg set ... persistent-keepalive 25` on an engine whose interface is down and has no
+    /// address (so the kernel sends nothing into it): the keepalive alone brings the
+    /// handshake, as wireguard-go's does, and the server learns where we are.
+    @Test func switchingPersistentKeepaliveOnStartsTheHandshake() throws {
+        let cleanup = Cleanup()
+        defer { cleanup.run() }
+        let net = try Topology(cleanup: cleanup)
+        let server = try WireGuardGoServer(net, subnet: 89, port: 51919, cleanup: cleanup)
+        let name = "vx\(net.tag)k"
+        let engine = try BackgroundProcess(net.client.enter + [try Binaries.path("vpn-server"), "-f", name], cleanup: cleanup)
+        cleanup.add("remove \(name).sock") { try? FileManager.default.removeItem(atPath: "/var/run/wireguard/\(name).sock") }
+        try eventually("vpn-server -f to serve its socket") { try wgInterfaces().contains(name) || !engine.isRunning }
+        let keyFile = NSTemporaryDirectory() + "vx-\(uniqueTag()).key"
+        try server.clientKey.write(toFile: keyFile, atomically: true, encoding: .utf8)
+        defer { try? FileManager.default.removeItem(atPath: keyFile) }
+        try Command.run(["wg", "set", name, "private-key", keyFile, "listen-port", "40188", "peer", server.publicKey,
+                         "endpoint", "\(Topology.serverUplink4):51919", "allowed-ips", "10.89.0.0/24"])
+        Thread.sleep(forTimeInterval: 1)
+        #expect(try Command.run(["wg", "show", server.name, "latest-handshakes"]).split(whereSeparator: \.isWhitespace).last == "0",
+                "a handshake before the keepalive was switched on")
+        try Command.run(["wg", "set", name, "peer", server.publicKey, "persistent-keepalive", "25"])
+        try eventually("the handshake the keepalive starts") {
+            try Command.run(["wg", "show", server.name, "endpoints"]).contains("\(Topology.clientAddress4):40188")
+        }
+        #expect(try net.client.run(["ip", "-br", "link", "show", name]).contains("DOWN"))
+    }
 }

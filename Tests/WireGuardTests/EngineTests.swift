@@ -367,6 +367,24 @@ func ipv6(_ source: String, _ destination: String, payload: Int = 8) -> [UInt8] 
         #expect(pair.deliveredToA.isEmpty && pair.a.status.drops[.notAllowedIP] == 1)
     }
 
+    /// Switching persistent keepalive on sends a keepalive at once (wireguard-go, the
+    /// kernel): without a session it starts the handshake and follows it; with one, it
+    /// goes straight out. Nothing answers it, and it counts as no data.
+    @Test func aKeepaliveOnRequestStartsTheHandshakeOrGoesOverTheSession() {
+        let pair = EnginePair()
+        pair.b.keepalive(pair.aKey.publicKey, now: pair.now, wall: pair.wall)
+        let first = pair.b.drainOutput()
+        #expect(first.count == 1 && first[0].bytes.count == MessageSize.initiation)
+        pair.wire += first.map { ("b", $0) }
+        let results = pair.run()
+        #expect(results.filter { if case .keepalive = $0 { true } else { false } }.count == 1)
+        #expect(pair.a.status.peers[0].lastHandshake != nil && pair.deliveredToA.isEmpty)
+        pair.b.keepalive(pair.aKey.publicKey, now: pair.now, wall: pair.wall)
+        let second = pair.b.drainOutput()
+        #expect(second.count == 1 && second[0].bytes.count == 32)
+        #expect(pair.b.drainOutput().isEmpty && pair.a.status.drops.values.reduce(0, +) == 0)
+    }
+
     /// wg-quick sets the MTU after the engine started: padding follows the new one.
     @Test func paddingFollowsAChangedMTU() {
         let pair = EnginePair()
