@@ -68,7 +68,7 @@ public final class Daemon {
         hierarchy = try CgroupHierarchy.system()
         if options.dropPrivileges {
             let keep = Privileges.directoryOverrideNeeded(RuntimeFacts.directoriesAlong(parent: options.cgroupParent).map(hierarchy.absolute))
-            try Privileges.dropToMinimum(keepDirectoryOverride: keep)
+            try Privileges.dropToMinimum(permitted: keep ? Privileges.permitted : Privileges.effective)
             log.info("capabilities: \(Privileges.current()); no_new_privs set")
         }
         policy = try Self.loadPolicy(options.policyDirectory)

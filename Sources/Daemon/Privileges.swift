@@ -15,12 +15,18 @@ public enum Privileges {
 
     public static let effective: [cap_value_t] = [CAP_NET_ADMIN]
     public static let permitted: [cap_value_t] = [CAP_NET_ADMIN, CAP_DAC_OVERRIDE]
+    /// What a standalone WireGuard engine (vpn-server) keeps once its interface, socket,
+    /// routes and nft table exist: CAP_NET_ADMIN to mark a moved socket (SO_MARK) and to
+    /// remove its rules and table; CAP_NET_BIND_SERVICE because `wg set IFACE listen-port`
+    /// (and wg-quick's `ListenPort`, which arrives only after start) may ask for a port
+    /// below 1024.
+    public static let tunnelEngine: [cap_value_t] = [CAP_NET_ADMIN, CAP_NET_BIND_SERVICE]
 
-    /// `keepDirectoryOverride` false drops CAP_DAC_OVERRIDE too: where root can make the
-    /// profile parent itself (its directory is root's and writable by its owner), nothing
-    /// vpnd does needs it.
-    public static func dropToMinimum(keepDirectoryOverride: Bool = true) throws(Failure) {
-        let permitted = keepDirectoryOverride ? permitted : effective
+    /// Keeps `permitted` (vpnd's set unless a caller names its own: vpn-server, or vpnd
+    /// without CAP_DAC_OVERRIDE where root can make the profile parent as its owner),
+    /// raises `effective` of it, drops everything else from every set, the bounding set
+    /// included, and sets no_new_privs.
+    public static func dropToMinimum(effective: [cap_value_t] = effective, permitted: [cap_value_t] = permitted) throws(Failure) {
         // The bounding set first: dropping from it needs CAP_SETPCAP, which goes next.
         for capability in 0..<cap_value_t(cap_max_bits()) where !permitted.contains(capability) {
             if cap_get_bound(capability) == 1, cap_drop_bound(capability) != 0 {

@@ -25,6 +25,15 @@ struct AllowedIPs {
         if network.isIPv4 { Self.add(&v4, network.address.bytes, network.length, Int32(peer)) } else { Self.add(&v6, network.address.bytes, network.length, Int32(peer)) }
     }
 
+    /// Unroutes `prefix` if it routes to `peer` (another peer's prefix stays theirs).
+    mutating func remove(_ prefix: IPPrefix, peer: Int) {
+        let network = prefix.network
+        guard table[network] == peer else { return }
+        table[network] = nil
+        byPeer[peer]?.remove(network)
+        if network.isIPv4 { Self.add(&v4, network.address.bytes, network.length, -1) } else { Self.add(&v6, network.address.bytes, network.length, -1) }
+    }
+
     mutating func removeAll(peer: Int) {
         let gone = byPeer.removeValue(forKey: peer) ?? []
         for prefix in gone {

@@ -53,6 +53,13 @@ public struct PeerConfiguration: Sendable {
     }
 }
 
+/// One step of a change to a peer's AllowedIPs, applied in order.
+public enum AllowedIPChange: Sendable, Hashable {
+    case add(IPPrefix)
+    /// Takes the prefix from the peer, if it is the peer's.
+    case remove(IPPrefix)
+}
+
 public struct InterfaceConfiguration: Sendable {
     public var privateKey: PrivateKey?
     public var listenPort: UInt16?

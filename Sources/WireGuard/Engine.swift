@@ -95,8 +95,10 @@ public final class Engine: @unchecked Sendable {
 
     private let lock = NSLockLike()
     private let timing: Timing
-    /// The tunnel interface's MTU: padding never takes a packet past it.
-    public let mtu: Int
+    /// The tunnel interface's MTU: padding never takes a packet past it. It follows the
+    /// interface, whose MTU an administrator (or wg-quick) may change at any time.
+    private let currentMTU: Atomic<Int>
+    public var mtu: Int { currentMTU.load(ordering: .relaxed) }
     private let random: any RandomSource
     private var privateKey: PrivateKey?
     private var publicKey: PublicKey?
@@ -122,7 +124,7 @@ public final class Engine: @unchecked Sendable {
                 random: any RandomSource = SystemRandom()) {
         _ = Sodium.ready
         self.timing = timing
-        self.mtu = mtu
+        currentMTU = Atomic(mtu)
         self.random = random
         listenPort = configuration.listenPort
         fwmark = configuration.fwmark
@@ -135,9 +137,20 @@ public final class Engine: @unchecked Sendable {
     public func setPrivateKey(_ key: PrivateKey?) { lock.with { setPrivateKeyLocked(key) } }
     public func setListenPort(_ port: UInt16?) { lock.with { listenPort = port } }
     public func setFwmark(_ mark: UInt32?) { lock.with { fwmark = mark } }
+    public func setMTU(_ mtu: Int) { currentMTU.store(mtu, ordering: .relaxed) }
 
-    public func upsertPeer(_ configuration: PeerConfiguration, replaceAllowedIPs: Bool) {
-        lock.with { upsertLocked(configuration, replaceAllowedIPs: replaceAllowedIPs) }
+    /// Adds or changes a peer; its AllowedIPs are the configuration's (replacing or added to
+    /// the old ones), then `changes` in order, all under one lock: no packet sees half of it.
+    public func upsertPeer(_ configuration: PeerConfiguration, replaceAllowedIPs: Bool, then changes: [AllowedIPChange] = []) {
+        lock.with {
+            guard let id = upsertLocked(configuration, replaceAllowedIPs: replaceAllowedIPs) else { return }
+            for change in changes {
+                switch change {
+                case let .add(prefix): routes.insert(prefix, peer: id)
+                case let .remove(prefix): routes.remove(prefix, peer: id)
+                }
+            }
+        }
     }
 
     public func removePeer(_ key: PublicKey) {
@@ -174,7 +187,10 @@ public final class Engine: @unchecked Sendable {
         }
     }
 
-    private func upsertLocked(_ configuration: PeerConfiguration, replaceAllowedIPs: Bool) {
+    /// The peer's id; nil for a peer with the interface's own key, which is ignored (as
+    /// wireguard-go does).
+    @discardableResult
+    private func upsertLocked(_ configuration: PeerConfiguration, replaceAllowedIPs: Bool) -> Int? {
         let peer: Peer
         if let id = peerByKey[configuration.publicKey], let existing = peers[id] {
             peer = existing
@@ -184,7 +200,7 @@ public final class Engine: @unchecked Sendable {
                 existing.psk = configuration.presharedKey.map { k in k.secret.withUnsafeBytes { Array($0) } } ?? [UInt8](repeating: 0, count: 32)
             }
         } else {
-            guard configuration.publicKey != publicKey else { return }
+            guard configuration.publicKey != publicKey else { return nil }
             peer = Peer(id: nextPeerID, configuration: configuration, timing: timing)
             nextPeerID += 1
             peers[peer.id] = peer
@@ -193,6 +209,7 @@ public final class Engine: @unchecked Sendable {
         }
         if replaceAllowedIPs { routes.removeAll(peer: peer.id) }
         for prefix in configuration.allowedIPs { routes.insert(prefix, peer: peer.id) }
+        return peer.id
     }
 
     private func forgetSessions(_ peer: Peer) {
@@ -548,7 +565,23 @@ public final class Engine: @unchecked Sendable {
         for packet in staged {
             if let d = transportDatagram(packet, peer: peer, now: now) { output.append(d) }
         }
-        if !staged.isEmpty { dataSent(peer, now: now) }
+        // A staged keepalive (empty) is not data: nothing must answer it.
+        if staged.contains(where: { !$0.isEmpty }) { dataSent(peer, now: now) }
+    }
+
+    /// A keepalive to the peer now, as wireguard-go and the kernel send one when persistent
+    /// keepalive is switched on (so a peer behind NAT is reachable before it sends anything):
+    /// over the current session, or once the handshake it starts completes. The datagrams
+    /// come out of `drainOutput`.
+    public func keepalive(_ key: PublicKey, now: Timestamp, wall: WallClock) {
+        lock.with {
+            guard let id = peerByKey[key], let peer = peers[id] else { return }
+            if let datagram = transportDatagram([], peer: peer, now: now) {
+                output.append(datagram)
+            } else if case let .queued(handshake) = stage([], peer: peer, now: now, wall: wall) {
+                output += handshake
+            }
+        }
     }
 
     /// Datagrams that became sendable as a side effect (staged packets after a handshake,

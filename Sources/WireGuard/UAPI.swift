@@ -1,4 +1,5 @@
 import Addresses
+import Glibc
 
 /// The cross-platform userspace API (wireguard.com/xplatform) that `wg show` and `wg set`
 /// speak over /var/run/wireguard/IFACE.sock: `get=1` or `set=1`, then `key=value` lines,
@@ -34,16 +35,45 @@ public enum UAPI {
         /// 0 turns keepalives off.
         public var persistentKeepalive: UInt16?
         public var replaceAllowedIPs = false
-        public var allowedIPs: [IPPrefix] = []
+        /// `allowed_ip=PREFIX` adds, `allowed_ip=-PREFIX` removes, in the order asked.
+        public var allowedIPChanges: [AllowedIPChange] = []
+
+        /// The prefixes this request adds.
+        public var allowedIPs: [IPPrefix] {
+            allowedIPChanges.compactMap { if case let .add(prefix) = $0 { prefix } else { nil } }
+        }
 
         public init(publicKey: PublicKey) { self.publicKey = publicKey }
     }
 
-    /// A request that cannot be applied; the answer carries `errno` (EINVAL, as wireguard-go).
+    /// The errno an answer carries, as wireguard-go's ipc package sends it: negated on the
+    /// wire (`errno=-22`), so that `wg`, which negates it back, prints strerror of it
+    /// ("Invalid argument", "Address already in use") rather than "Unknown error -22".
+    public struct ErrorCode: Sendable, Equatable, CustomStringConvertible {
+        /// The positive errno value.
+        public let value: Int32
+
+        public init(_ value: Int32) { self.value = value }
+
+        /// A key or value the engine does not accept.
+        public static let invalid = ErrorCode(EINVAL)
+        /// A line that is not `key=value`.
+        public static let protocolViolation = ErrorCode(EPROTO)
+        /// The listen port (or the mark on its socket) could not be taken.
+        public static let portInUse = ErrorCode(EADDRINUSE)
+
+        public var description: String { String(cString: strerror(value)) }
+    }
+
+    /// A request that cannot be applied, and why; the answer carries only the code, the
+    /// reason goes to the engine's log. Messages never show a key.
     public struct ProtocolError: Error, Sendable, Equatable, CustomStringConvertible {
         public var message: String
-        public var errno: Int32 { 22 }
-        public init(message: String) { self.message = message }
+        public var code: ErrorCode
+        public init(message: String, code: ErrorCode = .invalid) {
+            self.message = message
+            self.code = code
+        }
         public var description: String { message }
     }
 
@@ -59,7 +89,7 @@ public enum UAPI {
         case "get=stats":
             return .stats
         default:
-            throw ProtocolError(message: "unknown operation \"\(first)\"; expected get=1 or set=1")
+            throw ProtocolError(message: "unknown operation \(Redaction.quoted(first)); expected get=1 or set=1", code: .protocolViolation)
         }
     }
 
@@ -68,7 +98,9 @@ public enum UAPI {
         var peer: PeerChange?
         func flush() { if let p = peer { request.peers.append(p) }; peer = nil }
         for line in lines {
-            guard let equals = line.firstIndex(of: "=") else { throw ProtocolError(message: "line \"\(line)\" is not key=value") }
+            guard let equals = line.firstIndex(of: "=") else {
+                throw ProtocolError(message: "a line without '=' (not shown: it may hold a key)", code: .protocolViolation)
+            }
             let key = line[..<equals]
             let value = line[line.index(after: equals)...]
             if key == "public_key" {
@@ -87,16 +119,16 @@ public enum UAPI {
                 guard let k = PrivateKey(hex: value) else { throw ProtocolError(message: "private_key is not 64 hex digits") }
                 request.privateKey = .some(k.secret.isZero ? nil : k)
             case "listen_port":
-                guard let port = UInt16(value) else { throw ProtocolError(message: "listen_port \"\(value)\" is not a port") }
+                guard let port = UInt16(value) else { throw ProtocolError(message: "listen_port \(Redaction.quoted(value)) is not a port") }
                 request.listenPort = port
             case "fwmark":
-                guard let mark = UInt32(value) else { throw ProtocolError(message: "fwmark \"\(value)\" is not a 32-bit number") }
+                guard let mark = UInt32(value) else { throw ProtocolError(message: "fwmark \(Redaction.quoted(value)) is not a 32-bit number") }
                 request.fwmark = mark
             case "replace_peers":
                 guard value == "true" else { throw ProtocolError(message: "replace_peers takes only true") }
                 request.replacePeers = true
             default:
-                throw ProtocolError(message: "unknown interface key \"\(key)\"")
+                throw ProtocolError(message: "unknown interface key \(keyName(key)); known: private_key, listen_port, fwmark, replace_peers, public_key")
             }
         }
         flush()
@@ -116,23 +148,33 @@ public enum UAPI {
             peer.presharedKey = .some(k.secret.isZero ? nil : k)
         case "endpoint":
             guard let spec = WgQuickConfig.EndpointSpec(value), case let .address(address) = spec.host else {
-                throw ProtocolError(message: "endpoint \"\(value)\" is not address:port")
+                throw ProtocolError(message: "endpoint \(Redaction.quoted(value)) is not address:port (IPv6 as [address]:port, without a zone)")
             }
             peer.endpoint = (address, spec.port)
         case "persistent_keepalive_interval":
-            guard let seconds = UInt16(value) else { throw ProtocolError(message: "persistent_keepalive_interval \"\(value)\" is not 0-65535") }
+            guard let seconds = UInt16(value) else { throw ProtocolError(message: "persistent_keepalive_interval \(Redaction.quoted(value)) is not 0-65535") }
             peer.persistentKeepalive = seconds
         case "replace_allowed_ips":
             guard value == "true" else { throw ProtocolError(message: "replace_allowed_ips takes only true") }
             peer.replaceAllowedIPs = true
         case "allowed_ip":
-            guard let prefix = IPPrefix(value) else { throw ProtocolError(message: "allowed_ip \"\(value)\" is not address/length") }
-            peer.allowedIPs.append(prefix.network)
+            // A leading '-' removes the prefix from the peer (wireguard-go, newer `wg`).
+            let removes = value.hasPrefix("-")
+            guard let prefix = IPPrefix(removes ? value.dropFirst() : value) else {
+                throw ProtocolError(message: "allowed_ip \(Redaction.quoted(value)) is not address/length (or -address/length to remove it)")
+            }
+            peer.allowedIPChanges.append(removes ? .remove(prefix.network) : .add(prefix.network))
         case "protocol_version":
-            guard value == "1" else { throw ProtocolError(message: "protocol_version \(value) is not supported; only 1") }
+            guard value == "1" else { throw ProtocolError(message: "protocol_version \(Redaction.quoted(value)) is not supported; only 1") }
         default:
-            throw ProtocolError(message: "unknown peer key \"\(key)\"")
+            throw ProtocolError(message: "unknown peer key \(keyName(key)); known: remove, update_only, preshared_key, endpoint, persistent_keepalive_interval, replace_allowed_ips, allowed_ip, protocol_version")
         }
+    }
+
+    /// A key's name as messages show it: only when it is a word (a request can put anything
+    /// before its '=', a key included).
+    private static func keyName(_ key: Substring) -> String {
+        Redaction.isWord(key, extra: "_") ? "\"\(key)\"" : "(a name not shown: it is not a word)"
     }
 
     /// One peer as `get=1` reports it.
@@ -188,6 +230,6 @@ public enum UAPI {
         DropReason.allCases.map { "drop_\($0.rawValue)=\(drops[$0] ?? 0)\n" }.joined() + "errno=0\n\n"
     }
 
-    public static func renderError(_ error: ProtocolError) -> String { "errno=\(error.errno)\n\n" }
+    public static func renderError(_ error: ProtocolError) -> String { "errno=-\(error.code.value)\n\n" }
     public static let renderSetOK = "errno=0\n\n"
 }

@@ -14,7 +14,32 @@ public struct WgQuickConfig: Sendable {
         public var dnsServers: [IPAddress] = []
         public var dnsSearch: [String] = []
         public var mtu: UInt32?
+        /// Where routes to the peers' AllowedIPs go (wg-quick's `Table`).
+        public var table: RouteTable = .auto
+        /// wg-quick writes the running state back to the file on `down`; we never do.
+        public var saveConfig = false
+        /// The line of each key given in [Interface], by lower-case name: messages about
+        /// keys that are read but not applied point at them.
+        public var keyLines: [String: Int] = [:]
         public var line: Int
+    }
+
+    /// wg-quick's `Table =`: `auto` (absent) routes AllowedIPs in the main table, and
+    /// 0.0.0.0/0 or ::/0 through a table of their own with fwmark rules; `off` adds no
+    /// routes at all; a number puts every AllowedIPs route, defaults included, in that
+    /// table and adds no rules.
+    public enum RouteTable: Sendable, Hashable, CustomStringConvertible {
+        case auto
+        case off
+        case number(UInt32)
+
+        public var description: String {
+            switch self {
+            case .auto: "auto"
+            case .off: "off"
+            case let .number(n): "\(n)"
+            }
+        }
     }
 
     /// Where a peer is reached: a literal address or a host name to resolve, and a port.
@@ -126,6 +151,9 @@ extension WgQuickConfig {
         var dnsServers: [IPAddress] = []
         var dnsSearch: [String] = []
         var mtu: UInt32?
+        var table: RouteTable = .auto
+        var saveConfig = false
+        var keyLines: [String: Int] = [:]
     }
 
     private struct PendingPeer {
@@ -179,7 +207,7 @@ extension WgQuickConfig {
                     peers.append(PendingPeer(line: number))
                     section = .peer
                 default:
-                    throw keyError(number, "unknown section \(Self.shown(line)); expected [Interface] or [Peer]")
+                    throw keyError(number, "unknown section \(Redaction.quoted(line)); expected [Interface] or [Peer]")
                 }
                 return
             }
@@ -209,43 +237,30 @@ extension WgQuickConfig {
 
         /// Key names are words; anything else before an '=' may be a base64 key (they end
         /// in '='), so it is never echoed.
-        static func isKeyName(_ key: Substring) -> Bool {
-            key.count <= 32 && key.unicodeScalars.allSatisfy { ("a"..."z").contains($0) || ("A"..."Z").contains($0) }
-        }
+        static func isKeyName(_ key: Substring) -> Bool { Redaction.isWord(key) }
 
         static func keyName(_ key: Substring) -> String {
             isKeyName(key) ? String(key) : "the text before '=' (not shown: it may be a key)"
         }
 
-        /// A value as errors show it: quoted, unless it holds something shaped like a key
-        /// (40 or more base64 characters in a row).
-        static func shown(_ value: Substring) -> String {
-            var run = 0
-            for scalar in value.unicodeScalars {
-                let base64 = ("a"..."z").contains(scalar) || ("A"..."Z").contains(scalar) || ("0"..."9").contains(scalar) || scalar == "+" || scalar == "/"
-                run = base64 ? run + 1 : 0
-                if run >= 40 { return "(a value not shown: it looks like a key)" }
-            }
-            return "\"\(value)\""
-        }
-
         static let repeatable: Set<String> = ["address", "dns", "allowedips"]
 
         mutating func interfaceKey(_ lowered: String, key: Substring, value: Substring, line: Int) throws(WgQuickConfigError) {
+            if interface!.keyLines[lowered] == nil { interface!.keyLines[lowered] = line }
             switch lowered {
             case "privatekey":
                 guard let k = PrivateKey(base64: value) else { throw error(line, "PrivateKey is not a base64 key of 32 bytes") }
                 interface!.privateKey = k
             case "listenport":
-                guard let port = UInt16(value) else { throw error(line, "ListenPort \(Self.shown(value)) is not a port number (0-65535)") }
+                guard let port = UInt16(value) else { throw error(line, "ListenPort \(Redaction.quoted(value)) is not a port number (0-65535)") }
                 interface!.listenPort = port
             case "fwmark":
-                guard let mark = Self.parseMark(value) else { throw error(line, "FwMark \(Self.shown(value)) is not a 32-bit number or off") }
+                guard let mark = Self.parseMark(value) else { throw error(line, "FwMark \(Redaction.quoted(value)) is not a 32-bit number or off") }
                 interface!.fwmark = mark == 0 ? nil : mark
             case "address":
                 for item in Self.list(value) {
                     guard let prefix = IPPrefix(item) ?? IPAddress(item).flatMap({ IPPrefix(address: $0, length: $0.bitCount) }) else {
-                        throw error(line, "Address \(Self.shown(item)) is not an address or address/length")
+                        throw error(line, "Address \(Redaction.quoted(item)) is not an address or address/length")
                     }
                     interface!.addresses.append(prefix)
                 }
@@ -255,17 +270,25 @@ extension WgQuickConfig {
                 }
             case "mtu":
                 guard let mtu = UInt32(value), (576...65535).contains(mtu) else {
-                    throw error(line, "MTU \(Self.shown(value)) must be a number between 576 and 65535")
+                    throw error(line, "MTU \(Redaction.quoted(value)) must be a number between 576 and 65535")
                 }
                 interface!.mtu = mtu
-            case "table", "saveconfig":
-                // Routing is the profile's (vpnd) or the file's AllowedIPs (vpn-server); a
-                // table of "off" or a number is accepted and means the same to us.
-                break
+            case "table":
+                guard let table = Self.parseTable(value) else {
+                    throw error(line, "Table \(Redaction.quoted(value)) must be off, auto, main or a routing table number (1-4294967295)")
+                }
+                interface!.table = table
+            case "saveconfig":
+                // wg-quick's read_bool, which matches without regard to case.
+                switch value.lowercased() {
+                case "true": interface!.saveConfig = true
+                case "false": interface!.saveConfig = false
+                default: throw error(line, "SaveConfig \(Redaction.quoted(value)) is neither true nor false")
+                }
             case "preup", "postup", "predown", "postdown":
                 throw keyError(line, "\(key) runs a shell command; vpnexec never runs shell hooks — remove it and express the effect in the policy")
             default:
-                throw keyError(line, "unknown key \(key) in [Interface]; known: PrivateKey, ListenPort, FwMark, Address, DNS, MTU, Table")
+                throw keyError(line, "unknown key \(key) in [Interface]; known: PrivateKey, ListenPort, FwMark, Address, DNS, MTU, Table, SaveConfig")
             }
         }
 
@@ -280,13 +303,13 @@ extension WgQuickConfig {
                 peers[index].presharedKey = k
             case "endpoint":
                 guard let endpoint = EndpointSpec(value) else {
-                    throw error(line, "Endpoint \(Self.shown(value)) is not host:port (IPv6 as [address]:port)")
+                    throw error(line, "Endpoint \(Redaction.quoted(value)) is not host:port (IPv6 as [address]:port)")
                 }
                 peers[index].endpoint = endpoint
             case "allowedips":
                 for item in Self.list(value) {
                     guard let prefix = IPPrefix(item) ?? IPAddress(item).flatMap({ IPPrefix(address: $0, length: $0.bitCount) }) else {
-                        throw error(line, "AllowedIPs entry \(Self.shown(item)) is not an address/length")
+                        throw error(line, "AllowedIPs entry \(Redaction.quoted(item)) is not an address/length")
                     }
                     peers[index].allowedIPs.append(prefix.network)
                 }
@@ -295,7 +318,7 @@ extension WgQuickConfig {
                     peers[index].persistentKeepalive = nil
                 } else {
                     guard let seconds = UInt16(value) else {
-                        throw error(line, "PersistentKeepalive \(Self.shown(value)) must be seconds (1-65535) or off")
+                        throw error(line, "PersistentKeepalive \(Redaction.quoted(value)) must be seconds (1-65535) or off")
                     }
                     peers[index].persistentKeepalive = seconds == 0 ? nil : seconds
                 }
@@ -334,12 +357,24 @@ extension WgQuickConfig {
                 file: file,
                 interface: Interface(privateKey: privateKey, listenPort: interface.listenPort, fwmark: interface.fwmark,
                                      addresses: interface.addresses, dnsServers: interface.dnsServers, dnsSearch: interface.dnsSearch,
-                                     mtu: interface.mtu, line: interface.line),
+                                     mtu: interface.mtu, table: interface.table, saveConfig: interface.saveConfig,
+                                     keyLines: interface.keyLines, line: interface.line),
                 peers: done)
         }
 
         static func list(_ value: Substring) -> [Substring] {
             value.split(separator: ",").map { $0.trimmedForConfig() }.filter { !$0.isEmpty }
+        }
+
+        /// Numbers, and `main` (254): the one table name every system has; other names would
+        /// need /etc/iproute2/rt_tables, which a pure parser does not read.
+        static func parseTable(_ value: Substring) -> RouteTable? {
+            switch value.lowercased() {
+            case "off": return .off
+            case "auto", "": return .auto
+            case "main": return .number(254)
+            default: return UInt32(value).flatMap { $0 == 0 ? nil : .number($0) }
+            }
         }
 
         static func parseMark(_ value: Substring) -> UInt32? {

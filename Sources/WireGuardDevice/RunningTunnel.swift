@@ -6,7 +6,9 @@ import WireGuard
 
 /// One running tunnel: a TUN interface, a UDP socket and the protocol engine between them,
 /// driven by three threads — TUN to network, network to TUN (the two directions run on both
-/// cores at once), and a timer thread that also serves the userspace API socket.
+/// cores at once), and a timer thread that also serves the userspace API socket and follows
+/// the interface's MTU. The tunnel ends by itself when its interface is deleted, as
+/// wireguard-go's does: `endedFD` becomes readable and the `wg` socket goes.
 public final class RunningTunnel: @unchecked Sendable {
     public struct Options: Sendable {
         public var interfaceName: String
@@ -18,15 +20,19 @@ public final class RunningTunnel: @unchecked Sendable {
         public var handshakeLoadThreshold: Int
         /// Let the kernel hand us TCP super-packets (TSO) that we segment ourselves.
         public var offloads: Bool
+        /// What the tunnel reports (refused `wg` requests, a deleted interface...), from its threads.
+        public var events: @Sendable (TunnelEvent) -> Void
 
         public init(interfaceName: String, mtu: Int = 1420, uapiDirectory: String? = "/var/run/wireguard",
-                    timing: Timing = .standard, handshakeLoadThreshold: Int = 1000, offloads: Bool = true) {
+                    timing: Timing = .standard, handshakeLoadThreshold: Int = 1000, offloads: Bool = true,
+                    events: @escaping @Sendable (TunnelEvent) -> Void = { _ in }) {
             self.interfaceName = interfaceName
             self.mtu = mtu
             self.uapiDirectory = uapiDirectory
             self.timing = timing
             self.handshakeLoadThreshold = handshakeLoadThreshold
             self.offloads = offloads
+            self.events = events
         }
     }
 
@@ -36,13 +42,21 @@ public final class RunningTunnel: @unchecked Sendable {
     public let options: Options
     private let uapi: UAPIServer?
     private let wakeFD: Int32
+    /// Readable (an eventfd) once the tunnel has ended by itself: its interface was deleted.
+    public let endedFD: Int32
     private let stopping = Atomic<Bool>(false)
+    private let deleted = Atomic<Bool>(false)
     private let load: HandshakeLoad
+    private let mtuWatch: MTUWatch
+    /// The interface's MTU as last seen; the loops resize their buffers when it changes.
+    private let mtu: Atomic<Int>
     private var threads: [LoopThread] = []
 
     public init(configuration: InterfaceConfiguration, options: Options) throws {
         _ = Sodium.ready
         self.options = options
+        mtuWatch = try MTUWatch(interface: options.interfaceName)
+        mtu = Atomic(options.mtu)
         tun = try TunDevice(name: options.interfaceName, offloads: options.offloads)
         udp = try UDPSocket(port: configuration.listenPort ?? 0, mark: configuration.fwmark)
         var effective = configuration
@@ -50,6 +64,8 @@ public final class RunningTunnel: @unchecked Sendable {
         engine = Engine(configuration: effective, timing: options.timing, mtu: options.mtu)
         wakeFD = eventfd(0, Int32(EFD_CLOEXEC))
         guard wakeFD >= 0 else { throw SystemCallError("eventfd") }
+        endedFD = eventfd(0, Int32(EFD_CLOEXEC))
+        guard endedFD >= 0 else { close(wakeFD); throw SystemCallError("eventfd") }
         load = HandshakeLoad(threshold: options.handshakeLoadThreshold)
         let flags = fcntl(tun.fd, F_GETFL)
         _ = fcntl(tun.fd, F_SETFL, flags | O_NONBLOCK)
@@ -60,7 +76,11 @@ public final class RunningTunnel: @unchecked Sendable {
         }
     }
 
-    deinit { close(wakeFD) }
+    deinit {
+        uapi?.close()
+        close(wakeFD)
+        close(endedFD)
+    }
 
     public func start() {
         threads = [
@@ -70,24 +90,43 @@ public final class RunningTunnel: @unchecked Sendable {
         ]
     }
 
-    /// Stops the threads and waits for them; the interface goes when the tunnel is released.
+    /// Stops the threads and waits for them (also after the tunnel ended by itself); the
+    /// interface goes when the tunnel is released. Call it from the thread that started it.
     public func stop() {
-        guard !stopping.exchange(true, ordering: .sequentiallyConsistent) else { return }
-        var one: UInt64 = 1
-        _ = write(wakeFD, &one, 8)
-        shutdown(udp.fd, Int32(SHUT_RDWR))
+        requestStop()
         for t in threads { t.join() }
         threads = []
         uapi?.close()
     }
 
+    /// Whether the tunnel ended because its interface was deleted.
+    public var interfaceWasDeleted: Bool { deleted.load(ordering: .sequentiallyConsistent) }
+
+    /// Tells every loop to end: the poll loops through the eventfd, the receiving loop by
+    /// shutting the socket down under it.
+    private func requestStop() {
+        guard !stopping.exchange(true, ordering: .sequentiallyConsistent) else { return }
+        var one: UInt64 = 1
+        _ = write(wakeFD, &one, 8)
+        udp.shutdown()
+    }
+
+    /// The TUN reported its interface gone: end, and tell the owner.
+    private func interfaceGone() {
+        guard !deleted.exchange(true, ordering: .sequentiallyConsistent) else { return }
+        options.events(.interfaceDeleted)
+        requestStop()
+        var one: UInt64 = 1
+        _ = write(endedFD, &one, 8)
+    }
+
     private var isStopping: Bool { stopping.load(ordering: .relaxed) }
 
     @inline(__always)
-    private func now() -> Timestamp { Timestamp(nanoseconds: Clocks.monotonicNanoseconds()) }
+    func now() -> Timestamp { Timestamp(nanoseconds: Clocks.monotonicNanoseconds()) }
 
     @inline(__always)
-    private func wall() -> WallClock {
+    func wall() -> WallClock {
         let w = Clocks.wall()
         return WallClock(seconds: w.seconds, nanoseconds: w.nanoseconds)
     }
@@ -101,7 +140,8 @@ public final class RunningTunnel: @unchecked Sendable {
     // MARK: TUN -> network
 
     private func outboundLoop() {
-        let batch = DatagramBatch(capacity: 64, slotSize: Self.slotSize(mtu: options.mtu), headroom: 16)
+        var batchMTU = mtu.load(ordering: .relaxed)
+        var batch = DatagramBatch(capacity: 64, slotSize: Self.slotSize(mtu: batchMTU), headroom: 16)
         // With offloads one read may be a 64 KiB TCP super-packet, cut into the batch's slots.
         let frameSize = tun.hasVirtioHeader ? TunOffload.headerSize + 65_536 : 0
         let frame = UnsafeMutableRawBufferPointer.allocate(byteCount: frameSize, alignment: 64)
@@ -126,15 +166,23 @@ public final class RunningTunnel: @unchecked Sendable {
                 break
             }
         }
+        // A deleted interface makes the TUN poll as an error and read as EBADFD, for good.
+        let gone = Int16(POLLERR | POLLHUP | POLLNVAL)
         while !isStopping {
             let ready = poll(&fds, 2, -1)
             if ready < 0 { if errno == EINTR { continue }; break }
             if fds[1].revents != 0 || isStopping { break }
+            if fds[0].revents & gone != 0 { interfaceGone(); break }
+            if batchMTU != mtu.load(ordering: .relaxed) {
+                batchMTU = mtu.load(ordering: .relaxed)
+                batch = DatagramBatch(capacity: 64, slotSize: Self.slotSize(mtu: batchMTU), headroom: 16)
+            }
             let clock = now(), wallClock = wall()
             slot = 0
             while slot < batch.capacity {
                 if tun.hasVirtioHeader {
                     let n = read(tun.fd, frame.baseAddress, frame.count)
+                    if n < 0 && errno == EBADFD { interfaceGone() }
                     if n <= 0 { break }
                     let cut = TunOffload.split(UnsafeRawBufferPointer(rebasing: frame[0..<n]), next: room) {
                         encapsulate(length: $0, now: clock, wall: wallClock)
@@ -143,6 +191,7 @@ public final class RunningTunnel: @unchecked Sendable {
                 } else {
                     let buffer = room()
                     let n = read(tun.fd, buffer.baseAddress, buffer.count)
+                    if n < 0 && errno == EBADFD { interfaceGone() }
                     if n <= 0 { break }
                     encapsulate(length: n, now: clock, wall: wallClock)
                 }
@@ -156,15 +205,22 @@ public final class RunningTunnel: @unchecked Sendable {
     // MARK: network -> TUN
 
     private func inboundLoop() {
-        let batch = DatagramBatch(capacity: 64, slotSize: Self.slotSize(mtu: options.mtu), headroom: 0)
+        var batchMTU = mtu.load(ordering: .relaxed)
+        var batch = DatagramBatch(capacity: 64, slotSize: Self.slotSize(mtu: batchMTU), headroom: 0)
         // With offloads, a batch's TCP segments reach the kernel coalesced (GRO).
         let coalescer = tun.hasVirtioHeader ? TunCoalescer(capacity: batch.capacity) : nil
         while !isStopping {
-            guard let count = batch.receive(from: udp), count > 0 else { break }
+            if batchMTU != mtu.load(ordering: .relaxed) {
+                batchMTU = mtu.load(ordering: .relaxed)
+                batch = DatagramBatch(capacity: 64, slotSize: Self.slotSize(mtu: batchMTU), headroom: 0)
+            }
+            // Nothing, or empty datagrams: the socket was moved to another port (or is
+            // stopping) while this waited on it; the next receive waits on the new one.
+            guard let count = batch.receive(from: udp) else { continue }
             let clock = now(), wallClock = wall()
             for i in 0..<count {
                 let length = batch.receivedLength(i)
-                guard let sender = batch.sender(i) else { continue }
+                guard length > 0, let sender = batch.sender(i) else { continue }
                 let buffer = batch.slot(i)
                 let underLoad = length > 0 && buffer[0] == 1 ? load.countInitiation(now: clock.nanoseconds) : load.isUnderLoad(now: clock.nanoseconds)
                 switch engine.decapsulate(buffer: buffer, datagram: 0..<length, from: sender,
@@ -188,23 +244,39 @@ public final class RunningTunnel: @unchecked Sendable {
     // MARK: timers and the userspace API
 
     private func timerLoop() {
+        // Gone with the loop: `wg show` must not list a tunnel that ended by itself.
+        defer { uapi?.close() }
         var fds = [pollfd(fd: wakeFD, events: Int16(POLLIN), revents: 0),
-                   pollfd(fd: uapi?.fd ?? -1, events: Int16(POLLIN), revents: 0)]
+                   pollfd(fd: uapi?.fd ?? -1, events: Int16(POLLIN), revents: 0),
+                   pollfd(fd: mtuWatch.fileDescriptor, events: Int16(POLLIN), revents: 0)]
         var nextTick = Clocks.monotonicNanoseconds()
+        followMTU()
+        // Peers with persistent keepalive hear from us at once, as after `wg setconf`.
+        for peer in engine.status.peers where (peer.persistentKeepalive ?? 0) > 0 {
+            engine.keepalive(peer.publicKey, now: now(), wall: wall())
+        }
         while !isStopping {
             let current = Clocks.monotonicNanoseconds()
             let waitMs = current >= nextTick ? 0 : Int32((nextTick - current) / 1_000_000)
-            let ready = poll(&fds, 2, waitMs)
+            let ready = poll(&fds, 3, waitMs)
             if isStopping || fds[0].revents != 0 { break }
             if ready > 0, fds[1].revents != 0, let uapi {
                 uapi.serveOne(tunnel: self)
             }
+            if ready > 0, fds[2].revents != 0 { followMTU() }
             if Clocks.monotonicNanoseconds() >= nextTick {
                 send(engine.tick(now: now(), wall: wall()))
                 send(engine.drainOutput())
                 nextTick = Clocks.monotonicNanoseconds() + 100_000_000
             }
         }
+    }
+
+    private func followMTU() {
+        guard let current = mtuWatch.current(), current != mtu.load(ordering: .relaxed) else { return }
+        mtu.store(current, ordering: .relaxed)
+        engine.setMTU(current)
+        options.events(.mtuChanged(current))
     }
 
     /// Room for the largest packet the MTU allows plus the transport header, padding and tag.

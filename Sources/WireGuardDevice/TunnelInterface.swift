@@ -3,13 +3,15 @@ import Netlink
 import Routing
 
 /// Gives a fresh TUN interface what a wg-quick file asks: addresses, MTU, up, and (for a
-/// standalone client) a route per AllowedIPs prefix. Everything goes with the interface
-/// when its descriptor closes, so there is nothing to undo on the way down.
+/// standalone client) a route per AllowedIPs prefix, in the main table or the file's
+/// `Table`. Everything goes with the interface when its descriptor closes, so there is
+/// nothing to undo on the way down.
 public enum TunnelInterface {
     /// RTPROT_STATIC: routes an administrator's tool put there.
     static let routeProtocol: UInt8 = 4
 
-    public static func configure(name: String, addresses: [IPPrefix], mtu: UInt32, routes: [IPPrefix], netlink: Rtnetlink) throws {
+    public static func configure(name: String, addresses: [IPPrefix], mtu: UInt32, routes: [IPPrefix], table: UInt32 = 254,
+                                 netlink: Rtnetlink) throws {
         guard let link = try netlink.link(named: name) else {
             throw SystemCallError("interface \(name) vanished before it was configured", code: 19 /* ENODEV */)
         }
@@ -20,7 +22,7 @@ public enum TunnelInterface {
         try netlink.setLink(index: link.index, up: true)
         for prefix in routes {
             do {
-                try netlink.add(Route(destination: prefix.network, table: 254, kind: .device(index: link.index), metric: 0,
+                try netlink.add(Route(destination: prefix.network, table: table, kind: .device(index: link.index), metric: 0,
                                       protocolNumber: routeProtocol))
             } catch let error as NetlinkError where error.code == 17 /* EEXIST */ {
                 // The address's own subnet route already covers it.

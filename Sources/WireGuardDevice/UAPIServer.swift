@@ -1,5 +1,6 @@
 import CLinux
 import Glibc
+import Synchronization
 import WireGuard
 
 /// The `wg` tool's socket, /var/run/wireguard/IFACE.sock: one request per connection is
@@ -8,6 +9,7 @@ import WireGuard
 final class UAPIServer: @unchecked Sendable {
     let fd: Int32
     let path: String
+    private let closed = Atomic<Bool>(false)
 
     init(directory: String, interface: String) throws {
         mkdir(directory, 0o755)
@@ -37,7 +39,9 @@ final class UAPIServer: @unchecked Sendable {
         }
     }
 
+    /// Removes the socket; the second and later calls do nothing.
     func close() {
+        guard !closed.exchange(true, ordering: .sequentiallyConsistent) else { return }
         unlink(path)
         Glibc.close(fd)
     }
@@ -84,6 +88,8 @@ final class UAPIServer: @unchecked Sendable {
                 return UAPI.renderStats(tunnel.engine.status.drops)
             }
         } catch {
+            // wireguard-go logs every refusal; `wg` only gets the code.
+            tunnel.options.events(.requestRefused(reason: error.message, code: error.code))
             return UAPI.renderError(error)
         }
     }
@@ -98,28 +104,52 @@ final class UAPIServer: @unchecked Sendable {
         })
     }
 
+    /// Applies a request whole or not at all: what can fail (taking the port, marking the
+    /// socket) goes first, the engine's changes, which cannot fail, after it.
     private func apply(_ request: UAPI.SetRequest, to tunnel: RunningTunnel) throws(UAPI.ProtocolError) {
         let engine = tunnel.engine
-        if let port = request.listenPort, port != tunnel.udp.port, port != 0 {
-            throw UAPI.ProtocolError(message: "listen_port cannot change while the tunnel runs (it is \(tunnel.udp.port))")
+        let udp = tunnel.udp
+        let oldPort = udp.port
+        // As the kernel: another port (0 is any free one) moves the socket, the same one does nothing.
+        if let port = request.listenPort, port != oldPort {
+            do {
+                try udp.rebind(port: port, mark: request.fwmark)
+            } catch {
+                throw UAPI.ProtocolError(message: "cannot move to UDP port \(port): \(error)", code: Self.code(error, default: .portInUse))
+            }
+            engine.setListenPort(udp.port)
+            tunnel.options.events(.listenPortChanged(from: oldPort, to: udp.port))
+        } else if let mark = request.fwmark {
+            do {
+                try udp.setMark(mark)
+            } catch {
+                throw UAPI.ProtocolError(message: "cannot mark the tunnel socket: \(error)", code: Self.code(error, default: .invalid))
+            }
         }
+        if let mark = request.fwmark { engine.setFwmark(mark == 0 ? nil : mark) }
         if let privateKey = request.privateKey { engine.setPrivateKey(privateKey) }
-        if let mark = request.fwmark {
-            do { try tunnel.udp.setMark(mark) } catch { throw UAPI.ProtocolError(message: "\(error)") }
-            engine.setFwmark(mark == 0 ? nil : mark)
-        }
         if request.replacePeers { engine.removeAllPeers() }
         for change in request.peers {
             let existing = engine.status.peers.first { $0.publicKey == change.publicKey }
             if change.remove { engine.removePeer(change.publicKey); continue }
             if change.updateOnly && existing == nil { continue }
             var peer = PeerConfiguration(publicKey: change.publicKey, presharedKey: existing?.presharedKey,
-                                         endpoint: existing?.endpoint, allowedIPs: change.allowedIPs,
+                                         endpoint: existing?.endpoint, allowedIPs: [],
                                          persistentKeepalive: existing?.persistentKeepalive)
             if let psk = change.presharedKey { peer.presharedKey = psk }
             if let endpoint = change.endpoint { peer.endpoint = Endpoint(address: endpoint.address, port: endpoint.port) }
             if let seconds = change.persistentKeepalive { peer.persistentKeepalive = seconds == 0 ? nil : seconds }
-            engine.upsertPeer(peer, replaceAllowedIPs: change.replaceAllowedIPs || existing == nil)
+            engine.upsertPeer(peer, replaceAllowedIPs: change.replaceAllowedIPs || existing == nil, then: change.allowedIPChanges)
+            // Switched on: a keepalive now, as wireguard-go and the kernel send (the timer
+            // thread sends it with its next tick).
+            if (existing?.persistentKeepalive ?? 0) == 0, (peer.persistentKeepalive ?? 0) > 0 {
+                engine.keepalive(change.publicKey, now: tunnel.now(), wall: tunnel.wall())
+            }
         }
+    }
+
+    /// The errno of a failed system call, for `wg` to print.
+    private static func code(_ error: Error, default fallback: UAPI.ErrorCode) -> UAPI.ErrorCode {
+        (error as? SystemCallError).map { UAPI.ErrorCode($0.code) } ?? fallback
     }
 }

@@ -1,6 +1,7 @@
 import Addresses
 import CLinux
 import Glibc
+import Synchronization
 import WireGuard
 
 /// The engine's endpoints as socket addresses.
@@ -44,46 +45,119 @@ extension Endpoint {
 }
 
 /// The tunnel's UDP socket: dual-stack where IPv6 exists, carrying a firewall mark so the
-/// encrypted packets never route back into the tunnel they came from.
+/// encrypted packets never route back into the tunnel they came from. Its descriptor
+/// number never changes: moving to another port (`wg set IFACE listen-port N`) puts a new
+/// socket under the same number, so the threads that send and receive on it carry on.
 public final class UDPSocket: @unchecked Sendable {
     public let fd: Int32
     public let isDualStack: Bool
-    public private(set) var port: UInt16
+    private let boundPort: Atomic<UInt16>
+    private struct State {
+        var mark: UInt32?
+        var isShut = false
+    }
+    /// Serializes changes (mark, port, shutdown) against each other; the data path never takes it.
+    private let state: Mutex<State>
+
+    public var port: UInt16 { boundPort.load(ordering: .relaxed) }
 
     public init(port: UInt16, mark: UInt32?) throws {
-        var fd = socket(AF_INET6, Int32(SOCK_DGRAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
-        var dual = true
-        if fd < 0 {
-            // No IPv6 in this namespace: serve IPv4 only.
-            fd = socket(AF_INET, Int32(SOCK_DGRAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
-            dual = false
+        let opened: (Int32, UInt16)
+        if let dual = try Self.open(dualStack: true, port: port, mark: mark) {
+            opened = dual
+            isDualStack = true
+        } else if let v4 = try Self.open(dualStack: false, port: port, mark: mark) {
+            // No IPv6 on this host: serve IPv4 only.
+            opened = v4
+            isDualStack = false
+        } else {
+            throw SystemCallError("create UDP socket", code: EAFNOSUPPORT)
         }
-        guard fd >= 0 else { throw SystemCallError("create UDP socket") }
-        self.fd = fd
-        self.isDualStack = dual
-        self.port = port
-        var zero: Int32 = 0
-        if dual { setsockopt(fd, Int32(IPPROTO_IPV6), IPV6_V6ONLY, &zero, socklen_t(MemoryLayout<Int32>.size)) }
-        // Large buffers absorb bursts between two batches.
-        var size: Int32 = 4 << 20
-        setsockopt(fd, SOL_SOCKET, SO_RCVBUFFORCE, &size, socklen_t(MemoryLayout<Int32>.size))
-        setsockopt(fd, SOL_SOCKET, SO_SNDBUFFORCE, &size, socklen_t(MemoryLayout<Int32>.size))
-        if let mark { try setMark(mark) }
-        try bind(port: port)
+        fd = opened.0
+        boundPort = Atomic(opened.1)
+        state = Mutex(State(mark: mark))
     }
 
     deinit { close(fd) }
 
+    /// A socket of the family, marked and bound, and the port it got; nil when the family
+    /// does not exist here.
+    private static func open(dualStack: Bool, port: UInt16, mark: UInt32?) throws -> (Int32, UInt16)? {
+        let fd = socket(dualStack ? AF_INET6 : AF_INET, Int32(SOCK_DGRAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
+        guard fd >= 0 else {
+            if errno == EAFNOSUPPORT { return nil }
+            throw SystemCallError("create UDP socket")
+        }
+        do {
+            var zero: Int32 = 0
+            if dualStack { setsockopt(fd, Int32(IPPROTO_IPV6), IPV6_V6ONLY, &zero, socklen_t(MemoryLayout<Int32>.size)) }
+            // Large buffers absorb bursts between two batches.
+            var size: Int32 = 4 << 20
+            setsockopt(fd, SOL_SOCKET, SO_RCVBUFFORCE, &size, socklen_t(MemoryLayout<Int32>.size))
+            setsockopt(fd, SOL_SOCKET, SO_SNDBUFFORCE, &size, socklen_t(MemoryLayout<Int32>.size))
+            if let mark { try setMark(mark, on: fd) }
+            return (fd, try bind(fd, dualStack: dualStack, port: port))
+        } catch {
+            close(fd)
+            throw error
+        }
+    }
+
     public func setMark(_ mark: UInt32) throws {
+        try state.withLock { state in
+            try Self.setMark(mark, on: fd)
+            state.mark = mark
+        }
+    }
+
+    private static func setMark(_ mark: UInt32, on fd: Int32) throws {
         var value = mark
         guard setsockopt(fd, SOL_SOCKET, vx_so_mark(), &value, socklen_t(MemoryLayout<UInt32>.size)) == 0 else {
             throw SystemCallError("set SO_MARK 0x\(String(mark, radix: 16)) on the tunnel socket")
         }
     }
 
-    private func bind(port: UInt16) throws {
+    /// Moves to `port` (0: any free one), with `mark` if given (else the current one). A
+    /// port that cannot be taken (in use, privileged) changes nothing.
+    public func rebind(port: UInt16, mark newMark: UInt32? = nil) throws {
+        try state.withLock { state in
+            guard !state.isShut else { throw SystemCallError("move the tunnel socket: it is shutting down", code: ESHUTDOWN) }
+            let mark = newMark ?? state.mark
+            guard let (fresh, bound) = try Self.open(dualStack: isDualStack, port: port, mark: mark) else {
+                throw SystemCallError("create UDP socket", code: EAFNOSUPPORT)
+            }
+            // A second number for the old socket, so it can be woken once its number is
+            // the new socket's: a receive blocked on it returns, and the next one waits on
+            // the new socket.
+            let old = dup(fd)
+            guard dup2(fresh, fd) >= 0 else {
+                let code = errno
+                close(fresh)
+                if old >= 0 { close(old) }
+                throw SystemCallError("move the tunnel socket to port \(port)", code: code)
+            }
+            _ = fcntl(fd, F_SETFD, FD_CLOEXEC)
+            close(fresh)
+            if old >= 0 {
+                Glibc.shutdown(old, Int32(SHUT_RDWR))
+                close(old)
+            }
+            state.mark = mark
+            boundPort.store(bound, ordering: .relaxed)
+        }
+    }
+
+    /// Wakes whatever is blocked receiving, for good: used when the tunnel stops.
+    public func shutdown() {
+        state.withLock { state in
+            state.isShut = true
+            Glibc.shutdown(fd, Int32(SHUT_RDWR))
+        }
+    }
+
+    private static func bind(_ fd: Int32, dualStack: Bool, port: UInt16) throws -> UInt16 {
         let rc: Int32
-        if isDualStack {
+        if dualStack {
             var sin6 = sockaddr_in6()
             sin6.sin6_family = sa_family_t(AF_INET6)
             sin6.sin6_port = port.bigEndian
@@ -98,7 +172,7 @@ public final class UDPSocket: @unchecked Sendable {
         var storage = sockaddr_in6()
         var length = socklen_t(MemoryLayout<sockaddr_in6>.size)
         _ = withUnsafeMutablePointer(to: &storage) { getsockname(fd, UnsafeMutableRawPointer($0).assumingMemoryBound(to: sockaddr.self), &length) }
-        self.port = withUnsafePointer(to: &storage) { Endpoint(UnsafeRawPointer($0))?.port ?? port }
+        return withUnsafePointer(to: &storage) { Endpoint(UnsafeRawPointer($0))?.port ?? port }
     }
 
     /// Sends one datagram (the cold path: handshakes, cookies, keepalives).

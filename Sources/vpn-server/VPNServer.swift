@@ -1,34 +1,44 @@
-import Addresses
 import ArgumentParser
-import CLinux
-import CSystemd
 import Daemon
 import Glibc
-import Netlink
-import Nftables
-import Plan
 import WireGuard
-import WireGuardDevice
 
 @main
 struct VPNServer: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "vpn-server",
-        abstract: "Runs vpnexec's WireGuard-compatible engine standalone from a wg-quick style file.",
+        abstract: "Runs vpnexec's WireGuard-compatible engine standalone: from a wg-quick style file, or as wg-quick's userspace implementation.",
+        usage: """
+        vpn-server --config FILE [--interface NAME] [--no-nat] [--no-offloads] [--uapi-dir DIR] [-v]
+        vpn-server [-f|--foreground] INTERFACE
+        """,
         discussion: """
-        Without a peer Endpoint in the file it is a listening peer: it forwards what its peers \
-        send and masquerades it behind the uplink (nft table inet vpn_server_IFACE). With \
-        Endpoints it is a client: it installs the file's addresses and a route per AllowedIPs \
-        prefix; with 0.0.0.0/0 or ::/0 everything goes through the tunnel, routed as wg-quick does \
-        (fwmark, table 51820, suppress_prefixlength 0). `wg show IFACE` and `wg set IFACE ...` work \
-        through /var/run/wireguard/IFACE.sock. \
-        Runs in the foreground until SIGTERM or SIGINT; the interface goes with the process.
+        With --config: without a peer Endpoint in the file it is a listening peer: it forwards \
+        what its peers send and masquerades it behind the uplink (nft table inet vpn_server_IFACE). \
+        With Endpoints it is a client: it installs the file's addresses and a route per AllowedIPs \
+        prefix (Table = off adds none, Table = N puts them in table N); with 0.0.0.0/0 or ::/0 \
+        everything goes through the tunnel, routed as wg-quick does (fwmark, table 51820, \
+        suppress_prefixlength 0). Runs in the foreground until SIGTERM or SIGINT, or until the \
+        interface is deleted; the interface goes with the process.
+
+        With an INTERFACE name instead, it is what wireguard-go is to wg-quick \
+        (WG_QUICK_USERSPACE_IMPLEMENTATION=vpn-server wg-quick up wg0): it creates the interface \
+        and its socket, goes into the background (unless -f), and takes its configuration from \
+        `wg setconf` and `ip`; deleting the interface (wg-quick down) ends it.
+
+        `wg show IFACE` and `wg set IFACE ...` work through /var/run/wireguard/IFACE.sock.
         """)
 
     @Option(help: "The wg-quick style file ([Interface] and [Peer] sections).")
-    var config: String
+    var config: String?
 
-    @Option(name: .customLong("interface"), help: "TUN interface name (default: the file's name without .conf).")
+    @Argument(help: "As wireguard-go: the interface to create and serve, configured by `wg setconf` (no --config).")
+    var interface: String?
+
+    @Flag(name: [.customShort("f"), .customLong("foreground")], help: "With INTERFACE: stay in the foreground.")
+    var foreground = false
+
+    @Option(name: .customLong("interface"), help: "With --config: the TUN interface's name (default: the file's name without .conf).")
     var interfaceName: String?
 
     @Flag(name: .customLong("no-nat"), help: "As a listening peer, do not masquerade the peers' traffic.")
@@ -49,92 +59,39 @@ struct VPNServer: ParsableCommand {
     @Flag(name: .shortAndLong, help: "Log debug messages.")
     var verbose = false
 
+    func validate() throws {
+        switch (config, interface) {
+        case (nil, nil):
+            throw ValidationError("give --config FILE, or an interface name as wg-quick does (vpn-server wg0)")
+        case (.some, .some):
+            throw ValidationError("--config FILE and an interface name exclude each other; with --config, --interface NAME names it")
+        case (nil, .some):
+            if interfaceName != nil || noNAT { throw ValidationError("--interface and --no-nat go with --config; wg-quick configures the rest") }
+        case (.some, nil):
+            if foreground { throw ValidationError("--foreground goes with an interface name; with --config vpn-server always runs in the foreground") }
+        }
+    }
+
     func run() throws {
         let log = Log(minimum: verbose ? .debug : .info)
-        guard let text = try? String(contentsOfFile: config, encoding: .utf8) else {
-            log.error("cannot read \(config): \(String(cString: strerror(errno)))")
-            throw ExitCode(1)
-        }
-        let file: WgQuickConfig
-        do {
-            file = try WgQuickConfig.parse(text, file: config)
-        } catch {
-            log.error("\(error)")
-            throw ExitCode(1)
-        }
-        let name = interfaceName ?? Self.defaultInterfaceName(config)
-        let isClient = file.peers.contains { $0.endpoint != nil }
         var timing = Timing.standard
         if let testTiming {
             do { timing = try TestTiming.parse(testTiming) } catch { log.error("\(error)"); throw ExitCode(2) }
         }
-        do {
-            var configuration = try EngineConfiguration.from(file)
-            let allowed = file.peers.flatMap(\.allowedIPs)
-            let everything = isClient ? allowed.filter { $0.length == 0 } : []
-            if !everything.isEmpty { configuration.fwmark = file.interface.fwmark ?? FullTunnelRouting.table }
-            let tunnel = try RunningTunnel(configuration: configuration, options: .init(
-                interfaceName: name, mtu: Int(file.interface.mtu ?? 1420), uapiDirectory: uapiDirectory,
-                timing: timing, handshakeLoadThreshold: testHandshakeLoad ?? 1000, offloads: !noOffloads))
-            let netlink = try Rtnetlink()
-            try TunnelInterface.configure(name: tunnel.tun.name, addresses: file.interface.addresses,
-                                          mtu: file.interface.mtu ?? 1420,
-                                          routes: isClient ? allowed.filter { $0.length > 0 } : [], netlink: netlink)
-            var fullTunnel: FullTunnelRouting?
-            if !everything.isEmpty, let link = try netlink.link(named: tunnel.tun.name), let mark = configuration.fwmark {
-                let routing = FullTunnelRouting(interfaceIndex: link.index, ipv4: everything.contains { $0.isIPv4 },
-                                                ipv6: everything.contains { !$0.isIPv4 }, mark: mark)
-                try routing.apply(netlink)
-                fullTunnel = routing
-                log.notice("\(tunnel.tun.name): everything but the tunnel's own datagrams (mark 0x\(String(mark, radix: 16))) goes through it (table \(FullTunnelRouting.table))")
-            }
-            var natTable: NftTable?
-            if !isClient {
-                try Self.enableForwarding()
-                if !noNAT {
-                    let table = ServerForwardingRules.table(interface: tunnel.tun.name)
-                    try NftablesClient().replace(table)
-                    natTable = table
-                }
-            }
-            // Blocked before the threads start, so only sigwait below sees them.
-            var stopSignals = sigset_t()
-            sigemptyset(&stopSignals)
-            for s in [SIGTERM, SIGINT, SIGHUP] { sigaddset(&stopSignals, s) }
-            pthread_sigmask(SIG_BLOCK, &stopSignals, nil)
-            signal(SIGPIPE, SIG_IGN)
-            tunnel.start()
-            log.notice("\(tunnel.tun.name): \(isClient ? "client" : "listening peer") on UDP port \(tunnel.udp.port), \(file.peers.count) peer(s), public key \(file.interface.privateKey.publicKey)")
-            sd_notify(0, "READY=1")
-            var received: Int32 = 0
-            repeat { sigwait(&stopSignals, &received) } while received == SIGHUP
-            log.notice("\(tunnel.tun.name): stopping")
-            tunnel.stop()
-            if let natTable { try? NftablesClient().delete(family: natTable.family, table: natTable.name) }
-            if let fullTunnel { fullTunnel.remove(netlink) }
-        } catch let exit as ExitCode {
-            throw exit
-        } catch {
-            log.error("\(error)")
-            throw ExitCode(1)
+        let settings = EngineSettings(uapiDirectory: uapiDirectory, timing: timing, handshakeLoadThreshold: testHandshakeLoad ?? 1000,
+                                      offloads: !noOffloads)
+        if let config {
+            try ConfiguredTunnel(path: config, interfaceName: interfaceName, masquerade: !noNAT, settings: settings, log: log).run()
+        } else if let interface {
+            try WgQuickInterface(name: interface, foreground: foreground, verbose: verbose, settings: settings).run()
         }
     }
+}
 
-    /// wg-quick names the interface after the file: /etc/wireguard/wg0.conf is wg0.
-    static func defaultInterfaceName(_ path: String) -> String {
-        var base = path.split(separator: "/").last.map(String.init) ?? "wg0"
-        if base.hasSuffix(".conf") { base.removeLast(5) }
-        return String(base.prefix(15))
-    }
-
-    static func enableForwarding() throws {
-        for path in ["/proc/sys/net/ipv4/ip_forward", "/proc/sys/net/ipv6/conf/all/forwarding"] {
-            let fd = open(path, O_WRONLY | O_CLOEXEC)
-            guard fd >= 0, write(fd, "1\n", 2) == 2 else {
-                if fd >= 0 { close(fd) }
-                throw SystemCallError("enable forwarding (\(path))")
-            }
-            close(fd)
-        }
-    }
+/// The engine's options that come from the command line, whichever way it runs.
+struct EngineSettings {
+    var uapiDirectory: String
+    var timing: Timing
+    var handshakeLoadThreshold: Int
+    var offloads: Bool
 }

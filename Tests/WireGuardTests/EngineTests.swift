@@ -347,6 +347,58 @@ func ipv6(_ source: String, _ destination: String, payload: Int = 8) -> [UInt8] 
         pair.a.removePeer(peer)
         #expect(pair.a.status.peers.isEmpty)
     }
+
+    /// `wg set` with `allowed_ip=-PREFIX`: changes apply in order after the configuration's
+    /// own prefixes, and a removal takes only what is the peer's.
+    @Test func allowedIPChangesApplyInOrderAndRemoveOnlyThePeersOwn() {
+        let pair = EnginePair()
+        let peer = pair.bKey.publicKey
+        let other = PrivateKey.generate().publicKey
+        pair.a.upsertPeer(PeerConfiguration(publicKey: other, allowedIPs: [IPPrefix("10.7.0.0/16")!]), replaceAllowedIPs: true)
+        pair.a.upsertPeer(PeerConfiguration(publicKey: peer, allowedIPs: [IPPrefix("10.9.0.0/16")!]), replaceAllowedIPs: false,
+                          then: [.remove(IPPrefix("10.0.0.2/32")!), .remove(IPPrefix("10.7.0.0/16")!), .add(IPPrefix("10.5.0.0/16")!),
+                                 .remove(IPPrefix("10.9.0.0/16")!), .add(IPPrefix("10.9.0.0/16")!)])
+        let status = pair.a.status
+        #expect(status.peers[0].allowedIPs.map(\.description) == ["10.5.0.0/16", "10.9.0.0/16", "fd00::2/128"])
+        #expect(status.peers[1].allowedIPs.map(\.description) == ["10.7.0.0/16"])
+        // The removed prefix no longer routes: b's old address is not a's peer any more.
+        pair.send(ipv4("10.0.0.2", "192.0.2.80"), from: "b")
+        pair.run()
+        #expect(pair.deliveredToA.isEmpty && pair.a.status.drops[.notAllowedIP] == 1)
+    }
+
+    /// Switching persistent keepalive on sends a keepalive at once (wireguard-go, the
+    /// kernel): without a session it starts the handshake and follows it; with one, it
+    /// goes straight out. Nothing answers it, and it counts as no data.
+    @Test func aKeepaliveOnRequestStartsTheHandshakeOrGoesOverTheSession() {
+        let pair = EnginePair()
+        pair.b.keepalive(pair.aKey.publicKey, now: pair.now, wall: pair.wall)
+        let first = pair.b.drainOutput()
+        #expect(first.count == 1 && first[0].bytes.count == MessageSize.initiation)
+        pair.wire += first.map { ("b", $0) }
+        let results = pair.run()
+        #expect(results.filter { if case .keepalive = $0 { true } else { false } }.count == 1)
+        #expect(pair.a.status.peers[0].lastHandshake != nil && pair.deliveredToA.isEmpty)
+        pair.b.keepalive(pair.aKey.publicKey, now: pair.now, wall: pair.wall)
+        let second = pair.b.drainOutput()
+        #expect(second.count == 1 && second[0].bytes.count == 32)
+        #expect(pair.b.drainOutput().isEmpty && pair.a.status.drops.values.reduce(0, +) == 0)
+    }
+
+    /// wg-quick sets the MTU after the engine started: padding follows the new one.
+    @Test func paddingFollowsAChangedMTU() {
+        let pair = EnginePair()
+        pair.send(ipv4("10.0.0.2", "192.0.2.80"), from: "b")
+        pair.run()
+        let packet = ipv4("10.0.0.2", "192.0.2.80", payload: 1396 - 20)
+        guard case let .send(before, _) = pair.send(packet, from: "b") else { Issue.record("no session"); return }
+        #expect(before.count == 16 + 1408 + 16)
+        pair.b.setMTU(1400)
+        guard case let .send(after, _) = pair.send(packet, from: "b") else { Issue.record("no session"); return }
+        #expect(pair.b.mtu == 1400 && after.count == 16 + 1400 + 16)
+        pair.run()
+        #expect(pair.deliveredToA.suffix(2) == [packet, packet])
+    }
 }
 
 @Suite struct ReplayWindowTests {
@@ -395,6 +447,16 @@ func ipv6(_ source: String, _ destination: String, payload: Int = 8) -> [UInt8] 
         #expect(t.lookup(IPAddress("10.1.2.3")!) == 5 && t.prefixes(of: 3).isEmpty)
     }
 
+    @Test func removingAPrefixTakesItOnlyFromItsPeer() {
+        var t = AllowedIPs()
+        t.insert(IPPrefix("0.0.0.0/0")!, peer: 1)
+        t.insert(IPPrefix("10.0.0.0/8")!, peer: 2)
+        t.remove(IPPrefix("10.0.0.0/8")!, peer: 1)
+        #expect(t.lookup(IPAddress("10.1.1.1")!) == 2)
+        t.remove(IPPrefix("10.255.0.0/8")!, peer: 2)
+        #expect(t.lookup(IPAddress("10.1.1.1")!) == 1 && t.prefixes(of: 2).isEmpty)
+    }
+
     @Test func agreesWithALinearScanOnRandomTables() {
         var rng = SystemRandomNumberGenerator()
         var t = AllowedIPs()
@@ -405,6 +467,12 @@ func ipv6(_ source: String, _ destination: String, payload: Int = 8) -> [UInt8] 
             t.insert(prefix, peer: peer)
             table.removeAll { $0.0 == prefix }
             table.append((prefix, peer))
+            // Now and then a removal, for its owner or for someone else.
+            if peer % 5 == 0, let (victim, owner) = table.randomElement(using: &rng) {
+                let asker = Bool.random(using: &rng) ? owner : owner + 1
+                t.remove(victim, peer: asker)
+                if asker == owner { table.removeAll { $0.0 == victim } }
+            }
         }
         for _ in 0..<2000 {
             let address = IPAddress.v4(UInt32.random(in: 0...UInt32.max, using: &rng))

@@ -149,70 +149,35 @@ import Testing
         }
     }
 
+    /// wg-quick's `Table`: off, auto (or empty), main, or a number; anything else (a name
+    /// from rt_tables, 0) is refused with its line rather than handed to routes later.
+    @Test(arguments: [
+        ("Table = off", WgQuickConfig.RouteTable.off), ("Table = auto", .auto), ("Table =", .auto),
+        ("Table = 1234", .number(1234)), ("Table = main", .number(254)), ("", .auto),
+    ])
+    func tableValues(line: String, table: WgQuickConfig.RouteTable) throws {
+        let config = try WgQuickConfig.parse(sample(line), file: "t.conf")
+        #expect(config.interface.table == table)
+        if !line.isEmpty { #expect(config.interface.keyLines["table"] == 8) }
+    }
+
+    @Test(arguments: ["Table = 0", "Table = vpn", "Table = -1", "Table = 4294967296", "SaveConfig = yes", "SaveConfig ="])
+    func badTableAndSaveConfigValues(line: String) {
+        #expect {
+            try WgQuickConfig.parse(sample(line), file: "t.conf")
+        } throws: { ($0 as? WgQuickConfigError)?.line == 8 }
+    }
+
+    @Test func saveConfigIsABooleanInAnyCase() throws {
+        #expect(try WgQuickConfig.parse(sample("SaveConfig = True"), file: "t").interface.saveConfig)
+        #expect(try !WgQuickConfig.parse(sample("SaveConfig = false"), file: "t").interface.saveConfig)
+        #expect(try !WgQuickConfig.parse(sample(), file: "t").interface.saveConfig)
+        // The line of DNS, for the warning that says it is not applied.
+        #expect(try WgQuickConfig.parse(sample(), file: "t").interface.keyLines["dns"] == 5)
+    }
+
     @Test(arguments: ["192.0.2.1", "192.0.2.1:", ":51820", "[2001:db8::1]51820", "2001:db8::1:51820", "host_name:1", "a:0", "a:65536"])
     func badEndpoints(text: String) {
         #expect(WgQuickConfig.EndpointSpec(text) == nil)
-    }
-}
-
-@Suite struct UAPITests {
-    @Test func parsesASetRequestLikeWgSends() throws {
-        let key = PrivateKey.generate()
-        let peer = PrivateKey.generate().publicKey
-        let lines: [Substring] = [
-            "set=1", "private_key=\(key.hex)", "listen_port=51820", "fwmark=0", "replace_peers=true",
-            "public_key=\(peer.hex)", "preshared_key=\(String(repeating: "0", count: 64))",
-            "endpoint=[2001:db8::5]:4000", "persistent_keepalive_interval=25", "replace_allowed_ips=true",
-            "allowed_ip=10.0.0.0/8", "allowed_ip=2001:db8::/32", "protocol_version=1",
-            "public_key=\(PrivateKey.generate().publicKey.hex)", "remove=true",
-        ]
-        guard case let .set(request) = try UAPI.parse(lines: lines) else { Issue.record("not a set"); return }
-        #expect(request.privateKey??.hex == key.hex)
-        #expect(request.listenPort == 51820)
-        #expect(request.fwmark == 0)
-        #expect(request.replacePeers)
-        #expect(request.peers.count == 2)
-        let first = request.peers[0]
-        #expect(first.publicKey == peer)
-        #expect(first.presharedKey != nil && first.presharedKey! == nil)   // all zeros: remove
-        #expect(first.endpoint?.address == IPAddress("2001:db8::5") && first.endpoint?.port == 4000)
-        #expect(first.allowedIPs.map(\.description) == ["10.0.0.0/8", "2001:db8::/32"])
-        #expect(first.replaceAllowedIPs && first.persistentKeepalive == 25)
-        #expect(request.peers[1].remove)
-    }
-
-    @Test(arguments: [["nope=1"], [], ["get=1", "x=y"], ["set=1", "listen_port=abc"], ["set=1", "bogus=1"],
-                      ["set=1", "public_key=zz"], ["set=1", "public_key=\(String(repeating: "1", count: 64))", "endpoint=host:1"],
-                      ["set=1", "public_key=\(String(repeating: "1", count: 64))", "protocol_version=2"]])
-    func refusesMalformedRequests(lines: [String]) {
-        #expect(throws: UAPI.ProtocolError.self) { try UAPI.parse(lines: lines.map { Substring($0) }) }
-    }
-
-    @Test func rendersGetInWireguardGoOrder() {
-        let key = PrivateKey.generate()
-        let peer = PrivateKey.generate().publicKey
-        let text = UAPI.renderGet(privateKey: key, listenPort: 51820, fwmark: 0x20, peers: [
-            UAPI.PeerReport(publicKey: peer, presharedKey: nil, endpoint: (IPAddress("192.0.2.1")!, 9),
-                            lastHandshake: (1700000000, 5), txBytes: 10, rxBytes: 20, persistentKeepalive: 0,
-                            allowedIPs: [IPPrefix("10.0.0.0/24")!]),
-        ])
-        #expect(text == """
-        private_key=\(key.hex)
-        listen_port=51820
-        fwmark=32
-        public_key=\(peer.hex)
-        preshared_key=\(String(repeating: "0", count: 64))
-        protocol_version=1
-        endpoint=192.0.2.1:9
-        last_handshake_time_sec=1700000000
-        last_handshake_time_nsec=5
-        tx_bytes=10
-        rx_bytes=20
-        persistent_keepalive_interval=0
-        allowed_ip=10.0.0.0/24
-        errno=0
-
-
-        """)
     }
 }
