@@ -27,10 +27,15 @@ final class BuiltInTunnels {
     /// Starts what is new or changed and stops what is gone. The UDP socket carries the
     /// bypass mark (unless the file sets FwMark), so no profile rule ever routes it.
     func reconcile(_ wanted: [String: TunnelFiles.Loaded], bypassMark: UInt32, netlink: Rtnetlink) {
-        for (interface, entry) in running where wanted[interface]?.text != entry.text {
+        for (interface, entry) in running where wanted[interface]?.text != entry.text || entry.tunnel.interfaceWasDeleted {
             entry.tunnel.stop()
             running[interface] = nil
-            log.info("built-in tunnel \(interface) stopped")
+            if wanted[interface] != nil && entry.tunnel.interfaceWasDeleted {
+                // Someone deleted the interface (the engine ended with it): start it again.
+                log.warning("built-in tunnel \(interface) lost its interface; starting it again")
+            } else {
+                log.info("built-in tunnel \(interface) stopped")
+            }
         }
         for (interface, loaded) in wanted.sorted(by: { $0.key < $1.key }) where running[interface] == nil {
             do {

@@ -61,6 +61,11 @@ import Testing
         // The `wg` tool reads the built-in tunnel through vpnd's socket.
         #expect(try Command.run(["wg", "show", interface, "peers"]).contains(serverPublic))
 
+        // Someone deletes the interface: the engine ends with it and vpnd starts it again.
+        try net.client.run(["ip", "link", "delete", interface])
+        try eventually("vpnd to bring the built-in tunnel back") { (try? connect(Topology.service4, member: true)) == "10.79.0.2" }
+        #expect(daemon.process?.output.contains("built-in tunnel \(interface) lost its interface; starting it again") == true)
+
         // The server dies: the member keeps sending, nothing leaves in the clear.
         // The member's datagrams to the service port, as they would look if they leaked.
         let capture = try Capture(on: net.clientUplink, in: net.client, filter: "udp port 8080", cleanup: cleanup)
