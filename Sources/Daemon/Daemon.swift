@@ -84,8 +84,8 @@ public final class Daemon {
             mkdir(options.wireguardSocketDirectory, 0o755)
             var summary = try Sandbox.forDaemon(cgroupRoot: hierarchy.mountPoint, socketDirectory: socketDirectory.isEmpty ? "." : socketDirectory,
                                                 wireguardDirectory: options.wireguardSocketDirectory).apply()
-            if summary.hasPrefix("Landlock"), let probe = TrustedDirectoryProbe.firstFile(options.policyDirectory) {
-                summary += Sandbox.verify(byOpening: probe) ? " (verified)" : " (NOT in force: a policy file opened for writing)"
+            if summary.hasPrefix("Landlock") {
+                summary += Sandbox.verify() ? " (verified)" : " (NOT in force: /proc/self/comm opened for writing)"
             }
             sandboxSummary = summary
             log.info("sandbox: \(summary)")
@@ -342,14 +342,6 @@ public final class Daemon {
                             cgroupRoot: hierarchy.mountPoint, profiles: profiles,
                             droppedUnknownCgroup: traffic(unknownCgroupCounter), refusedConnections: server?.refusedConnections ?? 0,
                             sandbox: sandboxSummary)
-    }
-}
-
-enum TrustedDirectoryProbe {
-    /// A policy file to probe the sandbox with (opened for writing, never written).
-    static func firstFile(_ directory: String) -> String? {
-        guard let names = try? TrustedDirectory(directory).entries(endingIn: ".toml"), let first = names.first else { return nil }
-        return directory + "/" + first
     }
 }
 

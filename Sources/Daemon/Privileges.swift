@@ -28,9 +28,14 @@ public enum Privileges {
     /// included, and sets no_new_privs.
     public static func dropToMinimum(effective: [cap_value_t] = effective, permitted: [cap_value_t] = permitted) throws(Failure) {
         // The bounding set first: dropping from it needs CAP_SETPCAP, which goes next.
-        for capability in 0..<cap_value_t(cap_max_bits()) where !permitted.contains(capability) {
-            if cap_get_bound(capability) == 1, cap_drop_bound(capability) != 0 {
-                throw Failure(description: "cannot drop capability \(capability) from the bounding set: \(String(cString: strerror(errno)))")
+        // Without CAP_SETPCAP (a service manager bounded us already, e.g. systemd's
+        // CapabilityBoundingSet=) the bound stays as it was set: with no_new_privs no exec
+        // can take more than the permitted set below, whatever the bound.
+        if hasEffective(CAP_SETPCAP) {
+            for capability in 0..<cap_value_t(cap_max_bits()) where !permitted.contains(capability) {
+                if cap_get_bound(capability) == 1, cap_drop_bound(capability) != 0 {
+                    throw Failure(description: "cannot drop capability \(capability) from the bounding set: \(String(cString: strerror(errno)))")
+                }
             }
         }
         guard let caps = cap_init() else { throw Failure(description: "cap_init failed") }
@@ -44,6 +49,13 @@ public enum Privileges {
         guard vx_set_no_new_privs() == 0 else {
             throw Failure(description: "cannot set no_new_privs: \(String(cString: strerror(errno)))")
         }
+    }
+
+    static func hasEffective(_ capability: cap_value_t) -> Bool {
+        guard let caps = cap_get_proc() else { return false }
+        defer { cap_free(UnsafeMutableRawPointer(caps)) }
+        var value = cap_flag_value_t(0)
+        return cap_get_flag(caps, capability, CAP_EFFECTIVE, &value) == 0 && value == CAP_SET
     }
 
     /// Whether making the profile parent (or an ancestor of it) again may need

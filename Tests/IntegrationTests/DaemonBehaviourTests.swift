@@ -83,7 +83,7 @@ import Testing
         #expect(field("CapInh") == "0000000000000000")
         #expect(field("NoNewPrivs") == "1")
         // Root as it is, vpnd cannot write outside its places, execute, or use TCP; it
-        // checked that by opening its own policy file for writing (refused).
+        // checked that by opening its own /proc/self/comm for writing (refused).
         let sandbox = try daemon.status().sandbox
         #expect(sandbox.hasPrefix("Landlock ABI") && sandbox.hasSuffix("(verified)"), "\(sandbox)")
         #expect(sandbox.contains("writes only in \(try TestCgroups.cgroupRoot()), /proc/sys/net, /tmp/vx-\(net.tag), /var/run/wireguard"), "\(sandbox)")

@@ -61,10 +61,13 @@ public final class BootedSystemd: @unchecked Sendable {
 
     /// Boots `root` with CAP_NET_ADMIN and a writable /proc/sys/net (DESIGN.md's recipe) and
     /// waits until systemd reports the boot finished.
-    public init(root: String, namespace: NetworkNamespace, binds: [Bind], cleanup: Cleanup) throws {
+    /// `systemCalls`: more system calls the container may make than systemd-nspawn's own
+    /// filter allows (Debian 12's refuses Landlock's, for one).
+    public init(root: String, namespace: NetworkNamespace, binds: [Bind], cleanup: Cleanup, systemCalls: [String] = []) throws {
         try requireRoot()
         let arguments = ["systemd-nspawn", "--register=no", "--keep-unit", "-q", "--console=read-only", "-D", root,
                          "--volatile=overlay", "--boot", "--capability=CAP_NET_ADMIN", "--network-namespace-path=\(namespace.path)"]
+            + (systemCalls.isEmpty ? [] : ["--system-call-filter=\(systemCalls.joined(separator: " "))"])
             + binds.map { "--bind\($0.readOnly ? "-ro" : "")=\($0.host):\($0.container)" }
         let nspawn = try BackgroundProcess(arguments, cleanup: cleanup, environment: [
             "PATH": "/usr/sbin:/usr/bin:/sbin:/bin", "SYSTEMD_NSPAWN_API_VFS_WRITABLE": "network",

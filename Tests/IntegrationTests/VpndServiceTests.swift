@@ -1,0 +1,79 @@
+import Foundation
+import NetTestSupport
+import Testing
+
+/// systemd/vpnd.service and vpn.slice under a real systemd (booted in a container in the
+/// test's client namespace), with all the hardening the unit ships with.
+@Suite(.serialized) struct VpndServiceTests {
+    /// `systemctl start vpnd` returns once vpnd said READY=1; vpnd runs with CAP_NET_ADMIN
+    /// only and no_new_privs, its Landlock sandbox verified, inside the unit's sandbox
+    /// (read-only file system but for the cgroup tree, /proc/sys/net and its runtime
+    /// directories; /dev/net/tun the only device; the system call filter), and it still
+    /// does everything: a built-in tunnel (TUN, UDP, `wg` socket), the net sysctl, member
+    /// cgroups. A member started with vpnexec and a service started with
+    /// `Slice=vpn-work.slice` leave through the tunnel; a plain process does not.
+    @Test func theUnitRunsVpndHardened() throws {
+        let cleanup = Cleanup()
+        defer { cleanup.run() }
+        let net = try Topology(cleanup: cleanup)
+        _ = try net.startServices()
+        let server = try WireGuardGoServer(net, subnet: 86, port: 51921, cleanup: cleanup)
+        let etc = NSTemporaryDirectory() + "vx-\(uniqueTag())-etc"
+        try FileManager.default.createDirectory(atPath: etc + "/policy.d", withIntermediateDirectories: true, attributes: [.posixPermissions: 0o755])
+        chmod(etc, 0o755)
+        cleanup.add("remove \(etc)") { try? FileManager.default.removeItem(atPath: etc) }
+        let interface = "vx\(net.tag)k"
+        #expect(FileManager.default.createFile(atPath: etc + "/work.conf", contents: Data(server.clientConfig(allowed: "0.0.0.0/0, ::/0").utf8),
+                                               attributes: [.posixPermissions: 0o600]))
+        #expect(FileManager.default.createFile(atPath: etc + "/policy.d/10-work.toml", contents: Data("""
+            [profile.work]
+            tunnel.wireguard = "/etc/vpnexec/work.conf"
+            tunnel.interface = "\(interface)"
+            """.utf8), attributes: [.posixPermissions: 0o644]))
+        let units = URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent("../../systemd").standardized.path
+        let container = try BootedSystemd(root: try SystemdRoot.path(extra: ["wireguard-tools"]), namespace: net.client, binds: [
+            .init("/opt/swift"),
+            .init(try Binaries.path("vpnd"), at: "/usr/local/bin/vpnd"),
+            .init(try Binaries.path("vpnexec"), at: "/usr/local/bin/vpnexec"),
+            .init(try Binaries.path("vpnctl"), at: "/usr/local/bin/vpnctl"),
+            .init(units + "/vpnd.service", at: "/etc/systemd/system/vpnd.service"),
+            .init(units + "/vpn.slice", at: "/etc/systemd/system/vpn.slice"),
+            .init(etc, at: "/etc/vpnexec"),
+        ], cleanup: cleanup, systemCalls: ["landlock_create_ruleset", "landlock_add_rule", "landlock_restrict_self"])
+
+        let started = try container.run(["systemctl", "start", "vpnd.service"])
+        let journal = { (try? container.run(["journalctl", "-u", "vpnd.service", "--no-pager", "-o", "cat"]).stdout) ?? "" }
+        #expect(started.status == 0, "\(started.stderr)\(journal())")
+        let running = try container.properties("vpnd.service", ["ActiveState", "SubState", "MainPID"])
+        #expect(running["ActiveState"] == "active" && running["SubState"] == "running", "\(running)\n\(journal())")
+        let status = try container.run(["cat", "/proc/\(running["MainPID"] ?? "0")/status"]).stdout
+        #expect(status.contains("CapEff:\t0000000000001000") && status.contains("NoNewPrivs:\t1"), "\(status)")
+        // The container's cgroup tree is delegated to it and writable by its root: vpnd
+        // keeps no CAP_DAC_OVERRIDE, not even permitted.
+        #expect(status.contains("CapPrm:\t0000000000001000"), "\(status)")
+        #expect(status.contains("CapBnd:\t0000000000001002"), "the unit's bound: CAP_NET_ADMIN and CAP_DAC_OVERRIDE: \(status)")
+
+        let report = try container.run(["vpnctl", "status"])
+        #expect(report.status == 0, "\(report.stderr)")
+        #expect(report.stdout.contains("sandbox: Landlock ABI") && report.stdout.contains("(verified)"), "\(report.stdout)")
+        try eventually("the built-in tunnel's handshake") {
+            try container.run(["vpnctl", "status"]).stdout.contains("latest handshake")
+        }
+        #expect(try container.run(["wg", "show", interface, "peers"]).stdout.trimmed == server.publicKey, "the `wg` socket in /run/wireguard")
+
+        /// bash's /dev/tcp, as the container has no other client: the address the service saw.
+        let ask = ["bash", "-c", "exec 3<>/dev/tcp/\(Topology.service4)/8080 && head -n1 <&3"]
+        let member = try container.run(["vpnexec", "-p", "work", "--"] + ask)
+        #expect(member.stdout.trimmed == "10.86.0.2", "member: \(member.stdout)\(member.stderr)\(journal())")
+        #expect(try container.run(ask).stdout.trimmed == Topology.clientAddress4, "a plain process goes direct")
+        let service = try container.run(["systemd-run", "--quiet", "--wait", "--pipe", "-p", "Slice=vpn-work.slice"] + ask)
+        #expect(service.stdout.trimmed == "10.86.0.2", "a service with Slice=vpn-work.slice: \(service.stdout)\(service.stderr)")
+
+        // Killed: systemd restarts it, and the kernel kept routing meanwhile.
+        try container.run(["systemctl", "kill", "-s", "KILL", "vpnd.service"])
+        try eventually("systemd to restart vpnd", seconds: 15) {
+            try container.properties("vpnd.service", ["ActiveState", "NRestarts"]) == ["ActiveState": "active", "NRestarts": "1"]
+        }
+        #expect(try container.run(["vpnexec", "-p", "work", "--"] + ask).stdout.trimmed == "10.86.0.2")
+    }
+}
