@@ -24,11 +24,8 @@ public enum PolicyDirectory {
         var problems: [PolicyDiagnostic] = []
         var files: [(TrustedDirectory, String)] = []
         for path in paths {
-            let absolute = TrustedDirectory.absolute(path)
-            let slash = absolute.lastIndex(of: "/")!
             do {
-                files.append((try TrustedDirectory(slash == absolute.startIndex ? "/" : String(absolute[..<slash])),
-                              String(absolute[absolute.index(after: slash)...])))
+                files.append(try TrustedFile.open(path))
             } catch {
                 problems.append(PolicyDiagnostic("cannot read \(path): \(error)", at: nil))
             }

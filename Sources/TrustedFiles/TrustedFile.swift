@@ -142,11 +142,17 @@ public final class TrustedDirectory {
 public enum TrustedFile {
     /// Reads one file as described at `TrustedDirectory`.
     public static func read(_ path: String, holdsSecret: Bool = false, limit: Int = 1 << 20) throws(TrustedFileError) -> String {
+        let (directory, name) = try open(path)
+        return try directory.read(name, holdsSecret: holdsSecret, limit: limit)
+    }
+
+    /// The checked directory a file path names, and the file's name in it.
+    public static func open(_ path: String) throws(TrustedFileError) -> (TrustedDirectory, String) {
         let absolute = TrustedDirectory.absolute(path)
         guard let slash = absolute.lastIndex(of: "/"), absolute.index(after: slash) < absolute.endIndex else {
             throw TrustedFileError(path: path, reason: "is not a file path")
         }
-        let directory = try TrustedDirectory(slash == absolute.startIndex ? "/" : String(absolute[..<slash]))
-        return try directory.read(String(absolute[absolute.index(after: slash)...]), holdsSecret: holdsSecret, limit: limit)
+        return (try TrustedDirectory(slash == absolute.startIndex ? "/" : String(absolute[..<slash])),
+                String(absolute[absolute.index(after: slash)...]))
     }
 }
