@@ -68,7 +68,7 @@ import Testing
 
         // The server dies: the member keeps sending, nothing leaves in the clear.
         // The member's datagrams to the service port, as they would look if they leaked.
-        let capture = try Capture(on: net.clientUplink, in: net.client, filter: "udp port 8080", cleanup: cleanup)
+        let capture = try LeakWatch(on: net.clientUplink, in: net.client, probe: probe, cleanup: cleanup)
         server.process.kill9()
         let sender = try BackgroundProcess(try daemon.vpnexec(profile: "work", ["python3", probe, "udp-loop", Topology.service4, "8080"]), cleanup: cleanup)
         let sentBefore = try daemon.status().profiles[0].sent.packets
@@ -76,8 +76,9 @@ import Testing
         #expect(try daemon.status().profiles[0].sent.packets > sentBefore + 50, "the member kept sending")
         #expect(try connect(Topology.service4, member: false) == Topology.clientAddress4, "non-members unaffected")
         sender.stop()
-        let leaked = try capture.stop()
+        let (leaked, control) = try capture.stop()
         #expect(leaked.isEmpty, "member packets left in the clear: \(leaked.prefix(5))")
+        #expect(control > 20, "the capture saw the non-member's datagrams")
         #expect(!services.seen().contains("udp \(Topology.clientAddress4)"))
     }
 

@@ -47,8 +47,9 @@ import Testing
         try eventually("vpnd to see the tunnel gone") { try s.daemon.status().profiles[0].tunnel.state == "missing" }
         Thread.sleep(forTimeInterval: 1)
         #expect(try s.connect(to: Topology.service6) == Topology.clientAddress6)
-        let leaked = try capture.stop()
+        let (leaked, control) = try capture.stop()
         #expect(leaked.count == 0, "member packets left in the clear: \(leaked.prefix(5))")
+        #expect(control > 20, "the capture saw the non-member's datagrams")
 
         let viaTunnel = "udp \(s.tunnel.clientAddress4)"
         let seenBeforeReturn = s.services.count(viaTunnel)
@@ -76,8 +77,9 @@ import Testing
         }
         seen = s.services.count(viaTunnel)
         try eventually("tunneling to go on after the restarts") { s.services.count(viaTunnel) > seen + 20 }
-        let leaked = try capture.stop()
+        let (leaked, control) = try capture.stop()
         #expect(leaked.count == 0, "cleartext member packets: \(leaked.prefix(5))")
+        #expect(control > 20, "the capture saw the non-member's datagrams")
         #expect(!s.services.seen().contains("udp \(Topology.clientAddress4)"))
     }
 

@@ -49,8 +49,27 @@ final class Scenario: @unchecked Sendable {
         return sender
     }
 
-    /// Cleartext member datagrams on the client's physical interface.
-    func captureCleartext() throws -> Capture {
-        try Capture(on: net.clientUplink, in: net.client, filter: "udp port 8080", cleanup: cleanup)
+    /// Cleartext member datagrams (to port 8080) on the client's physical interface, with a
+    /// non-member sending to port 9002 all along as the positive control.
+    func captureCleartext() throws -> LeakWatch {
+        try LeakWatch(on: net.clientUplink, in: net.client, probe: probe, cleanup: cleanup)
+    }
+}
+
+/// A capture of member datagrams that must never appear (UDP to port 8080 from the client's
+/// address), and the control that must: a non-member's datagrams to port 9002.
+final class LeakWatch {
+    let capture: Capture
+    let control: BackgroundProcess
+
+    init(on interface: String, in namespace: NetworkNamespace, probe: String, cleanup: Cleanup) throws {
+        capture = try Capture(on: interface, in: namespace, filter: "udp port 8080 or udp port 9002", cleanup: cleanup)
+        control = try BackgroundProcess(namespace.enter + ["python3", probe, "udp-loop", Topology.service4, "9002"], cleanup: cleanup)
+    }
+
+    /// The member packets that left in the clear, and how many of the control's were seen.
+    func stop() throws -> (leaked: [String], control: Int) {
+        control.stop()
+        return (try capture.packets("udp port 8080"), try capture.count("udp port 9002"))
     }
 }
