@@ -25,10 +25,10 @@ let package = Package(
         // Pure: values and functions, unit-tested without a kernel.
         .target(name: "Addresses"),
         .target(name: "TOML"),
-        .target(name: "Policy", dependencies: ["TOML"]),
-        .target(name: "Nftables"),
+        .target(name: "Policy", dependencies: ["TOML", "Addresses"]),
+        .target(name: "Nftables", dependencies: ["Addresses"]),
         .target(name: "Routing", dependencies: ["Addresses"]),
-        .target(name: "Plan", dependencies: ["Policy", "Nftables", "Routing"]),
+        .target(name: "Plan", dependencies: ["Policy", "Nftables", "Routing", "Addresses"]),
         .target(name: "Control", dependencies: ["CLinux"]),
         // The WireGuard protocol: crypto, handshake, cookies, replay, timers, cryptokey routing.
         .target(name: "WireGuard", dependencies: ["CSodium", "Addresses"]),
@@ -38,9 +38,9 @@ let package = Package(
         .target(name: "Cgroups", dependencies: ["CLinux"]),
         .target(name: "TrustedFiles", dependencies: ["Policy"]),
         .target(name: "TunnelFiles", dependencies: ["Policy", "TrustedFiles", "WireGuard"]),
-        .target(name: "Facts", dependencies: ["Cgroups", "Netlink", "Plan", "Policy", "Routing"]),
+        .target(name: "Facts", dependencies: ["Addresses", "Cgroups", "Netlink", "Plan", "Policy", "Routing"]),
         .target(name: "WireGuardDevice", dependencies: ["WireGuard", "CLinux", "Addresses", "Netlink", "Routing"]),
-        .target(name: "Daemon", dependencies: ["CCap", "CLinux", "CSystemd", "Cgroups", "Control", "Facts", "TrustedFiles", "Netlink", "Nftables", "Plan", "Policy", "Routing", "TunnelFiles", "WireGuard", "WireGuardDevice"]),
+        .target(name: "Daemon", dependencies: ["Addresses", "CCap", "CLinux", "CSystemd", "Cgroups", "Control", "Facts", "TrustedFiles", "Netlink", "Nftables", "Plan", "Policy", "Routing", "TunnelFiles", "WireGuard", "WireGuardDevice"]),
 
         // Executables: thin commands over the libraries.
         .executableTarget(name: "vpnd", dependencies: ["Daemon", "Control", "Policy", "TrustedFiles", .product(name: "ArgumentParser", package: "swift-argument-parser")]),
@@ -54,8 +54,8 @@ let package = Package(
         .testTarget(name: "TOMLTests", dependencies: ["TOML"], exclude: ["Fixtures"]),
         .testTarget(name: "PolicyTests", dependencies: ["Policy"]),
         .testTarget(name: "TrustedFilesTests", dependencies: ["TrustedFiles", "Policy", "NetTestSupport"]),
-        .testTarget(name: "PlanTests", dependencies: ["Plan", "Policy", "Nftables", "Routing", "Cgroups", "NetTestSupport"]),
-        .testTarget(name: "NetlinkTests", dependencies: ["Netlink", "Nftables", "Routing", "Cgroups", "NetTestSupport"]),
+        .testTarget(name: "PlanTests", dependencies: ["Plan", "Policy", "Nftables", "Routing", "Cgroups", "NetTestSupport", "Addresses"]),
+        .testTarget(name: "NetlinkTests", dependencies: ["Netlink", "Nftables", "Routing", "Cgroups", "NetTestSupport", "Addresses"]),
         .testTarget(name: "CgroupsTests", dependencies: ["Cgroups", "NetTestSupport"]),
         .testTarget(name: "WireGuardTests", dependencies: ["WireGuard", "Addresses"]),
         .testTarget(name: "WireGuardDeviceTests", dependencies: ["WireGuardDevice"]),

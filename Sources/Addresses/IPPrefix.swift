@@ -47,5 +47,43 @@ public struct IPPrefix: Hashable, Sendable, CustomStringConvertible {
         return IPPrefix(address: other, length: length)!.network == network
     }
 
+    /// Whether every address of `other` is in this prefix.
+    public func contains(_ other: IPPrefix) -> Bool {
+        other.length >= length && contains(other.address)
+    }
+
+    /// The first address after the prefix, or nil when the prefix reaches the top of its
+    /// family (224.0.0.0/3, ::/0): the end of the interval nft stores.
+    public var end: IPAddress? {
+        let start = network.address
+        switch start {
+        case let .v4(v):
+            let size = UInt64(1) << UInt64(32 - length)
+            let end = UInt64(v) + size
+            return end > UInt64(UInt32.max) ? nil : .v4(UInt32(end))
+        case let .v6(hi, lo):
+            if length == 0 { return nil }
+            if length <= 64 {
+                let (sum, overflow) = hi.addingReportingOverflow(UInt64(1) << UInt64(64 - length))
+                return overflow ? nil : .v6(sum, 0)
+            }
+            let (low, carry) = lo.addingReportingOverflow(length == 128 ? 1 : UInt64(1) << UInt64(128 - length))
+            if !carry { return .v6(hi, low) }
+            let (high, overflow) = hi.addingReportingOverflow(1)
+            return overflow ? nil : .v6(high, low)
+        }
+    }
+
+    /// Networks (host bits cleared) with every prefix that another one covers left out,
+    /// sorted: what an interval set can hold (prefixes never partly overlap).
+    public static func covering(_ prefixes: [IPPrefix]) -> [IPPrefix] {
+        let sorted = Set(prefixes.map(\.network)).sorted { ($0.address, $0.length) < ($1.address, $1.length) }
+        var result: [IPPrefix] = []
+        for prefix in sorted where !(result.last.map { $0.contains(prefix) } ?? false) {
+            result.append(prefix)
+        }
+        return result
+    }
+
     public var description: String { "\(address)/\(length)" }
 }

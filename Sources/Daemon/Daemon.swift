@@ -1,3 +1,4 @@
+import Addresses
 import CLinux
 import Cgroups
 import Control
@@ -56,6 +57,8 @@ public final class Daemon {
     /// What the sandbox enforces, for status.
     private var sandboxSummary = "off"
     private var lastFollowError: String?
+    /// Every network a tunnel interface has been seen on (allow_lan keeps them tunneled).
+    private var seenTunnelNetworks: [String: [IPPrefix]] = [:]
 
     /// Loads and applies the policy. Throws a PolicyError (nothing was touched) or the
     /// error of the first kernel operation that failed.
@@ -102,7 +105,19 @@ public final class Daemon {
     // MARK: state
 
     func facts(for policy: Policy? = nil) throws -> RuntimeFacts {
-        try FactsReader(hierarchy: hierarchy, links: rtnl.links).read(policy ?? self.policy, cgroupParent: options.cgroupParent)
+        var facts = try FactsReader(hierarchy: hierarchy, netlink: rtnl).read(policy ?? self.policy, cgroupParent: options.cgroupParent)
+        // A tunnel's own networks stay in the tunnel (allow_lan) also while it is down or
+        // gone: a built-in tunnel's from its file, any other's as last seen.
+        for (interface, loaded) in tunnelFiles {
+            facts.tunnelNetworks[interface, default: []] += loaded.config.interface.addresses.map(\.network)
+        }
+        for (interface, networks) in facts.tunnelNetworks {
+            seenTunnelNetworks[interface] = Array(Set(networks + (seenTunnelNetworks[interface] ?? [])))
+        }
+        for (interface, networks) in seenTunnelNetworks where (policy ?? self.policy).profiles.contains(where: { $0.allowLAN && $0.tunnel.interfaceName == interface }) {
+            facts.tunnelNetworks[interface] = IPPrefix.covering(networks + (facts.tunnelNetworks[interface] ?? []))
+        }
+        return facts
     }
 
     func ensureCgroups() throws {

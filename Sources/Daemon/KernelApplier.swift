@@ -88,6 +88,8 @@ public final class KernelApplier {
         guard oldShape == newShape else { return nil }
         var added: [(String, [NftElement])] = [], removed: [(String, [NftElement])] = []
         for (before, after) in zip(old.sets, new.sets) {
+            // Interval sets hold boundaries, not elements: a change rebuilds the table.
+            if after.interval && before.elements != after.elements { return nil }
             let plus = after.elements.filter { !before.elements.contains($0) }
             // An element whose key stays but whose verdict changes is removed, then added.
             let minus = before.elements.filter { !after.elements.contains($0) }

@@ -1,3 +1,4 @@
+import Addresses
 import Cgroups
 import Netlink
 import Plan
@@ -10,10 +11,17 @@ import Routing
 public struct FactsReader {
     let hierarchy: CgroupHierarchy?
     let links: () throws -> [Link]
+    let addresses: () throws -> [InterfaceAddress]
 
-    public init(hierarchy: CgroupHierarchy?, links: @escaping () throws -> [Link]) {
+    public init(hierarchy: CgroupHierarchy?, links: @escaping () throws -> [Link], addresses: @escaping () throws -> [InterfaceAddress]) {
         self.hierarchy = hierarchy
         self.links = links
+        self.addresses = addresses
+    }
+
+    /// With rtnetlink for links and addresses.
+    public init(hierarchy: CgroupHierarchy?, netlink: Rtnetlink) {
+        self.init(hierarchy: hierarchy, links: netlink.links, addresses: netlink.addresses)
     }
 
     public func read(_ policy: Policy, cgroupParent: String) throws -> RuntimeFacts {
@@ -32,6 +40,16 @@ public struct FactsReader {
         }
         let wanted = Set(policy.profiles.map(\.tunnel.interfaceName))
         for link in try links() where wanted.contains(link.name) { facts.links[link.name] = link }
+        // Only allow_lan needs to know which (private) networks the tunnels are on.
+        let lan = Set(policy.profiles.filter(\.allowLAN).map(\.tunnel.interfaceName))
+        if !lan.isEmpty {
+            let names = Dictionary(facts.links.values.map { ($0.index, $0.name) }, uniquingKeysWith: { a, _ in a })
+            for address in try addresses() {
+                guard let name = names[address.interfaceIndex], lan.contains(name),
+                      !IPPrefix("fe80::/10")!.contains(address.prefix.address) else { continue }
+                facts.tunnelNetworks[name, default: []].append(address.prefix.network)
+            }
+        }
         return facts
     }
 }

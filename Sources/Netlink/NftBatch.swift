@@ -1,3 +1,4 @@
+import Addresses
 import CNetlink
 import Nftables
 
@@ -123,7 +124,7 @@ struct NftBatch {
         nextSetID += 1
         nftnl_set_set_u32(nftSet, attr(NFTNL_SET_KEY_TYPE), set.key.datatype)
         nftnl_set_set_u32(nftSet, attr(NFTNL_SET_KEY_LEN), set.key.length)
-        var flags: UInt32 = 0
+        var flags: UInt32 = set.interval ? UInt32(NFT_SET_INTERVAL.rawValue) : 0
         if set.data == .verdict {
             flags |= UInt32(NFT_SET_MAP.rawValue)
             nftnl_set_set_u32(nftSet, attr(NFTNL_SET_DATA_TYPE), NFT_DATA_VERDICT.rawValue)
@@ -132,7 +133,7 @@ struct NftBatch {
         nftnl_set_set_u32(nftSet, attr(NFTNL_SET_FLAGS), flags)
         // The same user data nft writes, so that `nft list` shows keys in their notation.
         var entries: [UserData.Entry] = [
-            .u32(UInt8(attr(NFTNL_UDATA_SET_KEYBYTEORDER)), 1),
+            .u32(UInt8(attr(NFTNL_UDATA_SET_KEYBYTEORDER)), set.key.isBigEndian ? 2 : 1),
             .u32(UInt8(attr(NFTNL_UDATA_SET_DATABYTEORDER)), 0),
         ]
         if set.isMap { entries.append(.u32(UInt8(attr(NFTNL_UDATA_SET_DATA_INTERVAL)), 0)) }
@@ -156,29 +157,58 @@ struct NftBatch {
     // MARK: elements
 
     mutating func addElements(_ elements: [NftElement], to set: String, in table: NftTable) {
-        elementMessages(elements, set: set, table: table, type: NFT_MSG_NEWSETELEM, flags: NLM_F_CREATE, verb: "add")
+        let interval = table.set(named: set)?.interval ?? false
+        elementMessages(interval ? Self.intervalElements(elements) : elements.map { ($0, false) }, set: set, table: table,
+                        type: NFT_MSG_NEWSETELEM, flags: NLM_F_CREATE, verb: "add")
+    }
+
+    /// An interval set holds boundaries, as nft sends them: prefixes sorted, each a start
+    /// and, unless it runs to the top of the family, an end (the first address after it,
+    /// flagged INTERVAL_END); a leading end at address 0 when the first start is not 0.
+    /// Elements are (element, isEnd).
+    static func intervalElements(_ elements: [NftElement]) -> [(NftElement, Bool)] {
+        // A map's data goes with the start; ends carry none.
+        let starts = elements.compactMap { element -> (IPPrefix, NftVerdict?)? in
+            if case let .prefix(prefix) = element.key { return (prefix.network, element.verdict) } else { return nil }
+        }.sorted { $0.0.address < $1.0.address }
+        guard let first = starts.first?.0 else { return [] }
+        var result: [(NftElement, Bool)] = []
+        let zero = IPPrefix.defaultRoute(ipv4: first.isIPv4).address
+        if first.address != zero { result.append((NftElement(key: .prefix(IPPrefix(address: zero, length: zero.bitCount)!)), true)) }
+        for (prefix, verdict) in starts {
+            result.append((NftElement(key: .prefix(prefix), verdict: verdict), false))
+            if let end = prefix.end { result.append((NftElement(key: .prefix(IPPrefix(address: end, length: end.bitCount)!)), true)) }
+        }
+        return result
     }
 
     mutating func deleteElements(_ elements: [NftElement], from set: String, in table: NftTable) {
-        elementMessages(elements, set: set, table: table, type: NFT_MSG_DELSETELEM, flags: 0, verb: "delete")
+        elementMessages(elements.map { ($0, false) }, set: set, table: table, type: NFT_MSG_DELSETELEM, flags: 0, verb: "delete")
     }
 
-    private mutating func elementMessages(_ elements: [NftElement], set: String, table: NftTable,
+    private mutating func elementMessages(_ elements: [(NftElement, Bool)], set: String, table: NftTable,
                                           type: nf_tables_msg_types, flags: Int32, verb: String) {
         // Chunks keep each message well inside the scratch buffer.
         for start in stride(from: 0, to: elements.count, by: 128) {
             let chunk = elements[start..<min(start + 128, elements.count)]
             let nftSet = makeSet(set, in: table)
             defer { nftnl_set_free(nftSet) }
-            for element in chunk { nftnl_set_elem_add(nftSet, makeElement(element)) }
+            for (element, isEnd) in chunk { nftnl_set_elem_add(nftSet, makeElement(element, intervalEnd: isEnd)) }
             message(type, family: table.family, flags: flags, "\(verb) \(chunk.count) element(s) of \(set)") {
                 nftnl_set_elems_nlmsg_build_payload($0, nftSet)
             }
         }
     }
 
-    private func makeElement(_ element: NftElement) -> OpaquePointer {
+    private func makeElement(_ element: NftElement, intervalEnd: Bool = false) -> OpaquePointer {
         let nftElement = nftnl_set_elem_alloc()!
+        if intervalEnd { nftnl_set_elem_set_u32(nftElement, attr(NFTNL_SET_ELEM_FLAGS), UInt32(NFT_SET_ELEM_INTERVAL_END.rawValue)) }
+        if case let .prefix(prefix) = element.key, !intervalEnd, prefix.end == nil {
+            // What nft writes for an interval that runs to the top, so that it lists as a prefix.
+            UserData.with([.u32(1 /* NFTNL_UDATA_SET_ELEM_FLAGS */, 1 /* NFTNL_SET_ELEM_F_INTERVAL_OPEN */)]) {
+                nftnl_set_elem_set(nftElement, attr(NFTNL_SET_ELEM_USERDATA), $0.baseAddress, UInt32($0.count))
+            }
+        }
         _ = element.key.bytes.withUnsafeBytes {
             nftnl_set_elem_set(nftElement, attr(NFTNL_SET_ELEM_KEY), $0.baseAddress, UInt32($0.count))
         }

@@ -38,6 +38,14 @@ enum NftExpressions {
             return [loadSocketCgroup(level: level), lookup]
         case let .conntrackMarkMatch(mask, value, negated):
             return [loadConntrack(NFT_CT_MARK), bitwise(and: mask, xor: 0), compare(value.bytes, negated: negated)]
+        case let .destinationInSet(ipv4, set, negated):
+            let lookup = expression("lookup")
+            nftnl_expr_set_u32(lookup, attr(NFTNL_EXPR_LOOKUP_SREG), reg1)
+            nftnl_expr_set_str(lookup, attr(NFTNL_EXPR_LOOKUP_SET), set)
+            if negated { nftnl_expr_set_u32(lookup, attr(NFTNL_EXPR_LOOKUP_FLAGS), UInt32(NFT_LOOKUP_F_INV.rawValue)) }
+            return loadDestination(ipv4: ipv4) + [lookup]
+        case let .destinationVerdictMap(ipv4, map):
+            return loadDestination(ipv4: ipv4) + [verdictLookup(map)]
         case .conntrackStateNew:
             // NF_CT_STATE_BIT(IP_CT_NEW): the state bitmask nft compares against.
             return [loadConntrack(NFT_CT_STATE), bitwise(and: 1 << 3, xor: 0), compare(UInt32(0).bytes, negated: true)]
@@ -83,6 +91,18 @@ enum NftExpressions {
         nftnl_expr_set_u32(e, attr(keyAttribute), key)
         nftnl_expr_set_u32(e, attr(registerAttribute), reg1)
         return e
+    }
+
+    /// In an inet table: only packets of the family, then their destination address into
+    /// register 1 (network header offset 16 for IPv4, 24 for IPv6).
+    private static func loadDestination(ipv4: Bool) -> [OpaquePointer] {
+        let family: UInt8 = ipv4 ? 2 : 10  // NFPROTO_IPV4, NFPROTO_IPV6: one byte
+        let payload = expression("payload")
+        nftnl_expr_set_u32(payload, attr(NFTNL_EXPR_PAYLOAD_DREG), reg1)
+        nftnl_expr_set_u32(payload, attr(NFTNL_EXPR_PAYLOAD_BASE), UInt32(NFT_PAYLOAD_NETWORK_HEADER.rawValue))
+        nftnl_expr_set_u32(payload, attr(NFTNL_EXPR_PAYLOAD_OFFSET), ipv4 ? 16 : 24)
+        nftnl_expr_set_u32(payload, attr(NFTNL_EXPR_PAYLOAD_LEN), ipv4 ? 4 : 16)
+        return [loadMeta(NFT_META_NFPROTO), compare([family], negated: false), payload]
     }
 
     /// The socket's cgroup v2 ancestor at `level` (its id, 8 bytes) into register 1.
@@ -157,6 +177,7 @@ extension NftElementKey {
         switch self {
         case let .cgroup(id, _): return withUnsafeBytes(of: id) { Array($0) }
         case let .mark(mark): return mark.bytes
+        case let .prefix(prefix): return prefix.network.address.bytes
         }
     }
 }

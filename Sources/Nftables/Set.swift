@@ -1,3 +1,5 @@
+import Addresses
+
 /// A named set or map. Keys carry both the kernel value and, for cgroups, the path that
 /// the text form needs (nft's grammar names a cgroup by path, the kernel by its id).
 public struct NftSet: Hashable, Sendable {
@@ -6,13 +8,18 @@ public struct NftSet: Hashable, Sendable {
     public var data: NftSetDataType?
     public var elements: [NftElement]
     public var comment: String?
+    /// Elements are address prefixes (`flags interval`); they must not overlap (see
+    /// `IPPrefix.covering`).
+    public var interval: Bool
 
-    public init(name: String, key: NftSetKeyType, data: NftSetDataType? = nil, elements: [NftElement] = [], comment: String? = nil) {
+    public init(name: String, key: NftSetKeyType, data: NftSetDataType? = nil, elements: [NftElement] = [], comment: String? = nil,
+                interval: Bool = false) {
         self.name = name
         self.key = key
         self.data = data
         self.elements = elements
         self.comment = comment
+        self.interval = interval
     }
 
     public var isMap: Bool { data != nil }
@@ -21,6 +28,8 @@ public struct NftSet: Hashable, Sendable {
 public enum NftSetKeyType: String, Hashable, Sendable {
     case cgroupv2 = "cgroupsv2"
     case mark = "mark"
+    case ipv4Address = "ipv4_addr"
+    case ipv6Address = "ipv6_addr"
 
     /// nft's datatype number (TYPE_* in nftables' datatype.h), stored in the set so that
     /// `nft list` prints keys in their own notation.
@@ -28,6 +37,8 @@ public enum NftSetKeyType: String, Hashable, Sendable {
         switch self {
         case .cgroupv2: return 46
         case .mark: return 19
+        case .ipv4Address: return 7
+        case .ipv6Address: return 8
         }
     }
 
@@ -35,8 +46,15 @@ public enum NftSetKeyType: String, Hashable, Sendable {
         switch self {
         case .cgroupv2: return 8
         case .mark: return 4
+        case .ipv4Address: return 4
+        case .ipv6Address: return 16
         }
     }
+
+    /// Addresses are compared in network order; marks and cgroup ids in the host's.
+    public var isBigEndian: Bool { self == .ipv4Address || self == .ipv6Address }
+
+    public static func address(ipv4: Bool) -> NftSetKeyType { ipv4 ? .ipv4Address : .ipv6Address }
 }
 
 public enum NftSetDataType: String, Hashable, Sendable {
@@ -58,4 +76,6 @@ public enum NftElementKey: Hashable, Sendable {
     /// `path` is relative to the cgroup2 mount (what nft's text grammar accepts).
     case cgroup(id: UInt64, path: String)
     case mark(UInt32)
+    /// An address prefix, in an interval set (a host prefix is one address).
+    case prefix(IPPrefix)
 }

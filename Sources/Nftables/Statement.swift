@@ -25,6 +25,10 @@ public enum NftStatement: Hashable, Sendable {
     case conntrackMarkMatch(mask: UInt32, value: UInt32, negated: Bool)
     /// `ct state new`: the first packet of a connection (or of a flow conntrack saw first).
     case conntrackStateNew
+    /// `ip daddr @set` / `ip6 daddr @set` (or `!=`): IPv4 or IPv6 packets only.
+    case destinationInSet(ipv4: Bool, set: String, negated: Bool)
+    /// `ip daddr vmap @map` / `ip6 daddr vmap @map`.
+    case destinationVerdictMap(ipv4: Bool, map: String)
     /// `meta mark & mask vmap @map`.
     case markVerdictMap(mask: UInt32, map: String)
     /// `ct mark & mask vmap @map`.

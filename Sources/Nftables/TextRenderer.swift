@@ -33,6 +33,7 @@ public struct NftTextRenderer: Sendable {
             out.append("\t\(set.isMap ? "map" : "set") \(set.name) {")
             let type = set.key.rawValue + (set.data.map { " : \($0.rawValue)" } ?? "")
             out.append("\t\ttype \(type)")
+            if set.interval { out.append("\t\tflags interval") }
             if let comment = set.comment { out.append("\t\tcomment \(quoted(comment))") }
             if !set.elements.isEmpty {
                 let elements = set.elements.map(element).joined(separator: ",\n\t\t\t     ")
@@ -80,6 +81,10 @@ public struct NftTextRenderer: Sendable {
             return "socket cgroupv2 level \(level) \(negated ? "!= " : "")\(key(cgroup))"
         case let .cgroupInSet(level, set, negated):
             return "socket cgroupv2 level \(level) \(negated ? "!= " : "")@\(set)"
+        case let .destinationInSet(ipv4, set, negated):
+            return "\(ipv4 ? "ip" : "ip6") daddr \(negated ? "!= " : "")@\(set)"
+        case let .destinationVerdictMap(ipv4, map):
+            return "\(ipv4 ? "ip" : "ip6") daddr vmap @\(map)"
         case let .conntrackMarkVerdictMap(mask, map):
             return "ct mark & \(hex(mask)) vmap @\(map)"
         case let .namedCounter(name):
@@ -104,6 +109,8 @@ public struct NftTextRenderer: Sendable {
         switch key {
         case let .cgroup(_, path): return quoted(path)
         case let .mark(mark): return hex(mark)
+        case let .prefix(prefix):
+            return prefix.length == prefix.address.bitCount ? prefix.address.description : prefix.network.description
         }
     }
 

@@ -1,3 +1,4 @@
+import Addresses
 import Nftables
 import Policy
 import Routing
@@ -45,13 +46,17 @@ public struct RuntimeFacts: Hashable, Sendable {
     public var cgroupsAlongParent: [String: UInt64]
     /// Interfaces by name.
     public var links: [String: Link]
+    /// The networks each tunnel interface is connected to (its addresses' prefixes), by name:
+    /// with allow_lan they stay in the tunnel even when they are private ranges.
+    public var tunnelNetworks: [String: [IPPrefix]]
 
     public init(cgroupParent: String = "vpn.slice", cgroupIDs: [String: UInt64] = [:],
-                cgroupsAlongParent: [String: UInt64] = [:], links: [String: Link] = [:]) {
+                cgroupsAlongParent: [String: UInt64] = [:], links: [String: Link] = [:], tunnelNetworks: [String: [IPPrefix]] = [:]) {
         self.cgroupParent = cgroupParent
         self.cgroupIDs = cgroupIDs
         self.cgroupsAlongParent = cgroupsAlongParent
         self.links = links
+        self.tunnelNetworks = tunnelNetworks
     }
 
     /// Depth below the cgroup2 root, which `socket cgroupv2 level N` compares against:
@@ -100,6 +105,15 @@ public struct ProfileObjectNames: Sendable {
     public var droppedCounter: String { "\(profile)_dropped" }
     /// New connections to a member's socket (a listener) are checked here.
     public var listenChain: String { "listen_\(profile)" }
+    /// With allow_lan: a member's packet is sent on to the member chain or to `directChain`
+    /// by its destination.
+    public var classifyChain: String { "classify_\(profile)" }
+    /// A member's packet that goes direct (the LAN): the bypass mark, remembered by the connection.
+    public var directChain: String { "direct_\(profile)" }
+    /// Member packets that went direct.
+    public var directCounter: String { "\(profile)_direct" }
+    /// Destinations that stay in the tunnel though they are in the LAN ranges.
+    public func tunnelDestinations(ipv4: Bool) -> String { "tunnel_dst\(ipv4 ? 4 : 6)_\(profile)" }
 }
 
 /// Identifies our rules and routes among everybody else's (rtm_protocol / FRA_PROTOCOL).

@@ -13,6 +13,7 @@ import Policy
 /// is still held. (`socket cgroupv2` itself is not available in postrouting.)
 enum KillswitchRules {
     static func add(_ policy: Policy, to table: inout NftTable) {
+        guard !policy.profiles.isEmpty else { return }
         let mask = policy.routing.markMask
         var egressMarks: [NftElement] = []
         var nat: [NftRule] = []

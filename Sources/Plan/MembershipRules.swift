@@ -21,6 +21,7 @@ enum MembershipRules {
     static let unknownCounter = "unknown_cgroup_dropped"
 
     static func add(_ policy: Policy, facts: RuntimeFacts, to table: inout NftTable) {
+        guard !policy.profiles.isEmpty else { return }
         let mask = policy.routing.markMask
         var connectionMarks: [NftElement] = []
         var inboundMarks: [NftElement] = []
@@ -44,13 +45,21 @@ enum MembershipRules {
                 ]),
             ]
         }
-        let members = CgroupMaps(policy, facts: facts, name: "cgroup_level_") { .jump(ProfileObjectNames($0.name).memberChain) }
+        let members = CgroupMaps(policy, facts: facts, name: "cgroup_level_") { .jump(ExceptionRules.entryChain($0)) }
         table.sets += members.sets
         table.sets += [
             NftSet(name: "connection_marks", key: .mark, data: .verdict, elements: connectionMarks),
             NftSet(name: "inbound_marks", key: .mark, data: .verdict, elements: inboundMarks),
         ]
-        var output = [NftRule([.conntrackMarkVerdictMap(mask: mask, map: "connection_marks")])]
+        let bypass = policy.routing.bypassMark
+        // A connection decided direct before (a non-member's, a member's to the LAN) is not
+        // looked at again, as long as its packets carry none of our bits but the bypass
+        // mark (a built-in tunnel's own socket carries it).
+        var output = [0, bypass].map { value in
+            NftRule([.conntrackMarkMatch(mask: mask, value: bypass, negated: false), .markMatch(mask: mask, value: value, negated: false),
+                     .verdict(.accept)], comment: value == 0 ? "decided direct before" : nil)
+        }
+        output.append(NftRule([.conntrackMarkVerdictMap(mask: mask, map: "connection_marks")]))
         output += members.lookups(prefix: [])
         let unknown = UnknownCgroups(policy, facts: facts)
         if !unknown.isEmpty {
@@ -62,10 +71,11 @@ enum MembershipRules {
             ]))
             output += unknown.rules(prefix: [], target: unknownChain)
         }
-        let bypass = policy.routing.bypassMark
+        output += ExceptionRules.routeRules(policy)
         output.append(NftRule([.markMatch(mask: mask, value: 0, negated: true), .markMatch(mask: mask, value: bypass, negated: true),
                                .setMark(clear: mask, set: 0)],
                               comment: "non-members carry none of our mark bits but the bypass mark"))
+        output.append(NftRule([.setConntrackMark(clear: mask, set: bypass)], comment: "a non-member's connection: decided, direct"))
         table.chains += [
             NftChain(name: "route_output", base: NftBaseChain(kind: .route, hook: .output, priority: NftBaseChain.mangle), rules: output),
             NftChain(name: "prerouting", base: NftBaseChain(kind: .filter, hook: .prerouting, priority: NftBaseChain.mangle), rules: [

@@ -7,6 +7,7 @@ public enum Planner {
     public static func plan(_ policy: Policy, facts: RuntimeFacts) -> DesiredState {
         let routing = policy.routing
         var table = NftTable(family: .inet, name: vpnexecTableName)
+        ExceptionRules.add(policy, facts: facts, to: &table)
         MembershipRules.add(policy, facts: facts, to: &table)
         InboundRules.add(policy, facts: facts, to: &table)
         KillswitchRules.add(policy, to: &table)

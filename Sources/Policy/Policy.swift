@@ -1,3 +1,5 @@
+import Addresses
+
 /// The validated policy: what every file in the policy directory says, together.
 public struct Policy: Hashable, Sendable {
     /// Profiles in the order they were defined (file name order, then position).
@@ -22,8 +24,15 @@ public struct Profile: Hashable, Sendable {
     /// Index under the mark mask: mark value = index << shift; routing table = base + index.
     public var index: UInt32
     public var table: UInt32
+    /// Members reach private (RFC 1918, ULA) and link-local destinations directly.
+    public var allowLAN: Bool
+    /// ...and multicast and broadcast ones (only with allowLAN).
+    public var allowMulticast: Bool
+    /// Networks that always go into this profile's tunnel, whoever connects (host bits clear).
+    public var routeNetworks: [IPPrefix]
 
-    public init(name: String, location: SourceLocation, tunnel: Tunnel, access: Access, killswitch: Bool, index: UInt32, table: UInt32) {
+    public init(name: String, location: SourceLocation, tunnel: Tunnel, access: Access, killswitch: Bool, index: UInt32, table: UInt32,
+                allowLAN: Bool = false, allowMulticast: Bool = false, routeNetworks: [IPPrefix] = []) {
         self.name = name
         self.location = location
         self.tunnel = tunnel
@@ -31,6 +40,9 @@ public struct Profile: Hashable, Sendable {
         self.killswitch = killswitch
         self.index = index
         self.table = table
+        self.allowLAN = allowLAN
+        self.allowMulticast = allowMulticast
+        self.routeNetworks = routeNetworks
     }
 }
 

@@ -1,3 +1,4 @@
+import Addresses
 import TOML
 
 /// Looks up user and group names; the system one reads the user database, tests pass
@@ -22,10 +23,14 @@ extension Policy {
     /// Keys of DESIGN's policy format that this version does not implement yet. Accepting
     /// and ignoring them would leave an admin believing traffic is guarded when it is not.
     static let unsupportedProfileKeys: [String: String] = [
-        "allow_lan": "not supported by this version (LAN access for members is not implemented yet); remove the key",
         "dns": "not supported by this version (the DNS proxy is not implemented yet); remove the key",
         "bypass": "not supported by this version (bypass lists are not implemented yet); remove the key",
-        "route": "not supported by this version (route-via-VPN lists are not implemented yet); remove the key",
+    ]
+
+    /// Keys of `route` that this version does not implement yet (route.networks it does).
+    static let unsupportedRouteKeys: [String: String] = [
+        "domains": "not supported by this version (route-via-VPN by domain needs the DNS proxy, not implemented yet); remove the key",
+        "executables": "not supported by this version (route-via-VPN by executable is not implemented yet); remove the key",
     ]
 
     /// Parses and validates policy files together (duplicates and mark conflicts are
@@ -129,9 +134,26 @@ extension Policy {
                 continue
             }
             profiles.append(Profile(name: draft.name, location: draft.location, tunnel: tunnel, access: draft.access,
-                                    killswitch: draft.killswitch, index: index, table: table))
+                                    killswitch: draft.killswitch, index: index, table: table,
+                                    allowLAN: draft.allowLAN, allowMulticast: draft.allowMulticast,
+                                    routeNetworks: IPPrefix.covering(draft.routeNetworks.map(\.0))))
         }
+        checkRouteNetworks(unique, log: log)
         return profiles
+    }
+
+    /// A network goes into one tunnel: the same or overlapping networks in two profiles'
+    /// route lists are an error.
+    private static func checkRouteNetworks(_ drafts: [ProfileDraft], log: DiagnosticLog) {
+        var claimed: [(prefix: IPPrefix, profile: String, at: SourceLocation)] = []
+        for draft in drafts {
+            for (prefix, at) in draft.routeNetworks {
+                if let other = claimed.first(where: { $0.profile != draft.name && ($0.prefix.contains(prefix) || prefix.contains($0.prefix)) }) {
+                    log.error("profile \"\(draft.name)\": route.networks \(prefix) overlaps \(other.prefix) of profile \"\(other.profile)\" (\(other.at)); a network goes into one tunnel", at: at)
+                }
+                claimed.append((prefix, draft.name, at))
+            }
+        }
     }
 }
 
@@ -146,6 +168,9 @@ struct ProfileDraft {
     var killswitch: Bool
     var mark: (UInt32, SourceLocation)?
     var table: (UInt32, SourceLocation)?
+    var allowLAN = false
+    var allowMulticast = false
+    var routeNetworks: [(IPPrefix, SourceLocation)] = []
 
     /// Profile names become cgroup/slice names and nft chain names. A dash would make
     /// systemd read "vpn-a-b.slice" as a child of "vpn-a.slice", so none are allowed.
@@ -191,10 +216,22 @@ struct ProfileDraft {
                 log.error("[profile.\(entry.key)] table \(value) must be a routing table id from 1 to 4294967295 other than 253, 254 and 255 (default, main, local)", at: valueAt)
             }
         }
+        let allowLAN = reader.bool("allow_lan") ?? false
+        let allowMulticast = reader.bool("allow_multicast") ?? false
+        if allowMulticast && !allowLAN, let at = reader.keyLocation("allow_multicast") {
+            log.error("[profile.\(entry.key)] allow_multicast needs allow_lan = true (multicast is part of reaching the LAN)", at: at)
+        }
+        var routeNetworks: [(IPPrefix, SourceLocation)] = []
+        if let route = reader.table("route") {
+            var routeReader = TableReader(route, file: file, context: "[profile.\(entry.key)] route", log: log)
+            routeNetworks = routeReader.prefixes("networks") ?? []
+            routeReader.reportUnknownKeys(unsupported: Policy.unsupportedRouteKeys)
+        }
         reader.reportUnknownKeys(unsupported: Policy.unsupportedProfileKeys)
         return ProfileDraft(name: entry.key, location: reader.location, tunnel: tunnel,
                             access: Access(users: users, groups: groups, location: accessAt),
-                            killswitch: killswitch, mark: mark, table: routingTable)
+                            killswitch: killswitch, mark: mark, table: routingTable,
+                            allowLAN: allowLAN, allowMulticast: allowMulticast, routeNetworks: routeNetworks)
     }
 
     private static func readTunnel(_ reader: inout TableReader, profile: String) -> Tunnel? {

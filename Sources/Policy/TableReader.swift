@@ -1,3 +1,4 @@
+import Addresses
 import TOML
 
 /// Collects the diagnostics of a whole policy so that an admin sees every mistake at once.
@@ -85,6 +86,33 @@ struct TableReader {
             default:
                 log.error("\(context) \(key): items must be names (strings) or numbers, not \(item.kind.typeName)", at: location(item.position))
             }
+        }
+        return result
+    }
+
+    /// An array of networks ("10.20.0.0/16", "fd00:20::/48"; a bare address is one host);
+    /// host bits must be clear.
+    mutating func prefixes(_ key: String) -> [(IPPrefix, SourceLocation)]? {
+        guard let value = value(key) else { return nil }
+        guard case let .array(items) = value.kind else {
+            return typeError(key, value, expected: "an array of networks such as \"10.20.0.0/16\"")
+        }
+        var result: [(IPPrefix, SourceLocation)] = []
+        for item in items {
+            let at = location(item.position)
+            guard case let .string(text) = item.kind else {
+                log.error("\(context) \(key): items must be networks as strings (\"10.20.0.0/16\"), not \(item.kind.typeName)", at: at)
+                continue
+            }
+            guard let prefix = IPPrefix(text) else {
+                log.error("\(context) \(key): \"\(text)\" is not a network (address/length, e.g. \"10.20.0.0/16\" or \"fd00:20::/48\")", at: at)
+                continue
+            }
+            guard prefix.network == prefix else {
+                log.error("\(context) \(key): \"\(text)\" has host bits set; did you mean \"\(prefix.network)\"?", at: at)
+                continue
+            }
+            result.append((prefix, at))
         }
         return result
     }

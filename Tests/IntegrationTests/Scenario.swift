@@ -51,8 +51,8 @@ final class Scenario: @unchecked Sendable {
 
     /// Cleartext member datagrams (to port 8080) on the client's physical interface, with a
     /// non-member sending to port 9002 all along as the positive control.
-    func captureCleartext() throws -> LeakWatch {
-        try LeakWatch(on: net.clientUplink, in: net.client, probe: probe, cleanup: cleanup)
+    func captureCleartext(control: String = Topology.service4) throws -> LeakWatch {
+        try LeakWatch(on: net.clientUplink, in: net.client, probe: probe, control: control, cleanup: cleanup)
     }
 }
 
@@ -62,9 +62,9 @@ final class LeakWatch {
     let capture: Capture
     let control: BackgroundProcess
 
-    init(on interface: String, in namespace: NetworkNamespace, probe: String, cleanup: Cleanup) throws {
+    init(on interface: String, in namespace: NetworkNamespace, probe: String, control target: String = Topology.service4, cleanup: Cleanup) throws {
         capture = try Capture(on: interface, in: namespace, filter: "udp port 8080 or udp port 9002", cleanup: cleanup)
-        control = try BackgroundProcess(namespace.enter + ["python3", probe, "udp-loop", Topology.service4, "9002"], cleanup: cleanup)
+        control = try BackgroundProcess(namespace.enter + ["python3", probe, "udp-loop", target, "9002"], cleanup: cleanup)
     }
 
     /// The member packets that left in the clear, and how many of the control's were seen.

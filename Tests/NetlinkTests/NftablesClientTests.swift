@@ -1,4 +1,5 @@
 import Cgroups
+import Addresses
 import Foundation
 import Netlink
 import NetTestSupport
@@ -22,6 +23,14 @@ import Testing
                        elements: [NftElement(key: .mark(mark), verdict: .jump("killswitch_work"))], comment: "profile marks"),
                 NftSet(name: "known_level_2", key: .cgroupv2, elements: [NftElement(key: .cgroup(id: cgroupID, path: cgroupPath))],
                        comment: "cgroups beside it"),
+                NftSet(name: "lan4", key: .ipv4Address, elements: ["10.0.0.0/8", "192.168.0.0/16", "172.16.0.0/12", "198.51.100.7/32", "224.0.0.0/3"]
+                    .map { NftElement(key: .prefix(IPPrefix($0)!)) }, interval: true),
+                NftSet(name: "lan6", key: .ipv6Address, elements: ["fe80::/10", "fc00::/7", "2001:db8::1/128", "ff00::/8"]
+                    .map { NftElement(key: .prefix(IPPrefix($0)!)) }, interval: true),
+                NftSet(name: "zero4", key: .ipv4Address, elements: ["0.0.0.0/8", "10.1.2.3/32"].map { NftElement(key: .prefix(IPPrefix($0)!)) }, interval: true),
+                NftSet(name: "all6", key: .ipv6Address, elements: [NftElement(key: .prefix(IPPrefix("::/0")!))], interval: true),
+                NftSet(name: "networks4", key: .ipv4Address, data: .verdict,
+                       elements: [NftElement(key: .prefix(IPPrefix("203.0.113.0/24")!), verdict: .jump("member_work"))], interval: true),
             ],
             chains: [
                 NftChain(name: "route_output", base: NftBaseChain(kind: .route, hook: .output, priority: NftBaseChain.mangle), rules: [
@@ -32,6 +41,9 @@ import Testing
                     NftRule([.cgroupMatch(level: 2, cgroup: .cgroup(id: cgroupID, path: cgroupPath), negated: false),
                              .cgroupInSet(level: 2, set: "known_level_2", negated: false), .verdict(.accept)]),
                     NftRule([.markMatch(mask: mask, value: 0, negated: true), .setMark(clear: mask, set: 0)]),
+                    NftRule([.destinationInSet(ipv4: true, set: "lan4", negated: false), .verdict(.accept)]),
+                    NftRule([.destinationInSet(ipv4: false, set: "lan6", negated: true), .destinationInSet(ipv4: false, set: "all6", negated: false)]),
+                    NftRule([.destinationVerdictMap(ipv4: true, map: "networks4")]),
                 ]),
                 NftChain(name: "inbound", base: NftBaseChain(kind: .filter, hook: .input, priority: NftBaseChain.filter), rules: [
                     NftRule([.conntrackStateNew, .cgroupVerdictMap(level: 2, map: "cgroup_level_2")]),

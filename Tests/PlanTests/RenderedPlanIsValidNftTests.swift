@@ -1,3 +1,4 @@
+import Addresses
 import Cgroups
 import NetTestSupport
 import Nftables
@@ -18,7 +19,11 @@ import Testing
         var ids: [String: UInt64] = [:]
         // Registered first, so it runs after the children are gone.
         cleanup.add("remove \(parent)") { try hierarchy.remove(parent) }
-        let profiles = (1...5).map { profile("p\($0)", tunnel: "wg\($0)", index: UInt32($0), killswitch: $0 != 3) }
+        var profiles = (1...5).map { profile("p\($0)", tunnel: "wg\($0)", index: UInt32($0), killswitch: $0 != 3) }
+        profiles[0].allowLAN = true
+        profiles[0].allowMulticast = true
+        profiles[0].routeNetworks = [IPPrefix("10.20.0.0/16")!, IPPrefix("fd00:20::/48")!]
+        profiles[1].routeNetworks = [IPPrefix("198.51.100.0/24")!]
         for p in profiles {
             let path = p.cgroupPath(parent: parent)
             ids[path] = try hierarchy.create(path)

@@ -197,14 +197,51 @@ func diagnostics(_ files: [(String, String)]) -> [String] {
             dns = ["10.64.0.1"]
             allow_lan = true
             bypass.domains = ["bank.example"]
+            route.domains = ["*.corp.example"]
             [system]
             profile = "a"
             """)])
         #expect(errors.count == 4)
-        #expect(errors[0].hasPrefix("/p/a.toml:3:1: error: [profile.a] dns: not supported by this version"))
-        #expect(errors[1].hasPrefix("/p/a.toml:4:1: error: [profile.a] allow_lan: not supported"))
+        #expect(errors[0].hasPrefix("/p/a.toml:6:7: error: [profile.a] route domains: not supported by this version"), "\(errors)")
+        #expect(errors[1].hasPrefix("/p/a.toml:3:1: error: [profile.a] dns: not supported by this version"))
         #expect(errors[2].hasPrefix("/p/a.toml:5:1: error: [profile.a] bypass: not supported"))
-        #expect(errors[3].hasPrefix("/p/a.toml:6:2: error: system: system mode ([system]) is not supported"))
+        #expect(errors[3].hasPrefix("/p/a.toml:7:2: error: system: system mode ([system]) is not supported"))
+    }
+
+    @Test func lanAndRouteNetworks() throws {
+        let policy = try parse([("/p/a.toml", """
+            [profile.a]
+            tunnel.interface = "wg0"
+            allow_lan = true
+            allow_multicast = true
+            route.networks = ["10.20.0.0/16", "10.20.5.0/24", "fd00:20::/48", "192.0.2.7/32"]
+            [profile.b]
+            tunnel.interface = "wg1"
+            """)])
+        let a = try #require(policy.profile(named: "a"))
+        #expect(a.allowLAN && a.allowMulticast)
+        #expect(a.routeNetworks.map(\.description) == ["10.20.0.0/16", "192.0.2.7/32", "fd00:20::/48"], "covered networks folded, sorted")
+        #expect(policy.profile(named: "b")?.allowLAN == false && policy.profile(named: "b")?.routeNetworks.isEmpty == true)
+
+        let errors = diagnostics([("/p/a.toml", """
+            [profile.a]
+            tunnel.interface = "wg0"
+            allow_multicast = true
+            route.networks = ["10.20.0.1/16", "192.0.2.9", "banana/8", 7]
+            [profile.b]
+            tunnel.interface = "wg1"
+            route.networks = ["10.0.0.0/8"]
+            [profile.c]
+            tunnel.interface = "wg2"
+            route.networks = ["10.9.0.0/16"]
+            """)])
+        #expect(errors == [
+            "/p/a.toml:3:1: error: [profile.a] allow_multicast needs allow_lan = true (multicast is part of reaching the LAN)",
+            "/p/a.toml:4:19: error: [profile.a] route networks: \"10.20.0.1/16\" has host bits set; did you mean \"10.20.0.0/16\"?",
+            "/p/a.toml:4:48: error: [profile.a] route networks: \"banana/8\" is not a network (address/length, e.g. \"10.20.0.0/16\" or \"fd00:20::/48\")",
+            "/p/a.toml:4:60: error: [profile.a] route networks: items must be networks as strings (\"10.20.0.0/16\"), not integer",
+            "/p/a.toml:10:19: error: profile \"c\": route.networks 10.9.0.0/16 overlaps 10.0.0.0/8 of profile \"b\" (/p/a.toml:7:19); a network goes into one tunnel",
+        ], "\(errors)")
     }
 
     @Test func routingErrorsAndDuplicates() {

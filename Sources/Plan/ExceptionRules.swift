@@ -1,0 +1,97 @@
+import Addresses
+import Nftables
+import Policy
+
+/// Holes in a profile, by destination, declared by the admin:
+/// - allow_lan: a member's packet to a private (RFC 1918, ULA) or link-local address, and
+///   with allow_multicast to a multicast or broadcast one, goes direct. The ranges are
+///   fixed, never "whatever subnet the current network claims" (TunnelCrack's LocalNet),
+///   and the tunnel's own networks and the profile's route.networks stay in the tunnel
+///   even where they are private. Such packets get the bypass mark (so no profile rule
+///   routes them and the killswitch lets them pass), remembered by the connection.
+/// - route.networks: anyone's packet to these networks is the profile's (members of other
+///   profiles excepted: they stay in their own).
+enum ExceptionRules {
+    static let lan4 = ["10.0.0.0/8", "172.16.0.0/12", "192.168.0.0/16", "169.254.0.0/16"]
+    static let lan6 = ["fc00::/7", "fe80::/10"]
+    static let multicast4 = ["224.0.0.0/4", "255.255.255.255/32"]
+    static let multicast6 = ["ff00::/8"]
+
+    /// The chain a member's packet enters: the classifier when destinations decide, else
+    /// straight to the member chain.
+    static func entryChain(_ profile: Profile) -> String {
+        let names = ProfileObjectNames(profile.name)
+        return profile.allowLAN ? names.classifyChain : names.memberChain
+    }
+
+    static func add(_ policy: Policy, facts: RuntimeFacts, to table: inout NftTable) {
+        let mask = policy.routing.markMask
+        let bypass = policy.routing.bypassMark
+        var multicastUsed = false
+        for profile in policy.profiles where profile.allowLAN {
+            let names = ProfileObjectNames(profile.name)
+            var classify: [NftRule] = []
+            for ipv4 in [true, false] {
+                let stay = IPPrefix.covering((profile.routeNetworks + (facts.tunnelNetworks[profile.tunnel.interfaceName] ?? []))
+                    .filter { $0.isIPv4 == ipv4 })
+                guard !stay.isEmpty else { continue }
+                let set = names.tunnelDestinations(ipv4: ipv4)
+                table.sets.append(NftSet(name: set, key: .address(ipv4: ipv4), elements: stay.map { NftElement(key: .prefix($0)) },
+                                         comment: "profile \(profile.name): the tunnel's networks and route.networks, tunneled though private", interval: true))
+                classify.append(NftRule([.destinationInSet(ipv4: ipv4, set: set, negated: false), .verdict(.goto(names.memberChain))]))
+            }
+            for ipv4 in [true, false] {
+                classify.append(NftRule([.destinationInSet(ipv4: ipv4, set: ipv4 ? "lan4" : "lan6", negated: false), .verdict(.goto(names.directChain))]))
+            }
+            if profile.allowMulticast {
+                multicastUsed = true
+                for ipv4 in [true, false] {
+                    classify.append(NftRule([.destinationInSet(ipv4: ipv4, set: ipv4 ? "multicast4" : "multicast6", negated: false),
+                                             .verdict(.goto(names.directChain))]))
+                }
+            }
+            classify.append(NftRule([.verdict(.goto(names.memberChain))]))
+            table.counters.append(NftCounter(name: names.directCounter, comment: "profile \(profile.name): member packets sent direct (allow_lan)"))
+            table.chains += [
+                NftChain(name: names.classifyChain, rules: classify),
+                NftChain(name: names.directChain, rules: [
+                    NftRule([.setMark(clear: mask, set: bypass), .setConntrackMark(clear: mask, set: bypass),
+                             .namedCounter(names.directCounter), .verdict(.accept)],
+                            comment: "profile \(profile.name): the LAN, direct"),
+                ]),
+            ]
+        }
+        if policy.profiles.contains(where: \.allowLAN) {
+            table.sets += [rangeSet("lan4", lan4, comment: "private (RFC 1918) and link-local"), rangeSet("lan6", lan6, comment: "unique local and link-local")]
+        }
+        if multicastUsed {
+            table.sets += [rangeSet("multicast4", multicast4, comment: "multicast and broadcast"), rangeSet("multicast6", multicast6, comment: "multicast")]
+        }
+        for ipv4 in [true, false] {
+            let elements = policy.profiles.flatMap { profile in
+                profile.routeNetworks.filter { $0.isIPv4 == ipv4 }
+                    .map { NftElement(key: .prefix($0), verdict: .jump(ProfileObjectNames(profile.name).memberChain)) }
+            }
+            guard !elements.isEmpty else { continue }
+            table.sets.append(NftSet(name: routeNetworksMap(ipv4: ipv4), key: .address(ipv4: ipv4), data: .verdict, elements: elements,
+                                     comment: "route.networks: into the profile's tunnel, whoever connects", interval: true))
+        }
+    }
+
+    static func routeNetworksMap(ipv4: Bool) -> String { "route_networks\(ipv4 ? 4 : 6)" }
+
+    /// For route_output, after the member lookups: non-members' new connections to
+    /// route.networks (only new ones: a local server's answer to a client in such a network
+    /// must leave the way the client's packets came in).
+    static func routeRules(_ policy: Policy) -> [NftRule] {
+        [true, false].compactMap { ipv4 in
+            policy.profiles.contains { $0.routeNetworks.contains { $0.isIPv4 == ipv4 } }
+                ? NftRule([.conntrackStateNew, .destinationVerdictMap(ipv4: ipv4, map: routeNetworksMap(ipv4: ipv4))]) : nil
+        }
+    }
+
+    private static func rangeSet(_ name: String, _ prefixes: [String], comment: String) -> NftSet {
+        NftSet(name: name, key: .address(ipv4: !name.hasSuffix("6")), elements: prefixes.map { NftElement(key: .prefix(IPPrefix($0)!)) },
+               comment: comment, interval: true)
+    }
+}

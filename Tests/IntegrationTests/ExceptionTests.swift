@@ -1,0 +1,87 @@
+import Foundation
+import NetTestSupport
+import Testing
+
+/// Holes the admin declares in a profile, by destination: allow_lan and route.networks.
+@Suite(.serialized) struct ExceptionTests {
+    static let lanHost4 = "10.200.0.1", lanClient4 = "10.200.0.2"
+    static let lanHost6 = "fd20:200::1", lanClient6 = "fd20:200::2"
+
+    /// A LAN on the client's physical link (private addresses on both ends of its veth),
+    /// with a reporting service on the LAN host.
+    func addLAN(_ s: Scenario) throws -> Services {
+        let wanSide = "vx\(s.net.tag)wc"
+        try s.net.client.run(["ip", "addr", "add", "\(Self.lanClient4)/24", "dev", s.net.clientUplink])
+        try s.net.client.run(["ip", "addr", "add", "\(Self.lanClient6)/64", "dev", s.net.clientUplink, "nodad"])
+        try s.net.wan.run(["ip", "addr", "add", "\(Self.lanHost4)/24", "dev", wanSide])
+        try s.net.wan.run(["ip", "addr", "add", "\(Self.lanHost6)/64", "dev", wanSide, "nodad"])
+        return try Services(in: s.net.wan, addresses: [Self.lanHost4, Self.lanHost6], port: 8080, cleanup: s.cleanup)
+    }
+
+    /// allow_lan: members reach the private and link-local ranges directly and nothing
+    /// else: a public network routed over the LAN (a DHCP-pushed route, TunnelVision) stays
+    /// in the tunnel, and so does the tunnel's own private network, also while the tunnel
+    /// is down or gone (nothing of it in the clear). Without allow_lan the LAN is out of reach.
+    @Test func allowLanOpensTheLanAndNothingElse() throws {
+        let cleanup = Cleanup()
+        defer { cleanup.run() }
+        let s = try Scenario(cleanup: cleanup, policy: Scenario.profiles(["work"]))
+        _ = try addLAN(s)
+        let inner = try Services(in: s.net.server, addresses: ["10.99.1.1"], port: 8081, cleanup: cleanup)
+        #expect(throws: CommandError.self, "without allow_lan the LAN host is unreachable for members") { try s.member(to: Self.lanHost4) }
+
+        try s.daemon.writePolicy("[profile.work]\ntunnel.interface = \"\(s.tunnel.clientInterface)\"\nallow_lan = true\n")
+        #expect(try s.daemon.vpnctl(["reload"]).status == 0)
+        #expect(try s.member(to: Self.lanHost4) == Self.lanClient4, "a member reaches the LAN directly")
+        #expect(try s.member(to: Self.lanHost6) == Self.lanClient6)
+        #expect(try s.member(to: Topology.service4) == s.tunnel.clientAddress4, "everything else is tunneled")
+        #expect(try s.member(to: Topology.service6) == s.tunnel.clientAddress6)
+        #expect(try s.daemon.status().profiles[0].tunnel.state == "up")
+
+        // A route to a public network via the LAN gateway, as a hostile DHCP server pushes.
+        try s.net.client.run(["ip", "route", "add", "192.0.2.0/24", "via", Self.lanHost4])
+        #expect(try s.connect(to: Topology.service4) == Self.lanClient4, "the pushed route is used by non-members")
+        #expect(try s.member(to: Topology.service4) == s.tunnel.clientAddress4, "a member stays in the tunnel")
+
+        // The tunnel's own network is private but stays in the tunnel.
+        let viaTunnel = try Command.run(try s.daemon.vpnexec(profile: "work", ["python3", s.probe, "tcp", "10.99.1.1", "8081"])).trimmed
+        #expect(viaTunnel == s.tunnel.clientAddress4)
+        let capture = try Capture(on: s.net.clientUplink, in: s.net.client, filter: "dst host 10.99.1.1", cleanup: cleanup)
+        try s.tunnel.setClientLink(up: false)
+        let member = try BackgroundProcess(try s.daemon.vpnexec(profile: "work", ["python3", s.probe, "udp-loop", "10.99.1.1", "8081"]), cleanup: cleanup)
+        Thread.sleep(forTimeInterval: 1)
+        try s.tunnel.deleteClientInterface()
+        try eventually("vpnd to see the tunnel gone") { try s.daemon.status().profiles[0].tunnel.state == "missing" }
+        let control = try BackgroundProcess(s.net.client.enter + ["python3", s.probe, "udp-loop", "10.99.1.1", "8082"], cleanup: cleanup)
+        Thread.sleep(forTimeInterval: 1)
+        member.stop()
+        control.stop()
+        let leaked = try capture.packets("udp dst port 8081")
+        #expect(leaked.isEmpty, "member packets to the tunnel's network in the clear: \(leaked.prefix(5))")
+        #expect(try capture.count("udp dst port 8082") > 20, "the capture sees a non-member's datagrams to 10.99.1.1")
+        _ = inner
+    }
+
+    /// route.networks: anyone's new connections to them go into the profile's tunnel, and
+    /// with the tunnel down they do not leave in the clear.
+    @Test func routeNetworksTakeAnyonesConnectionsIntoTheTunnel() throws {
+        let cleanup = Cleanup()
+        defer { cleanup.run() }
+        let s = try Scenario(cleanup: cleanup) { "[profile.work]\ntunnel.interface = \"\($0[0])\"\nroute.networks = [\"192.0.2.0/24\", \"2001:db8:80::/48\"]\n" }
+        #expect(try s.connect(to: Topology.service4) == s.tunnel.clientAddress4, "a non-member to a route network")
+        #expect(try s.connect(to: Topology.service6) == s.tunnel.clientAddress6)
+        #expect(try s.member(to: Topology.service4) == s.tunnel.clientAddress4)
+
+        let capture = try s.captureCleartext(control: Topology.serverUplink4)
+        try s.tunnel.setClientLink(up: false)
+        let sender = try BackgroundProcess(s.net.client.enter + ["python3", s.probe, "udp-loop", Topology.service4, "8080"], cleanup: cleanup)
+        Thread.sleep(forTimeInterval: 1.5)
+        sender.stop()
+        #expect(throws: CommandError.self) { try s.connect(to: Topology.service4) }
+        let (leaked, control) = try capture.stop()
+        #expect(leaked.isEmpty, "route-network packets in the clear: \(leaked.prefix(5))")
+        #expect(control > 20)
+        try s.tunnel.setClientLink(up: true)
+        try eventually("the tunnel back") { (try? s.connect(to: Topology.service4)) == s.tunnel.clientAddress4 }
+    }
+}
