@@ -42,10 +42,16 @@ public struct StatusReport: Codable, Hashable, Sendable {
     public var refusedConnections: Int
     /// What confines vpnd itself (Landlock), or why nothing does.
     public var sandbox: String
+    /// Processes moved into vpn-bypass.slice (bypass.executables) and their packets.
+    public var bypassMoves: Int
+    public var bypassed: Traffic
 
     public init(daemonPID: Int32, policyDirectory: String, cgroupRoot: String, profiles: [ProfileStatus],
-                droppedUnknownCgroup: Traffic = Traffic(packets: 0, bytes: 0), refusedConnections: Int = 0, sandbox: String = "off") {
+                droppedUnknownCgroup: Traffic = Traffic(packets: 0, bytes: 0), refusedConnections: Int = 0, sandbox: String = "off",
+                bypassMoves: Int = 0, bypassed: Traffic = Traffic(packets: 0, bytes: 0)) {
         self.sandbox = sandbox
+        self.bypassMoves = bypassMoves
+        self.bypassed = bypassed
         self.daemonPID = daemonPID
         self.policyDirectory = policyDirectory
         self.cgroupRoot = cgroupRoot
@@ -67,9 +73,13 @@ public struct ProfileStatus: Codable, Hashable, Sendable {
     public var received: Traffic
     public var throughTunnel: Traffic
     public var droppedByKillswitch: Traffic
+    /// The profile's holes, as the policy declares them, and what went through them.
+    public var exceptions: ExceptionStatus
 
     public init(name: String, mark: UInt32, table: UInt32, killswitch: Bool, cgroup: String, members: Int,
-                tunnel: TunnelStatus, sent: Traffic, received: Traffic, throughTunnel: Traffic, droppedByKillswitch: Traffic) {
+                tunnel: TunnelStatus, sent: Traffic, received: Traffic, throughTunnel: Traffic, droppedByKillswitch: Traffic,
+                exceptions: ExceptionStatus = ExceptionStatus()) {
+        self.exceptions = exceptions
         self.name = name
         self.mark = mark
         self.table = table
@@ -82,6 +92,22 @@ public struct ProfileStatus: Codable, Hashable, Sendable {
         self.throughTunnel = throughTunnel
         self.droppedByKillswitch = droppedByKillswitch
     }
+}
+
+public struct ExceptionStatus: Codable, Hashable, Sendable {
+    public var allowLAN = false
+    public var allowMulticast = false
+    public var routeNetworks: [String] = []
+    public var bypassExecutables: [String] = []
+    public var routeExecutables: [String] = []
+    /// Processes moved into this profile because they ran one of its route.executables.
+    public var execMoves = 0
+    /// Member packets sent direct (allow_lan).
+    public var direct = Traffic(packets: 0, bytes: 0)
+
+    public init() {}
+
+    public var isEmpty: Bool { !allowLAN && routeNetworks.isEmpty && bypassExecutables.isEmpty && routeExecutables.isEmpty }
 }
 
 public struct TunnelStatus: Codable, Hashable, Sendable {

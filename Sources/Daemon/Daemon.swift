@@ -21,6 +21,9 @@ public struct DaemonOptions: Sendable {
     public var dropPrivileges: Bool
     /// Confine vpnd's own file system writes, program execution and TCP (Landlock).
     public var sandbox: Bool
+    /// The initial network namespace, whose process connector reports exec events (the
+    /// kernel sends them there only); vpnd in another namespace opens it there.
+    public var initialNetworkNamespace = "/proc/1/ns/net"
     /// Where built-in tunnels serve the `wg` tool's socket (IFACE.sock).
     public var wireguardSocketDirectory: String
 
@@ -57,6 +60,9 @@ public final class Daemon {
     /// What the sandbox enforces, for status.
     private var sandboxSummary = "off"
     private var lastFollowError: String?
+    /// Follows exec events for bypass.executables and route.executables.
+    private let executables: ExecutableFollower?
+    private var execEventsUnavailable: String?
     /// Every network a tunnel interface has been seen on (allow_lan keeps them tunneled).
     private var seenTunnelNetworks: [String: [IPPrefix]] = [:]
 
@@ -69,6 +75,14 @@ public final class Daemon {
             throw ApplyError("the cgroup parent must be a cgroup below the root (e.g. vpn.slice), not the root itself")
         }
         hierarchy = try CgroupHierarchy.system()
+        // Exec events may have to be opened in another network namespace: before the drop.
+        do {
+            executables = ExecutableFollower(events: try ExecutableFollower.openInInitialNamespace(options.initialNetworkNamespace),
+                                             reader: try ExecutableReader(), log: log)
+        } catch {
+            executables = nil
+            execEventsUnavailable = "\(error)"
+        }
         if options.dropPrivileges {
             let keep = Privileges.directoryOverrideNeeded(RuntimeFacts.directoriesAlong(parent: options.cgroupParent).map(hierarchy.absolute))
             try Privileges.dropToMinimum(permitted: keep ? Privileges.permitted : Privileges.effective)
@@ -76,6 +90,7 @@ public final class Daemon {
         }
         policy = try Self.loadPolicy(options.policyDirectory)
         tunnelFiles = try TunnelFiles.load(policy)
+        try Self.checkEnforceable(policy, execEventsUnavailable: execEventsUnavailable)
         tunnels = BuiltInTunnels(log: log, uapiDirectory: options.wireguardSocketDirectory)
         let socketDirectory = String(options.socketPath[..<(options.socketPath.lastIndex(of: "/") ?? options.socketPath.startIndex)])
         lock = try NamespaceLock(directory: socketDirectory.isEmpty ? "." : socketDirectory)
@@ -121,10 +136,18 @@ public final class Daemon {
     }
 
     func ensureCgroups() throws {
-        let missing = policy.profiles.map { $0.cgroupPath(parent: options.cgroupParent) }.filter { hierarchy.id(of: $0) == nil }
+        let missing = Planner.cgroups(policy, parent: options.cgroupParent).filter { hierarchy.id(of: $0) == nil }
         guard !missing.isEmpty else { return }
         try Privileges.withDirectoryOverride {
             for path in missing { try hierarchy.create(path) }
+        }
+    }
+
+    /// A policy that lists executables needs exec events; without them it would look
+    /// stricter than what is enforced, so it is refused.
+    static func checkEnforceable(_ policy: Policy, execEventsUnavailable: String?) throws {
+        if policy.listsExecutables, let reason = execEventsUnavailable {
+            throw ApplyError("bypass.executables and route.executables need exec events, which this vpnd cannot receive (\(reason))")
         }
     }
 
@@ -151,6 +174,7 @@ public final class Daemon {
         do {
             next = try Self.loadPolicy(options.policyDirectory)
             nextFiles = try TunnelFiles.load(next)
+            try Self.checkEnforceable(next, execEventsUnavailable: execEventsUnavailable)
         } catch {
             log.error("reload refused, running state unchanged:\n\(error)")
             return .failure("policy not reloaded, the running state is unchanged:\n\(error)")
@@ -177,6 +201,7 @@ public final class Daemon {
                 log.warning("profile \(gone.name) was removed but \(members) process(es) remain in \(path); their new connections are no longer routed")
             }
         }
+        followExecutables()
         log.info("reloaded policy: \(policy.profiles.count) profile(s)")
         return ControlResponse(ok: true, message: "policy reloaded: \(policy.profiles.count) profile(s)")
     }
@@ -220,10 +245,16 @@ public final class Daemon {
             watcher.rewatch()
             follow("periodic check")
         }
+        if let executables {
+            loop.watch(executables.events.fileDescriptor) { [unowned self] _ in
+                executables.handleEvents(policy: policy, parent: options.cgroupParent, hierarchy: hierarchy, prepare: { try self.prepareMove() })
+            }
+        }
         self.loop = loop
         // Something may have changed between applying and listening.
         _ = monitor.drain()
         try applyPolicy()
+        followExecutables()
         sd_notify(0, "READY=1\nSTATUS=\(policy.profiles.count) profile(s)")
         log.info("listening on \(options.socketPath)")
         try loop.run()
@@ -308,6 +339,22 @@ public final class Daemon {
         }
     }
 
+    /// Listens for exec events while the policy lists executables, and places the
+    /// processes that already run a listed program.
+    private func followExecutables() {
+        guard let executables else { return }
+        executables.follow(policy)
+        executables.scanAll(policy: policy, parent: options.cgroupParent, hierarchy: hierarchy, prepare: { try self.prepareMove() })
+    }
+
+    /// Before a move: every cgroup vpnd keeps exists and its id is in the applied maps.
+    private func prepareMove() throws {
+        let paths = Planner.cgroups(policy, parent: options.cgroupParent)
+        if paths.contains(where: { hierarchy.id(of: $0) == nil || hierarchy.id(of: $0) != appliedFacts?.cgroupIDs[$0] }) {
+            try applyPolicy()
+        }
+    }
+
     /// Into the profile's cgroup, if the caller may take the process out of where it is.
     /// The kernel's maps must know the cgroup's id before the process runs on in it: a
     /// cgroup systemd or an admin removed (and maybe made again, with a new id) is brought
@@ -322,9 +369,21 @@ public final class Daemon {
             log.notice("refused: \(refusal)")
             throw refusal
         }
-        if hierarchy.id(of: path) == nil || hierarchy.id(of: path) != appliedFacts?.cgroupIDs[path] { try applyPolicy() }
+        try prepareMove()
         try hierarchy.move(process, to: path)
-        if hierarchy.id(of: path) != appliedFacts?.cgroupIDs[path] { try applyPolicy() }
+        try prepareMove()
+    }
+
+    func exceptionStatus(_ profile: Profile, direct: Traffic) -> ExceptionStatus {
+        var status = ExceptionStatus()
+        status.allowLAN = profile.allowLAN
+        status.allowMulticast = profile.allowMulticast
+        status.routeNetworks = profile.routeNetworks.map(\.description)
+        status.bypassExecutables = profile.bypassExecutables
+        status.routeExecutables = profile.routeExecutables
+        status.execMoves = executables?.moves[profile.name] ?? 0
+        status.direct = direct
+        return status
     }
 
     func statusReport() throws -> StatusReport {
@@ -351,12 +410,14 @@ public final class Daemon {
                 name: profile.name, mark: policy.routing.mark(forIndex: profile.index), table: profile.table,
                 killswitch: profile.killswitch, cgroup: path, members: hierarchy.processes(in: path).count,
                 tunnel: tunnel, sent: traffic(names.sentCounter), received: traffic(names.receivedCounter),
-                throughTunnel: traffic(names.tunnelCounter), droppedByKillswitch: traffic(names.droppedCounter))
+                throughTunnel: traffic(names.tunnelCounter), droppedByKillswitch: traffic(names.droppedCounter),
+                exceptions: exceptionStatus(profile, direct: traffic(names.directCounter)))
         }
         return StatusReport(daemonPID: getpid(), policyDirectory: options.policyDirectory,
                             cgroupRoot: hierarchy.mountPoint, profiles: profiles,
                             droppedUnknownCgroup: traffic(unknownCgroupCounter), refusedConnections: server?.refusedConnections ?? 0,
-                            sandbox: sandboxSummary)
+                            sandbox: sandboxSummary, bypassMoves: executables?.moves[Policy.bypassSliceName] ?? 0,
+                            bypassed: traffic(bypassedCounter))
     }
 }
 

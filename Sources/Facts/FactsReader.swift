@@ -27,8 +27,7 @@ public struct FactsReader {
     public func read(_ policy: Policy, cgroupParent: String) throws -> RuntimeFacts {
         var facts = RuntimeFacts(cgroupParent: cgroupParent)
         if let hierarchy {
-            for profile in policy.profiles {
-                let path = profile.cgroupPath(parent: cgroupParent)
+            for path in Planner.cgroups(policy, parent: cgroupParent) {
                 facts.cgroupIDs[path] = hierarchy.id(of: path)
             }
             for directory in RuntimeFacts.directoriesAlong(parent: cgroupParent) {

@@ -121,3 +121,5 @@ public let vpnexecRouteProtocol: UInt8 = 118
 public let vpnexecTableName = "vpnexec"
 /// Packets of cgroups vpnd does not know yet where a profile cgroup could be.
 public let unknownCgroupCounter = MembershipRules.unknownCounter
+/// Packets of processes in the bypass slice.
+public let bypassedCounter = MembershipRules.bypassCounter

@@ -32,7 +32,7 @@ enum InboundRules {
             }
             table.chains.append(NftChain(name: names.listenChain, rules: rules))
         }
-        let listeners = CgroupMaps(policy, facts: facts, name: "listen_level_") { .jump(ProfileObjectNames($0.name).listenChain) }
+        let listeners = CgroupMaps(policy, facts: facts, name: "listen_level_", bypass: .accept) { .jump(ProfileObjectNames($0.name).listenChain) }
         table.sets += listeners.sets
         var input = listeners.lookups(prefix: [.conntrackStateNew])
         let unknown = UnknownCgroups(policy, facts: facts)

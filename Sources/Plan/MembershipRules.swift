@@ -18,6 +18,8 @@ import Policy
 /// while vpnd is dead; a running vpnd adds the new id within a second.
 enum MembershipRules {
     static let unknownChain = "unknown_cgroup"
+    static let bypassChain = "bypassed"
+    static let bypassCounter = "bypassed"
     static let unknownCounter = "unknown_cgroup_dropped"
 
     static func add(_ policy: Policy, facts: RuntimeFacts, to table: inout NftTable) {
@@ -45,7 +47,14 @@ enum MembershipRules {
                 ]),
             ]
         }
-        let members = CgroupMaps(policy, facts: facts, name: "cgroup_level_") { .jump(ExceptionRules.entryChain($0)) }
+        let members = CgroupMaps(policy, facts: facts, name: "cgroup_level_", bypass: .jump(bypassChain)) { .jump(ExceptionRules.entryChain($0)) }
+        if policy.usesBypassSlice {
+            table.counters.append(NftCounter(name: bypassCounter, comment: "packets of processes in vpn-bypass.slice (bypass.executables), sent direct"))
+            table.chains.append(NftChain(name: bypassChain, rules: [
+                NftRule([.setMark(clear: mask, set: policy.routing.bypassMark), .setConntrackMark(clear: mask, set: policy.routing.bypassMark),
+                         .namedCounter(bypassCounter), .verdict(.accept)], comment: "bypass.executables: direct"),
+            ]))
+        }
         table.sets += members.sets
         table.sets += [
             NftSet(name: "connection_marks", key: .mark, data: .verdict, elements: connectionMarks),
@@ -90,12 +99,14 @@ struct CgroupMaps {
     var sets: [NftSet] = []
     private var levels: [UInt32] = []
 
-    init(_ policy: Policy, facts: RuntimeFacts, name: String, verdict: (Profile) -> NftVerdict) {
+    /// `bypass`: the verdict for the bypass slice, when the policy uses it.
+    init(_ policy: Policy, facts: RuntimeFacts, name: String, bypass: NftVerdict, verdict: (Profile) -> NftVerdict) {
         var byLevel: [UInt32: [NftElement]] = [:]
-        for profile in policy.profiles {
-            let path = profile.cgroupPath(parent: facts.cgroupParent)
+        var entries = policy.profiles.map { ($0.cgroupPath(parent: facts.cgroupParent), verdict($0)) }
+        if policy.usesBypassSlice { entries.append((ExecutableRules.bypassCgroup(parent: facts.cgroupParent), bypass)) }
+        for (path, verdict) in entries {
             guard let id = facts.cgroupIDs[path] else { continue }
-            byLevel[RuntimeFacts.level(of: path), default: []].append(NftElement(key: .cgroup(id: id, path: path), verdict: verdict(profile)))
+            byLevel[RuntimeFacts.level(of: path), default: []].append(NftElement(key: .cgroup(id: id, path: path), verdict: verdict))
         }
         // Deepest level first: the most specific profile cgroup wins.
         levels = byLevel.keys.sorted(by: >)

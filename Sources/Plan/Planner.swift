@@ -4,6 +4,11 @@ import Routing
 
 /// policy + facts -> desired kernel state. Pure: no I/O, same input, same output.
 public enum Planner {
+    /// The cgroups vpnd keeps: each profile's slice, and the bypass slice when used.
+    public static func cgroups(_ policy: Policy, parent: String) -> [String] {
+        policy.profiles.map { $0.cgroupPath(parent: parent) } + (policy.usesBypassSlice ? [ExecutableRules.bypassCgroup(parent: parent)] : [])
+    }
+
     public static func plan(_ policy: Policy, facts: RuntimeFacts) -> DesiredState {
         let routing = policy.routing
         var table = NftTable(family: .inet, name: vpnexecTableName)
@@ -23,6 +28,6 @@ public enum Planner {
             rules: RoutingPlan.rules(policy.profiles, routing: routing),
             routes: RoutingPlan.routes(policy.profiles, links: facts.links),
             sysctls: sysctls,
-            cgroups: policy.profiles.map { $0.cgroupPath(parent: facts.cgroupParent) })
+            cgroups: cgroups(policy, parent: facts.cgroupParent))
     }
 }

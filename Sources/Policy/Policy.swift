@@ -12,6 +12,13 @@ public struct Policy: Hashable, Sendable {
     }
 
     public func profile(named name: String) -> Profile? { profiles.first { $0.name == name } }
+
+    /// Not a profile's name: `vpn-bypass.slice`, beside the profiles' slices, holds the
+    /// processes that go direct (bypass.executables).
+    public static let bypassSliceName = "bypass"
+
+    /// Whether any profile lists executables (vpnd then follows exec events).
+    public var listsExecutables: Bool { profiles.contains { !$0.bypassExecutables.isEmpty || !$0.routeExecutables.isEmpty } }
 }
 
 public struct Profile: Hashable, Sendable {
@@ -30,9 +37,16 @@ public struct Profile: Hashable, Sendable {
     public var allowMulticast: Bool
     /// Networks that always go into this profile's tunnel, whoever connects (host bits clear).
     public var routeNetworks: [IPPrefix]
+    /// Executables (absolute paths) that go direct even when started inside this profile.
+    public var bypassExecutables: [String]
+    /// Executables that join this profile wherever they are started.
+    public var routeExecutables: [String]
 
     public init(name: String, location: SourceLocation, tunnel: Tunnel, access: Access, killswitch: Bool, index: UInt32, table: UInt32,
-                allowLAN: Bool = false, allowMulticast: Bool = false, routeNetworks: [IPPrefix] = []) {
+                allowLAN: Bool = false, allowMulticast: Bool = false, routeNetworks: [IPPrefix] = [],
+                bypassExecutables: [String] = [], routeExecutables: [String] = []) {
+        self.bypassExecutables = bypassExecutables
+        self.routeExecutables = routeExecutables
         self.name = name
         self.location = location
         self.tunnel = tunnel

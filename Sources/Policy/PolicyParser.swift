@@ -24,13 +24,11 @@ extension Policy {
     /// and ignoring them would leave an admin believing traffic is guarded when it is not.
     static let unsupportedProfileKeys: [String: String] = [
         "dns": "not supported by this version (the DNS proxy is not implemented yet); remove the key",
-        "bypass": "not supported by this version (bypass lists are not implemented yet); remove the key",
     ]
 
-    /// Keys of `route` that this version does not implement yet (route.networks it does).
-    static let unsupportedRouteKeys: [String: String] = [
-        "domains": "not supported by this version (route-via-VPN by domain needs the DNS proxy, not implemented yet); remove the key",
-        "executables": "not supported by this version (route-via-VPN by executable is not implemented yet); remove the key",
+    /// Keys of `route` and `bypass` that this version does not implement yet.
+    static let unsupportedListKeys: [String: String] = [
+        "domains": "not supported by this version (lists of domains need the DNS proxy, not implemented yet); remove the key",
     ]
 
     /// Parses and validates policy files together (duplicates and mark conflicts are
@@ -136,10 +134,34 @@ extension Policy {
             profiles.append(Profile(name: draft.name, location: draft.location, tunnel: tunnel, access: draft.access,
                                     killswitch: draft.killswitch, index: index, table: table,
                                     allowLAN: draft.allowLAN, allowMulticast: draft.allowMulticast,
-                                    routeNetworks: IPPrefix.covering(draft.routeNetworks.map(\.0))))
+                                    routeNetworks: IPPrefix.covering(draft.routeNetworks.map(\.0)),
+                                    bypassExecutables: Array(Set(draft.bypassExecutables.map(\.0))).sorted(),
+                                    routeExecutables: Array(Set(draft.routeExecutables.map(\.0))).sorted()))
         }
         checkRouteNetworks(unique, log: log)
+        checkExecutables(unique, log: log)
         return profiles
+    }
+
+    /// An executable has one fate: joining one profile (route), or leaving the profiles that
+    /// list it as bypass; never both, never two profiles.
+    private static func checkExecutables(_ drafts: [ProfileDraft], log: DiagnosticLog) {
+        var routed: [String: (profile: String, at: SourceLocation)] = [:]
+        for draft in drafts {
+            for (path, at) in draft.routeExecutables {
+                if let other = routed[path], other.profile != draft.name {
+                    log.error("profile \"\(draft.name)\": route.executables \(path) is already routed into profile \"\(other.profile)\" (\(other.at)); an executable joins one profile", at: at)
+                }
+                routed[path] = (draft.name, at)
+            }
+        }
+        for draft in drafts {
+            for (path, at) in draft.bypassExecutables {
+                if let other = routed[path] {
+                    log.error("profile \"\(draft.name)\": bypass.executables \(path) is routed into profile \"\(other.profile)\" (\(other.at)); an executable either bypasses or is routed", at: at)
+                }
+            }
+        }
     }
 
     /// A network goes into one tunnel: the same or overlapping networks in two profiles'
@@ -171,6 +193,8 @@ struct ProfileDraft {
     var allowLAN = false
     var allowMulticast = false
     var routeNetworks: [(IPPrefix, SourceLocation)] = []
+    var bypassExecutables: [(String, SourceLocation)] = []
+    var routeExecutables: [(String, SourceLocation)] = []
 
     /// Profile names become cgroup/slice names and nft chain names. A dash would make
     /// systemd read "vpn-a-b.slice" as a child of "vpn-a.slice", so none are allowed.
@@ -183,6 +207,10 @@ struct ProfileDraft {
         let at = SourceLocation(file: file, entry.keyPosition)
         guard validName(entry.key) else {
             log.error("profile name \"\(entry.key)\" must start with a lower-case letter and contain only a-z, 0-9 and _ (at most 32; no dash: systemd reads dashes in slice names as nesting)", at: at)
+            return nil
+        }
+        guard entry.key != Policy.bypassSliceName else {
+            log.error("profile name \"bypass\" is reserved: vpn-bypass.slice is where processes that go direct are placed", at: at)
             return nil
         }
         guard case let .table(table) = entry.value.kind else {
@@ -222,16 +250,25 @@ struct ProfileDraft {
             log.error("[profile.\(entry.key)] allow_multicast needs allow_lan = true (multicast is part of reaching the LAN)", at: at)
         }
         var routeNetworks: [(IPPrefix, SourceLocation)] = []
+        var routeExecutables: [(String, SourceLocation)] = []
+        var bypassExecutables: [(String, SourceLocation)] = []
         if let route = reader.table("route") {
             var routeReader = TableReader(route, file: file, context: "[profile.\(entry.key)] route", log: log)
             routeNetworks = routeReader.prefixes("networks") ?? []
-            routeReader.reportUnknownKeys(unsupported: Policy.unsupportedRouteKeys)
+            routeExecutables = routeReader.executables("executables") ?? []
+            routeReader.reportUnknownKeys(unsupported: Policy.unsupportedListKeys)
+        }
+        if let bypass = reader.table("bypass") {
+            var bypassReader = TableReader(bypass, file: file, context: "[profile.\(entry.key)] bypass", log: log)
+            bypassExecutables = bypassReader.executables("executables") ?? []
+            bypassReader.reportUnknownKeys(unsupported: Policy.unsupportedListKeys)
         }
         reader.reportUnknownKeys(unsupported: Policy.unsupportedProfileKeys)
         return ProfileDraft(name: entry.key, location: reader.location, tunnel: tunnel,
                             access: Access(users: users, groups: groups, location: accessAt),
                             killswitch: killswitch, mark: mark, table: routingTable,
-                            allowLAN: allowLAN, allowMulticast: allowMulticast, routeNetworks: routeNetworks)
+                            allowLAN: allowLAN, allowMulticast: allowMulticast, routeNetworks: routeNetworks,
+                            bypassExecutables: bypassExecutables, routeExecutables: routeExecutables)
     }
 
     private static func readTunnel(_ reader: inout TableReader, profile: String) -> Tunnel? {

@@ -117,6 +117,30 @@ struct TableReader {
         return result
     }
 
+    /// An array of absolute, normalized paths of executables.
+    mutating func executables(_ key: String) -> [(String, SourceLocation)]? {
+        guard let value = value(key) else { return nil }
+        guard case let .array(items) = value.kind else {
+            return typeError(key, value, expected: "an array of absolute paths such as \"/usr/bin/steam\"")
+        }
+        var result: [(String, SourceLocation)] = []
+        for item in items {
+            let at = location(item.position)
+            guard case let .string(path) = item.kind else {
+                log.error("\(context) \(key): items must be paths as strings (\"/usr/bin/steam\"), not \(item.kind.typeName)", at: at)
+                continue
+            }
+            let components = path.split(separator: "/", omittingEmptySubsequences: false).dropFirst()
+            guard path.hasPrefix("/"), path.count <= 4096, !components.isEmpty,
+                  components.allSatisfy({ !$0.isEmpty && $0 != "." && $0 != ".." }) else {
+                log.error("\(context) \(key): \"\(path)\" must be an absolute path without '.', '..', '//' or a trailing '/' (as /proc/PID/exe names a program)", at: at)
+                continue
+            }
+            result.append((path, at))
+        }
+        return result
+    }
+
     private func typeError<T>(_ key: String, _ value: TOMLValue, expected: String) -> T? {
         log.error("\(context) \(key) must be \(expected), not \(value.kind.typeName)", at: location(value.position))
         return nil

@@ -17,6 +17,11 @@ enum StatusText {
             lines.append("  sent      \(traffic(profile.sent)); through the tunnel \(traffic(profile.throughTunnel))")
             lines.append("  received  \(traffic(profile.received))")
             lines.append("  dropped   \(traffic(profile.droppedByKillswitch)) by the killswitch")
+            lines += exceptions(profile.exceptions)
+        }
+        if report.bypassMoves > 0 || report.bypassed.packets > 0 {
+            lines.append("")
+            lines.append("bypass: \(report.bypassMoves) process(es) moved into vpn-bypass.slice, \(traffic(report.bypassed)) sent direct")
         }
         if report.droppedUnknownCgroup.packets > 0 {
             lines.append("")
@@ -37,6 +42,20 @@ enum StatusText {
         }
         let drops = wg.drops.filter { $0.value > 0 }.sorted { $0.key < $1.key }.map { "\($0.key) \($0.value)" }
         lines.append("  drops     \(drops.isEmpty ? "none" : drops.joined(separator: ", "))")
+        return lines
+    }
+
+    /// The profile's holes, one line each, only those it has.
+    static func exceptions(_ e: ExceptionStatus) -> [String] {
+        var lines: [String] = []
+        if e.allowLAN {
+            lines.append("  lan       direct (private and link-local\(e.allowMulticast ? ", multicast" : "")): \(traffic(e.direct))")
+        }
+        if !e.routeNetworks.isEmpty { lines.append("  route     networks \(e.routeNetworks.joined(separator: ", "))") }
+        if !e.routeExecutables.isEmpty {
+            lines.append("  route     executables \(e.routeExecutables.joined(separator: ", ")); \(e.execMoves) process(es) moved in")
+        }
+        if !e.bypassExecutables.isEmpty { lines.append("  bypass    executables \(e.bypassExecutables.joined(separator: ", "))") }
         return lines
     }
 

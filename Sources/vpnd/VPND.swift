@@ -25,6 +25,9 @@ struct VPND: ParsableCommand {
     @Option(name: .customLong("cgroup-parent"), help: "Where profile cgroups live, relative to the cgroup2 mount.")
     var cgroupParent = "vpn.slice"
 
+    @Option(name: .customLong("initial-netns"), help: "The initial network namespace (for exec events, which the kernel reports only there), when vpnd runs in another one.")
+    var initialNetworkNamespace = "/proc/1/ns/net"
+
     @Flag(help: "Remove every nft table, rule and route of vpnexec (the killswitch included) and exit.")
     var cleanup = false
 
@@ -50,10 +53,11 @@ struct VPND: ParsableCommand {
                 throw ExitCode(1)
             }
         }
-        let options = DaemonOptions(
+        var options = DaemonOptions(
             policyDirectory: policyDirectory,
             socketPath: ControlSocket.path(option: socket, environment: ProcessInfoEnvironment.current),
             cgroupParent: cgroupParent)
+        options.initialNetworkNamespace = initialNetworkNamespace
         do {
             let daemon = try Daemon(options: options, log: log)
             if !oneshot { try daemon.run() }

@@ -88,6 +88,18 @@ import Testing
         #expect(sandbox.hasPrefix("Landlock ABI") && sandbox.hasSuffix("(verified)"), "\(sandbox)")
         #expect(sandbox.contains("writes only in \(try TestCgroups.cgroupRoot()), /proc/sys/net, /tmp/vx-\(net.tag), /var/run/wireguard"), "\(sandbox)")
         #expect(sandbox.contains("no program execution") && sandbox.contains("no TCP"))
+
+        // The helper that reads which program a process runs: CAP_SYS_PTRACE only (bit 19),
+        // no_new_privs, a seccomp filter, and it is vpnd's child.
+        let children = try String(contentsOfFile: "/proc/\(vpnd.pid)/task/\(vpnd.pid)/children", encoding: .utf8)
+            .split(separator: " ").compactMap { Int32($0) }
+        #expect(children.count == 1, "one helper: \(children)")
+        if let helper = children.first {
+            let helperStatus = try String(contentsOfFile: "/proc/\(helper)/status", encoding: .utf8)
+            for line in ["CapEff:\t0000000000080000", "CapPrm:\t0000000000080000", "CapBnd:\t0000000000080000", "NoNewPrivs:\t1", "Seccomp:\t2"] {
+                #expect(helperStatus.contains(line), "\(line) in \(helperStatus)")
+            }
+        }
     }
 
     @Test func oneDaemonPerNetworkNamespace() throws {

@@ -72,8 +72,10 @@ final class DaemonHarness: @unchecked Sendable {
 
     var arguments: [String] {
         get throws {
+            // The test process is in the initial network namespace, which has exec events.
             topology.client.enter + launcher + [try Binaries.path("vpnd"), "--policy-dir", policyDirectory,
-                                     "--socket", socketPath, "--cgroup-parent", cgroupParent]
+                                                "--socket", socketPath, "--cgroup-parent", cgroupParent,
+                                                "--initial-netns", "/proc/\(getpid())/ns/net"]
         }
     }
 

@@ -1,0 +1,111 @@
+import CLinux
+import Cgroups
+import Glibc
+import Netlink
+import Plan
+import Policy
+
+/// bypass.executables and route.executables, enforced for processes started any way: vpnd
+/// follows every exec (the kernel's process connector) and moves a process that ran a
+/// listed program at once, through a pidfd (a pid reused meanwhile is never moved). The
+/// process runs where it was started from its exec until the move, a window of well under
+/// a millisecond on an idle machine (bench/run measures it); connections it opens in that
+/// window keep the route they got. At start, on reload and when the kernel dropped events
+/// (a burst overflowed the socket), every running process is looked at.
+final class ExecutableFollower {
+    let events: ExecEvents
+    private let reader: ExecutableReader
+    private let log: Log
+    private var listening = true
+    /// Moves made, by target ("work", or "bypass"), for status.
+    private(set) var moves: [String: Int] = [:]
+
+    init(events: ExecEvents, reader: ExecutableReader, log: Log) {
+        self.events = events
+        self.reader = reader
+        self.log = log
+    }
+
+    /// The proc connector delivers only to sockets in the initial network namespace: a vpnd
+    /// in another one (a test's, a network-namespaced service) opens it there, which needs
+    /// CAP_SYS_ADMIN, so this runs before vpnd drops its capabilities.
+    static func openInInitialNamespace(_ path: String) throws -> ExecEvents {
+        let own = open("/proc/thread-self/ns/net", O_RDONLY | O_CLOEXEC)
+        let initial = open(path, O_RDONLY | O_CLOEXEC)
+        defer {
+            if own >= 0 { close(own) }
+            if initial >= 0 { close(initial) }
+        }
+        guard initial >= 0 else {
+            throw ApplyError("cannot open the initial network namespace (\(path)) for exec events: \(String(cString: strerror(errno)))")
+        }
+        var ownInfo = stat(), initialInfo = stat()
+        guard own >= 0, fstat(own, &ownInfo) == 0, fstat(initial, &initialInfo) == 0,
+              ownInfo.st_ino != initialInfo.st_ino || ownInfo.st_dev != initialInfo.st_dev else {
+            return try ExecEvents()
+        }
+        guard vx_setns(initial, vx_clone_newnet()) == 0 else {
+            throw ApplyError("cannot enter the initial network namespace for exec events: \(String(cString: strerror(errno)))")
+        }
+        defer { precondition(vx_setns(own, vx_clone_newnet()) == 0, "could not return to vpnd's network namespace") }
+        return try ExecEvents()
+    }
+
+    /// Subscribed only while the policy lists executables.
+    func follow(_ policy: Policy) {
+        guard policy.listsExecutables != listening else { return }
+        do {
+            try events.listen(policy.listsExecutables)
+            listening = policy.listsExecutables
+        } catch {
+            log.error("exec events: \(error)")
+        }
+    }
+
+    func handleEvents(policy: Policy, parent: String, hierarchy: CgroupHierarchy, prepare: () throws -> Void) {
+        let (pids, lost) = events.drain()
+        guard policy.listsExecutables else { return }
+        if lost {
+            log.warning("exec events were lost (a burst overflowed the socket); looking at every process")
+            scanAll(policy: policy, parent: parent, hierarchy: hierarchy, prepare: prepare)
+            return
+        }
+        for pid in pids { place(pid, policy: policy, parent: parent, hierarchy: hierarchy, prepare: prepare) }
+    }
+
+    func scanAll(policy: Policy, parent: String, hierarchy: CgroupHierarchy, prepare: () throws -> Void) {
+        guard policy.listsExecutables, let directory = opendir("/proc") else { return }
+        var pids: [Int32] = []
+        while let entry = readdir(directory) {
+            let name = withUnsafeBytes(of: entry.pointee.d_name) { String(decoding: $0.prefix { $0 != 0 }, as: UTF8.self) }
+            if let pid = Int32(name), pid > 1 { pids.append(pid) }
+        }
+        closedir(directory)
+        for pid in pids { place(pid, policy: policy, parent: parent, hierarchy: hierarchy, prepare: prepare) }
+    }
+
+    /// Looks at one process: held by a pidfd first, so what is read about it (its program,
+    /// its cgroup) is its own if it is still alive afterwards.
+    private func place(_ pid: Int32, policy: Policy, parent: String, hierarchy: CgroupHierarchy, prepare: () throws -> Void) {
+        guard let process = try? ProcessHandle.open(pid: pid), let executable = reader.executable(of: pid),
+              let cgroup = CgroupHierarchy.cgroup(ofProcess: pid), process.isAlive,
+              let decision = ExecutableRules.decide(executable: executable, cgroup: cgroup, policy: policy, parent: parent) else { return }
+        let (target, label): (String, String)
+        switch decision {
+        case let .join(profile):
+            target = policy.profile(named: profile)!.cgroupPath(parent: parent)
+            label = profile
+        case .bypass:
+            target = ExecutableRules.bypassCgroup(parent: parent)
+            label = Policy.bypassSliceName
+        }
+        do {
+            try prepare()
+            try hierarchy.move(process, to: target)
+            moves[label, default: 0] += 1
+            log.info("pid \(pid) ran \(executable): moved from \(cgroup.isEmpty ? "the root cgroup" : cgroup) into \(target)")
+        } catch {
+            log.warning("pid \(pid) ran \(executable) but could not be moved into \(target): \(error)")
+        }
+    }
+}
