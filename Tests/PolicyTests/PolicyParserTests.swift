@@ -203,8 +203,8 @@ func diagnostics(_ files: [(String, String)]) -> [String] {
             """)])
         #expect(errors.count == 4)
         #expect(errors[0].hasPrefix("/p/a.toml:6:7: error: [profile.a] route domains: not supported by this version"), "\(errors)")
-        #expect(errors[1].hasPrefix("/p/a.toml:3:1: error: [profile.a] dns: not supported by this version"))
-        #expect(errors[2].hasPrefix("/p/a.toml:5:1: error: [profile.a] bypass: not supported"))
+        #expect(errors[1].hasPrefix("/p/a.toml:5:8: error: [profile.a] bypass domains: not supported by this version"))
+        #expect(errors[2].hasPrefix("/p/a.toml:3:1: error: [profile.a] dns: not supported by this version"))
         #expect(errors[3].hasPrefix("/p/a.toml:7:2: error: system: system mode ([system]) is not supported"))
     }
 

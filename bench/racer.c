@@ -1,0 +1,37 @@
+// How long a process runs outside its profile after exec: started with the CLOCK_MONOTONIC
+// time (ns) its parent read just before it forked and exec'd this program, it reads its own
+// cgroup until it is in one whose path ends in SUFFIX, then prints the nanoseconds since.
+// usage: racer START_NS SUFFIX   (built static, so that start-up adds almost nothing)
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+int main(int argc, char **argv) {
+    if (argc != 3) return 2;
+    long long start = atoll(argv[1]);
+    const char *suffix = argv[2];
+    char buffer[4096];
+    for (long spins = 0; spins < 100000000; spins++) {
+        int fd = open("/proc/self/cgroup", O_RDONLY);
+        ssize_t n = fd >= 0 ? read(fd, buffer, sizeof buffer - 1) : -1;
+        if (fd >= 0) close(fd);
+        if (n <= 0) return 1;
+        buffer[n] = 0;
+        char *line = strstr(buffer, "0::");
+        if (line) {
+            char *end = strchr(line, '\n');
+            if (end) *end = 0;
+            size_t length = strlen(line), tail = strlen(suffix);
+            if (length >= tail && strcmp(line + length - tail, suffix) == 0) {
+                struct timespec now;
+                clock_gettime(CLOCK_MONOTONIC, &now);
+                printf("%lld\n", (long long)now.tv_sec * 1000000000LL + now.tv_nsec - start);
+                return 0;
+            }
+        }
+    }
+    return 1;
+}
