@@ -59,7 +59,7 @@ let package = Package(
         .testTarget(name: "CgroupsTests", dependencies: ["Cgroups", "NetTestSupport"]),
         .testTarget(name: "WireGuardTests", dependencies: ["WireGuard", "Addresses"]),
         .testTarget(name: "WireGuardDeviceTests", dependencies: ["WireGuardDevice"]),
-        .testTarget(name: "DaemonTests", dependencies: ["Daemon", "Plan", "Nftables"]),
+        .testTarget(name: "DaemonTests", dependencies: ["Daemon", "Plan", "Nftables", "Netlink", "Addresses", "NetTestSupport"]),
         .testTarget(name: "IntegrationTests", dependencies: ["NetTestSupport", "Control"]),
     ]
 )

@@ -48,7 +48,7 @@ public final class KernelApplier {
     private func applyTable(_ desired: NftTable) throws {
         let exists = try nft.tableExists(family: desired.family, name: desired.name)
         if !exists && applied != nil { onTableRestored?() }
-        if exists, let applied, Self.withoutCounts(applied) == Self.withoutCounts(desired) { return }
+        if exists, let applied, Self.comparable(applied) == Self.comparable(desired) { return }
         if exists, let applied, let edits = Self.elementEdits(from: applied, to: desired) {
             // Only elements changed (a cgroup appeared or went): a few elements, not a rebuild.
             for (set, removed) in edits.removed { try nft.deleteElements(removed, from: set, in: desired) }
@@ -64,17 +64,39 @@ public final class KernelApplier {
                         table.counters[index].bytes = old.bytes
                     }
                 }
+                // So do elements learned at run time, with the time they had left: in the
+                // same batch, so that no connection finds them missing (also after a restart
+                // of vpnd: they are read from the kernel, not from memory).
+                for index in table.sets.indices where table.sets[index].timeout {
+                    let set = table.sets[index]
+                    let held = Set(set.elements.map(\.key))
+                    table.sets[index].elements += try nft.elements(of: set.name, keyType: set.key, family: desired.family, table: desired.name)
+                        .filter { !held.contains($0.key) && ($0.timeout ?? 0) > 0 }
+                }
             }
             try nft.replace(table)
         }
-        applied = Self.withoutCounts(desired)
+        applied = Self.comparable(desired)
     }
 
-    static func withoutCounts(_ table: NftTable) -> NftTable {
+    /// Adds elements with timeouts (what the DNS proxy learned) to a set of the applied
+    /// table; returns once the kernel acknowledged them. An element that exists gets the
+    /// new timeout.
+    public func addRuntimeElements(_ elements: [NftElement], to set: String) throws {
+        guard let applied else { throw ApplyError("no table applied yet") }
+        try nft.addElements(elements, to: set, in: applied)
+    }
+
+    /// The table as far as vpnd decides it: counters zeroed, and the elements of timeout
+    /// sets left out (the kernel holds those; they are carried over, not compared).
+    static func comparable(_ table: NftTable) -> NftTable {
         var copy = table
         for index in copy.counters.indices {
             copy.counters[index].packets = 0
             copy.counters[index].bytes = 0
+        }
+        for index in copy.sets.indices where copy.sets[index].timeout {
+            copy.sets[index].elements = []
         }
         return copy
     }
@@ -82,12 +104,12 @@ public final class KernelApplier {
     /// The element additions and removals that turn `old` into `new`, or nil when
     /// anything but elements differs.
     static func elementEdits(from old: NftTable, to new: NftTable) -> (added: [(String, [NftElement])], removed: [(String, [NftElement])])? {
-        var oldShape = withoutCounts(old), newShape = withoutCounts(new)
+        var oldShape = comparable(old), newShape = comparable(new)
         for index in oldShape.sets.indices { oldShape.sets[index].elements = [] }
         for index in newShape.sets.indices { newShape.sets[index].elements = [] }
         guard oldShape == newShape else { return nil }
         var added: [(String, [NftElement])] = [], removed: [(String, [NftElement])] = []
-        for (before, after) in zip(old.sets, new.sets) {
+        for (before, after) in zip(old.sets, new.sets) where !after.timeout {
             // Interval sets hold boundaries, not elements: a change rebuilds the table.
             if after.interval && before.elements != after.elements { return nil }
             let plus = after.elements.filter { !before.elements.contains($0) }

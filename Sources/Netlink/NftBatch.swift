@@ -124,7 +124,7 @@ struct NftBatch {
         nextSetID += 1
         nftnl_set_set_u32(nftSet, attr(NFTNL_SET_KEY_TYPE), set.key.datatype)
         nftnl_set_set_u32(nftSet, attr(NFTNL_SET_KEY_LEN), set.key.length)
-        var flags: UInt32 = set.interval ? UInt32(NFT_SET_INTERVAL.rawValue) : 0
+        var flags: UInt32 = (set.interval ? UInt32(NFT_SET_INTERVAL.rawValue) : 0) | (set.timeout ? UInt32(NFT_SET_TIMEOUT.rawValue) : 0)
         if set.data == .verdict {
             flags |= UInt32(NFT_SET_MAP.rawValue)
             nftnl_set_set_u32(nftSet, attr(NFTNL_SET_DATA_TYPE), NFT_DATA_VERDICT.rawValue)
@@ -211,6 +211,9 @@ struct NftBatch {
         }
         _ = element.key.bytes.withUnsafeBytes {
             nftnl_set_elem_set(nftElement, attr(NFTNL_SET_ELEM_KEY), $0.baseAddress, UInt32($0.count))
+        }
+        if let timeout = element.timeout {
+            nftnl_set_elem_set_u64(nftElement, attr(NFTNL_SET_ELEM_TIMEOUT), UInt64(timeout) * 1000)
         }
         if let verdict = element.verdict {
             nftnl_set_elem_set_u32(nftElement, attr(NFTNL_SET_ELEM_VERDICT), UInt32(bitPattern: NftExpressions.verdictCode(verdict)))

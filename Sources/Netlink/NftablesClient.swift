@@ -1,3 +1,4 @@
+import Addresses
 import CNetlink
 import Glibc
 import Nftables
@@ -80,6 +81,40 @@ public final class NftablesClient {
                 name: counterName,
                 packets: nftnl_obj_get_u64(parsed, attr(NFTNL_OBJ_CTR_PKTS)),
                 bytes: nftnl_obj_get_u64(parsed, attr(NFTNL_OBJ_CTR_BYTES)))
+        }
+        return result
+    }
+
+    /// The elements of an address set as the kernel holds them now, each with the whole
+    /// seconds it has left (rounded up) when the set has timeouts. Empty when the table or
+    /// set does not exist.
+    public func elements(of set: String, keyType: NftSetKeyType, family: NftFamily, table: String) throws -> [NftElement] {
+        let request = nftnl_set_alloc()!
+        defer { nftnl_set_free(request) }
+        nftnl_set_set_str(request, attr(NFTNL_SET_TABLE), table)
+        nftnl_set_set_str(request, attr(NFTNL_SET_NAME), set)
+        let message = nftMessage(NFT_MSG_GETSETELEM, family: family) { nftnl_set_elems_nlmsg_build_payload($0, request) }
+        let replies: [NetlinkReply]
+        do {
+            replies = try netlink.dump(message, operation: "list elements of \(set)")
+        } catch let error as NetlinkError where error.code == ENOENT {
+            return []
+        }
+        var result: [NftElement] = []
+        for reply in replies {
+            let parsed = nftnl_set_alloc()!
+            defer { nftnl_set_free(parsed) }
+            guard reply.withHeader({ nftnl_set_elems_nlmsg_parse($0, parsed) }) == 0,
+                  let iterator = nftnl_set_elems_iter_create(parsed) else { continue }
+            defer { nftnl_set_elems_iter_destroy(iterator) }
+            while let element = nftnl_set_elems_iter_next(iterator) {
+                var length: UInt32 = 0
+                guard let data = nftnl_set_elem_get(element, attr(NFTNL_SET_ELEM_KEY), &length),
+                      let address = IPAddress(bytes: UnsafeRawBufferPointer(start: data, count: Int(length))) else { continue }
+                let expires = nftnl_set_elem_is_set(element, attr(NFTNL_SET_ELEM_EXPIRATION))
+                    ? UInt32(clamping: (nftnl_set_elem_get_u64(element, attr(NFTNL_SET_ELEM_EXPIRATION)) + 999) / 1000) : nil
+                result.append(NftElement(key: .prefix(IPPrefix(address: address, length: address.bitCount)!), timeout: expires))
+            }
         }
         return result
     }

@@ -11,15 +11,19 @@ public struct NftSet: Hashable, Sendable {
     /// Elements are address prefixes (`flags interval`); they must not overlap (see
     /// `IPPrefix.covering`).
     public var interval: Bool
+    /// Elements carry timeouts and are added at run time (`flags timeout`): what the DNS
+    /// proxy learns. The kernel holds them; a table replace carries them over.
+    public var timeout: Bool
 
     public init(name: String, key: NftSetKeyType, data: NftSetDataType? = nil, elements: [NftElement] = [], comment: String? = nil,
-                interval: Bool = false) {
+                interval: Bool = false, timeout: Bool = false) {
         self.name = name
         self.key = key
         self.data = data
         self.elements = elements
         self.comment = comment
         self.interval = interval
+        self.timeout = timeout
     }
 
     public var isMap: Bool { data != nil }
@@ -64,10 +68,13 @@ public enum NftSetDataType: String, Hashable, Sendable {
 public struct NftElement: Hashable, Sendable {
     public var key: NftElementKey
     public var verdict: NftVerdict?
+    /// Seconds until the kernel removes the element (sets with `timeout`).
+    public var timeout: UInt32?
 
-    public init(key: NftElementKey, verdict: NftVerdict? = nil) {
+    public init(key: NftElementKey, verdict: NftVerdict? = nil, timeout: UInt32? = nil) {
         self.key = key
         self.verdict = verdict
+        self.timeout = timeout
     }
 }
 

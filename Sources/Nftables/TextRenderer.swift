@@ -33,7 +33,8 @@ public struct NftTextRenderer: Sendable {
             out.append("\t\(set.isMap ? "map" : "set") \(set.name) {")
             let type = set.key.rawValue + (set.data.map { " : \($0.rawValue)" } ?? "")
             out.append("\t\ttype \(type)")
-            if set.interval { out.append("\t\tflags interval") }
+            let flags = (set.interval ? ["interval"] : []) + (set.timeout ? ["timeout"] : [])
+            if !flags.isEmpty { out.append("\t\tflags \(flags.joined(separator: ","))") }
             if let comment = set.comment { out.append("\t\tcomment \(quoted(comment))") }
             if !set.elements.isEmpty {
                 let elements = set.elements.map(element).joined(separator: ",\n\t\t\t     ")
@@ -101,7 +102,7 @@ public struct NftTextRenderer: Sendable {
     }
 
     func element(_ element: NftElement) -> String {
-        let key = key(element.key)
+        let key = key(element.key) + (element.timeout.map { " timeout \($0)s" } ?? "")
         return element.verdict.map { "\(key) : \(verdict($0))" } ?? key
     }
 

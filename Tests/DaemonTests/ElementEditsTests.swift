@@ -1,3 +1,4 @@
+import Addresses
 @testable import Daemon
 import Nftables
 import Testing
@@ -28,6 +29,20 @@ import Testing
     }
 
     @Test func countersDoNotCount() {
-        #expect(KernelApplier.withoutCounts(table([a], counters: 5)) == KernelApplier.withoutCounts(table([a])))
+        #expect(KernelApplier.comparable(table([a], counters: 5)) == KernelApplier.comparable(table([a])))
+    }
+
+    /// Elements of timeout sets are the kernel's (learned at run time): never compared,
+    /// never edited away.
+    @Test func runTimeElementsAreNotCompared() throws {
+        func learned(_ elements: [NftElement]) -> NftTable {
+            var t = table([a])
+            t.sets.append(NftSet(name: "dns4", key: .ipv4Address, elements: elements, timeout: true))
+            return t
+        }
+        let element = NftElement(key: .prefix(IPPrefix("192.0.2.1/32")!), timeout: 60)
+        #expect(KernelApplier.comparable(learned([element])) == KernelApplier.comparable(learned([])))
+        let edits = try #require(KernelApplier.elementEdits(from: learned([element]), to: learned([])))
+        #expect(edits.added.isEmpty && edits.removed.isEmpty)
     }
 }
