@@ -3,8 +3,8 @@ import Policy
 
 /// cgroup -> mark. Membership is decided by the socket's cgroup (recorded by the kernel
 /// when the socket was made), never by a mark: a member's packet gets its profile's mark
-/// whatever mark its socket carries (SO_MARK needs only CAP_NET_RAW), and a non-member's
-/// packet leaves with none of our bits but the bypass mark. The cgroup is looked up, at
+/// whatever mark its socket carries (SO_MARK needs only CAP_NET_RAW). A non-member that
+/// sets a profile's mark itself is routed as that profile's. The cgroup is looked up, at
 /// each depth where a profile cgroup sits, in a map whose verdict jumps to the profile's
 /// member chain; that chain sets the profile's mark bits (and only those) and stores them
 /// in the connection. Later packets of the connection, replies, and packets without a full
@@ -80,10 +80,11 @@ enum MembershipRules {
             ]))
             output += unknown.rules(prefix: [], target: unknownChain)
         }
+        // A non-member whose socket carries a profile's mark (SO_MARK needs CAP_NET_RAW or
+        // CAP_NET_ADMIN: vpnd's own DNS queries, software given a fwmark) is routed as that
+        // profile's, killswitch included.
+        output.append(NftRule([.markVerdictMap(mask: mask, map: "connection_marks")], comment: "a profile's mark set by the socket"))
         output += ExceptionRules.routeRules(policy)
-        output.append(NftRule([.markMatch(mask: mask, value: 0, negated: true), .markMatch(mask: mask, value: bypass, negated: true),
-                               .setMark(clear: mask, set: 0)],
-                              comment: "non-members carry none of our mark bits but the bypass mark"))
         output.append(NftRule([.setConntrackMark(clear: mask, set: bypass)], comment: "a non-member's connection: decided, direct"))
         table.chains += [
             NftChain(name: "route_output", base: NftBaseChain(kind: .route, hook: .output, priority: NftBaseChain.mangle), rules: output),

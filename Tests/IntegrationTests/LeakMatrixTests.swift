@@ -37,6 +37,8 @@ import Testing
                                                                         ["python3", leak, "udp-bind", s.net.clientUplink, target, "9001"]), cleanup: cleanup))
             attacks.append(try BackgroundProcess(try s.daemon.vpnexec(profile: "work", ["python3", leak, "icmp-raw", target]), cleanup: cleanup))
             attacks.append(try BackgroundProcess(try s.daemon.vpnexec(profile: "work", user: user.name, ["python3", leak, "icmp-dgram", target]), cleanup: cleanup))
+            // A non-member that sets the profile's mark itself is the profile's: held too.
+            attacks.append(try BackgroundProcess(s.net.client.enter + ["python3", leak, "udp-mark", "0x01000000", target, "9001"], cleanup: cleanup))
             // Positive controls: a non-member doing the same is seen by this capture.
             attacks.append(try BackgroundProcess(s.net.client.enter + ["python3", leak, "udp-mark", "0x7f000000", target, "9002"], cleanup: cleanup))
             attacks.append(try BackgroundProcess(s.net.client.enter + ["python3", leak, "icmp-raw", target == Topology.service4 ? Topology.serverUplink4 : Topology.serverUplink6], cleanup: cleanup))

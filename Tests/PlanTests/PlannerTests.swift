@@ -39,7 +39,7 @@ func profile(_ name: String, tunnel: String, index: UInt32, killswitch: Bool = t
             [.conntrackMarkVerdictMap(mask: mask, map: "connection_marks")],
             [.cgroupVerdictMap(level: 2, map: "cgroup_level_2")],
             // No listing of the root was given: no fail-closed rules (an empty set would match all).
-            [.markMatch(mask: mask, value: 0, negated: true), .markMatch(mask: mask, value: bypass, negated: true), .setMark(clear: mask, set: 0)],
+            [.markVerdictMap(mask: mask, map: "connection_marks")],
             [.setConntrackMark(clear: mask, set: bypass)],
         ])
 
@@ -111,7 +111,7 @@ func profile(_ name: String, tunnel: String, index: UInt32, killswitch: Bool = t
         let output = try #require(state.nft.chain(named: "route_output"))
         #expect(!output.rules.contains { $0.statements.contains(.verdict(.return)) }, "no early return for packets that carry a mark")
         #expect(output.rules.first { $0.statements.contains(.conntrackMarkVerdictMap(mask: 0x7f00_0000, map: "connection_marks")) } != nil)
-        #expect(output.rules.dropLast().last?.comment == "non-members carry none of our mark bits but the bypass mark")
+        #expect(output.rules.dropLast().last?.comment == "a profile's mark set by the socket")
     }
 
     /// Ids nobody knows where a profile cgroup (or its parent) could be are dropped: beside
