@@ -1,0 +1,58 @@
+/// The fixed 12-byte header (RFC 1035 4.1.1). The four section counts are not stored here:
+/// a parsed message has its sections as arrays, and the encoder counts them.
+public struct DNSHeader: Hashable, Sendable {
+    public static let size = 12
+
+    public var id: UInt16
+    /// QR, opcode, AA, TC, RD, RA, Z, AD, CD and RCODE as on the wire.
+    public var flags: UInt16
+
+    public init(id: UInt16, flags: UInt16 = 0) {
+        self.id = id
+        self.flags = flags
+    }
+
+    public var isResponse: Bool {
+        get { flags & 0x8000 != 0 }
+        set { set(0x8000, newValue) }
+    }
+
+    public var opcode: DNSOpcode {
+        get { DNSOpcode(rawValue: UInt8(flags >> 11 & 0x0f)) }
+        set { flags = flags & ~0x7800 | UInt16(newValue.rawValue) << 11 }
+    }
+
+    public var isAuthoritative: Bool {
+        get { flags & 0x0400 != 0 }
+        set { set(0x0400, newValue) }
+    }
+
+    public var isTruncated: Bool {
+        get { flags & 0x0200 != 0 }
+        set { set(0x0200, newValue) }
+    }
+
+    public var recursionDesired: Bool {
+        get { flags & 0x0100 != 0 }
+        set { set(0x0100, newValue) }
+    }
+
+    public var recursionAvailable: Bool {
+        get { flags & 0x0080 != 0 }
+        set { set(0x0080, newValue) }
+    }
+
+    public var checkingDisabled: Bool {
+        get { flags & 0x0010 != 0 }
+        set { set(0x0010, newValue) }
+    }
+
+    public var responseCode: DNSResponseCode {
+        get { DNSResponseCode(rawValue: UInt8(flags & 0x0f)) }
+        set { flags = flags & ~0x000f | UInt16(newValue.rawValue) }
+    }
+
+    private mutating func set(_ bit: UInt16, _ on: Bool) {
+        flags = on ? flags | bit : flags & ~bit
+    }
+}
