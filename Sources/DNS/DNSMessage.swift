@@ -100,7 +100,7 @@ public struct DNSRecord: Hashable, Sendable {
     }
 
     public var type: DNSRecordType { data.type }
-    public var effectiveTTL: UInt32 { ttl & 0x8000_0000 == 0 ? ttl : 0 }
+    public var effectiveTTL: UInt32 { Wire.effectiveTTL(ttl) }
 
     init(_ ref: RecordRef, in bytes: [UInt8]) throws(DNSWireError) {
         name = try DomainName(in: bytes, at: ref.name)

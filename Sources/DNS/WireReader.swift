@@ -32,6 +32,12 @@ enum Wire {
         put16(UInt16(truncatingIfNeeded: value), into: &bytes, at: at + 2)
     }
 
+    /// RFC 2181 8: a TTL with the top bit set is read as zero.
+    @inline(__always)
+    static func effectiveTTL(_ raw: UInt32) -> UInt32 {
+        raw & 0x8000_0000 == 0 ? raw : 0
+    }
+
     /// DNS compares names without regard to ASCII case (RFC 4343); other bytes are as they are.
     @inline(__always)
     static func lower(_ byte: UInt8) -> UInt8 {
