@@ -12,7 +12,15 @@ public struct DomainList: Sendable {
         public init(rawValue: UInt64) { self.rawValue = rawValue }
         public static func list(_ index: Int) -> Membership { Membership(rawValue: 1 << UInt64(index)) }
         public func contains(list index: Int) -> Bool { contains(.list(index)) }
-        public var lists: [Int] { (0..<64).filter { contains(list: $0) } }
+        /// The indices, lowest first.
+        public var lists: [Int] {
+            var result: [Int] = [], bits = rawValue
+            while bits != 0 {
+                result.append(bits.trailingZeroBitCount)
+                bits &= bits - 1
+            }
+            return result
+        }
     }
 
     public static let maxLists = 64
