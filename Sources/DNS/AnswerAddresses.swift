@@ -52,7 +52,7 @@ public struct AnswerAddresses: Sendable {
         for index in scan.addressRecords {
             let record = scan.records[index]
             addresses.append(Address(owner: try DomainName(in: response, at: record.name),
-                                     address: IPAddress(bytes: response[record.data])!,
+                                     address: Wire.address(response, record.data),
                                      ttl: Wire.effectiveTTL(record.ttl)))
         }
     }

@@ -130,7 +130,7 @@ public enum DNSRecordData: Hashable, Sendable {
     init(_ ref: RecordRef, in bytes: [UInt8]) throws(DNSWireError) {
         let data = ref.data
         if ref.dnsClass == .internet, ref.type == .a || ref.type == .aaaa {
-            self = .address(IPAddress(bytes: bytes[data])!)
+            self = .address(Wire.address(bytes, data))
             return
         }
         if ref.type == .cname {

@@ -21,6 +21,7 @@ public struct DNSProxy<Client: Hashable> {
     private var scan = AnswerScan()
     /// The server new queries go to first: moves on when it lets a query time out.
     private var preferred = 0
+    private let upstreamTimeout: UInt64
 
     public init(configuration: DNSProxyConfiguration, random: some RandomNumberGenerator) throws(DNSProxyConfigurationError) {
         try configuration.validate()
@@ -28,6 +29,7 @@ public struct DNSProxy<Client: Hashable> {
         self.random = random
         lists = DomainList(configuration.domainSets.map(\.patterns))
         inFlight = InFlightQueries(capacity: configuration.maxInFlight)
+        upstreamTimeout = configuration.upstreamTimeout.nanoseconds
     }
 
     public var inFlightCount: Int { inFlight.count }
@@ -64,7 +66,7 @@ public struct DNSProxy<Client: Hashable> {
         Wire.put16(id, into: &upstream, at: 0)
         let server = preferred
         inFlight.insert(.init(client: client, clientID: header.id, transport: transport, bytes: upstream, firstServer: server, attempts: 1, generation: 0),
-                        id: id, deadline: now + configuration.upstreamTimeout)
+                        id: id, deadline: DNSInstant(nanoseconds: now.nanoseconds &+ upstreamTimeout))
         counters.forwarded += 1
         actions.append(.forward(query: upstream, to: configuration.servers[server], over: transport))
     }
@@ -84,7 +86,7 @@ public struct DNSProxy<Client: Hashable> {
         guard sameQuestion(bytes, query.bytes) else { return drop(.mismatchedAnswer) }
         let code = DNSResponseCode(rawValue: bytes[3])
         do {
-            try scan.read(bytes, lists: lists, followChain: code == .noError && lists.domainCount > 0)
+            try scan.read(bytes, lists: lists, followChain: code == .noError && lists.count > 0)
         } catch {
             return drop(.malformedAnswer)
         }
@@ -122,7 +124,7 @@ public struct DNSProxy<Client: Hashable> {
                 fail(query, into: &actions)
                 continue
             }
-            inFlight.rearm(id, deadline: now + configuration.upstreamTimeout)
+            inFlight.rearm(id, deadline: DNSInstant(nanoseconds: now.nanoseconds &+ upstreamTimeout))
             counters.retried += 1
             actions.append(.forward(query: query.bytes, to: servers[(silent + 1) % servers.count], over: query.transport))
         }
@@ -142,7 +144,7 @@ public struct DNSProxy<Client: Hashable> {
             let timeout = min(max(ttl, bounds.lowerBound), bounds.upperBound)
             if ttl > bounds.upperBound { Wire.put32(bounds.upperBound, into: &response, at: record.ttlOffset) }
             shortest = min(shortest, timeout)
-            let address = IPAddress(bytes: response[record.data])!
+            let address = Wire.address(response, record.data)
             for list in scan.lists.lists {
                 let sets = configuration.domainSets[list]
                 let element = DNSSetElement(set: address.isIPv4 ? sets.ipv4Set : sets.ipv6Set, address: address, timeoutSeconds: timeout)

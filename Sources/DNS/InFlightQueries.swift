@@ -73,13 +73,10 @@ struct InFlightQueries<Client: Hashable> {
     mutating func earliest(dueBy now: DNSInstant?) -> (id: UInt16, query: Query)? {
         while head < deadlines.count {
             let deadline = deadlines[head]
-            guard let query = queries[deadline.id], query.generation == deadline.generation else {
-                head += 1
-                continue
-            }
+            // Later deadlines are later still: nothing is due, whatever this one's state.
             if let now, deadline.at > now.nanoseconds { return nil }
             head += 1
-            return (deadline.id, query)
+            if let query = queries[deadline.id], query.generation == deadline.generation { return (deadline.id, query) }
         }
         return nil
     }

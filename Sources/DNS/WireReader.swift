@@ -1,3 +1,5 @@
+import Addresses
+
 /// Reading a message in place: fields, names and records as positions in the caller's
 /// bytes, nothing copied. The full parser (`DNSMessage`) and the proxy's hot path both stand
 /// on this, so a message is judged well formed by one piece of code.
@@ -30,6 +32,20 @@ enum Wire {
     static func put32(_ value: UInt32, into bytes: inout [UInt8], at: Int) {
         put16(UInt16(truncatingIfNeeded: value >> 16), into: &bytes, at: at)
         put16(UInt16(truncatingIfNeeded: value), into: &bytes, at: at + 2)
+    }
+
+    /// The address in an A or AAAA record's data (4 or 16 bytes, checked by `RdataLayout`),
+    /// read without the generic detour of `IPAddress(bytes:)` on the data path.
+    @inline(__always)
+    static func address(_ bytes: [UInt8], _ data: Range<Int>) -> IPAddress {
+        let at = data.lowerBound
+        guard data.count == 16 else { return .v4(UInt32(bytes[at]) << 24 | UInt32(bytes[at + 1]) << 16 | UInt32(bytes[at + 2]) << 8 | UInt32(bytes[at + 3])) }
+        var high: UInt64 = 0, low: UInt64 = 0
+        for i in 0..<8 {
+            high = high << 8 | UInt64(bytes[at + i])
+            low = low << 8 | UInt64(bytes[at + 8 + i])
+        }
+        return .v6(high, low)
     }
 
     /// RFC 2181 8: a TTL with the top bit set is read as zero.

@@ -144,7 +144,7 @@ import Testing
         }
         let lists = [bypass, route]
         let index = DomainList(lists)
-        #expect(index.domainCount == 10_000)
+        #expect(index.count == 10_000)
         // What each lookup must give, by construction: host<i> is in bypass when it was made
         // (i < 10,000, not a multiple of 3), www.<i> is below route's *.<i> when that was made,
         // and <i>.zone itself is in no list (a wildcard is strictly below its domain).
