@@ -12,39 +12,22 @@ public struct DNSHeader: Hashable, Sendable {
         self.flags = flags
     }
 
-    public var isResponse: Bool {
-        get { flags & 0x8000 != 0 }
-        set { set(0x8000, newValue) }
+    /// The header at the start of a message; nil when the message is shorter than one.
+    public init?(of message: [UInt8]) {
+        guard message.count >= Self.size else { return nil }
+        self.init(id: UInt16(message[0]) << 8 | UInt16(message[1]), flags: UInt16(message[2]) << 8 | UInt16(message[3]))
     }
+
+    public var isResponse: Bool { get { self[0x8000] } set { self[0x8000] = newValue } }
+    public var isAuthoritative: Bool { get { self[0x0400] } set { self[0x0400] = newValue } }
+    public var isTruncated: Bool { get { self[0x0200] } set { self[0x0200] = newValue } }
+    public var recursionDesired: Bool { get { self[0x0100] } set { self[0x0100] = newValue } }
+    public var recursionAvailable: Bool { get { self[0x0080] } set { self[0x0080] = newValue } }
+    public var checkingDisabled: Bool { get { self[0x0010] } set { self[0x0010] = newValue } }
 
     public var opcode: DNSOpcode {
         get { DNSOpcode(rawValue: UInt8(flags >> 11 & 0x0f)) }
         set { flags = flags & ~0x7800 | UInt16(newValue.rawValue) << 11 }
-    }
-
-    public var isAuthoritative: Bool {
-        get { flags & 0x0400 != 0 }
-        set { set(0x0400, newValue) }
-    }
-
-    public var isTruncated: Bool {
-        get { flags & 0x0200 != 0 }
-        set { set(0x0200, newValue) }
-    }
-
-    public var recursionDesired: Bool {
-        get { flags & 0x0100 != 0 }
-        set { set(0x0100, newValue) }
-    }
-
-    public var recursionAvailable: Bool {
-        get { flags & 0x0080 != 0 }
-        set { set(0x0080, newValue) }
-    }
-
-    public var checkingDisabled: Bool {
-        get { flags & 0x0010 != 0 }
-        set { set(0x0010, newValue) }
     }
 
     public var responseCode: DNSResponseCode {
@@ -52,7 +35,8 @@ public struct DNSHeader: Hashable, Sendable {
         set { flags = flags & ~0x000f | UInt16(newValue.rawValue) }
     }
 
-    private mutating func set(_ bit: UInt16, _ on: Bool) {
-        flags = on ? flags | bit : flags & ~bit
+    private subscript(bit: UInt16) -> Bool {
+        get { flags & bit != 0 }
+        set { flags = newValue ? flags | bit : flags & ~bit }
     }
 }

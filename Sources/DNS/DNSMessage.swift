@@ -24,8 +24,9 @@ public struct DNSMessage: Hashable, Sendable {
 
     /// Parses a message, refusing anything out of place with the reason.
     public init(parsing bytes: [UInt8]) throws(DNSWireError) {
+        guard let header = DNSHeader(of: bytes) else { throw .truncated }
+        self.header = header
         let walker = try MessageWalker(bytes)
-        header = DNSHeader(id: try Wire.u16(bytes, 0), flags: try Wire.u16(bytes, 2))
         // Counts come from the sender; the bytes there bound what can really follow.
         var questionRefs: [QuestionRef] = [], recordRefs: [(DNSSection, RecordRef)] = []
         questionRefs.reserveCapacity(min(walker.questionCount, bytes.count / 5))

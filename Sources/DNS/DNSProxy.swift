@@ -43,8 +43,7 @@ public struct DNSProxy<Client: Hashable> {
     public mutating func query(_ bytes: [UInt8], from client: Client, over transport: DNSTransport, now: DNSInstant,
                                into actions: inout [DNSProxyAction<Client>]) {
         expire(now: now, into: &actions)
-        guard bytes.count >= DNSHeader.size else { return drop(.unreadableQuery) }
-        let header = DNSHeader(id: UInt16(bytes[0]) << 8 | UInt16(bytes[1]), flags: UInt16(bytes[2]) << 8 | UInt16(bytes[3]))
+        guard let header = DNSHeader(of: bytes) else { return drop(.unreadableQuery) }
         guard !header.isResponse else { return drop(.responseFromClient) }
         guard header.opcode == .query else {
             return fail(bytes, .notImplemented, to: client, over: transport, into: &actions)
@@ -77,20 +76,18 @@ public struct DNSProxy<Client: Hashable> {
     public mutating func upstreamAnswer(_ bytes: [UInt8], from server: DNSServer, now: DNSInstant,
                                         into actions: inout [DNSProxyAction<Client>]) {
         expire(now: now, into: &actions)
-        guard bytes.count >= DNSHeader.size else { return drop(.malformedAnswer) }
-        let id = UInt16(bytes[0]) << 8 | UInt16(bytes[1])
-        guard bytes[2] & 0x80 != 0, let query = inFlight[id],
+        guard let header = DNSHeader(of: bytes) else { return drop(.malformedAnswer) }
+        guard header.isResponse, let query = inFlight[header.id],
               let serverIndex = configuration.servers.firstIndex(of: server), wasAsked(query, serverIndex) else {
             return drop(.unexpectedAnswer)
         }
         guard sameQuestion(bytes, query.bytes) else { return drop(.mismatchedAnswer) }
-        let code = DNSResponseCode(rawValue: bytes[3])
         do {
-            try scan.read(bytes, lists: lists, followChain: code == .noError && lists.count > 0)
+            try scan.read(bytes, lists: lists, followChain: header.responseCode == .noError && lists.count > 0)
         } catch {
             return drop(.malformedAnswer)
         }
-        inFlight.remove(id)
+        inFlight.remove(header.id)
         var response = bytes
         Wire.put16(query.clientID, into: &response, at: 0)
         guard !scan.lists.isEmpty else {

@@ -41,3 +41,5 @@ public enum DNSProxyAction<Client: Hashable>: CustomStringConvertible {
         }
     }
 }
+
+extension DNSProxyAction: Sendable where Client: Sendable {}

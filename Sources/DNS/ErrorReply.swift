@@ -9,8 +9,7 @@ public enum DNSErrorReply {
     /// message's ID, opcode, RD and CD bits, its first question when that can be read, and an
     /// OPT record when the message had a readable one. Nil when not even a header is there.
     public static func make(answering message: [UInt8], code: DNSResponseCode) -> [UInt8]? {
-        guard message.count >= DNSHeader.size else { return nil }
-        let original = DNSHeader(id: UInt16(message[0]) << 8 | UInt16(message[1]), flags: UInt16(message[2]) << 8 | UInt16(message[3]))
+        guard let original = DNSHeader(of: message) else { return nil }
         var header = DNSHeader(id: original.id)
         header.isResponse = true
         header.opcode = original.opcode
