@@ -272,3 +272,59 @@ func upstreamID(_ bytes: [UInt8]) -> UInt16 { UInt16(bytes[0]) << 8 | UInt16(byt
         #expect(refused(DNSProxyConfiguration(servers: server, domainSets: [DNSDomainSets(patterns: [], ipv4Set: "", ipv6Set: "v6")])))
     }
 }
+
+/// Random interleavings of queries, genuine and forged answers, retries and time: every query
+/// gets exactly one reply, to its client, with its ID and question, however the answers
+/// come (or do not); the in-flight table never passes its cap.
+@Suite struct DNSProxyRandomTests {
+    @Test func everyQueryIsRepliedToExactlyOnce() throws {
+        var random = SeededRandom(seed: 1035)
+        var harness = try ProxyHarness(ids: (0..<64).map { _ in UInt64.random(in: 0...3, using: &random) }, maxInFlight: 8)
+        let names = ["bank.example", "www.example", "x.cdn.example", "app.corp.example"]
+        var asked: [String: (id: UInt16, name: String)] = [:]
+        var replies: [String: [DNSMessage]] = [:]
+        var wire: [(query: [UInt8], server: DNSServer)] = []
+        func take(_ actions: [DNSProxyAction<String>]) {
+            for action in actions {
+                switch action {
+                case let .forward(query, server, _):
+                    wire.append((query, server))
+                case let .reply(response, client, _), let .fillThenReply(_, response, client, _):
+                    replies[client, default: []].append(try! DNSMessage(parsing: response))
+                }
+            }
+        }
+        for step in 0..<3000 {
+            switch Int.random(in: 0..<10, using: &random) {
+            case 0..<4:
+                let client = "q\(step)", id = UInt16.random(in: 0...3, using: &random)
+                let name = names.randomElement(using: &random)!
+                asked[client] = (id, name)
+                take(harness.query(query(name, id: id), from: client))
+            case 4..<8 where !wire.isEmpty:
+                let (sent, server) = wire.remove(at: Int.random(in: 0..<wire.count, using: &random))
+                let question = try DNSMessage(parsing: sent).questions[0].name.description
+                let forged = Int.random(in: 0..<4, using: &random) == 0
+                let owner = forged ? "evil.example" : question
+                let from = forged && Bool.random(using: &random) ? ProxyHarness.servers[1 - ProxyHarness.servers.firstIndex(of: server)!] : server
+                take(harness.answer(answer(owner, id: upstreamID(sent), records: [a(owner, "192.0.2.\(step % 200)")]), from: from))
+            default:
+                take(harness.advance(Double.random(in: 0...1.5, using: &random)))
+            }
+            #expect(harness.proxy.inFlightCount <= 8)
+        }
+        take(harness.advance(10))
+        take(harness.advance(10))
+        #expect(harness.proxy.inFlightCount == 0)
+        #expect(Set(replies.keys) == Set(asked.keys))
+        for (client, (id, name)) in asked {
+            let got = replies[client] ?? []
+            #expect(got.count == 1, "\(client) got \(got.count) replies")
+            #expect(got.first?.header.id == id && got.first?.questions.first?.name == DomainName(name))
+        }
+        // The draw must exercise every path.
+        let counters = harness.proxy.counters
+        #expect(counters.answered > 100 && counters.failed > 50 && counters.evicted > 0 && counters.retried > 50)
+        #expect(counters.dropped[.mismatchedAnswer, default: 0] > 10 && counters.dropped[.unexpectedAnswer, default: 0] > 10)
+    }
+}
