@@ -32,6 +32,7 @@ let package = Package(
         .target(name: "Control", dependencies: ["CLinux"]),
         // The WireGuard protocol: crypto, handshake, cookies, replay, timers, cryptokey routing.
         .target(name: "WireGuard", dependencies: ["CSodium", "Addresses"]),
+        .target(name: "DNS", dependencies: ["Addresses"]),
 
         // Effects: the kernel behind typed Swift.
         .target(name: "Netlink", dependencies: ["CNetlink", "Addresses", "Nftables", "Routing"]),
@@ -58,6 +59,7 @@ let package = Package(
         .testTarget(name: "NetlinkTests", dependencies: ["Netlink", "Nftables", "Routing", "Cgroups", "NetTestSupport", "Addresses"]),
         .testTarget(name: "CgroupsTests", dependencies: ["Cgroups", "NetTestSupport"]),
         .testTarget(name: "WireGuardTests", dependencies: ["WireGuard", "Addresses"]),
+        .testTarget(name: "DNSTests", dependencies: ["DNS", "Addresses"]),
         .testTarget(name: "WireGuardDeviceTests", dependencies: ["WireGuardDevice"]),
         .testTarget(name: "DaemonTests", dependencies: ["Daemon", "Plan", "Nftables", "Netlink", "Addresses", "NetTestSupport"]),
         .testTarget(name: "IntegrationTests", dependencies: ["NetTestSupport", "Control"]),
