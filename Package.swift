@@ -25,7 +25,7 @@ let package = Package(
         // Pure: values and functions, unit-tested without a kernel.
         .target(name: "Addresses"),
         .target(name: "TOML"),
-        .target(name: "Policy", dependencies: ["TOML", "Addresses"]),
+        .target(name: "Policy", dependencies: ["TOML", "Addresses", "DNS"]),
         .target(name: "Nftables", dependencies: ["Addresses"]),
         .target(name: "Routing", dependencies: ["Addresses"]),
         .target(name: "Plan", dependencies: ["Policy", "Nftables", "Routing", "Addresses"]),
@@ -41,7 +41,7 @@ let package = Package(
         .target(name: "TunnelFiles", dependencies: ["Policy", "TrustedFiles", "WireGuard"]),
         .target(name: "Facts", dependencies: ["Addresses", "Cgroups", "Netlink", "Plan", "Policy", "Routing"]),
         .target(name: "WireGuardDevice", dependencies: ["WireGuard", "CLinux", "Addresses", "Netlink", "Routing"]),
-        .target(name: "Daemon", dependencies: ["Addresses", "CCap", "CLinux", "CSystemd", "Cgroups", "Control", "Facts", "TrustedFiles", "Netlink", "Nftables", "Plan", "Policy", "Routing", "TunnelFiles", "WireGuard", "WireGuardDevice"]),
+        .target(name: "Daemon", dependencies: ["Addresses", "CCap", "DNS", "CLinux", "CSystemd", "Cgroups", "Control", "Facts", "TrustedFiles", "Netlink", "Nftables", "Plan", "Policy", "Routing", "TunnelFiles", "WireGuard", "WireGuardDevice"]),
 
         // Executables: thin commands over the libraries.
         .executableTarget(name: "vpnd", dependencies: ["Daemon", "Control", "Policy", "TrustedFiles", .product(name: "ArgumentParser", package: "swift-argument-parser")]),
@@ -55,7 +55,7 @@ let package = Package(
         .testTarget(name: "TOMLTests", dependencies: ["TOML"], exclude: ["Fixtures"]),
         .testTarget(name: "PolicyTests", dependencies: ["Policy"]),
         .testTarget(name: "TrustedFilesTests", dependencies: ["TrustedFiles", "Policy", "NetTestSupport"]),
-        .testTarget(name: "PlanTests", dependencies: ["Plan", "Policy", "Nftables", "Routing", "Cgroups", "NetTestSupport", "Addresses"]),
+        .testTarget(name: "PlanTests", dependencies: ["Plan", "Policy", "Nftables", "Routing", "Cgroups", "NetTestSupport", "Addresses", "DNS"]),
         .testTarget(name: "NetlinkTests", dependencies: ["Netlink", "Nftables", "Routing", "Cgroups", "NetTestSupport", "Addresses"]),
         .testTarget(name: "CgroupsTests", dependencies: ["Cgroups", "NetTestSupport"]),
         .testTarget(name: "WireGuardTests", dependencies: ["WireGuard", "Addresses"]),

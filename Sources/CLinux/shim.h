@@ -224,3 +224,8 @@ static inline void vx_executable_reader_loop(int sock) {
     }
 }
 static inline int vx_set_parent_death_signal(int sig) { return prctl(PR_SET_PDEATHSIG, sig, 0, 0, 0); }
+/// Allows `access` (LANDLOCK_ACCESS_NET_BIND_TCP 1, _CONNECT_TCP 2) on one TCP port (ABI 4).
+static inline int vx_landlock_allow_port(int ruleset, uint16_t port, uint64_t access) {
+    struct { uint64_t allowed_access; uint64_t port; } rule = { access, port };
+    return (int)syscall(445, ruleset, 2 /* LANDLOCK_RULE_NET_PORT */, &rule, 0UL);
+}

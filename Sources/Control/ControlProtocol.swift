@@ -75,11 +75,14 @@ public struct ProfileStatus: Codable, Hashable, Sendable {
     public var droppedByKillswitch: Traffic
     /// The profile's holes, as the policy declares them, and what went through them.
     public var exceptions: ExceptionStatus
+    /// The profile's DNS proxy.
+    public var dns: DNSStatus?
 
     public init(name: String, mark: UInt32, table: UInt32, killswitch: Bool, cgroup: String, members: Int,
                 tunnel: TunnelStatus, sent: Traffic, received: Traffic, throughTunnel: Traffic, droppedByKillswitch: Traffic,
-                exceptions: ExceptionStatus = ExceptionStatus()) {
+                exceptions: ExceptionStatus = ExceptionStatus(), dns: DNSStatus? = nil) {
         self.exceptions = exceptions
+        self.dns = dns
         self.name = name
         self.mark = mark
         self.table = table
@@ -91,6 +94,33 @@ public struct ProfileStatus: Codable, Hashable, Sendable {
         self.received = received
         self.throughTunnel = throughTunnel
         self.droppedByKillswitch = droppedByKillswitch
+    }
+}
+
+public struct DNSStatus: Codable, Hashable, Sendable {
+    public var port: UInt16
+    public var servers: [String]
+    public var bypassDomains: [String]
+    public var routeDomains: [String]
+    public var answered: UInt64
+    public var forwarded: UInt64
+    /// Answered by the proxy itself: SERVFAIL (timeouts, refused fills), REFUSED, FORMERR.
+    public var failed: UInt64
+    public var dropped: UInt64
+    /// Addresses each of the profile's domain sets holds now.
+    public var setSizes: [String: Int]
+
+    public init(port: UInt16, servers: [String], bypassDomains: [String], routeDomains: [String], answered: UInt64, forwarded: UInt64,
+                failed: UInt64, dropped: UInt64, setSizes: [String: Int]) {
+        self.port = port
+        self.servers = servers
+        self.bypassDomains = bypassDomains
+        self.routeDomains = routeDomains
+        self.answered = answered
+        self.forwarded = forwarded
+        self.failed = failed
+        self.dropped = dropped
+        self.setSizes = setSizes
     }
 }
 

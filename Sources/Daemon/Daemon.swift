@@ -63,6 +63,8 @@ public final class Daemon {
     /// Follows exec events for bypass.executables and route.executables.
     private let executables: ExecutableFollower?
     private var execEventsUnavailable: String?
+    /// The profiles' DNS proxies (while vpnd serves).
+    private var dns: DNSService?
     /// Every network a tunnel interface has been seen on (allow_lan keeps them tunneled).
     private var seenTunnelNetworks: [String: [IPPrefix]] = [:]
 
@@ -100,8 +102,12 @@ public final class Daemon {
         if options.sandbox {
             // Before any thread exists (built-in tunnels start below): all inherit it.
             mkdir(options.wireguardSocketDirectory, 0o755)
+            // The DNS proxies' ports: the policy's, for every index a profile can have (a
+            // reload may add profiles; the sandbox cannot be widened later).
+            let base = policy.dns.portBase
+            let dnsPorts = base...(base + UInt16(clamping: policy.routing.maximumIndex))
             var summary = try Sandbox.forDaemon(cgroupRoot: hierarchy.mountPoint, socketDirectory: socketDirectory.isEmpty ? "." : socketDirectory,
-                                                wireguardDirectory: options.wireguardSocketDirectory).apply()
+                                                wireguardDirectory: options.wireguardSocketDirectory, dnsPorts: dnsPorts).apply()
             if summary.hasPrefix("Landlock") {
                 summary += Sandbox.verify() ? " (verified)" : " (NOT in force: /proc/self/comm opened for writing)"
             }
@@ -201,6 +207,7 @@ public final class Daemon {
                 log.warning("profile \(gone.name) was removed but \(members) process(es) remain in \(path); their new connections are no longer routed")
             }
         }
+        configureDNS()
         followExecutables()
         log.info("reloaded policy: \(policy.profiles.count) profile(s)")
         return ControlResponse(ok: true, message: "policy reloaded: \(policy.profiles.count) profile(s)")
@@ -251,9 +258,12 @@ public final class Daemon {
             }
         }
         self.loop = loop
+        dns = DNSService(loop: loop, applier: applier, log: log)
+        defer { dns?.closeAll() }
         // Something may have changed between applying and listening.
         _ = monitor.drain()
         try applyPolicy()
+        configureDNS()
         followExecutables()
         sd_notify(0, "READY=1\nSTATUS=\(policy.profiles.count) profile(s)")
         log.info("listening on \(options.socketPath)")
@@ -339,6 +349,14 @@ public final class Daemon {
         }
     }
 
+    /// The profiles' DNS proxies, for the policy now in force (built-in tunnels' `DNS =`
+    /// serve profiles without `dns`).
+    private func configureDNS() {
+        var builtIn: [String: [IPAddress]] = [:]
+        for loaded in tunnelFiles.values { builtIn[loaded.profile] = loaded.config.interface.dnsServers }
+        dns?.configure(policy, builtInServers: builtIn)
+    }
+
     /// Listens for exec events while the policy lists executables, and places the
     /// processes that already run a listed program.
     private func followExecutables() {
@@ -372,6 +390,24 @@ public final class Daemon {
         try prepareMove()
         try hierarchy.move(process, to: path)
         try prepareMove()
+    }
+
+    func dnsStatus(_ profile: Profile) -> DNSStatus? {
+        guard let counters = dns?.counters(of: profile.name) else { return nil }
+        let names = ProfileObjectNames(profile.name)
+        var sizes: [String: Int] = [:]
+        for (set, used, ipv4) in [(names.bypassDomainSet(ipv4: true), !profile.bypassDomains.isEmpty, true),
+                                  (names.bypassDomainSet(ipv4: false), !profile.bypassDomains.isEmpty, false),
+                                  (names.routeDomainSet(ipv4: true), !profile.routeDomains.isEmpty, true),
+                                  (names.routeDomainSet(ipv4: false), !profile.routeDomains.isEmpty, false)] where used {
+            sizes[set] = (try? applier.elements(of: set, ipv4: ipv4).count) ?? 0
+        }
+        var servers = profile.dnsServers
+        if servers.isEmpty, let loaded = tunnelFiles[profile.tunnel.interfaceName] { servers = loaded.config.interface.dnsServers }
+        return DNSStatus(port: policy.dns.port(for: profile), servers: servers.map(\.description),
+                         bypassDomains: profile.bypassDomains.map(\.description), routeDomains: profile.routeDomains.map(\.description),
+                         answered: counters.answered, forwarded: counters.forwarded, failed: counters.failed, dropped: counters.droppedTotal,
+                         setSizes: sizes)
     }
 
     func exceptionStatus(_ profile: Profile, direct: Traffic) -> ExceptionStatus {
@@ -411,7 +447,7 @@ public final class Daemon {
                 killswitch: profile.killswitch, cgroup: path, members: hierarchy.processes(in: path).count,
                 tunnel: tunnel, sent: traffic(names.sentCounter), received: traffic(names.receivedCounter),
                 throughTunnel: traffic(names.tunnelCounter), droppedByKillswitch: traffic(names.droppedCounter),
-                exceptions: exceptionStatus(profile, direct: traffic(names.directCounter)))
+                exceptions: exceptionStatus(profile, direct: traffic(names.directCounter)), dns: dnsStatus(profile))
         }
         return StatusReport(daemonPID: getpid(), policyDirectory: options.policyDirectory,
                             cgroupRoot: hierarchy.mountPoint, profiles: profiles,

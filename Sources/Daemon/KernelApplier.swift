@@ -87,6 +87,11 @@ public final class KernelApplier {
         try nft.addElements(elements, to: set, in: applied)
     }
 
+    /// The elements of one of our address sets as the kernel holds them now.
+    public func elements(of set: String, ipv4: Bool) throws -> [NftElement] {
+        try nft.elements(of: set, keyType: .address(ipv4: ipv4), family: .inet, table: vpnexecTableName)
+    }
+
     /// The table as far as vpnd decides it: counters zeroed, and the elements of timeout
     /// sets left out (the kernel holds those; they are carried over, not compared).
     static func comparable(_ table: NftTable) -> NftTable {

@@ -39,18 +39,22 @@ public struct Sandbox: Sendable, Equatable {
     }
 
     public var rules: [Rule]
+    /// TCP ports vpnd may listen on (its DNS proxies) and connect to (resolvers, 53).
+    public var tcpListen: ClosedRange<UInt16>?
+    public var tcpConnect: [UInt16] = []
 
     /// vpnd's places: the cgroup2 tree (profile cgroups, cgroup.procs), the network
     /// sysctls, the control socket's directory, the `wg` sockets' directory, and the TUN
-    /// device for built-in tunnels.
-    public static func forDaemon(cgroupRoot: String, socketDirectory: String, wireguardDirectory: String) -> Sandbox {
+    /// device for built-in tunnels; TCP only for DNS.
+    public static func forDaemon(cgroupRoot: String, socketDirectory: String, wireguardDirectory: String,
+                                 dnsPorts: ClosedRange<UInt16>) -> Sandbox {
         Sandbox(rules: [
             Rule(path: cgroupRoot, access: [.writeFile, .makeDirectory, .removeDirectory]),
             Rule(path: "/proc/sys/net", access: [.writeFile]),
             Rule(path: socketDirectory, access: [.makeSocket, .removeFile]),
             Rule(path: wireguardDirectory, access: [.makeSocket, .removeFile]),
             Rule(path: "/dev/net/tun", access: [.writeFile, .ioctlDevice]),
-        ])
+        ], tcpListen: dnsPorts, tcpConnect: [53])
     }
 
     public struct Failure: Error, CustomStringConvertible {
@@ -93,10 +97,20 @@ public struct Sandbox: Sendable, Equatable {
             }
             places.append(rule.path)
         }
+        if abi >= 4 {
+            for port in tcpListen.map(Array.init) ?? [] where vx_landlock_allow_port(ruleset, port, 1) != 0 {
+                throw Failure(description: "landlock_add_rule (TCP port \(port)): \(String(cString: strerror(errno)))")
+            }
+            for port in tcpConnect where vx_landlock_allow_port(ruleset, port, 2) != 0 {
+                throw Failure(description: "landlock_add_rule (TCP port \(port)): \(String(cString: strerror(errno)))")
+            }
+        }
         guard vx_set_no_new_privs() == 0, vx_landlock_restrict_self(ruleset) == 0 else {
             throw Failure(description: "landlock_restrict_self: \(String(cString: strerror(errno)))")
         }
-        return "Landlock ABI \(abi): writes only in \(places.joined(separator: ", ")); no program execution" + (abi >= 4 ? "; no TCP" : "")
+        var tcp = "TCP only to listen on \(tcpListen.map { "\($0.lowerBound)-\($0.upperBound)" } ?? "no port") and connect to port \(tcpConnect.map(String.init).joined(separator: ", "))"
+        if tcpListen == nil && tcpConnect.isEmpty { tcp = "no TCP" }
+        return "Landlock ABI \(abi): writes only in \(places.joined(separator: ", ")); no program execution" + (abi >= 4 ? "; \(tcp) (DNS)" : "")
     }
 
     /// Checks the confinement took: opening vpnd's own /proc/self/comm for writing (always

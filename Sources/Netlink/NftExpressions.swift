@@ -46,6 +46,21 @@ enum NftExpressions {
             return loadDestination(ipv4: ipv4) + [lookup]
         case let .destinationVerdictMap(ipv4, map):
             return loadDestination(ipv4: ipv4) + [verdictLookup(map)]
+        case let .destinationPort(transport, port):
+            let payload = expression("payload")
+            nftnl_expr_set_u32(payload, attr(NFTNL_EXPR_PAYLOAD_DREG), reg1)
+            nftnl_expr_set_u32(payload, attr(NFTNL_EXPR_PAYLOAD_BASE), UInt32(NFT_PAYLOAD_TRANSPORT_HEADER.rawValue))
+            nftnl_expr_set_u32(payload, attr(NFTNL_EXPR_PAYLOAD_OFFSET), 2)
+            nftnl_expr_set_u32(payload, attr(NFTNL_EXPR_PAYLOAD_LEN), 2)
+            return [loadMeta(NFT_META_L4PROTO), compare([transport.number], negated: false), payload, compare(port.bigEndianBytes, negated: false)]
+        case let .redirect(port):
+            let value = expression("immediate")
+            nftnl_expr_set_u32(value, attr(NFTNL_EXPR_IMM_DREG), reg1)
+            _ = port.bigEndianBytes.withUnsafeBytes { nftnl_expr_set(value, attr(NFTNL_EXPR_IMM_DATA), $0.baseAddress, 2) }
+            let redirect = expression("redir")
+            nftnl_expr_set_u32(redirect, attr(NFTNL_EXPR_REDIR_REG_PROTO_MIN), reg1)
+            nftnl_expr_set_u32(redirect, attr(NFTNL_EXPR_REDIR_FLAGS), 2 /* NF_NAT_RANGE_PROTO_SPECIFIED */)
+            return [value, redirect]
         case .conntrackStateNew:
             // NF_CT_STATE_BIT(IP_CT_NEW): the state bitmask nft compares against.
             return [loadConntrack(NFT_CT_STATE), bitwise(and: 1 << 3, xor: 0), compare(UInt32(0).bytes, negated: true)]
@@ -169,6 +184,11 @@ enum NftExpressions {
 extension UInt32 {
     /// Host byte order, as the kernel keeps marks.
     var bytes: [UInt8] { withUnsafeBytes(of: self) { Array($0) } }
+}
+
+extension UInt16 {
+    /// Network byte order, as ports are on the wire.
+    var bigEndianBytes: [UInt8] { [UInt8(self >> 8), UInt8(self & 0xff)] }
 }
 
 extension NftElementKey {

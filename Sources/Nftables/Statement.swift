@@ -29,10 +29,21 @@ public enum NftStatement: Hashable, Sendable {
     case destinationInSet(ipv4: Bool, set: String, negated: Bool)
     /// `ip daddr vmap @map` / `ip6 daddr vmap @map`.
     case destinationVerdictMap(ipv4: Bool, map: String)
+    /// `meta l4proto udp th dport 53` (or tcp).
+    case destinationPort(NftTransport, UInt16)
+    /// `redirect to :PORT`: to the host itself (127.0.0.1 or ::1), that port (nat hooks).
+    case redirect(port: UInt16)
     /// `meta mark & mask vmap @map`.
     case markVerdictMap(mask: UInt32, map: String)
     /// `ct mark & mask vmap @map`.
     case conntrackMarkVerdictMap(mask: UInt32, map: String)
     case masquerade
     case verdict(NftVerdict)
+}
+
+public enum NftTransport: String, Hashable, Sendable {
+    case tcp, udp
+
+    /// The IP protocol number.
+    public var number: UInt8 { self == .tcp ? 6 : 17 }
 }

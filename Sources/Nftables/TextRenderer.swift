@@ -45,7 +45,7 @@ public struct NftTextRenderer: Sendable {
         for chain in table.chains {
             out.append("\tchain \(chain.name) {")
             if let base = chain.base {
-                out.append("\t\ttype \(base.kind.rawValue) hook \(base.hook.rawValue) priority \(priority(base.priority)); policy \(verdict(base.policy));")
+                out.append("\t\ttype \(base.kind.rawValue) hook \(base.hook.rawValue) priority \(priority(base.priority, hook: base.hook)); policy \(verdict(base.policy));")
             }
             for rule in chain.rules {
                 out.append("\t\t" + self.rule(rule))
@@ -86,6 +86,10 @@ public struct NftTextRenderer: Sendable {
             return "\(ipv4 ? "ip" : "ip6") daddr \(negated ? "!= " : "")@\(set)"
         case let .destinationVerdictMap(ipv4, map):
             return "\(ipv4 ? "ip" : "ip6") daddr vmap @\(map)"
+        case let .destinationPort(transport, port):
+            return "meta l4proto \(transport.rawValue) th dport \(port)"
+        case let .redirect(port):
+            return "redirect to :\(port)"
         case let .conntrackMarkVerdictMap(mask, map):
             return "ct mark & \(hex(mask)) vmap @\(map)"
         case let .namedCounter(name):
@@ -125,12 +129,14 @@ public struct NftTextRenderer: Sendable {
         }
     }
 
-    func priority(_ value: Int32) -> String {
-        switch value {
-        case NftBaseChain.mangle: return "mangle"
-        case NftBaseChain.filter: return "filter"
-        case NftBaseChain.dstnat: return "dstnat"
-        case NftBaseChain.srcnat: return "srcnat"
+    /// nft's names where it accepts them (dstnat only in prerouting, srcnat only in
+    /// postrouting), else the number.
+    func priority(_ value: Int32, hook: NftBaseChain.Hook) -> String {
+        switch (value, hook) {
+        case (NftBaseChain.mangle, _): return "mangle"
+        case (NftBaseChain.filter, _): return "filter"
+        case (NftBaseChain.dstnat, .prerouting): return "dstnat"
+        case (NftBaseChain.srcnat, .postrouting): return "srcnat"
         default: return String(value)
         }
     }

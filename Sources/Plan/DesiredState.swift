@@ -114,6 +114,12 @@ public struct ProfileObjectNames: Sendable {
     public var directCounter: String { "\(profile)_direct" }
     /// Destinations that stay in the tunnel though they are in the LAN ranges.
     public func tunnelDestinations(ipv4: Bool) -> String { "tunnel_dst\(ipv4 ? 4 : 6)_\(profile)" }
+    /// Addresses of bypass.domains names, as the profile's DNS proxy learned them.
+    public func bypassDomainSet(ipv4: Bool) -> String { "bypass_dns\(ipv4 ? 4 : 6)_\(profile)" }
+    /// Addresses of route.domains names, as the DNS proxies learned them.
+    public func routeDomainSet(ipv4: Bool) -> String { "route_dns\(ipv4 ? 4 : 6)_\(profile)" }
+    /// Members' DNS queries go to the profile's proxy.
+    public var dnsChain: String { "dns_\(profile)" }
 }
 
 /// Identifies our rules and routes among everybody else's (rtm_protocol / FRA_PROTOCOL).

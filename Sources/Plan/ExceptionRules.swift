@@ -9,29 +9,36 @@ import Policy
 ///   and the tunnel's own networks and the profile's route.networks stay in the tunnel
 ///   even where they are private. Such packets get the bypass mark (so no profile rule
 ///   routes them and the killswitch lets them pass), remembered by the connection.
-/// - route.networks: anyone's packet to these networks is the profile's (members of other
-///   profiles excepted: they stay in their own).
+/// - bypass.domains: a member's packet to an address the profile's DNS proxy learned for
+///   such a name goes direct, as the LAN does (DNS itself never does).
+/// - route.networks and route.domains: anyone's new connection to these networks, or to
+///   an address learned for such a name, is the profile's (members of other profiles
+///   excepted: they stay in their own).
 enum ExceptionRules {
     static let lan4 = ["10.0.0.0/8", "172.16.0.0/12", "192.168.0.0/16", "169.254.0.0/16"]
     static let lan6 = ["fc00::/7", "fe80::/10"]
     static let multicast4 = ["224.0.0.0/4", "255.255.255.255/32"]
     static let multicast6 = ["ff00::/8"]
 
+    /// Whether some destinations of members go direct (so a classifier decides).
+    static func classifies(_ profile: Profile) -> Bool { profile.allowLAN || !profile.bypassDomains.isEmpty }
+
     /// The chain a member's packet enters: the classifier when destinations decide, else
     /// straight to the member chain.
     static func entryChain(_ profile: Profile) -> String {
         let names = ProfileObjectNames(profile.name)
-        return profile.allowLAN ? names.classifyChain : names.memberChain
+        return classifies(profile) ? names.classifyChain : names.memberChain
     }
 
     static func add(_ policy: Policy, facts: RuntimeFacts, to table: inout NftTable) {
         let mask = policy.routing.markMask
         let bypass = policy.routing.bypassMark
         var multicastUsed = false
-        for profile in policy.profiles where profile.allowLAN {
+        for profile in policy.profiles where classifies(profile) {
             let names = ProfileObjectNames(profile.name)
-            var classify: [NftRule] = []
-            for ipv4 in [true, false] {
+            // DNS is never direct: the profile's proxy answers it (DNSRules).
+            var classify = [NftTransport.udp, .tcp].map { NftRule([.destinationPort($0, 53), .verdict(.goto(names.memberChain))]) }
+            for ipv4 in [true, false] where profile.allowLAN {
                 let stay = IPPrefix.covering((profile.routeNetworks + (facts.tunnelNetworks[profile.tunnel.interfaceName] ?? []))
                     .filter { $0.isIPv4 == ipv4 })
                 guard !stay.isEmpty else { continue }
@@ -40,7 +47,12 @@ enum ExceptionRules {
                                          comment: "profile \(profile.name): the tunnel's networks and route.networks, tunneled though private", interval: true))
                 classify.append(NftRule([.destinationInSet(ipv4: ipv4, set: set, negated: false), .verdict(.goto(names.memberChain))]))
             }
-            for ipv4 in [true, false] {
+            for ipv4 in [true, false] where !profile.bypassDomains.isEmpty {
+                let set = names.bypassDomainSet(ipv4: ipv4)
+                table.sets.append(NftSet(name: set, key: .address(ipv4: ipv4), comment: "profile \(profile.name): addresses of bypass.domains, from DNS answers", timeout: true))
+                classify.append(NftRule([.destinationInSet(ipv4: ipv4, set: set, negated: false), .verdict(.goto(names.directChain))]))
+            }
+            for ipv4 in [true, false] where profile.allowLAN {
                 classify.append(NftRule([.destinationInSet(ipv4: ipv4, set: ipv4 ? "lan4" : "lan6", negated: false), .verdict(.goto(names.directChain))]))
             }
             if profile.allowMulticast {
@@ -51,13 +63,13 @@ enum ExceptionRules {
                 }
             }
             classify.append(NftRule([.verdict(.goto(names.memberChain))]))
-            table.counters.append(NftCounter(name: names.directCounter, comment: "profile \(profile.name): member packets sent direct (allow_lan)"))
+            table.counters.append(NftCounter(name: names.directCounter, comment: "profile \(profile.name): member packets sent direct (allow_lan, bypass.domains)"))
             table.chains += [
                 NftChain(name: names.classifyChain, rules: classify),
                 NftChain(name: names.directChain, rules: [
                     NftRule([.setMark(clear: mask, set: bypass), .setConntrackMark(clear: mask, set: bypass),
                              .namedCounter(names.directCounter), .verdict(.accept)],
-                            comment: "profile \(profile.name): the LAN, direct"),
+                            comment: "profile \(profile.name): direct"),
                 ]),
             ]
         }
@@ -66,6 +78,12 @@ enum ExceptionRules {
         }
         if multicastUsed {
             table.sets += [rangeSet("multicast4", multicast4, comment: "multicast and broadcast"), rangeSet("multicast6", multicast6, comment: "multicast")]
+        }
+        for profile in policy.profiles where !profile.routeDomains.isEmpty {
+            for ipv4 in [true, false] {
+                table.sets.append(NftSet(name: ProfileObjectNames(profile.name).routeDomainSet(ipv4: ipv4), key: .address(ipv4: ipv4),
+                                         comment: "profile \(profile.name): addresses of route.domains, from DNS answers", timeout: true))
+            }
         }
         for ipv4 in [true, false] {
             let elements = policy.profiles.flatMap { profile in
@@ -84,10 +102,18 @@ enum ExceptionRules {
     /// route.networks (only new ones: a local server's answer to a client in such a network
     /// must leave the way the client's packets came in).
     static func routeRules(_ policy: Policy) -> [NftRule] {
-        [true, false].compactMap { ipv4 in
+        let networks = [true, false].compactMap { ipv4 in
             policy.profiles.contains { $0.routeNetworks.contains { $0.isIPv4 == ipv4 } }
                 ? NftRule([.conntrackStateNew, .destinationVerdictMap(ipv4: ipv4, map: routeNetworksMap(ipv4: ipv4))]) : nil
         }
+        let domains = policy.profiles.filter { !$0.routeDomains.isEmpty }.flatMap { profile in
+            let names = ProfileObjectNames(profile.name)
+            return [true, false].map { ipv4 in
+                NftRule([.conntrackStateNew, .destinationInSet(ipv4: ipv4, set: names.routeDomainSet(ipv4: ipv4), negated: false),
+                         .verdict(.jump(names.memberChain))], comment: ipv4 ? "route.domains of profile \(profile.name)" : nil)
+            }
+        }
+        return networks + domains
     }
 
     private static func rangeSet(_ name: String, _ prefixes: [String], comment: String) -> NftSet {

@@ -100,11 +100,11 @@ struct CgroupMaps {
     var sets: [NftSet] = []
     private var levels: [UInt32] = []
 
-    /// `bypass`: the verdict for the bypass slice, when the policy uses it.
-    init(_ policy: Policy, facts: RuntimeFacts, name: String, bypass: NftVerdict, verdict: (Profile) -> NftVerdict) {
+    /// `bypass`: the verdict for the bypass slice, when the policy uses it (nil: no element).
+    init(_ policy: Policy, facts: RuntimeFacts, name: String, bypass: NftVerdict?, verdict: (Profile) -> NftVerdict) {
         var byLevel: [UInt32: [NftElement]] = [:]
         var entries = policy.profiles.map { ($0.cgroupPath(parent: facts.cgroupParent), verdict($0)) }
-        if policy.usesBypassSlice { entries.append((ExecutableRules.bypassCgroup(parent: facts.cgroupParent), bypass)) }
+        if policy.usesBypassSlice, let bypass { entries.append((ExecutableRules.bypassCgroup(parent: facts.cgroupParent), bypass)) }
         for (path, verdict) in entries {
             guard let id = facts.cgroupIDs[path] else { continue }
             byLevel[RuntimeFacts.level(of: path), default: []].append(NftElement(key: .cgroup(id: id, path: path), verdict: verdict))

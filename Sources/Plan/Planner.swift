@@ -15,6 +15,7 @@ public enum Planner {
         ExceptionRules.add(policy, facts: facts, to: &table)
         MembershipRules.add(policy, facts: facts, to: &table)
         InboundRules.add(policy, facts: facts, to: &table)
+        DNSRules.add(policy, facts: facts, to: &table)
         KillswitchRules.add(policy, to: &table)
         var sysctls: [Sysctl] = []
         if !policy.profiles.isEmpty {

@@ -1,14 +1,17 @@
 import Addresses
+import DNS
 
 /// The validated policy: what every file in the policy directory says, together.
 public struct Policy: Hashable, Sendable {
     /// Profiles in the order they were defined (file name order, then position).
     public var profiles: [Profile]
     public var routing: RoutingSettings
+    public var dns: DNSSettings
 
-    public init(profiles: [Profile], routing: RoutingSettings = RoutingSettings()) {
+    public init(profiles: [Profile], routing: RoutingSettings = RoutingSettings(), dns: DNSSettings = DNSSettings()) {
         self.profiles = profiles
         self.routing = routing
+        self.dns = dns
     }
 
     public func profile(named name: String) -> Profile? { profiles.first { $0.name == name } }
@@ -41,10 +44,21 @@ public struct Profile: Hashable, Sendable {
     public var bypassExecutables: [String]
     /// Executables that join this profile wherever they are started.
     public var routeExecutables: [String]
+    /// The profile's resolvers, reached through its tunnel (empty: a built-in tunnel's
+    /// `DNS =`, else members' queries are refused).
+    public var dnsServers: [IPAddress]
+    /// Names whose addresses members reach directly.
+    public var bypassDomains: [DomainPattern]
+    /// Names whose addresses anyone reaches through this profile's tunnel.
+    public var routeDomains: [DomainPattern]
 
     public init(name: String, location: SourceLocation, tunnel: Tunnel, access: Access, killswitch: Bool, index: UInt32, table: UInt32,
                 allowLAN: Bool = false, allowMulticast: Bool = false, routeNetworks: [IPPrefix] = [],
-                bypassExecutables: [String] = [], routeExecutables: [String] = []) {
+                bypassExecutables: [String] = [], routeExecutables: [String] = [],
+                dnsServers: [IPAddress] = [], bypassDomains: [DomainPattern] = [], routeDomains: [DomainPattern] = []) {
+        self.dnsServers = dnsServers
+        self.bypassDomains = bypassDomains
+        self.routeDomains = routeDomains
         self.bypassExecutables = bypassExecutables
         self.routeExecutables = routeExecutables
         self.name = name
@@ -140,4 +154,18 @@ public struct RoutingSettings: Hashable, Sendable {
     public var bypassMark: UInt32 { markMask }
 
     public func mark(forIndex index: UInt32) -> UInt32 { index << markShift }
+}
+
+/// `[dns]`: how the profiles' DNS proxies run.
+public struct DNSSettings: Hashable, Sendable {
+    /// Set elements live for a record's TTL held within these bounds (seconds).
+    public var minTTL: UInt32 = 60
+    public var maxTTL: UInt32 = 86_400
+    /// Profile i's proxy listens on 127.0.0.1 and ::1, UDP and TCP, port portBase + i.
+    public var portBase: UInt16 = 5300
+    public var location: SourceLocation?
+
+    public init() {}
+
+    public func port(for profile: Profile) -> UInt16 { portBase + UInt16(truncatingIfNeeded: profile.index) }
 }

@@ -1,4 +1,5 @@
 import Addresses
+import DNS
 import TOML
 
 /// Looks up user and group names; the system one reads the user database, tests pass
@@ -22,14 +23,8 @@ public struct PolicySource: Sendable {
 extension Policy {
     /// Keys of DESIGN's policy format that this version does not implement yet. Accepting
     /// and ignoring them would leave an admin believing traffic is guarded when it is not.
-    static let unsupportedProfileKeys: [String: String] = [
-        "dns": "not supported by this version (the DNS proxy is not implemented yet); remove the key",
-    ]
-
-    /// Keys of `route` and `bypass` that this version does not implement yet.
-    static let unsupportedListKeys: [String: String] = [
-        "domains": "not supported by this version (lists of domains need the DNS proxy, not implemented yet); remove the key",
-    ]
+    static let unsupportedProfileKeys: [String: String] = [:]
+    static let unsupportedListKeys: [String: String] = [:]
 
     /// Parses and validates policy files together (duplicates and mark conflicts are
     /// across files). Throws every problem found, each with its file:line.
@@ -37,6 +32,7 @@ extension Policy {
         let log = DiagnosticLog()
         var drafts: [ProfileDraft] = []
         var routing = RoutingSettings()
+        var dns = DNSSettings()
         for source in sources {
             let document: TOMLTable
             do {
@@ -49,6 +45,14 @@ extension Policy {
             if let profiles = top.table("profile") {
                 for entry in profiles.entries {
                     drafts += ProfileDraft.read(entry, file: source.path, log: log, resolver: resolver).map { [$0] } ?? []
+                }
+            }
+            if let table = top.table("dns") {
+                let reader = TableReader(table, file: source.path, context: "[dns]", log: log)
+                if let first = dns.location {
+                    log.error("[dns] is set again (first at \(first)); set it in one file only", at: reader.location)
+                } else {
+                    dns = DNSSettings.read(reader)
                 }
             }
             if let table = top.table("routing") {
@@ -65,7 +69,7 @@ extension Policy {
         }
         let profiles = assign(drafts, routing: routing, log: log)
         guard log.diagnostics.isEmpty else { throw PolicyError(log.diagnostics) }
-        return Policy(profiles: profiles, routing: routing)
+        return Policy(profiles: profiles, routing: routing, dns: dns)
     }
 
     /// Marks and tables: explicit ones first (conflicts are errors), then the lowest
@@ -136,10 +140,14 @@ extension Policy {
                                     allowLAN: draft.allowLAN, allowMulticast: draft.allowMulticast,
                                     routeNetworks: IPPrefix.covering(draft.routeNetworks.map(\.0)),
                                     bypassExecutables: Array(Set(draft.bypassExecutables.map(\.0))).sorted(),
-                                    routeExecutables: Array(Set(draft.routeExecutables.map(\.0))).sorted()))
+                                    routeExecutables: Array(Set(draft.routeExecutables.map(\.0))).sorted(),
+                                    dnsServers: draft.dnsServers,
+                                    bypassDomains: Array(Set(draft.bypassDomains.map(\.0))).sorted { $0.description < $1.description },
+                                    routeDomains: Array(Set(draft.routeDomains.map(\.0))).sorted { $0.description < $1.description }))
         }
         checkRouteNetworks(unique, log: log)
         checkExecutables(unique, log: log)
+        checkDomains(unique, log: log)
         return profiles
     }
 
@@ -159,6 +167,27 @@ extension Policy {
             for (path, at) in draft.bypassExecutables {
                 if let other = routed[path] {
                     log.error("profile \"\(draft.name)\": bypass.executables \(path) is routed into profile \"\(other.profile)\" (\(other.at)); an executable either bypasses or is routed", at: at)
+                }
+            }
+        }
+    }
+
+    /// A name has one fate, as an executable: routed into one profile, or bypassed by the
+    /// profiles that list it, never both.
+    private static func checkDomains(_ drafts: [ProfileDraft], log: DiagnosticLog) {
+        var routed: [DomainPattern: (profile: String, at: SourceLocation)] = [:]
+        for draft in drafts {
+            for (pattern, at) in draft.routeDomains {
+                if let other = routed[pattern], other.profile != draft.name {
+                    log.error("profile \"\(draft.name)\": route.domains \(pattern) is already routed into profile \"\(other.profile)\" (\(other.at)); a name goes into one tunnel", at: at)
+                }
+                routed[pattern] = (draft.name, at)
+            }
+        }
+        for draft in drafts {
+            for (pattern, at) in draft.bypassDomains {
+                if let other = routed[pattern] {
+                    log.error("profile \"\(draft.name)\": bypass.domains \(pattern) is routed into profile \"\(other.profile)\" (\(other.at)); a name either bypasses or is routed", at: at)
                 }
             }
         }
@@ -195,6 +224,9 @@ struct ProfileDraft {
     var routeNetworks: [(IPPrefix, SourceLocation)] = []
     var bypassExecutables: [(String, SourceLocation)] = []
     var routeExecutables: [(String, SourceLocation)] = []
+    var dnsServers: [IPAddress] = []
+    var bypassDomains: [(DomainPattern, SourceLocation)] = []
+    var routeDomains: [(DomainPattern, SourceLocation)] = []
 
     /// Profile names become cgroup/slice names and nft chain names. A dash would make
     /// systemd read "vpn-a-b.slice" as a child of "vpn-a.slice", so none are allowed.
@@ -252,23 +284,29 @@ struct ProfileDraft {
         var routeNetworks: [(IPPrefix, SourceLocation)] = []
         var routeExecutables: [(String, SourceLocation)] = []
         var bypassExecutables: [(String, SourceLocation)] = []
+        var routeDomains: [(DomainPattern, SourceLocation)] = []
+        var bypassDomains: [(DomainPattern, SourceLocation)] = []
         if let route = reader.table("route") {
             var routeReader = TableReader(route, file: file, context: "[profile.\(entry.key)] route", log: log)
             routeNetworks = routeReader.prefixes("networks") ?? []
             routeExecutables = routeReader.executables("executables") ?? []
+            routeDomains = routeReader.domains("domains") ?? []
             routeReader.reportUnknownKeys(unsupported: Policy.unsupportedListKeys)
         }
         if let bypass = reader.table("bypass") {
             var bypassReader = TableReader(bypass, file: file, context: "[profile.\(entry.key)] bypass", log: log)
             bypassExecutables = bypassReader.executables("executables") ?? []
+            bypassDomains = bypassReader.domains("domains") ?? []
             bypassReader.reportUnknownKeys(unsupported: Policy.unsupportedListKeys)
         }
+        let dnsServers = reader.addresses("dns") ?? []
         reader.reportUnknownKeys(unsupported: Policy.unsupportedProfileKeys)
         return ProfileDraft(name: entry.key, location: reader.location, tunnel: tunnel,
                             access: Access(users: users, groups: groups, location: accessAt),
                             killswitch: killswitch, mark: mark, table: routingTable,
                             allowLAN: allowLAN, allowMulticast: allowMulticast, routeNetworks: routeNetworks,
-                            bypassExecutables: bypassExecutables, routeExecutables: routeExecutables)
+                            bypassExecutables: bypassExecutables, routeExecutables: routeExecutables,
+                            dnsServers: dnsServers, bypassDomains: bypassDomains, routeDomains: routeDomains)
     }
 
     private static func readTunnel(_ reader: inout TableReader, profile: String) -> Tunnel? {
@@ -360,6 +398,34 @@ extension RoutingSettings {
                 settings.rulePriority = priority
             } else {
                 reader.log.error("[routing] rule_priority \(priority) must be between 1 and 32765 (before the main table's rule)", at: at)
+            }
+        }
+        reader.reportUnknownKeys()
+        return settings
+    }
+}
+
+extension DNSSettings {
+    static func read(_ reader: TableReader) -> DNSSettings {
+        var reader = reader
+        var settings = DNSSettings()
+        settings.location = reader.location
+        if let (value, at) = reader.integer("min_ttl") {
+            if let value = UInt32(exactly: value), (1...86_400).contains(value) { settings.minTTL = value } else {
+                reader.log.error("[dns] min_ttl \(value) must be 1 to 86400 seconds", at: at)
+            }
+        }
+        if let (value, at) = reader.integer("max_ttl") {
+            if let value = UInt32(exactly: value), (1...604_800).contains(value) { settings.maxTTL = value } else {
+                reader.log.error("[dns] max_ttl \(value) must be 1 to 604800 seconds", at: at)
+            }
+        }
+        if settings.maxTTL < settings.minTTL, let at = reader.keyLocation("max_ttl") ?? reader.keyLocation("min_ttl") {
+            reader.log.error("[dns] max_ttl \(settings.maxTTL) is below min_ttl \(settings.minTTL)", at: at)
+        }
+        if let (value, at) = reader.integer("port_base") {
+            if let value = UInt16(exactly: value), (1024...65000).contains(value) { settings.portBase = value } else {
+                reader.log.error("[dns] port_base \(value) must be 1024 to 65000 (profile i listens on port_base + i)", at: at)
             }
         }
         reader.reportUnknownKeys()

@@ -1,4 +1,5 @@
 import Addresses
+import DNS
 import TOML
 
 /// Collects the diagnostics of a whole policy so that an admin sees every mistake at once.
@@ -113,6 +114,45 @@ struct TableReader {
                 continue
             }
             result.append((prefix, at))
+        }
+        return result
+    }
+
+    /// An array of domain names and wildcards ("bank.example", "*.corp.example").
+    mutating func domains(_ key: String) -> [(DomainPattern, SourceLocation)]? {
+        guard let value = value(key) else { return nil }
+        guard case let .array(items) = value.kind else {
+            return typeError(key, value, expected: "an array of names such as \"bank.example\" or \"*.corp.example\"")
+        }
+        var result: [(DomainPattern, SourceLocation)] = []
+        for item in items {
+            let at = location(item.position)
+            guard case let .string(text) = item.kind else {
+                log.error("\(context) \(key): items must be names as strings, not \(item.kind.typeName)", at: at)
+                continue
+            }
+            do {
+                result.append((try DomainPattern(text), at))
+            } catch {
+                log.error("\(context) \(key): \(error)", at: at)
+            }
+        }
+        return result
+    }
+
+    /// An array of IP addresses ("10.64.0.1", "fd00::53").
+    mutating func addresses(_ key: String) -> [IPAddress]? {
+        guard let value = value(key) else { return nil }
+        guard case let .array(items) = value.kind else {
+            return typeError(key, value, expected: "an array of addresses such as \"10.64.0.1\"")
+        }
+        var result: [IPAddress] = []
+        for item in items {
+            guard case let .string(text) = item.kind, let address = IPAddress(text) else {
+                log.error("\(context) \(key): items must be IP addresses as strings (\"10.64.0.1\", \"fd00::53\")", at: location(item.position))
+                continue
+            }
+            result.append(address)
         }
         return result
     }

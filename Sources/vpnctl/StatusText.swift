@@ -18,6 +18,7 @@ enum StatusText {
             lines.append("  received  \(traffic(profile.received))")
             lines.append("  dropped   \(traffic(profile.droppedByKillswitch)) by the killswitch")
             lines += exceptions(profile.exceptions)
+            if let dns = profile.dns { lines += self.dns(dns) }
         }
         if report.bypassMoves > 0 || report.bypassed.packets > 0 {
             lines.append("")
@@ -56,6 +57,17 @@ enum StatusText {
             lines.append("  route     executables \(e.routeExecutables.joined(separator: ", ")); \(e.execMoves) process(es) moved in")
         }
         if !e.bypassExecutables.isEmpty { lines.append("  bypass    executables \(e.bypassExecutables.joined(separator: ", "))") }
+        return lines
+    }
+
+    /// The profile's DNS proxy: where it listens, whom it asks, what it did.
+    static func dns(_ d: DNSStatus) -> [String] {
+        var lines = ["  dns       proxy on port \(d.port), \(d.servers.isEmpty ? "no resolvers: queries are refused (set dns = [...])" : "resolvers \(d.servers.joined(separator: ", "))"); answered \(d.answered), forwarded \(d.forwarded), failed \(d.failed), dropped \(d.dropped)"]
+        if !d.bypassDomains.isEmpty { lines.append("  bypass    domains \(d.bypassDomains.joined(separator: ", "))") }
+        if !d.routeDomains.isEmpty { lines.append("  route     domains \(d.routeDomains.joined(separator: ", "))") }
+        if !d.setSizes.isEmpty {
+            lines.append("  learned   " + d.setSizes.sorted { $0.key < $1.key }.map { "\($0.key) \($0.value)" }.joined(separator: ", "))
+        }
         return lines
     }
 

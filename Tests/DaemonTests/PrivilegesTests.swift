@@ -4,7 +4,9 @@ import Testing
 
 @Suite struct PrivilegesTests {
     @Test func sandboxAllowsWritesInVpndsPlacesOnly() {
-        let sandbox = Sandbox.forDaemon(cgroupRoot: "/sys/fs/cgroup", socketDirectory: "/run/vpnexec", wireguardDirectory: "/run/wireguard")
+        let sandbox = Sandbox.forDaemon(cgroupRoot: "/sys/fs/cgroup", socketDirectory: "/run/vpnexec", wireguardDirectory: "/run/wireguard",
+                                        dnsPorts: 5300...5426)
+        #expect(sandbox.tcpListen == 5300...5426 && sandbox.tcpConnect == [53], "TCP only for DNS")
         #expect(sandbox.rules.map(\.path) == ["/sys/fs/cgroup", "/proc/sys/net", "/run/vpnexec", "/run/wireguard", "/dev/net/tun"])
         #expect(sandbox.rules.allSatisfy { !$0.access.contains(.execute) }, "no program may be executed anywhere")
         #expect(sandbox.rules[0].access == [.writeFile, .makeDirectory, .removeDirectory])

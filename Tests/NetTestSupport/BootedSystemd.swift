@@ -82,7 +82,12 @@ public final class BootedSystemd: @unchecked Sendable {
         initPID = found!
         cleanup.add("power the container off") { [self] in
             _ = try? run(["systemctl", "poweroff"])
-            if !nspawn.waitForExit(seconds: 30) { nspawn.kill9() }
+            if !nspawn.waitForExit(seconds: 30) {
+                // Killed, systemd-nspawn would leave the container's init (and its
+                // children) running: end that first.
+                kill(initPID, SIGKILL)
+                nspawn.kill9()
+            }
         }
         // Until its bus is up, systemctl cannot even ask; then --wait waits for the boot.
         var state = ""

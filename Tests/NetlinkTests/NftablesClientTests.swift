@@ -48,6 +48,10 @@ import Testing
                     NftRule([.destinationInSet(ipv4: false, set: "lan6", negated: true), .destinationInSet(ipv4: false, set: "all6", negated: false)]),
                     NftRule([.destinationVerdictMap(ipv4: true, map: "networks4")]),
                 ]),
+                NftChain(name: "dns_redirect", base: NftBaseChain(kind: .nat, hook: .output, priority: NftBaseChain.dstnat), rules: [
+                    NftRule([.markMatch(mask: mask, value: mark, negated: false), .destinationPort(.udp, 53), .redirect(port: 5301)]),
+                    NftRule([.destinationPort(.tcp, 53), .redirect(port: 5301)], comment: "the proxy"),
+                ]),
                 NftChain(name: "inbound", base: NftBaseChain(kind: .filter, hook: .input, priority: NftBaseChain.filter), rules: [
                     NftRule([.conntrackStateNew, .cgroupVerdictMap(level: 2, map: "cgroup_level_2")]),
                     NftRule([.conntrackMarkMatch(mask: mask, value: mark, negated: true), .inputInterfaceName("lo", negated: true),

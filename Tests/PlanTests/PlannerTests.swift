@@ -1,4 +1,5 @@
 import Addresses
+import DNS
 import Nftables
 import Plan
 import Policy
@@ -190,6 +191,8 @@ func profile(_ name: String, tunnel: String, index: UInt32, killswitch: Bool = t
         let state = Planner.plan(Policy(profiles: [work, home]), facts: facts)
         #expect(state.nft.set(named: "cgroup_level_2")?.elements.first?.verdict == .jump("classify_work"))
         #expect(state.nft.chain(named: "classify_work")?.rules.map(\.statements) == [
+            [.destinationPort(.udp, 53), .verdict(.goto("member_work"))],
+            [.destinationPort(.tcp, 53), .verdict(.goto("member_work"))],
             [.destinationInSet(ipv4: true, set: "tunnel_dst4_work", negated: false), .verdict(.goto("member_work"))],
             [.destinationInSet(ipv4: false, set: "tunnel_dst6_work", negated: false), .verdict(.goto("member_work"))],
             [.destinationInSet(ipv4: true, set: "lan4", negated: false), .verdict(.goto("direct_work"))],
@@ -212,6 +215,39 @@ func profile(_ name: String, tunnel: String, index: UInt32, killswitch: Bool = t
         let output = try #require(state.nft.chain(named: "route_output"))
         #expect(output.rules.contains { $0.statements == [.conntrackStateNew, .destinationVerdictMap(ipv4: true, map: "route_networks4")] })
         #expect(output.rules.contains { $0.statements == [.conntrackStateNew, .destinationVerdictMap(ipv4: false, map: "route_networks6")] })
+    }
+
+    /// Members' DNS (UDP and TCP port 53, any destination) goes to their profile's proxy;
+    /// bypass.domains' addresses go direct for members, route.domains' into the tunnel for
+    /// anyone, both from sets the proxy fills (with timeouts).
+    @Test func dnsGoesToTheProxyAndDomainSetsDecide() throws {
+        var work = profile("work", tunnel: "wg0", index: 1)
+        work.bypassDomains = [try DomainPattern("bank.example")]
+        work.routeDomains = [try DomainPattern("*.corp.example")]
+        let policy = Policy(profiles: [work, profile("home", tunnel: "tun0", index: 2)])
+        let state = Planner.plan(policy, facts: RuntimeFacts(cgroupIDs: ["vpn.slice/vpn-work.slice": 101]))
+        let redirect = try #require(state.nft.chain(named: "dns_redirect"))
+        #expect(redirect.base == NftBaseChain(kind: .nat, hook: .output, priority: -100))
+        #expect(redirect.rules.map(\.statements) == [[.cgroupVerdictMap(level: 2, map: "dns_level_2")]], "by cgroup: the proxy's own queries carry the mark too")
+        #expect(state.nft.set(named: "dns_level_2")?.elements == [
+            NftElement(key: .cgroup(id: 101, path: "vpn.slice/vpn-work.slice"), verdict: .jump("dns_work")),
+        ])
+        #expect(state.nft.chain(named: "dns_work")?.rules.map(\.statements) == [
+            [.destinationPort(.udp, 53), .redirect(port: 5301)], [.destinationPort(.tcp, 53), .redirect(port: 5301)],
+        ])
+        #expect(state.nft.chain(named: "dns_home")?.rules.first?.statements == [.destinationPort(.udp, 53), .redirect(port: 5302)])
+        #expect(state.nft.set(named: "bypass_dns4_work")?.timeout == true && state.nft.set(named: "bypass_dns6_work")?.key == .ipv6Address)
+        #expect(state.nft.chain(named: "classify_work")?.rules.map(\.statements) == [
+            [.destinationPort(.udp, 53), .verdict(.goto("member_work"))],
+            [.destinationPort(.tcp, 53), .verdict(.goto("member_work"))],
+            [.destinationInSet(ipv4: true, set: "bypass_dns4_work", negated: false), .verdict(.goto("direct_work"))],
+            [.destinationInSet(ipv4: false, set: "bypass_dns6_work", negated: false), .verdict(.goto("direct_work"))],
+            [.verdict(.goto("member_work"))],
+        ])
+        let output = try #require(state.nft.chain(named: "route_output"))
+        #expect(output.rules.contains { $0.statements == [.conntrackStateNew, .destinationInSet(ipv4: true, set: "route_dns4_work", negated: false), .verdict(.jump("member_work"))] })
+        #expect(state.nft.set(named: "route_dns6_work")?.timeout == true)
+        #expect(state.nft.chain(named: "classify_home") == nil)
     }
 
     @Test func emptyPolicyPlansAnEmptyTable() {

@@ -1,5 +1,6 @@
 import Addresses
 import Cgroups
+import DNS
 import NetTestSupport
 import Nftables
 import Plan
@@ -24,6 +25,8 @@ import Testing
         profiles[0].allowMulticast = true
         profiles[0].routeNetworks = [IPPrefix("10.20.0.0/16")!, IPPrefix("fd00:20::/48")!]
         profiles[1].routeNetworks = [IPPrefix("198.51.100.0/24")!]
+        profiles[1].bypassDomains = [try DomainPattern("bank.example")]
+        profiles[2].routeDomains = [try DomainPattern("*.corp.example")]
         for p in profiles {
             let path = p.cgroupPath(parent: parent)
             ids[path] = try hierarchy.create(path)

@@ -194,18 +194,47 @@ func diagnostics(_ files: [(String, String)]) -> [String] {
         let errors = diagnostics([("/p/a.toml", """
             [profile.a]
             tunnel.interface = "wg0"
-            dns = ["10.64.0.1"]
-            allow_lan = true
-            bypass.domains = ["bank.example"]
-            route.domains = ["*.corp.example"]
             [system]
             profile = "a"
             """)])
-        #expect(errors.count == 4)
-        #expect(errors[0].hasPrefix("/p/a.toml:6:7: error: [profile.a] route domains: not supported by this version"), "\(errors)")
-        #expect(errors[1].hasPrefix("/p/a.toml:5:8: error: [profile.a] bypass domains: not supported by this version"))
-        #expect(errors[2].hasPrefix("/p/a.toml:3:1: error: [profile.a] dns: not supported by this version"))
-        #expect(errors[3].hasPrefix("/p/a.toml:7:2: error: system: system mode ([system]) is not supported"))
+        #expect(errors.count == 1)
+        #expect(errors[0].hasPrefix("/p/a.toml:3:2: error: system: system mode ([system]) is not supported"), "\(errors)")
+    }
+
+    @Test func dnsAndDomains() throws {
+        let policy = try parse([("/p/a.toml", """
+            [dns]
+            min_ttl = 30
+            max_ttl = 3600
+            port_base = 6000
+            [profile.a]
+            tunnel.interface = "wg0"
+            dns = ["10.64.0.1", "fd00::53"]
+            bypass.domains = ["Bank.Example.", "*.cdn.example"]
+            route.domains = ["*.corp.example"]
+            """)])
+        let a = try #require(policy.profile(named: "a"))
+        #expect(a.dnsServers.map(\.description) == ["10.64.0.1", "fd00::53"])
+        #expect(a.bypassDomains.map(\.description) == ["*.cdn.example", "bank.example"])
+        #expect(a.routeDomains.map(\.description) == ["*.corp.example"])
+        #expect(policy.dns.minTTL == 30 && policy.dns.maxTTL == 3600 && policy.dns.port(for: a) == 6001)
+
+        let errors = diagnostics([("/p/a.toml", """
+            [dns]
+            min_ttl = 0
+            [profile.a]
+            tunnel.interface = "wg0"
+            dns = ["resolver.example"]
+            bypass.domains = ["bank..example", "*.corp.example"]
+            [profile.b]
+            tunnel.interface = "wg1"
+            route.domains = ["*.corp.example"]
+            """)])
+        #expect(errors.count == 4, "\(errors)")
+        #expect(errors.contains { $0.hasPrefix("/p/a.toml:2:11: error: [dns] min_ttl 0 must be 1 to 86400 seconds") })
+        #expect(errors.contains { $0.hasPrefix("/p/a.toml:5:8: error: [profile.a] dns: items must be IP addresses") })
+        #expect(errors.contains { $0.hasPrefix("/p/a.toml:6:19: error: [profile.a] bypass domains: ") })
+        #expect(errors.contains { $0.contains("bypass.domains *.corp.example is routed into profile \"b\"") })
     }
 
     @Test func lanAndRouteNetworks() throws {

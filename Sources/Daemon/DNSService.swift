@@ -1,0 +1,374 @@
+import Addresses
+import CLinux
+import DNS
+import Glibc
+import Nftables
+import Plan
+import Policy
+
+/// Who asked the proxy: a UDP client (by the socket it wrote to and its address) or a TCP
+/// connection.
+enum DNSClient: Hashable {
+    case udp(socket: Int32, from: SocketAddress)
+    case tcp(connection: Int32)
+}
+
+/// The profiles' DNS proxies, at the edge: members' queries arrive redirected (DNSRules)
+/// on 127.0.0.1 and ::1, UDP and TCP, port `[dns] port_base` + the profile's index; the
+/// pure `DNSProxy` decides; its upstream queries leave from sockets carrying the profile's
+/// mark (so they are routed into its tunnel, killswitch included, like a member's); the
+/// addresses it learns go into the nft sets through the applier, acknowledged, before the
+/// answer is sent.
+final class DNSService {
+    private let loop: EventLoop
+    private let applier: KernelApplier
+    private let log: Log
+    private var resolvers: [String: ProfileResolver] = [:]
+    /// What each resolver was built from, to rebuild only what changed.
+    private var built: [String: String] = [:]
+
+    init(loop: EventLoop, applier: KernelApplier, log: Log) {
+        self.loop = loop
+        self.applier = applier
+        self.log = log
+    }
+
+    /// One resolver per profile, with the profile's servers (its `dns`, else its built-in
+    /// tunnel's `DNS =`) and every list whose sets its answers can fill: its own
+    /// bypass.domains, and every profile's route.domains.
+    func configure(_ policy: Policy, builtInServers: [String: [IPAddress]]) {
+        var wanted: [String: (DNSProxyConfiguration, UInt16, UInt32, String)] = [:]
+        let routeLists = policy.profiles.filter { !$0.routeDomains.isEmpty }.map { profile in
+            let names = ProfileObjectNames(profile.name)
+            return DNSDomainSets(patterns: profile.routeDomains, ipv4Set: names.routeDomainSet(ipv4: true), ipv6Set: names.routeDomainSet(ipv4: false))
+        }
+        for profile in policy.profiles {
+            let names = ProfileObjectNames(profile.name)
+            let servers = (profile.dnsServers.isEmpty ? builtInServers[profile.name] ?? [] : profile.dnsServers).map { DNSServer(address: $0) }
+            var lists = routeLists
+            if !profile.bypassDomains.isEmpty {
+                lists.insert(DNSDomainSets(patterns: profile.bypassDomains, ipv4Set: names.bypassDomainSet(ipv4: true),
+                                           ipv6Set: names.bypassDomainSet(ipv4: false)), at: 0)
+            }
+            let configuration = DNSProxyConfiguration(servers: servers, domainSets: Array(lists.prefix(DomainList.maxLists)),
+                                                      elementTimeout: policy.dns.minTTL...max(policy.dns.minTTL, policy.dns.maxTTL))
+            let port = policy.dns.port(for: profile)
+            let mark = policy.routing.mark(forIndex: profile.index)
+            let key = "\(servers) \(lists.map { "\($0.patterns) \($0.ipv4Set)" }) \(configuration.elementTimeout) \(port) \(mark)"
+            wanted[profile.name] = (configuration, port, mark, key)
+        }
+        for (name, resolver) in resolvers where wanted[name]?.3 != built[name] {
+            resolver.close()
+            resolvers[name] = nil
+            built[name] = nil
+        }
+        for (name, (configuration, port, mark, key)) in wanted.sorted(by: { $0.key < $1.key }) where resolvers[name] == nil {
+            do {
+                resolvers[name] = try ProfileResolver(profile: name, configuration: configuration, port: port, mark: mark,
+                                                      loop: loop, applier: applier, log: log)
+                built[name] = key
+                log.info("DNS proxy of profile \(name) on port \(port): \(configuration.servers.isEmpty ? "no resolvers (queries are refused; set dns = [...])" : "resolvers \(configuration.servers.map(\.description).joined(separator: ", "))")")
+            } catch {
+                log.error("DNS proxy of profile \(name) did not start: \(error); members' queries get no answer (none leaves)")
+            }
+        }
+    }
+
+    func counters(of profile: String) -> DNSProxyCounters? { resolvers[profile]?.proxy.counters }
+
+    func closeAll() {
+        for resolver in resolvers.values { resolver.close() }
+        resolvers = [:]
+        built = [:]
+    }
+}
+
+/// One profile's proxy and its sockets.
+final class ProfileResolver {
+    let profile: String
+    private(set) var proxy: DNSProxy<DNSClient>
+    private let loop: EventLoop
+    private let applier: KernelApplier
+    private let log: Log
+    private let mark: UInt32
+    private var sockets: [Int32] = []
+    private var tcpClients: [Int32: TCPPeer] = [:]
+    private var tcpUpstreams: [Int32: TCPUpstream] = [:]
+    private var upstream: [Bool: Int32] = [:]
+    private var timer: Int?
+    private var actions: [DNSProxyAction<DNSClient>] = []
+    static let maxTCPClients = 64
+
+    struct TCPPeer {
+        var reader = DNSTCPReader()
+        var outbox: [UInt8] = []
+        var opened: Double
+    }
+
+    struct TCPUpstream {
+        var server: DNSServer
+        var query: [UInt8]
+        var reader = DNSTCPReader()
+        var connected = false
+    }
+
+    init(profile: String, configuration: DNSProxyConfiguration, port: UInt16, mark: UInt32,
+         loop: EventLoop, applier: KernelApplier, log: Log) throws {
+        self.profile = profile
+        self.loop = loop
+        self.applier = applier
+        self.log = log
+        self.mark = mark
+        proxy = try DNSProxy(configuration: configuration, random: SystemRandomNumberGenerator())
+        do {
+            for local in [SocketAddress(.v4(0x7f00_0001), port: port), SocketAddress(.v6(0, 1), port: port)] {
+                let udp = try Self.socket(local.family, SOCK_DGRAM, bind: local)
+                sockets.append(udp)
+                loop.watch(udp) { [unowned self] _ in receiveQueries(udp) }
+                let tcp = try Self.socket(local.family, SOCK_STREAM, bind: local)
+                guard listen(tcp, 64) == 0 else { throw ApplyError("listen on \(local): \(String(cString: strerror(errno)))") }
+                sockets.append(tcp)
+                loop.watch(tcp) { [unowned self] _ in acceptClients(tcp) }
+            }
+            for ipv4 in [true, false] {
+                let fd = try Self.socket(ipv4 ? AF_INET : AF_INET6, SOCK_DGRAM, mark: mark)
+                sockets.append(fd)
+                upstream[ipv4] = fd
+                loop.watch(fd) { [unowned self] _ in receiveAnswers(fd) }
+            }
+        } catch {
+            close()
+            throw error
+        }
+    }
+
+    func close() {
+        if let timer { loop.cancel(timer) }
+        for fd in sockets + Array(tcpClients.keys) + Array(tcpUpstreams.keys) {
+            loop.unwatch(fd)
+            Glibc.close(fd)
+        }
+        sockets = []
+        tcpClients = [:]
+        tcpUpstreams = [:]
+    }
+
+    /// A non-blocking socket, bound to `local`, or carrying `mark` (SO_MARK: routed as the
+    /// profile's, into its tunnel).
+    static func socket(_ family: Int32, _ type: __socket_type, bind local: SocketAddress? = nil, mark: UInt32? = nil) throws -> Int32 {
+        let fd = Glibc.socket(family, Int32(type.rawValue) | Int32(SOCK_NONBLOCK.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
+        guard fd >= 0 else { throw ApplyError("socket: \(String(cString: strerror(errno)))") }
+        var on: Int32 = 1
+        setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &on, socklen_t(MemoryLayout<Int32>.size))
+        if family == AF_INET6 { setsockopt(fd, Int32(IPPROTO_IPV6), IPV6_V6ONLY, &on, socklen_t(MemoryLayout<Int32>.size)) }
+        if var mark, setsockopt(fd, SOL_SOCKET, vx_so_mark(), &mark, socklen_t(MemoryLayout<UInt32>.size)) != 0 {
+            let error = String(cString: strerror(errno))
+            Glibc.close(fd)
+            throw ApplyError("SO_MARK: \(error)")
+        }
+        if let local, local.withSockaddr({ Glibc.bind(fd, $0, $1) }) != 0 {
+            let error = String(cString: strerror(errno))
+            Glibc.close(fd)
+            throw ApplyError("bind \(local): \(error)")
+        }
+        return fd
+    }
+
+    // MARK: clients
+
+    private func receiveQueries(_ fd: Int32) {
+        var buffer = [UInt8](repeating: 0, count: 65535)
+        for _ in 0..<64 {
+            var storage = sockaddr_storage()
+            var length = socklen_t(MemoryLayout<sockaddr_storage>.size)
+            let count = withUnsafeMutablePointer(to: &storage) {
+                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { recvfrom(fd, &buffer, buffer.count, 0, $0, &length) }
+            }
+            guard count > 0, let from = SocketAddress(storage) else { break }
+            proxy.query(Array(buffer[0..<count]), from: .udp(socket: fd, from: from), over: .udp, now: Self.now(), into: &actions)
+            perform()
+        }
+    }
+
+    private func acceptClients(_ listener: Int32) {
+        while true {
+            let fd = vx_accept4(listener, Int32(SOCK_CLOEXEC.rawValue) | Int32(SOCK_NONBLOCK.rawValue))
+            guard fd >= 0 else { return }
+            guard tcpClients.count < Self.maxTCPClients else {
+                Glibc.close(fd)
+                continue
+            }
+            tcpClients[fd] = TCPPeer(opened: EventLoop.now())
+            loop.watch(fd) { [unowned self] events in serviceClient(fd, events) }
+            loop.after(10) { [weak self] in self?.dropClient(fd) }
+        }
+    }
+
+    private func serviceClient(_ fd: Int32, _ events: Int16) {
+        guard tcpClients[fd] != nil else { return }
+        if events & Int16(POLLOUT) != 0 { flushClient(fd) }
+        guard events & Int16(POLLIN | POLLHUP | POLLERR) != 0 else { return }
+        var buffer = [UInt8](repeating: 0, count: 16384)
+        let count = read(fd, &buffer, buffer.count)
+        guard count > 0 else {
+            if count == 0 || (errno != EAGAIN && errno != EINTR) { dropClient(fd) }
+            return
+        }
+        tcpClients[fd]?.reader.append(buffer[0..<count])
+        while let message = tcpClients[fd]?.reader.next() {
+            proxy.query(message, from: .tcp(connection: fd), over: .tcp, now: Self.now(), into: &actions)
+        }
+        perform()
+    }
+
+    private func dropClient(_ fd: Int32) {
+        guard tcpClients.removeValue(forKey: fd) != nil else { return }
+        loop.unwatch(fd)
+        Glibc.close(fd)
+    }
+
+    private func flushClient(_ fd: Int32) {
+        guard var peer = tcpClients[fd] else { return }
+        while !peer.outbox.isEmpty {
+            let count = peer.outbox.withUnsafeBytes { send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
+            if count > 0 {
+                peer.outbox.removeFirst(count)
+            } else if count < 0 && (errno == EAGAIN || errno == EINTR) {
+                break
+            } else {
+                dropClient(fd)
+                return
+            }
+        }
+        tcpClients[fd] = peer
+        loop.setEvents(fd, Int16(POLLIN) | (peer.outbox.isEmpty ? 0 : Int16(POLLOUT)))
+    }
+
+    // MARK: upstream
+
+    private func receiveAnswers(_ fd: Int32) {
+        var buffer = [UInt8](repeating: 0, count: 65535)
+        for _ in 0..<64 {
+            var storage = sockaddr_storage()
+            var length = socklen_t(MemoryLayout<sockaddr_storage>.size)
+            let count = withUnsafeMutablePointer(to: &storage) {
+                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { recvfrom(fd, &buffer, buffer.count, 0, $0, &length) }
+            }
+            guard count > 0, let from = SocketAddress(storage) else { break }
+            proxy.upstreamAnswer(Array(buffer[0..<count]), from: DNSServer(address: from.address, port: from.port), now: Self.now(), into: &actions)
+            perform()
+        }
+    }
+
+    private func forwardOverTCP(_ query: [UInt8], to server: DNSServer) {
+        guard let framed = DNSTCPFraming.frame(query),
+              let fd = try? Self.socket(server.address.isIPv4 ? AF_INET : AF_INET6, SOCK_STREAM, mark: mark) else { return }
+        let target = SocketAddress(server.address, port: server.port)
+        let started = target.withSockaddr { connect(fd, $0, $1) }
+        guard started == 0 || errno == EINPROGRESS else {
+            Glibc.close(fd)
+            return
+        }
+        tcpUpstreams[fd] = TCPUpstream(server: server, query: framed)
+        loop.watch(fd, events: Int16(POLLOUT)) { [unowned self] events in serviceUpstream(fd, events) }
+        // The proxy retries and fails by its own clock; the connection goes after that.
+        loop.after(10) { [weak self] in self?.dropUpstream(fd) }
+    }
+
+    private func serviceUpstream(_ fd: Int32, _ events: Int16) {
+        guard var connection = tcpUpstreams[fd] else { return }
+        if !connection.connected {
+            var error: Int32 = 0
+            var length = socklen_t(MemoryLayout<Int32>.size)
+            guard getsockopt(fd, SOL_SOCKET, SO_ERROR, &error, &length) == 0, error == 0,
+                  connection.query.withUnsafeBytes({ send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }) == connection.query.count else {
+                dropUpstream(fd)
+                return
+            }
+            connection.connected = true
+            tcpUpstreams[fd] = connection
+            loop.setEvents(fd, Int16(POLLIN))
+            return
+        }
+        var buffer = [UInt8](repeating: 0, count: 16384)
+        let count = read(fd, &buffer, buffer.count)
+        guard count > 0 else {
+            if count == 0 || (errno != EAGAIN && errno != EINTR) { dropUpstream(fd) }
+            return
+        }
+        connection.reader.append(buffer[0..<count])
+        tcpUpstreams[fd] = connection
+        if let answer = tcpUpstreams[fd]?.reader.next() {
+            proxy.upstreamAnswer(answer, from: connection.server, now: Self.now(), into: &actions)
+            dropUpstream(fd)
+            perform()
+        }
+    }
+
+    private func dropUpstream(_ fd: Int32) {
+        guard tcpUpstreams.removeValue(forKey: fd) != nil else { return }
+        loop.unwatch(fd)
+        Glibc.close(fd)
+    }
+
+    // MARK: actions
+
+    /// Carries out what the proxy decided, then arms its next deadline.
+    private func perform() {
+        let pending = actions
+        actions.removeAll(keepingCapacity: true)
+        for action in pending {
+            switch action {
+            case let .forward(query, server, transport):
+                if transport == .tcp {
+                    forwardOverTCP(query, to: server)
+                } else if let fd = upstream[server.address.isIPv4] {
+                    _ = SocketAddress(server.address, port: server.port).withSockaddr { sendto(fd, query, query.count, Int32(MSG_NOSIGNAL), $0, $1) }
+                }
+            case let .reply(response, client, _):
+                reply(response, to: client)
+            case let .fillThenReply(elements, response, client, _):
+                reply(fill(elements) ? response : DNSErrorReply.make(answering: response, code: .serverFailure) ?? [], to: client)
+            }
+        }
+        if let timer { loop.cancel(timer) }
+        timer = nil
+        if let deadline = proxy.nextDeadline() {
+            let delay = max(0, Double(Int64(bitPattern: deadline.nanoseconds &- Self.now().nanoseconds))) / 1e9
+            timer = loop.after(delay) { [weak self] in
+                guard let self else { return }
+                self.timer = nil
+                self.proxy.tick(now: Self.now(), into: &self.actions)
+                self.perform()
+            }
+        }
+    }
+
+    /// The elements into their sets, acknowledged by the kernel; false if it refused.
+    private func fill(_ elements: [DNSSetElement]) -> Bool {
+        for (set, group) in Dictionary(grouping: elements, by: \.set) {
+            let entries = Array(Set(group.map { NftElement(key: .prefix(IPPrefix(address: $0.address, length: $0.address.bitCount)!), timeout: $0.timeoutSeconds) }))
+            do {
+                try applier.addRuntimeElements(entries, to: set)
+            } catch {
+                log.error("DNS proxy of profile \(profile): could not add \(entries.count) address(es) to \(set): \(error); the answer is refused")
+                return false
+            }
+        }
+        return true
+    }
+
+    private func reply(_ response: [UInt8], to client: DNSClient) {
+        guard !response.isEmpty else { return }
+        switch client {
+        case let .udp(fd, from):
+            _ = from.withSockaddr { sendto(fd, response, response.count, Int32(MSG_NOSIGNAL), $0, $1) }
+        case let .tcp(fd):
+            guard let framed = DNSTCPFraming.frame(response), tcpClients[fd] != nil else { return }
+            tcpClients[fd]?.outbox += framed
+            flushClient(fd)
+        }
+    }
+
+    static func now() -> DNSInstant { DNSInstant(nanoseconds: UInt64(EventLoop.now() * 1e9)) }
+}

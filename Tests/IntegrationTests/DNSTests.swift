@@ -1,0 +1,132 @@
+import Foundation
+import NetTestSupport
+import Testing
+
+/// The profile's DNS server behind the tunnel: dnsmasq in the server namespace on the
+/// tunnel's server address, answering the test's names and logging who asked.
+final class TunnelResolver: @unchecked Sendable {
+    let log: String
+
+    init(_ s: Scenario, cleanup: Cleanup) throws {
+        log = NSTemporaryDirectory() + "vx-\(uniqueTag())-dnsmasq.log"
+        let pidFile = NSTemporaryDirectory() + "vx-\(uniqueTag())-dnsmasq.pid"
+        cleanup.add("remove \(log)") { [log] in try? FileManager.default.removeItem(atPath: log) }
+        // As a daemon of its own, stopped by the pid it writes: run as the test process's
+        // child, dnsmasq stalls Foundation's child reaping (seen: every later command hung).
+        try s.net.server.run([
+            "dnsmasq", "--pid-file=\(pidFile)", "--no-resolv", "--no-hosts", "--bind-interfaces", "--port=53",
+            "--listen-address=10.99.1.1", "--listen-address=fd99:1::1", "--user=root",
+            "--address=/bank.example/192.0.2.80", "--address=/bank.example/2001:db8:80::80",
+            "--host-record=www.corp.example,192.0.2.82", "--host-record=target.cdn.example,192.0.2.81",
+            "--cname=alias.corp.example,target.cdn.example",
+            "--log-queries", "--log-facility=\(log)",
+        ])
+        cleanup.add("stop dnsmasq") {
+            if let pid = (try? String(contentsOfFile: pidFile, encoding: .utf8)).flatMap({ Int32($0.trimmed) }) { kill(pid, SIGTERM) }
+            try? FileManager.default.removeItem(atPath: pidFile)
+        }
+        try eventually("dnsmasq to listen on 10.99.1.1:53") {
+            try s.net.server.run(["ss", "-lunH"]).contains("10.99.1.1:53")
+        }
+    }
+
+    /// Who dnsmasq says asked for what ("query[A] bank.example from 10.99.1.2").
+    var queries: [String] {
+        ((try? String(contentsOfFile: log, encoding: .utf8)) ?? "").split(separator: "\n").compactMap { line in
+            line.range(of: "query[").map { String(line[$0.lowerBound...]) }
+        }
+    }
+}
+
+/// Per-profile DNS: members' queries are answered by the profile's proxy through the
+/// tunnel, whatever address they were sent to; domain lists fill sets before the answer.
+@Suite(.serialized) struct DNSTests {
+    static func policy(_ interfaces: [String]) -> String {
+        """
+        [profile.work]
+        tunnel.interface = "\(interfaces[0])"
+        dns = ["10.99.1.1"]
+        bypass.domains = ["bank.example"]
+        route.domains = ["*.corp.example"]
+        """
+    }
+
+    func ask(_ s: Scenario, member: Bool, _ transport: String, _ server: String, _ name: String, _ type: String = "A") throws -> [String] {
+        let dnsq = try PythonScript.write("dnsq.py", cleanup: s.cleanup)
+        let prefix = member ? try s.daemon.vpnexec(profile: "work", []) : s.net.client.enter
+        return try Command.run(prefix + ["python3", dnsq, transport, server, name, type]).split(separator: "\n").map(String.init)
+    }
+
+    /// Proof 3: a member asks the local stub (127.0.0.53), a "public" resolver (TEST-NET)
+    /// and over TCP: not one port-53 packet on the physical link, the profile's resolver
+    /// saw every query through the tunnel; a non-member's query does leave (the control).
+    /// With the tunnel down the member's queries fail, and still none leaves.
+    @Test func membersDNSNeverLeavesTheTunnel() throws {
+        let cleanup = Cleanup()
+        defer { cleanup.run() }
+        let s = try Scenario(cleanup: cleanup, policy: { Self.policy($0) })
+        let resolver = try TunnelResolver(s, cleanup: cleanup)
+        let capture = try Capture(on: s.net.clientUplink, in: s.net.client, filter: "port 53", cleanup: cleanup)
+        #expect(try ask(s, member: true, "udp", "127.0.0.53", "www.corp.example") == ["192.0.2.82"])
+        #expect(try ask(s, member: true, "udp", "192.0.2.53", "www.corp.example") == ["192.0.2.82"])
+        #expect(try ask(s, member: true, "tcp", "192.0.2.53", "target.cdn.example") == ["192.0.2.81"])
+        #expect(try ask(s, member: true, "udp", "2001:db8:80::53", "bank.example", "AAAA") == ["2001:db8:80::80"])
+        #expect(try ask(s, member: true, "tcp", "::1", "www.corp.example") == ["192.0.2.82"])
+        let asked = resolver.queries
+        #expect(asked.filter { $0.hasSuffix("from \(s.tunnel.clientAddress4)") }.count >= 5, "the resolver saw the queries through the tunnel: \(asked)")
+        #expect(asked.allSatisfy { $0.contains("from 10.99.1.2") }, "\(asked)")
+
+        _ = try? ask(s, member: false, "udp", "192.0.2.53", "www.corp.example")
+        try s.tunnel.setClientLink(up: false)
+        // To an address outside: no route at all (the profile's table holds nothing but
+        // its dead end). To the local stub: the proxy answers SERVFAIL when its resolver
+        // cannot be reached.
+        let dnsq = try PythonScript.write("dnsq.py", cleanup: cleanup)
+        let unroutable = try Command.status(try s.daemon.vpnexec(profile: "work", ["python3", dnsq, "udp", "192.0.2.53", "bank.example"]))
+        #expect(unroutable.status != 0 && unroutable.stderr.contains("No route to host"), "\(unroutable.stderr)")
+        let refused = try Command.status(try s.daemon.vpnexec(profile: "work", ["python3", dnsq, "udp", "127.0.0.53", "bank.example"]))
+        #expect(refused.stdout.trimmed == "RCODE 2", "SERVFAIL while the tunnel is down: \(refused.stdout)\(refused.stderr)")
+        let leaked = try capture.packets("src host \(Topology.clientAddress4) and not (udp and dst port 53 and dst host 192.0.2.53 and src port 0)")
+        let control = try capture.count("udp and dst host 192.0.2.53")
+        #expect(control >= 1, "the capture sees a non-member's query to 192.0.2.53")
+        #expect(leaked.count == control, "member queries in the clear: \(leaked.filter { !$0.contains("192.0.2.53") })")
+        let status = try s.daemon.status().profiles[0]
+        #expect((status.dns?.answered ?? 0) >= 5 && (status.dns?.failed ?? 0) >= 1, "\(String(describing: status.dns))")
+    }
+
+    /// Proof 2: a member resolves a bypassed name and its first connection goes direct (v4
+    /// and v6); a name of route.domains (a wildcard, and one behind a CNAME) resolved through
+    /// the proxy takes anyone's new connections into the tunnel.
+    @Test func domainListsDecideTheFirstConnection() throws {
+        let cleanup = Cleanup()
+        defer { cleanup.run() }
+        let s = try Scenario(cleanup: cleanup, policy: { Self.policy($0) })
+        _ = try TunnelResolver(s, cleanup: cleanup)
+        try s.net.server.run(["ip", "addr", "add", "192.0.2.81/32", "dev", "lo"])
+        try s.net.server.run(["ip", "addr", "add", "192.0.2.82/32", "dev", "lo"])
+        try s.net.wan.run(["ip", "route", "add", "192.0.2.81/32", "via", Topology.serverUplink4])
+        try s.net.wan.run(["ip", "route", "add", "192.0.2.82/32", "via", Topology.serverUplink4])
+        _ = try Services(in: s.net.server, addresses: ["192.0.2.81", "192.0.2.82"], port: 8080, cleanup: cleanup)
+
+        #expect(try s.member(to: Topology.service4) == s.tunnel.clientAddress4, "before any answer: tunneled")
+        #expect(try ask(s, member: true, "udp", "192.0.2.53", "bank.example") == [Topology.service4])
+        #expect(try s.member(to: Topology.service4) == Topology.clientAddress4, "the first connection after the answer goes direct")
+        #expect(try ask(s, member: true, "udp", "192.0.2.53", "bank.example", "AAAA") == [Topology.service6])
+        #expect(try s.member(to: Topology.service6) == Topology.clientAddress6)
+
+        #expect(try s.connect(to: "192.0.2.82") == Topology.clientAddress4, "a non-member before any answer: direct")
+        #expect(try ask(s, member: true, "udp", "192.0.2.53", "www.corp.example") == ["192.0.2.82"])
+        #expect(try s.connect(to: "192.0.2.82") == s.tunnel.clientAddress4, "route.domains: anyone's new connection is tunneled")
+        #expect(try ask(s, member: true, "udp", "192.0.2.53", "alias.corp.example") == ["192.0.2.81"], "a CNAME to a name outside the list")
+        #expect(try s.connect(to: "192.0.2.81") == s.tunnel.clientAddress4)
+
+        let dns = try #require(try s.daemon.status().profiles[0].dns)
+        #expect(dns.setSizes["bypass_dns4_work"] == 1 && dns.setSizes["bypass_dns6_work"] == 1 && dns.setSizes["route_dns4_work"] == 2, "\(dns)")
+        // A reload (a whole-table replace) keeps what the proxy learned.
+        try s.daemon.writePolicy(Self.policy([s.tunnel.clientInterface]) + "\nallow_lan = true\n")
+        #expect(try s.daemon.vpnctl(["reload"]).status == 0)
+        #expect(try s.daemon.status().profiles[0].dns?.setSizes["route_dns4_work"] == 2)
+        #expect(try s.connect(to: "192.0.2.82") == s.tunnel.clientAddress4)
+        #expect(try s.member(to: Topology.service4) == Topology.clientAddress4)
+    }
+}
