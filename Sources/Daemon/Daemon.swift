@@ -48,23 +48,23 @@ public final class Daemon {
     let hierarchy: CgroupHierarchy
     let applier: KernelApplier
     let rtnl: Rtnetlink
-    private(set) var policy: Policy
+    internal(set) var policy: Policy
     /// The built-in tunnels' files, read with the policy they belong to.
-    private var tunnelFiles: [String: TunnelFiles.Loaded]
-    private let tunnels: BuiltInTunnels
-    private var server: ControlServer?
-    private var loop: EventLoop?
+    var tunnelFiles: [String: TunnelFiles.Loaded]
+    let tunnels: BuiltInTunnels
+    var server: ControlServer?
+    var loop: EventLoop?
     private let lock: NamespaceLock
     /// The facts the kernel state was last planned from (nil until an apply succeeded).
-    private var appliedFacts: RuntimeFacts?
+    var appliedFacts: RuntimeFacts?
     /// What the sandbox enforces, for status.
-    private var sandboxSummary = "off"
+    var sandboxSummary = "off"
     private var lastFollowError: String?
     /// Follows exec events for bypass.executables and route.executables.
-    private let executables: ExecutableFollower?
+    let executables: ExecutableFollower?
     private var execEventsUnavailable: String?
     /// The profiles' DNS proxies (while vpnd serves).
-    private var dns: DNSService?
+    var dns: DNSService?
     /// Every network a tunnel interface has been seen on (allow_lan keeps them tunneled).
     private var seenTunnelNetworks: [String: [IPPrefix]] = [:]
 
@@ -291,67 +291,9 @@ public final class Daemon {
         }
     }
 
-    // MARK: requests
-
-    func handle(_ request: ControlRequest, from caller: ControlServer.Caller) -> ControlResponse {
-        guard let peer = Peer.of(socket: caller.fd, passed: caller.passed) else { return .failure("cannot identify the caller") }
-        do {
-            switch request {
-            case let .exec(name):
-                let profile = try Authorization.profile(named: name, in: policy, directory: options.policyDirectory).get()
-                if let refusal = Authorization.check(peer, mayUse: profile) {
-                    log.notice("refused: \(refusal)")
-                    return .failure(refusal.description)
-                }
-                guard let process = peer.process else {
-                    log.notice("refused \(peer.userName): \(peer.unidentified ?? "unidentified")")
-                    return .failure("refused: \(peer.unidentified ?? "cannot identify the calling process")")
-                }
-                try move(process, into: profile, by: peer)
-                log.info("\(peer.userName) started pid \(peer.pid) (\(process.commandName())) in profile \(profile.name)")
-                return ControlResponse(ok: true, message: "pid \(peer.pid) is in profile \(profile.name)")
-            case let .move(name, pid):
-                let profile = try Authorization.profile(named: name, in: policy, directory: options.policyDirectory).get()
-                if let refusal = Authorization.check(peer, mayUse: profile) { return .failure(refusal.description) }
-                // Opened before any check and verified alive after them: the checks were
-                // about this process, not one that took its pid.
-                let process = try ProcessHandle.open(pid: pid)
-                let owner = process.realUID()
-                guard process.isAlive, let owner else { return .failure("no process \(pid)") }
-                guard peer.uid == 0 || owner == peer.uid else {
-                    return .failure("process \(pid) belongs to uid \(owner); \(peer.userName) may only move its own processes")
-                }
-                try move(process, into: profile, by: peer)
-                log.info("\(peer.userName) moved pid \(pid) (\(process.commandName())) into profile \(profile.name)")
-                return ControlResponse(ok: true, message: "pid \(pid) moved into profile \(profile.name); its existing connections keep their route, new ones use the tunnel")
-            case .status:
-                return ControlResponse(ok: true, status: try statusReport())
-            case .plan:
-                let fresh = try Self.loadPolicy(options.policyDirectory)
-                let facts = try facts(for: fresh)
-                let names = Dictionary(facts.links.values.map { ($0.index, $0.name) }, uniquingKeysWith: { a, _ in a })
-                return ControlResponse(ok: true, message: PlanText.render(Planner.plan(fresh, facts: facts), interfaceNames: names))
-            case .reload:
-                if let refusal = Authorization.checkRoot(peer, action: "reload the policy") { return .failure(refusal.description) }
-                return reload()
-            case .down:
-                if let refusal = Authorization.checkRoot(peer, action: "take vpnexec down") { return .failure(refusal.description) }
-                try applier.teardown()
-                loop?.stop()
-                log.notice("down: removed the nft table, rules and routes; exiting")
-                return ControlResponse(ok: true, message: "vpnexec is down: no killswitch, no profile routing; vpnd exits")
-            }
-        } catch let failure as RequestFailure {
-            return .failure(failure.description)
-        } catch {
-            log.error("request failed: \(error)")
-            return .failure("\(error)")
-        }
-    }
-
     /// The profiles' DNS proxies, for the policy now in force (built-in tunnels' `DNS =`
     /// serve profiles without `dns`).
-    private func configureDNS() {
+    func configureDNS() {
         var builtIn: [String: [IPAddress]] = [:]
         for loaded in tunnelFiles.values { builtIn[loaded.profile] = loaded.config.interface.dnsServers }
         dns?.configure(policy, builtInServers: builtIn)
@@ -359,102 +301,12 @@ public final class Daemon {
 
     /// Listens for exec events while the policy lists executables, and places the
     /// processes that already run a listed program.
-    private func followExecutables() {
+    func followExecutables() {
         guard let executables else { return }
         executables.follow(policy)
         executables.scanAll(policy: policy, parent: options.cgroupParent, hierarchy: hierarchy, prepare: { try self.prepareMove() })
     }
 
-    /// Before a move: every cgroup vpnd keeps exists and its id is in the applied maps.
-    private func prepareMove() throws {
-        let paths = Planner.cgroups(policy, parent: options.cgroupParent)
-        if paths.contains(where: { hierarchy.id(of: $0) == nil || hierarchy.id(of: $0) != appliedFacts?.cgroupIDs[$0] }) {
-            try applyPolicy()
-        }
-    }
-
-    /// Into the profile's cgroup, if the caller may take the process out of where it is.
-    /// The kernel's maps must know the cgroup's id before the process runs on in it: a
-    /// cgroup systemd or an admin removed (and maybe made again, with a new id) is brought
-    /// back and its id applied first, and checked again after the move.
-    private func move(_ process: ProcessHandle, into profile: Profile, by peer: Peer) throws {
-        let path = profile.cgroupPath(parent: options.cgroupParent)
-        guard let source = CgroupHierarchy.cgroup(ofProcess: process.pid), process.isAlive else {
-            throw RequestFailure("process \(process.pid) exited")
-        }
-        if let refusal = Authorization.check(peer, mayMove: process.pid, from: source, into: path,
-                                             profileParent: options.cgroupParent, policy: policy) {
-            log.notice("refused: \(refusal)")
-            throw refusal
-        }
-        try prepareMove()
-        try hierarchy.move(process, to: path)
-        try prepareMove()
-    }
-
-    func dnsStatus(_ profile: Profile) -> DNSStatus? {
-        guard let counters = dns?.counters(of: profile.name) else { return nil }
-        let names = ProfileObjectNames(profile.name)
-        var sizes: [String: Int] = [:]
-        for (set, used, ipv4) in [(names.bypassDomainSet(ipv4: true), !profile.bypassDomains.isEmpty, true),
-                                  (names.bypassDomainSet(ipv4: false), !profile.bypassDomains.isEmpty, false),
-                                  (names.routeDomainSet(ipv4: true), !profile.routeDomains.isEmpty, true),
-                                  (names.routeDomainSet(ipv4: false), !profile.routeDomains.isEmpty, false)] where used {
-            sizes[set] = (try? applier.elements(of: set, ipv4: ipv4).count) ?? 0
-        }
-        var servers = profile.dnsServers
-        if servers.isEmpty, let loaded = tunnelFiles[profile.tunnel.interfaceName] { servers = loaded.config.interface.dnsServers }
-        return DNSStatus(port: policy.dns.port(for: profile), servers: servers.map(\.description),
-                         bypassDomains: profile.bypassDomains.map(\.description), routeDomains: profile.routeDomains.map(\.description),
-                         answered: counters.answered, forwarded: counters.forwarded, failed: counters.failed, dropped: counters.droppedTotal,
-                         setSizes: sizes)
-    }
-
-    func exceptionStatus(_ profile: Profile, direct: Traffic) -> ExceptionStatus {
-        var status = ExceptionStatus()
-        status.allowLAN = profile.allowLAN
-        status.allowMulticast = profile.allowMulticast
-        status.routeNetworks = profile.routeNetworks.map(\.description)
-        status.bypassExecutables = profile.bypassExecutables
-        status.routeExecutables = profile.routeExecutables
-        status.execMoves = executables?.moves[profile.name] ?? 0
-        status.direct = direct
-        return status
-    }
-
-    func statusReport() throws -> StatusReport {
-        let counters = try applier.counters()
-        let links = try rtnl.links()
-        let addresses = try rtnl.addresses()
-        func traffic(_ name: String) -> Traffic {
-            Traffic(packets: counters[name]?.packets ?? 0, bytes: counters[name]?.bytes ?? 0)
-        }
-        let profiles = policy.profiles.map { profile -> ProfileStatus in
-            let names = ProfileObjectNames(profile.name)
-            let path = profile.cgroupPath(parent: options.cgroupParent)
-            let link = links.first { $0.name == profile.tunnel.interfaceName }
-            let state = link.map { $0.isUp && $0.isRunning ? "up" : "down" } ?? "missing"
-            var tunnel = TunnelStatus(
-                interface: profile.tunnel.interfaceName, state: state,
-                addresses: link.map { l in addresses.filter { $0.interfaceIndex == l.index }.map(\.prefix.description) } ?? [],
-                rxBytes: link?.statistics.rxBytes ?? 0, txBytes: link?.statistics.txBytes ?? 0)
-            if profile.tunnel.isBuiltIn {
-                tunnel.wireguard = tunnels.status(interface: profile.tunnel.interfaceName).map(WireGuardReport.init)
-                    ?? WireGuardReport(publicKey: nil, listenPort: nil, peers: [], drops: [:])
-            }
-            return ProfileStatus(
-                name: profile.name, mark: policy.routing.mark(forIndex: profile.index), table: profile.table,
-                killswitch: profile.killswitch, cgroup: path, members: hierarchy.processes(in: path).count,
-                tunnel: tunnel, sent: traffic(names.sentCounter), received: traffic(names.receivedCounter),
-                throughTunnel: traffic(names.tunnelCounter), droppedByKillswitch: traffic(names.droppedCounter),
-                exceptions: exceptionStatus(profile, direct: traffic(names.directCounter)), dns: dnsStatus(profile))
-        }
-        return StatusReport(daemonPID: getpid(), policyDirectory: options.policyDirectory,
-                            cgroupRoot: hierarchy.mountPoint, profiles: profiles,
-                            droppedUnknownCgroup: traffic(unknownCgroupCounter), refusedConnections: server?.refusedConnections ?? 0,
-                            sandbox: sandboxSummary, bypassMoves: executables?.moves[Policy.bypassSliceName] ?? 0,
-                            bypassed: traffic(bypassedCounter))
-    }
 }
 
 /// Removes everything of ours from the kernel without a running daemon (the recovery

@@ -1,0 +1,93 @@
+import Cgroups
+import Control
+import Glibc
+import Plan
+import Policy
+
+/// What vpnd does for vpnexec and vpnctl: each request decided from the kernel's account of
+/// the caller (Peer), moves through pidfds.
+extension Daemon {
+
+    func handle(_ request: ControlRequest, from caller: ControlServer.Caller) -> ControlResponse {
+        guard let peer = Peer.of(socket: caller.fd, passed: caller.passed) else { return .failure("cannot identify the caller") }
+        do {
+            switch request {
+            case let .exec(name):
+                let profile = try Authorization.profile(named: name, in: policy, directory: options.policyDirectory).get()
+                if let refusal = Authorization.check(peer, mayUse: profile) {
+                    log.notice("refused: \(refusal)")
+                    return .failure(refusal.description)
+                }
+                guard let process = peer.process else {
+                    log.notice("refused \(peer.userName): \(peer.unidentified ?? "unidentified")")
+                    return .failure("refused: \(peer.unidentified ?? "cannot identify the calling process")")
+                }
+                try move(process, into: profile, by: peer)
+                log.info("\(peer.userName) started pid \(peer.pid) (\(process.commandName())) in profile \(profile.name)")
+                return ControlResponse(ok: true, message: "pid \(peer.pid) is in profile \(profile.name)")
+            case let .move(name, pid):
+                let profile = try Authorization.profile(named: name, in: policy, directory: options.policyDirectory).get()
+                if let refusal = Authorization.check(peer, mayUse: profile) { return .failure(refusal.description) }
+                // Opened before any check and verified alive after them: the checks were
+                // about this process, not one that took its pid.
+                let process = try ProcessHandle.open(pid: pid)
+                let owner = process.realUID()
+                guard process.isAlive, let owner else { return .failure("no process \(pid)") }
+                guard peer.uid == 0 || owner == peer.uid else {
+                    return .failure("process \(pid) belongs to uid \(owner); \(peer.userName) may only move its own processes")
+                }
+                try move(process, into: profile, by: peer)
+                log.info("\(peer.userName) moved pid \(pid) (\(process.commandName())) into profile \(profile.name)")
+                return ControlResponse(ok: true, message: "pid \(pid) moved into profile \(profile.name); its existing connections keep their route, new ones use the tunnel")
+            case .status:
+                return ControlResponse(ok: true, status: try statusReport())
+            case .plan:
+                let fresh = try Self.loadPolicy(options.policyDirectory)
+                let facts = try facts(for: fresh)
+                let names = Dictionary(facts.links.values.map { ($0.index, $0.name) }, uniquingKeysWith: { a, _ in a })
+                return ControlResponse(ok: true, message: PlanText.render(Planner.plan(fresh, facts: facts), interfaceNames: names))
+            case .reload:
+                if let refusal = Authorization.checkRoot(peer, action: "reload the policy") { return .failure(refusal.description) }
+                return reload()
+            case .down:
+                if let refusal = Authorization.checkRoot(peer, action: "take vpnexec down") { return .failure(refusal.description) }
+                try applier.teardown()
+                loop?.stop()
+                log.notice("down: removed the nft table, rules and routes; exiting")
+                return ControlResponse(ok: true, message: "vpnexec is down: no killswitch, no profile routing; vpnd exits")
+            }
+        } catch let failure as RequestFailure {
+            return .failure(failure.description)
+        } catch {
+            log.error("request failed: \(error)")
+            return .failure("\(error)")
+        }
+    }
+
+    /// Before a move: every cgroup vpnd keeps exists and its id is in the applied maps.
+    func prepareMove() throws {
+        let paths = Planner.cgroups(policy, parent: options.cgroupParent)
+        if paths.contains(where: { hierarchy.id(of: $0) == nil || hierarchy.id(of: $0) != appliedFacts?.cgroupIDs[$0] }) {
+            try applyPolicy()
+        }
+    }
+
+    /// Into the profile's cgroup, if the caller may take the process out of where it is.
+    /// The kernel's maps must know the cgroup's id before the process runs on in it: a
+    /// cgroup systemd or an admin removed (and maybe made again, with a new id) is brought
+    /// back and its id applied first, and checked again after the move.
+    func move(_ process: ProcessHandle, into profile: Profile, by peer: Peer) throws {
+        let path = profile.cgroupPath(parent: options.cgroupParent)
+        guard let source = CgroupHierarchy.cgroup(ofProcess: process.pid), process.isAlive else {
+            throw RequestFailure("process \(process.pid) exited")
+        }
+        if let refusal = Authorization.check(peer, mayMove: process.pid, from: source, into: path,
+                                             profileParent: options.cgroupParent, policy: policy) {
+            log.notice("refused: \(refusal)")
+            throw refusal
+        }
+        try prepareMove()
+        try hierarchy.move(process, to: path)
+        try prepareMove()
+    }
+}

@@ -1,0 +1,72 @@
+import Control
+import Glibc
+import Nftables
+import Plan
+import Policy
+
+/// `vpnctl status`: the kernel's counters and state, the engines', the proxies'.
+extension Daemon {
+    func dnsStatus(_ profile: Profile) -> DNSStatus? {
+        guard let counters = dns?.counters(of: profile.name) else { return nil }
+        let names = ProfileObjectNames(profile.name)
+        var sizes: [String: Int] = [:]
+        for (set, used, ipv4) in [(names.bypassDomainSet(ipv4: true), !profile.bypassDomains.isEmpty, true),
+                                  (names.bypassDomainSet(ipv4: false), !profile.bypassDomains.isEmpty, false),
+                                  (names.routeDomainSet(ipv4: true), !profile.routeDomains.isEmpty, true),
+                                  (names.routeDomainSet(ipv4: false), !profile.routeDomains.isEmpty, false)] where used {
+            sizes[set] = (try? applier.elements(of: set, ipv4: ipv4).count) ?? 0
+        }
+        var servers = profile.dnsServers
+        if servers.isEmpty, let loaded = tunnelFiles[profile.tunnel.interfaceName] { servers = loaded.config.interface.dnsServers }
+        return DNSStatus(port: policy.dns.port(for: profile), servers: servers.map(\.description),
+                         bypassDomains: profile.bypassDomains.map(\.description), routeDomains: profile.routeDomains.map(\.description),
+                         answered: counters.answered, forwarded: counters.forwarded, failed: counters.failed, dropped: counters.droppedTotal,
+                         setSizes: sizes)
+    }
+
+    func exceptionStatus(_ profile: Profile, direct: Traffic) -> ExceptionStatus {
+        var status = ExceptionStatus()
+        status.allowLAN = profile.allowLAN
+        status.allowMulticast = profile.allowMulticast
+        status.routeNetworks = profile.routeNetworks.map(\.description)
+        status.bypassExecutables = profile.bypassExecutables
+        status.routeExecutables = profile.routeExecutables
+        status.execMoves = executables?.moves[profile.name] ?? 0
+        status.direct = direct
+        return status
+    }
+
+    func statusReport() throws -> StatusReport {
+        let counters = try applier.counters()
+        let links = try rtnl.links()
+        let addresses = try rtnl.addresses()
+        func traffic(_ name: String) -> Traffic {
+            Traffic(packets: counters[name]?.packets ?? 0, bytes: counters[name]?.bytes ?? 0)
+        }
+        let profiles = policy.profiles.map { profile -> ProfileStatus in
+            let names = ProfileObjectNames(profile.name)
+            let path = profile.cgroupPath(parent: options.cgroupParent)
+            let link = links.first { $0.name == profile.tunnel.interfaceName }
+            let state = link.map { $0.isUp && $0.isRunning ? "up" : "down" } ?? "missing"
+            var tunnel = TunnelStatus(
+                interface: profile.tunnel.interfaceName, state: state,
+                addresses: link.map { l in addresses.filter { $0.interfaceIndex == l.index }.map(\.prefix.description) } ?? [],
+                rxBytes: link?.statistics.rxBytes ?? 0, txBytes: link?.statistics.txBytes ?? 0)
+            if profile.tunnel.isBuiltIn {
+                tunnel.wireguard = tunnels.status(interface: profile.tunnel.interfaceName).map(WireGuardReport.init)
+                    ?? WireGuardReport(publicKey: nil, listenPort: nil, peers: [], drops: [:])
+            }
+            return ProfileStatus(
+                name: profile.name, mark: policy.routing.mark(forIndex: profile.index), table: profile.table,
+                killswitch: profile.killswitch, cgroup: path, members: hierarchy.processes(in: path).count,
+                tunnel: tunnel, sent: traffic(names.sentCounter), received: traffic(names.receivedCounter),
+                throughTunnel: traffic(names.tunnelCounter), droppedByKillswitch: traffic(names.droppedCounter),
+                exceptions: exceptionStatus(profile, direct: traffic(names.directCounter)), dns: dnsStatus(profile))
+        }
+        return StatusReport(daemonPID: getpid(), policyDirectory: options.policyDirectory,
+                            cgroupRoot: hierarchy.mountPoint, profiles: profiles,
+                            droppedUnknownCgroup: traffic(unknownCgroupCounter), refusedConnections: server?.refusedConnections ?? 0,
+                            sandbox: sandboxSummary, bypassMoves: executables?.moves[Policy.bypassSliceName] ?? 0,
+                            bypassed: traffic(bypassedCounter))
+    }
+}
