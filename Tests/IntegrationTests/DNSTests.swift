@@ -129,4 +129,37 @@ final class TunnelResolver: @unchecked Sendable {
         #expect(try s.connect(to: "192.0.2.82") == s.tunnel.clientAddress4)
         #expect(try s.member(to: Topology.service4) == Topology.clientAddress4)
     }
+
+    /// Proof 6: a reload with 10,000 domains while a member transfers: the transfer goes on
+    /// unbroken and byte-exact, nothing leaves in the clear, and what the proxy learned before
+    /// is still in its sets.
+    @Test func aReloadWithTenThousandDomainsBreaksNothing() throws {
+        let cleanup = Cleanup()
+        defer { cleanup.run() }
+        let s = try Scenario(cleanup: cleanup, policy: { Self.policy($0) })
+        _ = try TunnelResolver(s, cleanup: cleanup)
+        try s.net.server.run(["ip", "addr", "add", "192.0.2.82/32", "dev", "lo"])
+        try s.net.wan.run(["ip", "route", "add", "192.0.2.82/32", "via", Topology.serverUplink4])
+        let bulk = try PythonScript.write(PythonScript.bulk, cleanup: cleanup)
+        let server = try BackgroundProcess(s.net.server.enter + ["python3", bulk, "serve", "192.0.2.82", "8094"], cleanup: cleanup)
+        try eventually("the bulk server") { server.output.contains("listening") }
+        #expect(try ask(s, member: true, "udp", "192.0.2.53", "www.corp.example") == ["192.0.2.82"])
+
+        let capture = try s.captureCleartext()
+        let transfer = try BackgroundProcess(try s.daemon.vpnexec(profile: "work", ["python3", bulk, "down", "192.0.2.82", "8094", String(200 << 20)]),
+                                             cleanup: cleanup)
+        Thread.sleep(forTimeInterval: 0.5)
+        let many = (0..<10_000).map { "\"name-\($0).bulk.example\"" }.joined(separator: ", ")
+        try s.daemon.writePolicy(Self.policy([s.tunnel.clientInterface]).replacingOccurrences(of: "bypass.domains = [\"bank.example\"]",
+                                                                                              with: "bypass.domains = [\"bank.example\", \(many)]"))
+        let reloaded = try s.daemon.vpnctl(["reload"])
+        #expect(reloaded.status == 0, "\(reloaded.stderr)")
+        #expect(transfer.isRunning, "the reload happened during the transfer")
+        #expect(transfer.waitForExit(seconds: 120))
+        #expect(transfer.output.trimmed == "ok", "the transfer went on through the reload: \(transfer.output)")
+        let (leaked, control) = try capture.stop()
+        #expect(leaked.isEmpty && control > 20, "\(leaked.prefix(3))")
+        let dns = try #require(try s.daemon.status().profiles[0].dns)
+        #expect(dns.bypassDomains.count == 10_001 && dns.setSizes["route_dns4_work"] == 1, "learned addresses kept: \(dns.setSizes)")
+    }
 }
