@@ -160,6 +160,12 @@ final class ProfileResolver {
         guard fd >= 0 else { throw ApplyError("socket: \(String(cString: strerror(errno)))") }
         var on: Int32 = 1
         setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &on, socklen_t(MemoryLayout<Int32>.size))
+        if type == SOCK_DGRAM {
+            // Bursts of queries and answers must not overflow into losses (and timeouts).
+            var size: Int32 = 4 << 20
+            setsockopt(fd, SOL_SOCKET, SO_RCVBUFFORCE, &size, socklen_t(MemoryLayout<Int32>.size))
+            setsockopt(fd, SOL_SOCKET, SO_SNDBUFFORCE, &size, socklen_t(MemoryLayout<Int32>.size))
+        }
         if family == AF_INET6 { setsockopt(fd, Int32(IPPROTO_IPV6), IPV6_V6ONLY, &on, socklen_t(MemoryLayout<Int32>.size)) }
         if var mark, setsockopt(fd, SOL_SOCKET, vx_so_mark(), &mark, socklen_t(MemoryLayout<UInt32>.size)) != 0 {
             let error = String(cString: strerror(errno))
@@ -186,8 +192,8 @@ final class ProfileResolver {
             }
             guard count > 0, let from = SocketAddress(storage) else { break }
             proxy.query(Array(buffer[0..<count]), from: .udp(socket: fd, from: from), over: .udp, now: Self.now(), into: &actions)
-            perform()
         }
+        perform()
     }
 
     private func acceptClients(_ listener: Int32) {
@@ -256,8 +262,8 @@ final class ProfileResolver {
             }
             guard count > 0, let from = SocketAddress(storage) else { break }
             proxy.upstreamAnswer(Array(buffer[0..<count]), from: DNSServer(address: from.address, port: from.port), now: Self.now(), into: &actions)
-            perform()
         }
+        perform()
     }
 
     private func forwardOverTCP(_ query: [UInt8], to server: DNSServer) {
@@ -313,10 +319,14 @@ final class ProfileResolver {
 
     // MARK: actions
 
-    /// Carries out what the proxy decided, then arms its next deadline.
+    /// Carries out what the proxy decided, then arms its next deadline. The fills of a
+    /// burst of answers go to the kernel in one batch; their replies follow its
+    /// acknowledgement (or are refused together if it refused).
     private func perform() {
         let pending = actions
         actions.removeAll(keepingCapacity: true)
+        var fills: [DNSSetElement] = []
+        var filled: [([UInt8], DNSClient)] = []
         for action in pending {
             switch action {
             case let .forward(query, server, transport):
@@ -328,7 +338,14 @@ final class ProfileResolver {
             case let .reply(response, client, _):
                 reply(response, to: client)
             case let .fillThenReply(elements, response, client, _):
-                reply(fill(elements) ? response : DNSErrorReply.make(answering: response, code: .serverFailure) ?? [], to: client)
+                fills += elements
+                filled.append((response, client))
+            }
+        }
+        if !filled.isEmpty {
+            let accepted = fill(fills)
+            for (response, client) in filled {
+                reply(accepted ? response : DNSErrorReply.make(answering: response, code: .serverFailure) ?? [], to: client)
             }
         }
         if let timer { loop.cancel(timer) }
@@ -344,18 +361,21 @@ final class ProfileResolver {
         }
     }
 
-    /// The elements into their sets, acknowledged by the kernel; false if it refused.
+    /// The elements into their sets, acknowledged by the kernel; false if it refused. An
+    /// address asked for twice in the burst gets the longer timeout.
     private func fill(_ elements: [DNSSetElement]) -> Bool {
-        for (set, group) in Dictionary(grouping: elements, by: \.set) {
-            let entries = Array(Set(group.map { NftElement(key: .prefix(IPPrefix(address: $0.address, length: $0.address.bitCount)!), timeout: $0.timeoutSeconds) }))
-            do {
-                try applier.addRuntimeElements(entries, to: set)
-            } catch {
-                log.error("DNS proxy of profile \(profile): could not add \(entries.count) address(es) to \(set): \(error); the answer is refused")
-                return false
-            }
+        var bySet: [String: [IPAddress: UInt32]] = [:]
+        for element in elements { bySet[element.set, default: [:]][element.address] = max(bySet[element.set]?[element.address] ?? 0, element.timeoutSeconds) }
+        let entries = bySet.mapValues { addresses in
+            addresses.map { NftElement(key: .prefix(IPPrefix(address: $0.key, length: $0.key.bitCount)!), timeout: $0.value) }
         }
-        return true
+        do {
+            try applier.addRuntimeElements(entries)
+            return true
+        } catch {
+            log.error("DNS proxy of profile \(profile): could not add \(elements.count) address(es) to \(bySet.keys.sorted().joined(separator: ", ")): \(error); the answers are refused")
+            return false
+        }
     }
 
     private func reply(_ response: [UInt8], to client: DNSClient) {

@@ -83,8 +83,13 @@ public final class KernelApplier {
     /// table; returns once the kernel acknowledged them. An element that exists gets the
     /// new timeout.
     public func addRuntimeElements(_ elements: [NftElement], to set: String) throws {
+        try addRuntimeElements([set: elements])
+    }
+
+    /// The same for several sets in one batch (one acknowledgement for a burst of answers).
+    public func addRuntimeElements(_ bySet: [String: [NftElement]]) throws {
         guard let applied else { throw ApplyError("no table applied yet") }
-        try nft.addElements(elements, to: set, in: applied)
+        try nft.addElements(bySet, in: applied)
     }
 
     /// The elements of one of our address sets as the kernel holds them now.

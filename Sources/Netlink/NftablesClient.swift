@@ -33,8 +33,16 @@ public final class NftablesClient {
     }
 
     public func addElements(_ elements: [NftElement], to set: String, in table: NftTable) throws {
-        guard !elements.isEmpty else { return }
-        try commit { $0.addElements(elements, to: set, in: table) }
+        try addElements([set: elements], in: table)
+    }
+
+    /// Elements for several sets in one batch: one round trip to the kernel.
+    public func addElements(_ bySet: [String: [NftElement]], in table: NftTable) throws {
+        let nonEmpty = bySet.filter { !$0.value.isEmpty }
+        guard !nonEmpty.isEmpty else { return }
+        try commit { batch in
+            for (set, elements) in nonEmpty.sorted(by: { $0.key < $1.key }) { batch.addElements(elements, to: set, in: table) }
+        }
     }
 
     public func deleteElements(_ elements: [NftElement], from set: String, in table: NftTable) throws {
