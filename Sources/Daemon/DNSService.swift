@@ -182,7 +182,9 @@ final class ProfileResolver {
 
     // MARK: clients
 
-    private func receiveQueries(_ fd: Int32) {
+    /// Up to 64 datagrams waiting on `fd`, each handed to `body` with its sender; then the
+    /// proxy's actions for all of them at once (one batch of fills for the burst).
+    private func receiveBurst(_ fd: Int32, _ body: ([UInt8], SocketAddress) -> Void) {
         var buffer = [UInt8](repeating: 0, count: 65535)
         for _ in 0..<64 {
             var storage = sockaddr_storage()
@@ -191,9 +193,15 @@ final class ProfileResolver {
                 $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { recvfrom(fd, &buffer, buffer.count, 0, $0, &length) }
             }
             guard count > 0, let from = SocketAddress(storage) else { break }
-            proxy.query(Array(buffer[0..<count]), from: .udp(socket: fd, from: from), over: .udp, now: Self.now(), into: &actions)
+            body(Array(buffer[0..<count]), from)
         }
         perform()
+    }
+
+    private func receiveQueries(_ fd: Int32) {
+        receiveBurst(fd) { query, from in
+            proxy.query(query, from: .udp(socket: fd, from: from), over: .udp, now: Self.now(), into: &actions)
+        }
     }
 
     private func acceptClients(_ listener: Int32) {
@@ -253,17 +261,9 @@ final class ProfileResolver {
     // MARK: upstream
 
     private func receiveAnswers(_ fd: Int32) {
-        var buffer = [UInt8](repeating: 0, count: 65535)
-        for _ in 0..<64 {
-            var storage = sockaddr_storage()
-            var length = socklen_t(MemoryLayout<sockaddr_storage>.size)
-            let count = withUnsafeMutablePointer(to: &storage) {
-                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { recvfrom(fd, &buffer, buffer.count, 0, $0, &length) }
-            }
-            guard count > 0, let from = SocketAddress(storage) else { break }
-            proxy.upstreamAnswer(Array(buffer[0..<count]), from: DNSServer(address: from.address, port: from.port), now: Self.now(), into: &actions)
+        receiveBurst(fd) { answer, from in
+            proxy.upstreamAnswer(answer, from: DNSServer(address: from.address, port: from.port), now: Self.now(), into: &actions)
         }
-        perform()
     }
 
     private func forwardOverTCP(_ query: [UInt8], to server: DNSServer) {
