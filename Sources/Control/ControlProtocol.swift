@@ -6,6 +6,9 @@ import FoundationEssentials
 public enum ControlRequest: Codable, Hashable, Sendable {
     /// Put the calling process into the profile (vpnexec, just before it execs).
     case exec(profile: String)
+    /// Put the calling process into the bypass slice, outside every profile (vpnexec
+    /// --bypass), if the policy lets the caller.
+    case bypass
     /// Put a running process into the profile.
     case move(profile: String, pid: Int32)
     case status
@@ -45,10 +48,13 @@ public struct StatusReport: Codable, Hashable, Sendable {
     /// Processes moved into vpn-bypass.slice (bypass.executables) and their packets.
     public var bypassMoves: Int
     public var bypassed: Traffic
+    /// System mode: the profile of every process placed nowhere else.
+    public var systemProfile: String?
 
     public init(daemonPID: Int32, policyDirectory: String, cgroupRoot: String, profiles: [ProfileStatus],
                 droppedUnknownCgroup: Traffic = Traffic(packets: 0, bytes: 0), refusedConnections: Int = 0, sandbox: String = "off",
-                bypassMoves: Int = 0, bypassed: Traffic = Traffic(packets: 0, bytes: 0)) {
+                bypassMoves: Int = 0, bypassed: Traffic = Traffic(packets: 0, bytes: 0), systemProfile: String? = nil) {
+        self.systemProfile = systemProfile
         self.sandbox = sandbox
         self.bypassMoves = bypassMoves
         self.bypassed = bypassed

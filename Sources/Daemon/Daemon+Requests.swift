@@ -18,13 +18,19 @@ extension Daemon {
                     log.notice("refused: \(refusal)")
                     return .failure(refusal.description)
                 }
-                guard let process = peer.process else {
-                    log.notice("refused \(peer.userName): \(peer.unidentified ?? "unidentified")")
-                    return .failure("refused: \(peer.unidentified ?? "cannot identify the calling process")")
-                }
-                try move(process, into: profile, by: peer)
+                let process = try callingProcess(peer)
+                try move(process, into: profile.cgroupPath(parent: options.cgroupParent), by: peer)
                 log.info("\(peer.userName) started pid \(peer.pid) (\(process.commandName())) in profile \(profile.name)")
                 return ControlResponse(ok: true, message: "pid \(peer.pid) is in profile \(profile.name)")
+            case .bypass:
+                if let refusal = Authorization.check(peer, mayBypass: policy) {
+                    log.notice("refused: \(refusal)")
+                    return .failure(refusal.description)
+                }
+                let process = try callingProcess(peer)
+                try move(process, into: ExecutableRules.bypassCgroup(parent: options.cgroupParent), by: peer)
+                log.info("\(peer.userName) started pid \(peer.pid) (\(process.commandName())) outside the profiles (bypass)")
+                return ControlResponse(ok: true, message: "pid \(peer.pid) is outside every profile")
             case let .move(name, pid):
                 let profile = try Authorization.profile(named: name, in: policy, directory: options.policyDirectory).get()
                 if let refusal = Authorization.check(peer, mayUse: profile) { return .failure(refusal.description) }
@@ -36,7 +42,7 @@ extension Daemon {
                 guard peer.uid == 0 || owner == peer.uid else {
                     return .failure("process \(pid) belongs to uid \(owner); \(peer.userName) may only move its own processes")
                 }
-                try move(process, into: profile, by: peer)
+                try move(process, into: profile.cgroupPath(parent: options.cgroupParent), by: peer)
                 log.info("\(peer.userName) moved pid \(pid) (\(process.commandName())) into profile \(profile.name)")
                 return ControlResponse(ok: true, message: "pid \(pid) moved into profile \(profile.name); its existing connections keep their route, new ones use the tunnel")
             case .status:
@@ -72,12 +78,21 @@ extension Daemon {
         }
     }
 
-    /// Into the profile's cgroup, if the caller may take the process out of where it is.
-    /// The kernel's maps must know the cgroup's id before the process runs on in it: a
-    /// cgroup systemd or an admin removed (and maybe made again, with a new id) is brought
-    /// back and its id applied first, and checked again after the move.
-    func move(_ process: ProcessHandle, into profile: Profile, by peer: Peer) throws {
-        let path = profile.cgroupPath(parent: options.cgroupParent)
+    /// The calling process itself, held by a pidfd (vpnexec, just before it execs).
+    private func callingProcess(_ peer: Peer) throws -> ProcessHandle {
+        guard let process = peer.process else {
+            log.notice("refused \(peer.userName): \(peer.unidentified ?? "unidentified")")
+            throw RequestFailure("refused: \(peer.unidentified ?? "cannot identify the calling process")")
+        }
+        return process
+    }
+
+    /// Into a cgroup vpnd keeps (a profile's, the bypass slice), if the caller may take the
+    /// process out of where it is. The kernel's maps must know the cgroup's id before the
+    /// process runs on in it: a cgroup systemd or an admin removed (and maybe made again,
+    /// with a new id) is brought back and its id applied first, and checked again after
+    /// the move.
+    func move(_ process: ProcessHandle, into path: String, by peer: Peer) throws {
         guard let source = CgroupHierarchy.cgroup(ofProcess: process.pid), process.isAlive else {
             throw RequestFailure("process \(process.pid) exited")
         }

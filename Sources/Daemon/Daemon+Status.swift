@@ -67,6 +67,6 @@ extension Daemon {
                             cgroupRoot: hierarchy.mountPoint, profiles: profiles,
                             droppedUnknownCgroup: traffic(unknownCgroupCounter), refusedConnections: server?.refusedConnections ?? 0,
                             sandbox: sandboxSummary, bypassMoves: executables?.moves[Policy.bypassSliceName] ?? 0,
-                            bypassed: traffic(bypassedCounter))
+                            bypassed: traffic(bypassedCounter), systemProfile: policy.systemProfile?.name)
     }
 }

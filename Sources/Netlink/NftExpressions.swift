@@ -31,28 +31,18 @@ enum NftExpressions {
         case let .cgroupMatch(level, cgroup, negated):
             return [loadSocketCgroup(level: level), compare(cgroup.bytes, negated: negated)]
         case let .cgroupInSet(level, set, negated):
-            let lookup = expression("lookup")
-            nftnl_expr_set_u32(lookup, attr(NFTNL_EXPR_LOOKUP_SREG), reg1)
-            nftnl_expr_set_str(lookup, attr(NFTNL_EXPR_LOOKUP_SET), set)
-            if negated { nftnl_expr_set_u32(lookup, attr(NFTNL_EXPR_LOOKUP_FLAGS), UInt32(NFT_LOOKUP_F_INV.rawValue)) }
-            return [loadSocketCgroup(level: level), lookup]
+            return [loadSocketCgroup(level: level), setLookup(set, negated: negated)]
         case let .conntrackMarkMatch(mask, value, negated):
             return [loadConntrack(NFT_CT_MARK), bitwise(and: mask, xor: 0), compare(value.bytes, negated: negated)]
         case let .destinationInSet(ipv4, set, negated):
-            let lookup = expression("lookup")
-            nftnl_expr_set_u32(lookup, attr(NFTNL_EXPR_LOOKUP_SREG), reg1)
-            nftnl_expr_set_str(lookup, attr(NFTNL_EXPR_LOOKUP_SET), set)
-            if negated { nftnl_expr_set_u32(lookup, attr(NFTNL_EXPR_LOOKUP_FLAGS), UInt32(NFT_LOOKUP_F_INV.rawValue)) }
-            return loadDestination(ipv4: ipv4) + [lookup]
+            return loadAddress(source: false, ipv4: ipv4) + [setLookup(set, negated: negated)]
+        case let .sourceInSet(ipv4, set, negated):
+            return loadAddress(source: true, ipv4: ipv4) + [setLookup(set, negated: negated)]
         case let .destinationVerdictMap(ipv4, map):
-            return loadDestination(ipv4: ipv4) + [verdictLookup(map)]
+            return loadAddress(source: false, ipv4: ipv4) + [verdictLookup(map)]
         case let .destinationPort(transport, port):
-            let payload = expression("payload")
-            nftnl_expr_set_u32(payload, attr(NFTNL_EXPR_PAYLOAD_DREG), reg1)
-            nftnl_expr_set_u32(payload, attr(NFTNL_EXPR_PAYLOAD_BASE), UInt32(NFT_PAYLOAD_TRANSPORT_HEADER.rawValue))
-            nftnl_expr_set_u32(payload, attr(NFTNL_EXPR_PAYLOAD_OFFSET), 2)
-            nftnl_expr_set_u32(payload, attr(NFTNL_EXPR_PAYLOAD_LEN), 2)
-            return [loadMeta(NFT_META_L4PROTO), compare([transport.number], negated: false), payload, compare(port.bigEndianBytes, negated: false)]
+            return [loadMeta(NFT_META_L4PROTO), compare([transport.number], negated: false),
+                    loadTransport(offset: 2, length: 2), compare(port.bigEndianBytes, negated: false)]
         case let .redirect(port):
             let value = expression("immediate")
             nftnl_expr_set_u32(value, attr(NFTNL_EXPR_IMM_DREG), reg1)
@@ -66,6 +56,27 @@ enum NftExpressions {
             return [loadConntrack(NFT_CT_STATE), bitwise(and: 1 << 3, xor: 0), compare(UInt32(0).bytes, negated: true)]
         case let .markVerdictMap(mask, map):
             return [loadMeta(NFT_META_MARK), bitwise(and: mask, xor: 0), verdictLookup(map)]
+        case let .socketMarkMatch(value, negated):
+            let socket = expression("socket")
+            nftnl_expr_set_u32(socket, attr(NFTNL_EXPR_SOCKET_KEY), UInt32(NFT_SOCKET_MARK.rawValue))
+            nftnl_expr_set_u32(socket, attr(NFTNL_EXPR_SOCKET_DREG), reg1)
+            return [socket, compare(value.bytes, negated: negated)]
+        case let .transportProtocol(number):
+            return [loadMeta(NFT_META_L4PROTO), compare([number], negated: false)]
+        case let .udpPorts(source, destination):
+            // One load of both ports, as nft merges the two matches.
+            return [loadMeta(NFT_META_L4PROTO), compare([NftTransport.udp.number], negated: false),
+                    loadTransport(offset: 0, length: 4), compare(source.bigEndianBytes + destination.bigEndianBytes, negated: false)]
+        case let .icmpv6Types(types):
+            var expressions = [loadMeta(NFT_META_NFPROTO), compare([10], negated: false),  // NFPROTO_IPV6
+                               loadMeta(NFT_META_L4PROTO), compare([58], negated: false),  // IPPROTO_ICMPV6
+                               loadTransport(offset: 0, length: 1)]
+            if types.count == 1 {
+                expressions.append(compare([types.lowerBound], negated: false))
+            } else {
+                expressions += [compare([types.lowerBound], operation: NFT_CMP_GTE), compare([types.upperBound], operation: NFT_CMP_LTE)]
+            }
+            return expressions
         case .masquerade:
             return [expression("masq")]
         case let .verdict(verdict):
@@ -108,16 +119,24 @@ enum NftExpressions {
         return e
     }
 
-    /// In an inet table: only packets of the family, then their destination address into
-    /// register 1 (network header offset 16 for IPv4, 24 for IPv6).
-    private static func loadDestination(ipv4: Bool) -> [OpaquePointer] {
+    /// In an inet table: only packets of the family, then their source or destination
+    /// address into register 1 (network header offsets 12/16 for IPv4, 8/24 for IPv6).
+    private static func loadAddress(source: Bool, ipv4: Bool) -> [OpaquePointer] {
         let family: UInt8 = ipv4 ? 2 : 10  // NFPROTO_IPV4, NFPROTO_IPV6: one byte
         let payload = expression("payload")
         nftnl_expr_set_u32(payload, attr(NFTNL_EXPR_PAYLOAD_DREG), reg1)
         nftnl_expr_set_u32(payload, attr(NFTNL_EXPR_PAYLOAD_BASE), UInt32(NFT_PAYLOAD_NETWORK_HEADER.rawValue))
-        nftnl_expr_set_u32(payload, attr(NFTNL_EXPR_PAYLOAD_OFFSET), ipv4 ? 16 : 24)
+        nftnl_expr_set_u32(payload, attr(NFTNL_EXPR_PAYLOAD_OFFSET), ipv4 ? (source ? 12 : 16) : (source ? 8 : 24))
         nftnl_expr_set_u32(payload, attr(NFTNL_EXPR_PAYLOAD_LEN), ipv4 ? 4 : 16)
         return [loadMeta(NFT_META_NFPROTO), compare([family], negated: false), payload]
+    }
+
+    private static func setLookup(_ set: String, negated: Bool) -> OpaquePointer {
+        let lookup = expression("lookup")
+        nftnl_expr_set_u32(lookup, attr(NFTNL_EXPR_LOOKUP_SREG), reg1)
+        nftnl_expr_set_str(lookup, attr(NFTNL_EXPR_LOOKUP_SET), set)
+        if negated { nftnl_expr_set_u32(lookup, attr(NFTNL_EXPR_LOOKUP_FLAGS), UInt32(NFT_LOOKUP_F_INV.rawValue)) }
+        return lookup
     }
 
     /// The socket's cgroup v2 ancestor at `level` (its id, 8 bytes) into register 1.
@@ -157,10 +176,24 @@ enum NftExpressions {
         return e
     }
 
+    /// `length` bytes of the transport header at `offset` into register 1.
+    private static func loadTransport(offset: UInt32, length: UInt32) -> OpaquePointer {
+        let payload = expression("payload")
+        nftnl_expr_set_u32(payload, attr(NFTNL_EXPR_PAYLOAD_DREG), reg1)
+        nftnl_expr_set_u32(payload, attr(NFTNL_EXPR_PAYLOAD_BASE), UInt32(NFT_PAYLOAD_TRANSPORT_HEADER.rawValue))
+        nftnl_expr_set_u32(payload, attr(NFTNL_EXPR_PAYLOAD_OFFSET), offset)
+        nftnl_expr_set_u32(payload, attr(NFTNL_EXPR_PAYLOAD_LEN), length)
+        return payload
+    }
+
     private static func compare(_ data: [UInt8], negated: Bool) -> OpaquePointer {
+        compare(data, operation: negated ? NFT_CMP_NEQ : NFT_CMP_EQ)
+    }
+
+    private static func compare(_ data: [UInt8], operation: nft_cmp_ops) -> OpaquePointer {
         let e = expression("cmp")
         nftnl_expr_set_u32(e, attr(NFTNL_EXPR_CMP_SREG), reg1)
-        nftnl_expr_set_u32(e, attr(NFTNL_EXPR_CMP_OP), negated ? NFT_CMP_NEQ.rawValue : NFT_CMP_EQ.rawValue)
+        nftnl_expr_set_u32(e, attr(NFTNL_EXPR_CMP_OP), operation.rawValue)
         _ = data.withUnsafeBytes { nftnl_expr_set(e, attr(NFTNL_EXPR_CMP_DATA), $0.baseAddress, UInt32($0.count)) }
         return e
     }

@@ -27,6 +27,8 @@ public enum NftStatement: Hashable, Sendable {
     case conntrackStateNew
     /// `ip daddr @set` / `ip6 daddr @set` (or `!=`): IPv4 or IPv6 packets only.
     case destinationInSet(ipv4: Bool, set: String, negated: Bool)
+    /// `ip saddr @set` / `ip6 saddr @set` (or `!=`): IPv4 or IPv6 packets only.
+    case sourceInSet(ipv4: Bool, set: String, negated: Bool)
     /// `ip daddr vmap @map` / `ip6 daddr vmap @map`.
     case destinationVerdictMap(ipv4: Bool, map: String)
     /// `meta l4proto udp th dport 53` (or tcp).
@@ -37,6 +39,15 @@ public enum NftStatement: Hashable, Sendable {
     case markVerdictMap(mask: UInt32, map: String)
     /// `ct mark & mask vmap @map`.
     case conntrackMarkVerdictMap(mask: UInt32, map: String)
+    /// `socket mark == value` (or `!=`): the mark the socket itself carries (SO_MARK, which
+    /// needs CAP_NET_ADMIN), whatever rules did to the packet's.
+    case socketMarkMatch(value: UInt32, negated: Bool)
+    /// `meta l4proto N`.
+    case transportProtocol(UInt8)
+    /// `udp sport S udp dport D`.
+    case udpPorts(source: UInt16, destination: UInt16)
+    /// `icmpv6 type A-B` (or one type): IPv6 packets only.
+    case icmpv6Types(ClosedRange<UInt8>)
     case masquerade
     case verdict(NftVerdict)
 }

@@ -84,6 +84,8 @@ public struct NftTextRenderer: Sendable {
             return "socket cgroupv2 level \(level) \(negated ? "!= " : "")@\(set)"
         case let .destinationInSet(ipv4, set, negated):
             return "\(ipv4 ? "ip" : "ip6") daddr \(negated ? "!= " : "")@\(set)"
+        case let .sourceInSet(ipv4, set, negated):
+            return "\(ipv4 ? "ip" : "ip6") saddr \(negated ? "!= " : "")@\(set)"
         case let .destinationVerdictMap(ipv4, map):
             return "\(ipv4 ? "ip" : "ip6") daddr vmap @\(map)"
         case let .destinationPort(transport, port):
@@ -98,6 +100,14 @@ public struct NftTextRenderer: Sendable {
             return "socket cgroupv2 level \(level) vmap @\(map)"
         case let .markVerdictMap(mask, map):
             return "meta mark & \(hex(mask)) vmap @\(map)"
+        case let .socketMarkMatch(value, negated):
+            return "socket mark \(negated ? "!=" : "==") \(hex(value))"
+        case let .transportProtocol(number):
+            return "meta l4proto \(number)"
+        case let .udpPorts(source, destination):
+            return "udp sport \(source) udp dport \(destination)"
+        case let .icmpv6Types(types):
+            return "icmpv6 type " + (types.count == 1 ? "\(types.lowerBound)" : "\(types.lowerBound)-\(types.upperBound)")
         case .masquerade:
             return "masquerade"
         case let .verdict(v):

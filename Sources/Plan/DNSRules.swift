@@ -20,9 +20,12 @@ enum DNSRules {
                 NftRule([.destinationPort($0, 53), .redirect(port: port)], comment: $0 == .udp ? "profile \(profile.name): its DNS proxy" : nil)
             }))
         }
-        let members = CgroupMaps(policy, facts: facts, name: "dns_level_", bypass: nil) { .jump(ProfileObjectNames($0.name).dnsChain) }
+        let system = policy.systemProfile
+        // In system mode the bypass slice keeps the host's DNS, as everything outside the
+        // profiles does otherwise.
+        let members = CgroupMaps(policy, facts: facts, name: "dns_level_", bypass: system == nil ? nil : .accept) { .jump(ProfileObjectNames($0.name).dnsChain) }
         table.sets += members.sets
         table.chains.append(NftChain(name: redirectChain, base: NftBaseChain(kind: .nat, hook: .output, priority: NftBaseChain.dstnat),
-                                     rules: members.lookups(prefix: [])))
+                                     rules: members.lookups(prefix: []) + (system.map(SystemRules.dns) ?? [])))
     }
 }

@@ -39,8 +39,7 @@ enum ExceptionRules {
             // DNS is never direct: the profile's proxy answers it (DNSRules).
             var classify = [NftTransport.udp, .tcp].map { NftRule([.destinationPort($0, 53), .verdict(.goto(names.memberChain))]) }
             for ipv4 in [true, false] where profile.allowLAN {
-                let stay = IPPrefix.covering((profile.routeNetworks + (facts.tunnelNetworks[profile.tunnel.interfaceName] ?? []))
-                    .filter { $0.isIPv4 == ipv4 })
+                let stay = tunnelDestinations(profile, facts: facts, ipv4: ipv4)
                 guard !stay.isEmpty else { continue }
                 let set = names.tunnelDestinations(ipv4: ipv4)
                 table.sets.append(NftSet(name: set, key: .address(ipv4: ipv4), elements: stay.map { NftElement(key: .prefix($0)) },
@@ -97,6 +96,26 @@ enum ExceptionRules {
     }
 
     static func routeNetworksMap(ipv4: Bool) -> String { "route_networks\(ipv4 ? 4 : 6)" }
+
+    /// Private networks that stay in the tunnel: the tunnel's own and route.networks.
+    private static func tunnelDestinations(_ profile: Profile, facts: RuntimeFacts, ipv4: Bool) -> [IPPrefix] {
+        IPPrefix.covering((profile.routeNetworks + (facts.tunnelNetworks[profile.tunnel.interfaceName] ?? [])).filter { $0.isIPv4 == ipv4 })
+    }
+
+    /// For a member's listener (InboundRules), with allow_lan: a new connection from a LAN
+    /// address (not one of the networks that stay in the tunnel) is accepted and goes direct.
+    static func lanSources(_ profile: Profile, policy: Policy, facts: RuntimeFacts) -> [NftRule] {
+        guard profile.allowLAN else { return [] }
+        let names = ProfileObjectNames(profile.name), mask = policy.routing.markMask
+        return [true, false].map { ipv4 in
+            var statements: [NftStatement] = [.sourceInSet(ipv4: ipv4, set: ipv4 ? "lan4" : "lan6", negated: false)]
+            if !tunnelDestinations(profile, facts: facts, ipv4: ipv4).isEmpty {
+                statements.append(.sourceInSet(ipv4: ipv4, set: names.tunnelDestinations(ipv4: ipv4), negated: true))
+            }
+            return NftRule(statements + [.setConntrackMark(clear: mask, set: policy.routing.bypassMark), .verdict(.accept)],
+                           comment: ipv4 ? "profile \(profile.name): allow_lan, from the LAN" : nil)
+        }
+    }
 
     /// For route_output, after the member lookups: non-members' new connections to
     /// route.networks (only new ones: a local server's answer to a client in such a network

@@ -7,7 +7,8 @@ import Policy
 /// - in the input hook, the socket a new connection is for is looked up (`socket` does the
 ///   lookup a listener would get) and its cgroup decides: from the profile's tunnel the
 ///   connection is accepted and marked as the profile's (ct mark), from loopback accepted,
-///   from anywhere else dropped before any answer exists (with the killswitch);
+///   with allow_lan from a LAN address too (the connection then goes direct), from
+///   anywhere else dropped before any answer exists (with the killswitch);
 /// - the ct mark makes the answers members' packets in the output path (restored from the
 ///   connection), so they are routed into the tunnel and held by the killswitch too.
 /// Unknown cgroups where a profile cgroup could be are refused the same way.
@@ -26,6 +27,7 @@ enum InboundRules {
                         comment: "profile \(profile.name): a connection from the tunnel to a member is the profile's"),
                 NftRule([.inputInterfaceName("lo", negated: false), .verdict(.accept)]),
             ]
+            rules += ExceptionRules.lanSources(profile, policy: policy, facts: facts)
             if profile.killswitch {
                 rules.append(NftRule([.namedCounter(names.droppedCounter), .verdict(.drop)],
                                      comment: "profile \(profile.name): killswitch, members accept connections through the tunnel only"))
@@ -43,6 +45,7 @@ enum InboundRules {
             ]))
             input += unknown.rules(prefix: [.conntrackStateNew], target: unknownChain)
         }
+        if let system = policy.systemProfile { input += SystemRules.inbound(system) }
         table.chains.append(NftChain(name: "inbound", base: NftBaseChain(kind: .filter, hook: .input, priority: NftBaseChain.filter), rules: input))
     }
 }

@@ -84,8 +84,16 @@ enum MembershipRules {
         // CAP_NET_ADMIN: vpnd's own DNS queries, software given a fwmark) is routed as that
         // profile's, killswitch included.
         output.append(NftRule([.markVerdictMap(mask: mask, map: "connection_marks")], comment: "a profile's mark set by the socket"))
+        // The bypass mark (a built-in tunnel's own socket) keeps out of every profile,
+        // route.networks included: its packets to its server must never loop into a tunnel.
+        output.append(NftRule([.markMatch(mask: mask, value: bypass, negated: false), .setConntrackMark(clear: mask, set: bypass), .verdict(.accept)],
+                              comment: "the bypass mark set by the socket"))
         output += ExceptionRules.routeRules(policy)
-        output.append(NftRule([.setConntrackMark(clear: mask, set: bypass)], comment: "a non-member's connection: decided, direct"))
+        if let system = policy.systemProfile {
+            output += SystemRules.output(system, policy: policy)
+        } else {
+            output.append(NftRule([.setConntrackMark(clear: mask, set: bypass)], comment: "a non-member's connection: decided, direct"))
+        }
         table.chains += [
             NftChain(name: "route_output", base: NftBaseChain(kind: .route, hook: .output, priority: NftBaseChain.mangle), rules: output),
             NftChain(name: "prerouting", base: NftBaseChain(kind: .filter, hook: .prerouting, priority: NftBaseChain.mangle), rules: [

@@ -7,14 +7,21 @@ public struct Policy: Hashable, Sendable {
     public var profiles: [Profile]
     public var routing: RoutingSettings
     public var dns: DNSSettings
+    public var system: SystemSettings
 
-    public init(profiles: [Profile], routing: RoutingSettings = RoutingSettings(), dns: DNSSettings = DNSSettings()) {
+    public init(profiles: [Profile], routing: RoutingSettings = RoutingSettings(), dns: DNSSettings = DNSSettings(),
+                system: SystemSettings = SystemSettings()) {
         self.profiles = profiles
         self.routing = routing
         self.dns = dns
+        self.system = system
     }
 
     public func profile(named name: String) -> Profile? { profiles.first { $0.name == name } }
+
+    /// System mode: the profile of every process that is in no other profile, not in the
+    /// bypass slice and not exempt (SystemRules).
+    public var systemProfile: Profile? { system.profile.flatMap { profile(named: $0) } }
 
     /// Not a profile's name: `vpn-bypass.slice`, beside the profiles' slices, holds the
     /// processes that go direct (bypass.executables).
@@ -154,6 +161,23 @@ public struct RoutingSettings: Hashable, Sendable {
     public var bypassMark: UInt32 { markMask }
 
     public func mark(forIndex index: UInt32) -> UInt32 { index << markShift }
+}
+
+/// `[system]`: system mode (lockdown) and who may start commands outside every profile.
+public struct SystemSettings: Hashable, Sendable {
+    /// The profile of every process not placed anywhere else (nil: system mode is off).
+    public var profile: String?
+    /// Who may start commands in the bypass slice with `vpnexec --bypass` (root always
+    /// may); nil when no policy says.
+    public var bypass: Access?
+    /// Where `[system]` was written.
+    public var location: SourceLocation?
+
+    public init(profile: String? = nil, bypass: Access? = nil, location: SourceLocation? = nil) {
+        self.profile = profile
+        self.bypass = bypass
+        self.location = location
+    }
 }
 
 /// `[dns]`: how the profiles' DNS proxies run.

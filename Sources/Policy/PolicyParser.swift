@@ -33,6 +33,7 @@ extension Policy {
         var drafts: [ProfileDraft] = []
         var routing = RoutingSettings()
         var dns = DNSSettings()
+        var system = SystemDraft()
         for source in sources {
             let document: TOMLTable
             do {
@@ -63,13 +64,24 @@ extension Policy {
                     routing = RoutingSettings.read(reader)
                 }
             }
-            top.reportUnknownKeys(unsupported: [
-                "system": "system mode ([system]) is not supported by this version; remove the table",
-            ])
+            if let table = top.table("system") {
+                let reader = TableReader(table, file: source.path, context: "[system]", log: log)
+                if let first = system.location {
+                    log.error("[system] is set again (first at \(first)); set it in one file only", at: reader.location)
+                } else {
+                    system = SystemSettings.read(reader, resolver: resolver)
+                }
+            }
+            top.reportUnknownKeys()
         }
         let profiles = assign(drafts, routing: routing, log: log)
+        if let name = system.profile, !profiles.contains(where: { $0.name == name }), !drafts.contains(where: { $0.name == name }) {
+            let known = drafts.map(\.name)
+            log.error("[system] profile \"\(name)\" is not defined\(known.isEmpty ? "" : "; profiles: " + known.joined(separator: ", "))",
+                      at: system.profileLocation)
+        }
         guard log.diagnostics.isEmpty else { throw PolicyError(log.diagnostics) }
-        return Policy(profiles: profiles, routing: routing, dns: dns)
+        return Policy(profiles: profiles, routing: routing, dns: dns, system: system.settings)
     }
 
     /// Marks and tables: explicit ones first (conflicts are errors), then the lowest
@@ -351,7 +363,7 @@ struct ProfileDraft {
             && !name.contains { $0 == "/" || $0 == ":" || $0.isWhitespace || $0 == "\"" }
     }
 
-    private static func principal(_ item: NameOrNumber, at: SourceLocation, kind: String,
+    static func principal(_ item: NameOrNumber, at: SourceLocation, kind: String,
                                   lookup: (String) -> UInt32?, log: DiagnosticLog) -> Principal? {
         switch item {
         case let .number(number):
@@ -402,6 +414,40 @@ extension RoutingSettings {
         }
         reader.reportUnknownKeys()
         return settings
+    }
+}
+
+/// `[system]` as read: the settings and where its profile was named.
+struct SystemDraft {
+    var settings = SystemSettings()
+    var profileLocation: SourceLocation?
+    var profile: String? { settings.profile }
+    var location: SourceLocation? { settings.location }
+}
+
+extension SystemSettings {
+    static func read(_ reader: TableReader, resolver: NameResolver) -> SystemDraft {
+        var reader = reader
+        var draft = SystemDraft()
+        draft.settings.location = reader.location
+        if let (name, at) = reader.string("profile") {
+            draft.settings.profile = name
+            draft.profileLocation = at
+        }
+        if let table = reader.table("bypass") {
+            var bypass = TableReader(table, file: reader.file, context: "[system] bypass", log: reader.log)
+            let users = (bypass.namesOrNumbers("users") ?? []).compactMap {
+                ProfileDraft.principal($0.0, at: $0.1, kind: "user", lookup: resolver.uid(ofUser:), log: reader.log)
+            }
+            let groups = (bypass.namesOrNumbers("groups") ?? []).compactMap {
+                ProfileDraft.principal($0.0, at: $0.1, kind: "group", lookup: resolver.gid(ofGroup:), log: reader.log)
+            }
+            draft.settings.bypass = Access(users: users, groups: groups,
+                                           location: bypass.keyLocation("users") ?? bypass.keyLocation("groups") ?? bypass.location)
+            bypass.reportUnknownKeys()
+        }
+        reader.reportUnknownKeys()
+        return draft
     }
 }
 

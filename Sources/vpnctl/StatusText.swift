@@ -6,6 +6,9 @@ enum StatusText {
     static func render(_ report: StatusReport, now: Double = Double(time(nil))) -> String {
         var lines = ["vpnd pid \(report.daemonPID), policy \(report.policyDirectory), cgroup2 at \(report.cgroupRoot)",
                      "sandbox: \(report.sandbox)"]
+        if let system = report.systemProfile {
+            lines.append("system mode: every process outside the profiles' cgroups and vpn-bypass.slice is in profile \(system)")
+        }
         if report.profiles.isEmpty { lines.append("no profiles") }
         for profile in report.profiles {
             lines.append("")

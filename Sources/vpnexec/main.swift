@@ -7,6 +7,7 @@ import Glibc
 enum VPNExec {
     static let usage = """
         USAGE: vpnexec [--socket PATH] (-p|--profile) NAME [--] COMMAND [ARGS...]
+               vpnexec [--socket PATH] --bypass [--] COMMAND [ARGS...]
 
         Run a command inside a VPN profile: its connections (and its children's) leave
         through the profile's tunnel. vpnexec asks vpnd to place this process in the
@@ -14,15 +15,20 @@ enum VPNExec {
         the exit status is the command's. vpnexec needs and gains no privilege: vpnd checks
         the caller against the profile's users and groups.
 
+        With --bypass the command runs outside every profile (vpn-bypass.slice): direct, even
+        in system mode, for the users and groups the policy's [system] bypass names.
+
         OPTIONS:
           -p, --profile NAME   the profile to run in
+          --bypass             run outside every profile
           --socket PATH        vpnd's control socket (default: $VPNEXEC_SOCKET or \(ControlSocket.defaultPath))
           -h, --help           show this help
 
         """
 
     struct Arguments: Equatable {
-        var profile: String
+        /// The profile, or nil for --bypass.
+        var profile: String?
         var socket: String?
         var command: [String]
     }
@@ -37,6 +43,7 @@ enum VPNExec {
     /// (or after "--"), so `vpnexec -p work curl -v URL` passes `-v` to curl.
     static func parse(_ words: [String]) -> Parsed {
         var profile: String?, socket: String?
+        var bypass = false
         var index = 0
         func value(_ name: String) -> String? {
             index += 1
@@ -51,6 +58,8 @@ enum VPNExec {
                 profile = v
             } else if word.hasPrefix("--profile=") {
                 profile = String(word.dropFirst("--profile=".count))
+            } else if word == "--bypass" {
+                bypass = true
             } else if word == "--socket" {
                 guard let v = value(word) else { return .usageError("--socket needs a path") }
                 socket = v
@@ -63,7 +72,8 @@ enum VPNExec {
             }
             index += 1
         }
-        guard let profile, !profile.isEmpty else { return .usageError("missing --profile NAME") }
+        if bypass && profile != nil { return .usageError("--bypass and --profile exclude each other") }
+        if !bypass && (profile ?? "").isEmpty { return .usageError("missing --profile NAME (or --bypass)") }
         let command = Array(words[index...])
         guard !command.isEmpty else { return .usageError("missing command") }
         return .run(Arguments(profile: profile, socket: socket, command: command))
@@ -87,7 +97,7 @@ enum VPNExec {
         let me = vx_pidfd_open(getpid())
         let response: ControlResponse
         do {
-            response = try ControlClient.send(.exec(profile: arguments.profile), socketPath: path, passing: me >= 0 ? me : nil)
+            response = try ControlClient.send(arguments.profile.map { .exec(profile: $0) } ?? .bypass, socketPath: path, passing: me >= 0 ? me : nil)
         } catch {
             writeStandardError("vpnexec: \(error)\n")
             return 1

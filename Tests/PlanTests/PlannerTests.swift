@@ -41,6 +41,8 @@ func profile(_ name: String, tunnel: String, index: UInt32, killswitch: Bool = t
             [.cgroupVerdictMap(level: 2, map: "cgroup_level_2")],
             // No listing of the root was given: no fail-closed rules (an empty set would match all).
             [.markVerdictMap(mask: mask, map: "connection_marks")],
+            // The bypass mark set by a socket (a built-in tunnel's): no profile, not even route.networks.
+            [.markMatch(mask: mask, value: bypass, negated: false), .setConntrackMark(clear: mask, set: bypass), .verdict(.accept)],
             [.setConntrackMark(clear: mask, set: bypass)],
         ])
 
@@ -112,7 +114,7 @@ func profile(_ name: String, tunnel: String, index: UInt32, killswitch: Bool = t
         let output = try #require(state.nft.chain(named: "route_output"))
         #expect(!output.rules.contains { $0.statements.contains(.verdict(.return)) }, "no early return for packets that carry a mark")
         #expect(output.rules.first { $0.statements.contains(.conntrackMarkVerdictMap(mask: 0x7f00_0000, map: "connection_marks")) } != nil)
-        #expect(output.rules.dropLast().last?.comment == "a profile's mark set by the socket")
+        #expect(output.rules.dropLast(2).last?.comment == "a profile's mark set by the socket")
     }
 
     /// Ids nobody knows where a profile cgroup (or its parent) could be are dropped: beside
@@ -248,6 +250,71 @@ func profile(_ name: String, tunnel: String, index: UInt32, killswitch: Bool = t
         #expect(output.rules.contains { $0.statements == [.conntrackStateNew, .destinationInSet(ipv4: true, set: "route_dns4_work", negated: false), .verdict(.jump("member_work"))] })
         #expect(state.nft.set(named: "route_dns6_work")?.timeout == true)
         #expect(state.nft.chain(named: "classify_home") == nil)
+    }
+
+    /// System mode: whatever no map placed is the system profile's, at the end of the
+    /// route, input and DNS chains; sockets with a mark of their own, the bypass slice and
+    /// the link's own protocols stay out. Without it, such packets are decided direct.
+    @Test func systemModeTakesWhatNoMapPlaced() throws {
+        var work = profile("work", tunnel: "wg0", index: 1)
+        work.allowLAN = true
+        let facts = RuntimeFacts(cgroupIDs: ["vpn.slice/vpn-work.slice": 101, "vpn.slice/vpn-bypass.slice": 102])
+        let off = Planner.plan(Policy(profiles: [work]), facts: facts)
+        let offOutput = try #require(off.nft.chain(named: "route_output"))
+        #expect(offOutput.rules.last?.statements == [.setConntrackMark(clear: 0x7f00_0000, set: 0x7f00_0000)])
+        #expect(offOutput.rules.contains { $0.statements == [.markMatch(mask: 0x7f00_0000, value: 0x7f00_0000, negated: false),
+                                                              .setConntrackMark(clear: 0x7f00_0000, set: 0x7f00_0000), .verdict(.accept)] },
+                "the bypass mark keeps out of every profile")
+        #expect(!Planner.cgroups(Policy(profiles: [work]), parent: "vpn.slice").contains("vpn.slice/vpn-bypass.slice"))
+
+        let policy = Policy(profiles: [work], system: SystemSettings(profile: "work"))
+        #expect(Planner.cgroups(policy, parent: "vpn.slice") == ["vpn.slice/vpn-work.slice", "vpn.slice/vpn-bypass.slice"])
+        let state = Planner.plan(policy, facts: facts)
+        let output = try #require(state.nft.chain(named: "route_output")).rules.map(\.statements)
+        let exempt: [NftStatement] = [.socketMarkMatch(value: 0, negated: true), .setConntrackMark(clear: 0x7f00_0000, set: 0x7f00_0000), .verdict(.accept)]
+        let link: [[NftStatement]] = [
+            [.icmpv6Types(130...137), .verdict(.accept)], [.icmpv6Types(143...143), .verdict(.accept)],
+            [.transportProtocol(2), .verdict(.accept)],
+        ]
+        #expect(Array(output.suffix(7)) == [exempt] + link + [
+            [.udpPorts(source: 68, destination: 67), .verdict(.accept)], [.udpPorts(source: 546, destination: 547), .verdict(.accept)],
+            [.verdict(.jump("classify_work"))],
+        ])
+        #expect(state.nft.set(named: "cgroup_level_2")?.elements.contains(NftElement(key: .cgroup(id: 102, path: "vpn.slice/vpn-bypass.slice"), verdict: .jump("bypassed"))) == true)
+
+        let input = try #require(state.nft.chain(named: "inbound")).rules.map(\.statements)
+        #expect(Array(input.suffix(7)) == [[.conntrackStateNew, .socketMarkMatch(value: 0, negated: true), .verdict(.accept)]] + link + [
+            [.udpPorts(source: 67, destination: 68), .verdict(.accept)], [.udpPorts(source: 547, destination: 546), .verdict(.accept)],
+            [.conntrackStateNew, .verdict(.jump("listen_work"))],
+        ])
+        #expect(state.nft.chain(named: "listen_work")?.rules.map(\.statements).contains(
+            [.sourceInSet(ipv4: true, set: "lan4", negated: false), .setConntrackMark(clear: 0x7f00_0000, set: 0x7f00_0000), .verdict(.accept)]) == true,
+                "allow_lan: connections from the LAN reach members' listeners")
+
+        let dns = try #require(state.nft.chain(named: "dns_redirect")).rules.map(\.statements)
+        #expect(dns == [[.cgroupVerdictMap(level: 2, map: "dns_level_2")], [.socketMarkMatch(value: 0, negated: true), .verdict(.accept)],
+                        [.verdict(.jump("dns_work"))]])
+        #expect(state.nft.set(named: "dns_level_2")?.elements.contains(NftElement(key: .cgroup(id: 102, path: "vpn.slice/vpn-bypass.slice"), verdict: .accept)) == true,
+                "the bypass slice keeps the host's DNS")
+    }
+
+    /// In system mode a bypassed program leaves wherever it runs, unless it is in another
+    /// profile or already out; outside system mode only from its profile.
+    @Test func bypassedProgramsInSystemMode() {
+        var work = profile("work", tunnel: "wg0", index: 1)
+        work.bypassExecutables = ["/usr/bin/steam"]
+        let home = profile("home", tunnel: "tun0", index: 2)
+        let off = Policy(profiles: [work, home])
+        var on = off
+        on.system = SystemSettings(profile: "work")
+        let decide = { (policy: Policy, cgroup: String) in
+            ExecutableRules.decide(executable: "/usr/bin/steam", cgroup: cgroup, policy: policy, parent: "vpn.slice")
+        }
+        #expect(decide(off, "user.slice/user-1000.slice/session-2.scope") == nil)
+        #expect(decide(on, "user.slice/user-1000.slice/session-2.scope") == .bypass(from: "work"))
+        #expect(decide(on, "vpn.slice/vpn-work.slice") == .bypass(from: "work"))
+        #expect(decide(on, "vpn.slice/vpn-home.slice") == nil, "a member of another profile stays there")
+        #expect(decide(on, "vpn.slice/vpn-bypass.slice") == nil)
     }
 
     @Test func emptyPolicyPlansAnEmptyTable() {

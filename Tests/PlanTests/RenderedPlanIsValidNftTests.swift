@@ -32,7 +32,8 @@ import Testing
             ids[path] = try hierarchy.create(path)
             cleanup.add("remove \(path)") { try hierarchy.remove(path) }
         }
-        let state = Planner.plan(Policy(profiles: profiles), facts: RuntimeFacts(cgroupParent: parent, cgroupIDs: ids))
+        // System mode on p1, which also has allow_lan: every chain gets its system rules.
+        let state = Planner.plan(Policy(profiles: profiles, system: SystemSettings(profile: "p1")), facts: RuntimeFacts(cgroupParent: parent, cgroupIDs: ids))
         let text = PlanText.render(state)
         try NftCLI.apply(text, in: namespace, checkOnly: true)
         // And applied for real, then listed: every profile's chain is there.

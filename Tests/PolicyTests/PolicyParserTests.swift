@@ -190,15 +190,34 @@ func diagnostics(_ files: [(String, String)]) -> [String] {
         ])
     }
 
-    @Test func keysOfLaterVersionsAreRefusedNotIgnored() {
+    @Test func systemModeAndWhoMayBypass() throws {
+        let policy = try parse([("/p/a.toml", """
+            [profile.a]
+            tunnel.interface = "wg0"
+            """), ("/p/b.toml", """
+            [system]
+            profile = "a"
+            bypass.users = ["alice"]
+            bypass.groups = ["staff"]
+            """)])
+        #expect(policy.systemProfile?.name == "a")
+        #expect(policy.system.bypass?.users.map(\.id) == [1001] && policy.system.bypass?.groups.map(\.id) == [50])
+        #expect(policy.system.bypass?.location.description == "/p/b.toml:3:8")
+        #expect(try parse([("/p/a.toml", "[profile.a]\ntunnel.interface = \"wg0\"\n")]).systemProfile == nil, "off unless asked for")
+
         let errors = diagnostics([("/p/a.toml", """
             [profile.a]
             tunnel.interface = "wg0"
             [system]
-            profile = "a"
-            """)])
-        #expect(errors.count == 1)
-        #expect(errors[0].hasPrefix("/p/a.toml:3:2: error: system: system mode ([system]) is not supported"), "\(errors)")
+            profile = "work"
+            bypass.users = ["mallory"]
+            lockdown = true
+            """), ("/p/b.toml", "[system]\nprofile = \"a\"\n")])
+        #expect(errors.count == 4, "\(errors)")
+        #expect(errors.contains { $0.hasPrefix("/p/a.toml:4:11: error: [system] profile \"work\" is not defined; profiles: a") }, "\(errors)")
+        #expect(errors.contains { $0.hasPrefix("/p/a.toml:5:17: error: unknown user \"mallory\"") }, "\(errors)")
+        #expect(errors.contains { $0.hasPrefix("/p/a.toml:6:1: error: unknown key \"lockdown\" in [system] (known keys: bypass, profile)") }, "\(errors)")
+        #expect(errors.contains { $0.hasPrefix("/p/b.toml:1:") && $0.contains("[system] is set again (first at /p/a.toml:") }, "\(errors)")
     }
 
     @Test func dnsAndDomains() throws {
