@@ -53,6 +53,10 @@ public final class KernelApplier {
             // Only elements changed (a cgroup appeared or went): a few elements, not a rebuild.
             for (set, removed) in edits.removed { try nft.deleteElements(removed, from: set, in: desired) }
             for (set, added) in edits.added { try nft.addElements(added, to: set, in: desired) }
+        } else if exists, let applied, (try? nft.update(from: applied, to: desired)) != nil {
+            // A reload: rules replaced, what stays kept (learned elements, counters) in one
+            // transaction. Refused (the kernel's table is not what we applied: someone
+            // changed it), the whole table is replaced below instead.
         } else {
             var table = desired
             if exists {

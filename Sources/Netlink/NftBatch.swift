@@ -79,15 +79,67 @@ struct NftBatch {
         }
     }
 
+    /// `old` -> `new` as `NftTableUpdate` orders it; `carried` holds elements for timeout
+    /// sets that are made anew (read from the kernel).
+    mutating func update(_ update: NftTableUpdate, in table: NftTable, carried: [String: [NftElement]]) {
+        for chain in update.flushedChains { objectMessage(NFT_MSG_DELRULE, chain: chain, in: table, "flush chain \(chain)") }
+        for removed in update.removedElements { deleteElements(removed.elements, from: removed.set, in: table) }
+        for set in update.deletedSets {
+            let nftSet = makeSet(set, in: table)
+            defer { nftnl_set_free(nftSet) }
+            message(NFT_MSG_DELSET, family: table.family, flags: 0, "delete set \(set)") { nftnl_set_nlmsg_build_payload($0, nftSet) }
+        }
+        for chain in update.deletedChains { objectMessage(NFT_MSG_DELCHAIN, chain: chain, in: table, "delete chain \(chain)") }
+        for counter in update.deletedCounters {
+            let object = counterObject(NftCounter(name: counter), in: table)
+            defer { nftnl_obj_free(object) }
+            message(NFT_MSG_DELOBJ, family: table.family, flags: 0, "delete counter \(counter)") { nftnl_obj_nlmsg_build_payload($0, object) }
+        }
+        for counter in update.createdCounters { addCounter(counter, in: table) }
+        for chain in update.createdChains { addChain(chain, in: table) }
+        for set in update.createdSets {
+            addSet(set, in: table)
+            addElements(set.elements + (carried[set.name] ?? []), to: set.name, in: table)
+        }
+        for added in update.addedElements { addElements(added.elements, to: added.set, in: table) }
+        for chain in update.rules {
+            for rule in chain.rules { addRule(rule, chain: chain.name, in: table) }
+        }
+    }
+
+    /// A rule or chain message naming only the chain: DELRULE flushes it, DELCHAIN deletes it.
+    private mutating func objectMessage(_ type: nf_tables_msg_types, chain: String, in table: NftTable, _ what: String) {
+        if type == NFT_MSG_DELRULE {
+            let rule = nftnl_rule_alloc()!
+            defer { nftnl_rule_free(rule) }
+            nftnl_rule_set_str(rule, attr(NFTNL_RULE_TABLE), table.name)
+            nftnl_rule_set_str(rule, attr(NFTNL_RULE_CHAIN), chain)
+            nftnl_rule_set_u32(rule, attr(NFTNL_RULE_FAMILY), UInt32(table.family.protocolFamily))
+            message(type, family: table.family, flags: 0, what) { nftnl_rule_nlmsg_build_payload($0, rule) }
+        } else {
+            let nftChain = nftnl_chain_alloc()!
+            defer { nftnl_chain_free(nftChain) }
+            nftnl_chain_set_str(nftChain, attr(NFTNL_CHAIN_TABLE), table.name)
+            nftnl_chain_set_str(nftChain, attr(NFTNL_CHAIN_NAME), chain)
+            nftnl_chain_set_u32(nftChain, attr(NFTNL_CHAIN_FAMILY), UInt32(table.family.protocolFamily))
+            message(type, family: table.family, flags: 0, what) { nftnl_chain_nlmsg_build_payload($0, nftChain) }
+        }
+    }
+
     // MARK: objects
 
-    private mutating func addCounter(_ counter: NftCounter, in table: NftTable) {
+    private func counterObject(_ counter: NftCounter, in table: NftTable) -> OpaquePointer {
         let object = nftnl_obj_alloc()!
-        defer { nftnl_obj_free(object) }
         nftnl_obj_set_str(object, attr(NFTNL_OBJ_TABLE), table.name)
         nftnl_obj_set_str(object, attr(NFTNL_OBJ_NAME), counter.name)
         nftnl_obj_set_u32(object, attr(NFTNL_OBJ_TYPE), UInt32(NFT_OBJECT_COUNTER))
         nftnl_obj_set_u32(object, attr(NFTNL_OBJ_FAMILY), UInt32(table.family.protocolFamily))
+        return object
+    }
+
+    private mutating func addCounter(_ counter: NftCounter, in table: NftTable) {
+        let object = counterObject(counter, in: table)
+        defer { nftnl_obj_free(object) }
         nftnl_obj_set_u64(object, attr(NFTNL_OBJ_CTR_PKTS), counter.packets)
         nftnl_obj_set_u64(object, attr(NFTNL_OBJ_CTR_BYTES), counter.bytes)
         if let comment = counter.comment {

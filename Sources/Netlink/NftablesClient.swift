@@ -24,6 +24,31 @@ public final class NftablesClient {
         }
     }
 
+    /// Turns the table the kernel holds (`old`, as last applied) into `new` in one
+    /// transaction, keeping what stays (see `NftTableUpdate`). Timeout sets and counters
+    /// made anew get what the kernel held in them (elements with the time they had left).
+    public func update(from old: NftTable, to new: NftTable) throws {
+        var update = NftTableUpdate(from: old, to: new)
+        // A counter made anew (its comment changed) starts where the old one was.
+        if update.createdCounters.contains(where: { name in old.counters.contains { $0.name == name.name } }) {
+            let current = try counters(family: new.family, table: new.name)
+            for index in update.createdCounters.indices {
+                if let held = current[update.createdCounters[index].name] {
+                    update.createdCounters[index].packets = held.packets
+                    update.createdCounters[index].bytes = held.bytes
+                }
+            }
+        }
+        var carried: [String: [NftElement]] = [:]
+        for name in update.recreatedTimeoutSets {
+            guard let set = new.set(named: name) else { continue }
+            let held = Set(set.elements.map(\.key))
+            carried[name] = try elements(of: name, keyType: set.key, family: new.family, table: new.name)
+                .filter { !held.contains($0.key) && ($0.timeout ?? 0) > 0 }
+        }
+        try commit { $0.update(update, in: new, carried: carried) }
+    }
+
     /// Removes the table if it exists.
     public func delete(family: NftFamily, table: String) throws {
         try commit { batch in

@@ -154,8 +154,8 @@ extension Policy {
                                     bypassExecutables: Array(Set(draft.bypassExecutables.map(\.0))).sorted(),
                                     routeExecutables: Array(Set(draft.routeExecutables.map(\.0))).sorted(),
                                     dnsServers: draft.dnsServers,
-                                    bypassDomains: Array(Set(draft.bypassDomains.map(\.0))).sorted { $0.description < $1.description },
-                                    routeDomains: Array(Set(draft.routeDomains.map(\.0))).sorted { $0.description < $1.description }))
+                                    bypassDomains: sortedUnique(draft.bypassDomains.map(\.0)),
+                                    routeDomains: sortedUnique(draft.routeDomains.map(\.0))))
         }
         checkRouteNetworks(unique, log: log)
         checkExecutables(unique, log: log)
@@ -218,6 +218,12 @@ extension Policy {
             }
         }
     }
+}
+
+/// Each pattern once, in the order of their text; the text is made once per pattern, not
+/// once per comparison (a list may hold 100,000 names).
+private func sortedUnique(_ patterns: [DomainPattern]) -> [DomainPattern] {
+    Set(patterns).map { ($0.description, $0) }.sorted { $0.0 < $1.0 }.map(\.1)
 }
 
 func hex(_ value: UInt32) -> String { "0x" + String(value, radix: 16) }

@@ -6,8 +6,9 @@ import Policy
 /// symbolic link, is an error like a syntax error, and nothing is applied.
 public enum PolicyDirectory {
     public static let defaultPath = "/etc/vpnexec/policy.d"
-    /// Far above any real policy; keeps a mistaken path (a log, a device) from being read whole.
-    public static let fileLimit = 1 << 20
+    /// Room for a domain list of 100,000 names and more; keeps a mistaken path (a log, a
+    /// device) from being read whole.
+    public static let fileLimit = 16 << 20
 
     public static func read(_ directory: String) throws(PolicyError) -> [PolicySource] {
         let opened: TrustedDirectory

@@ -130,6 +130,70 @@ import Testing
         #expect(withoutExpiry(try namespace.run(["nft", "list", "ruleset"])) == withoutExpiry(before))
     }
 
+    /// A reload's update (rules replaced, objects that stay kept) ends exactly where a fresh
+    /// table of the new shape would, holding what the kernel held: counter values and
+    /// elements learned at run time, also in a set and a counter that had to be made anew.
+    @Test func updateKeepsWhatStaysAndEndsLikeTheNewTable() throws {
+        let cleanup = Cleanup()
+        defer { cleanup.run() }
+        let tag = uniqueTag()
+        let updated = try NetworkNamespace("vx\(tag)up", cleanup: cleanup)
+        let fresh = try NetworkNamespace("vx\(tag)fr", cleanup: cleanup)
+        let old = Self.sampleTable(cgroupID: 1, cgroupPath: "")
+        var new = old
+        // Rules changed, a chain gone (with the element and the rule that named it) and one
+        // new, a base chain moved, a set gone, one new, one with a new comment (made anew),
+        // a counter with a new comment (made anew).
+        new.chains[0].rules.removeFirst()
+        new.chains[0].rules.removeAll { $0.statements.contains(.sourceInSet(ipv4: true, set: "zero4", negated: true)) }
+        new.chains[0].rules.append(NftRule([.transportProtocol(2), .verdict(.drop)]))
+        new.chains.removeAll { $0.name == "killswitch_work" }
+        new.chains.append(NftChain(name: "egress_work", rules: [NftRule([.outputInterfaceName("wg0", negated: false), .verdict(.accept)])]))
+        new.chains[new.chains.firstIndex { $0.name == "nat" }!].rules[1] = NftRule([.outputInterfaceName("wg1", negated: true), .verdict(.goto("egress_work"))])
+        new.chains[new.chains.firstIndex { $0.name == "inbound" }!].base?.priority = 10
+        new.sets[new.sets.firstIndex { $0.name == "killswitch_marks" }!].elements = [NftElement(key: .mark(0x0100_0000), verdict: .jump("egress_work"))]
+        new.sets.removeAll { $0.name == "zero4" }
+        new.sets.append(NftSet(name: "extra4", key: .ipv4Address, elements: [NftElement(key: .prefix(IPPrefix("192.0.2.77/32")!))]))
+        new.sets[new.sets.firstIndex { $0.name == "learned4" }!].comment = "from DNS answers, renamed"
+        new.counters[0].comment = "profile work: member packets, renamed"
+
+        let learned = [("learned4", NftElement(key: .prefix(IPPrefix("192.0.2.10/32")!), timeout: 3600)),
+                       ("learned6", NftElement(key: .prefix(IPPrefix("2001:db8::5/128")!), timeout: 3600))]
+        try updated.within {
+            let client = try NftablesClient()
+            try client.replace(old)
+            for (set, element) in learned { try client.addElements([element], to: set, in: old) }
+            var zeroed = new
+            for index in zeroed.counters.indices { zeroed.counters[index].packets = 0; zeroed.counters[index].bytes = 0 }
+            try client.update(from: old, to: zeroed)
+            let counters = try client.counters(family: .inet, table: "vpnexec")
+            #expect(counters["work_drop"]?.packets == 5 && counters["work_out"]?.packets == 0, "counts kept, not reset: \(counters)")
+        }
+        try fresh.within {
+            let client = try NftablesClient()
+            try client.replace(new)
+            for (set, element) in learned { try client.addElements([element], to: set, in: new) }
+        }
+        let blocks = { (namespace: NetworkNamespace) in
+            try Self.blocks(withoutExpiry(try namespace.run(["nft", "list", "table", "inet", "vpnexec"])))
+        }
+        let (a, b) = (try blocks(updated), try blocks(fresh))
+        #expect(a == b, "only after the update: \(a.filter { !b.contains($0) }); only fresh: \(b.filter { !a.contains($0) })")
+        #expect(try blocks(updated).contains { $0.contains("192.0.2.10") } && blocks(updated).contains { $0.contains("2001:db8::5") })
+    }
+
+    /// A table's listing as its objects (sets, maps, chains, counters), sorted: an update
+    /// makes new objects after the old ones, a fresh table in its own order.
+    static func blocks(_ listing: String) -> [String] {
+        var blocks: [String] = [], current: [String] = []
+        for line in listing.split(separator: "\n").map(String.init) {
+            if line.hasPrefix("\t") && !line.hasPrefix("\t\t") && line != "\t}" { current = [line]; continue }
+            current.append(line)
+            if line == "\t}" { blocks.append(current.joined(separator: "\n")); current = [] }
+        }
+        return blocks.sorted()
+    }
+
     @Test func replaceIsIdempotentAndElementsAndCountersRoundTrip() throws {
         let cleanup = Cleanup()
         defer { cleanup.run() }
@@ -165,7 +229,10 @@ import Testing
 /// two listings: left out for comparisons.
 func withoutExpiry(_ text: String) -> String {
     text.split(separator: "\n", omittingEmptySubsequences: false).map { line in
-        guard let range = line.range(of: " expires ") else { return String(line) }
-        return String(line[..<range.lowerBound]) + String(line[range.upperBound...].drop { $0 != " " && $0 != "," && $0 != "}" })
+        var line = String(line)
+        while let range = line.range(of: " expires ") {
+            line = String(line[..<range.lowerBound]) + String(line[range.upperBound...].drop { $0 != " " && $0 != "," && $0 != "}" })
+        }
+        return line
     }.joined(separator: "\n")
 }
