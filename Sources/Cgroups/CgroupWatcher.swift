@@ -9,12 +9,13 @@ import Glibc
 /// watch; one that is still there keeps its own, inotify hands back the same descriptor).
 public final class CgroupWatcher {
     public let fileDescriptor: Int32
-    private let paths: [String]
+    /// The directories to watch, asked again at every rewatch (the users' trees grow).
+    private let paths: () -> [String]
 
-    public init(paths: [String]) throws {
+    public init(paths: @escaping () -> [String]) throws {
         self.paths = paths
         fileDescriptor = inotify_init1(Int32(IN_NONBLOCK | IN_CLOEXEC))
-        guard fileDescriptor >= 0 else { throw CgroupError("inotify_init1", path: paths.first ?? "") }
+        guard fileDescriptor >= 0 else { throw CgroupError("inotify_init1", path: "") }
         rewatch()
     }
 
@@ -23,7 +24,7 @@ public final class CgroupWatcher {
     /// (Re-)adds every watch; a path that does not exist (yet) is skipped until next time.
     public func rewatch() {
         let mask = UInt32(IN_CREATE | IN_DELETE | IN_MOVED_FROM | IN_MOVED_TO | IN_DELETE_SELF | IN_MOVE_SELF) | UInt32(IN_ONLYDIR)
-        for path in paths { _ = inotify_add_watch(fileDescriptor, path, mask) }
+        for path in paths() { _ = inotify_add_watch(fileDescriptor, path, mask) }
     }
 
     /// Reads pending events; true if anything happened.

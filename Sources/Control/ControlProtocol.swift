@@ -74,6 +74,9 @@ public struct ProfileStatus: Codable, Hashable, Sendable {
     public var killswitch: Bool
     public var cgroup: String
     public var members: Int
+    /// Cgroups systemd made that joined the profile where they stand (a user's
+    /// vpn-NAME.slice, a listed desktop app's scope); their processes count as members.
+    public var joinedCgroups: [String] = []
     public var tunnel: TunnelStatus
     public var sent: Traffic
     public var received: Traffic

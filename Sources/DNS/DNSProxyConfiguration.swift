@@ -15,7 +15,7 @@ public struct DNSServer: Hashable, Sendable, CustomStringConvertible {
 
 /// One domain list of a profile (its bypass or its route-via-VPN domains) and the nft sets
 /// its answers' addresses go to.
-public struct DNSDomainSets: Sendable {
+public struct DNSDomainSets: Hashable, Sendable {
     public var patterns: [DomainPattern]
     public var ipv4Set: String
     public var ipv6Set: String
@@ -27,7 +27,7 @@ public struct DNSDomainSets: Sendable {
     }
 }
 
-public struct DNSProxyConfiguration: Sendable {
+public struct DNSProxyConfiguration: Hashable, Sendable {
     /// Tried in turn: a query goes to the server that last answered in time, and to the
     /// next one each time `upstreamTimeout` passes without an answer.
     public var servers: [DNSServer]

@@ -25,7 +25,13 @@ final class DNSService {
     private let log: Log
     private var resolvers: [String: ProfileResolver] = [:]
     /// What each resolver was built from, to rebuild only what changed.
-    private var built: [String: String] = [:]
+    private var built: [String: ResolverSettings] = [:]
+
+    struct ResolverSettings: Hashable {
+        var configuration: DNSProxyConfiguration
+        var port: UInt16
+        var mark: UInt32
+    }
 
     init(loop: EventLoop, applier: KernelApplier, log: Log) {
         self.loop = loop
@@ -37,7 +43,7 @@ final class DNSService {
     /// tunnel's `DNS =`) and every list whose sets its answers can fill: its own
     /// bypass.domains, and every profile's route.domains.
     func configure(_ policy: Policy, builtInServers: [String: [IPAddress]]) {
-        var wanted: [String: (DNSProxyConfiguration, UInt16, UInt32, String)] = [:]
+        var wanted: [String: ResolverSettings] = [:]
         let routeLists = policy.profiles.filter { !$0.routeDomains.isEmpty }.map { profile in
             let names = ProfileObjectNames(profile.name)
             return DNSDomainSets(patterns: profile.routeDomains, ipv4Set: names.routeDomainSet(ipv4: true), ipv6Set: names.routeDomainSet(ipv4: false))
@@ -52,21 +58,20 @@ final class DNSService {
             }
             let configuration = DNSProxyConfiguration(servers: servers, domainSets: Array(lists.prefix(DomainList.maxLists)),
                                                       elementTimeout: policy.dns.minTTL...max(policy.dns.minTTL, policy.dns.maxTTL))
-            let port = policy.dns.port(for: profile)
-            let mark = policy.routing.mark(forIndex: profile.index)
-            let key = "\(servers) \(lists.map { "\($0.patterns) \($0.ipv4Set)" }) \(configuration.elementTimeout) \(port) \(mark)"
-            wanted[profile.name] = (configuration, port, mark, key)
+            wanted[profile.name] = ResolverSettings(configuration: configuration, port: policy.dns.port(for: profile),
+                                                    mark: policy.routing.mark(forIndex: profile.index))
         }
-        for (name, resolver) in resolvers where wanted[name]?.3 != built[name] {
+        for (name, resolver) in resolvers where wanted[name] != built[name] {
             resolver.close()
             resolvers[name] = nil
             built[name] = nil
         }
-        for (name, (configuration, port, mark, key)) in wanted.sorted(by: { $0.key < $1.key }) where resolvers[name] == nil {
+        for (name, settings) in wanted.sorted(by: { $0.key < $1.key }) where resolvers[name] == nil {
+            let (configuration, port) = (settings.configuration, settings.port)
             do {
-                resolvers[name] = try ProfileResolver(profile: name, configuration: configuration, port: port, mark: mark,
+                resolvers[name] = try ProfileResolver(profile: name, configuration: configuration, port: port, mark: settings.mark,
                                                       loop: loop, applier: applier, log: log)
-                built[name] = key
+                built[name] = settings
                 log.info("DNS proxy of profile \(name) on port \(port): \(configuration.servers.isEmpty ? "no resolvers (queries are refused; set dns = [...])" : "resolvers \(configuration.servers.map(\.description).joined(separator: ", "))")")
             } catch {
                 log.error("DNS proxy of profile \(name) did not start: \(error); members' queries get no answer (none leaves)")

@@ -56,12 +56,16 @@ extension Daemon {
                 tunnel.wireguard = tunnels.status(interface: profile.tunnel.interfaceName).map(WireGuardReport.init)
                     ?? WireGuardReport(publicKey: nil, listenPort: nil, peers: [], drops: [:])
             }
-            return ProfileStatus(
+            let joined = (appliedFacts?.joinedCgroups ?? [:]).filter { $0.value.profile == profile.name }.keys.sorted()
+            var status = ProfileStatus(
                 name: profile.name, mark: policy.routing.mark(forIndex: profile.index), table: profile.table,
-                killswitch: profile.killswitch, cgroup: path, members: hierarchy.processes(in: path).count,
+                killswitch: profile.killswitch, cgroup: path,
+                members: ([path] + joined).reduce(0) { $0 + hierarchy.processes(in: $1).count },
                 tunnel: tunnel, sent: traffic(names.sentCounter), received: traffic(names.receivedCounter),
                 throughTunnel: traffic(names.tunnelCounter), droppedByKillswitch: traffic(names.droppedCounter),
                 exceptions: exceptionStatus(profile, direct: traffic(names.directCounter)), dns: dnsStatus(profile))
+            status.joinedCgroups = joined
+            return status
         }
         return StatusReport(daemonPID: getpid(), policyDirectory: options.policyDirectory,
                             cgroupRoot: hierarchy.mountPoint, profiles: profiles,

@@ -169,9 +169,16 @@ public final class Daemon {
     }
 
     private func apply(_ facts: RuntimeFacts) throws {
+        let before = appliedFacts
         appliedFacts = nil
         try applier.apply(Planner.plan(policy, facts: facts))
         appliedFacts = facts
+        for (path, joined) in facts.joinedCgroups.sorted(by: { $0.key < $1.key }) where before?.joinedCgroups[path] != joined {
+            log.info("\(path) joined profile \(joined.profile) (named for it)")
+        }
+        for (path, reason) in facts.refusedCgroups.sorted(by: { $0.key < $1.key }) where before?.refusedCgroups[path] != reason {
+            log.notice("refused: \(path) is named to join a profile but \(reason); its traffic does not enter the tunnel")
+        }
     }
 
     func reload() -> ControlResponse {
@@ -223,7 +230,7 @@ public final class Daemon {
         self.server = server
         defer { server.close() }
         let monitor = try RoutingMonitor()
-        let watcher = try CgroupWatcher(paths: watchedCgroupDirectories())
+        let watcher = try CgroupWatcher { [unowned self] in watchedCgroupDirectories() }
         let signals = try SignalChannel([SIGHUP, SIGTERM, SIGINT])
         loop.watch(monitor.fileDescriptor) { [unowned self] _ in
             if monitor.drain() { follow("routing change") }
@@ -272,9 +279,11 @@ public final class Daemon {
     }
 
     /// The profile parent and every directory above it up to the cgroup2 root: where a
-    /// profile cgroup, or the parent itself, can be removed and made again.
+    /// profile cgroup, or the parent itself, can be removed and made again; and the users'
+    /// trees, where units that join a profile by name appear.
     func watchedCgroupDirectories() -> [String] {
-        (RuntimeFacts.directoriesAlong(parent: options.cgroupParent) + [options.cgroupParent]).map(hierarchy.absolute)
+        (RuntimeFacts.directoriesAlong(parent: options.cgroupParent) + [options.cgroupParent]
+            + (policy.profiles.isEmpty ? [] : FactsReader.unitDirectories(in: hierarchy))).map(hierarchy.absolute)
     }
 
     /// Re-plans with fresh facts after the machine changed under us. Applying is

@@ -1,4 +1,5 @@
 import Addresses
+import Glibc
 import Cgroups
 import Netlink
 import Plan
@@ -24,11 +25,24 @@ public struct FactsReader {
         self.init(hierarchy: hierarchy, links: netlink.links, addresses: netlink.addresses)
     }
 
-    public func read(_ policy: Policy, cgroupParent: String) throws -> RuntimeFacts {
+    /// `groups`: a user's groups (the user database), to decide which unit cgroups join.
+    public func read(_ policy: Policy, cgroupParent: String, groups: UnitCgroups.Groups = SystemGroups.of) throws -> RuntimeFacts {
         var facts = RuntimeFacts(cgroupParent: cgroupParent)
         if let hierarchy {
             for path in Planner.cgroups(policy, parent: cgroupParent) {
                 facts.cgroupIDs[path] = hierarchy.id(of: path)
+            }
+            if !policy.profiles.isEmpty {
+                for path in Self.unitCgroups(in: hierarchy) {
+                    switch UnitCgroups.decide(path, policy: policy, parent: cgroupParent, groups: groups) {
+                    case let .member(profile)?:
+                        if let id = hierarchy.id(of: path) { facts.joinedCgroups[path] = RuntimeFacts.JoinedCgroup(profile: profile, id: id) }
+                    case let .refused(profile, uid, rule)?:
+                        facts.refusedCgroups[path] = "uid \(uid) may not use profile \"\(profile)\": \(rule)"
+                    case nil:
+                        break
+                    }
+                }
             }
             for directory in RuntimeFacts.directoriesAlong(parent: cgroupParent) {
                 for child in hierarchy.children(of: directory) {
@@ -50,5 +64,44 @@ public struct FactsReader {
             }
         }
         return facts
+    }
+
+    /// Where systemd puts units that can join a profile by name: every cgroup in the users'
+    /// trees (user.slice, their managers' slices and scopes), and the system manager's
+    /// direct children of system.slice (transient app scopes).
+    public static func unitDirectories(in hierarchy: CgroupHierarchy) -> [String] {
+        var directories = ["user.slice", "system.slice"].filter { hierarchy.id(of: $0) != nil }
+        var index = 0
+        while index < directories.count {
+            let directory = directories[index]
+            index += 1
+            // Deep enough for user@UID.service/app.slice/vpn-work.slice/app-x.scope.
+            guard directory.hasPrefix("user.slice"), RuntimeFacts.level(of: directory) < 8 else { continue }
+            directories += hierarchy.children(of: directory).map { directory + "/" + $0 }
+        }
+        return directories
+    }
+
+    static func unitCgroups(in hierarchy: CgroupHierarchy) -> [String] {
+        var paths = unitDirectories(in: hierarchy).filter { $0.hasPrefix("user.slice/") }
+        paths += hierarchy.children(of: "system.slice").map { "system.slice/" + $0 }
+        return paths.filter { UnitCgroups.isCandidate(String($0.split(separator: "/").last ?? "")) }
+    }
+}
+
+/// A user's groups from the user database (primary and supplementary).
+public enum SystemGroups {
+    public static func of(_ uid: UInt32) -> [UInt32] {
+        var record = passwd()
+        var result: UnsafeMutablePointer<passwd>?
+        var buffer = [CChar](repeating: 0, count: 16384)
+        guard getpwuid_r(uid, &record, &buffer, buffer.count, &result) == 0, result != nil, let name = record.pw_name else { return [] }
+        var count: Int32 = 64
+        var groups = [gid_t](repeating: 0, count: Int(count))
+        if getgrouplist(name, record.pw_gid, &groups, &count) < 0 {
+            groups = [gid_t](repeating: 0, count: Int(count))
+            guard getgrouplist(name, record.pw_gid, &groups, &count) >= 0 else { return [record.pw_gid] }
+        }
+        return Array(groups.prefix(Int(count)))
     }
 }

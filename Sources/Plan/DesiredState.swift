@@ -49,6 +49,20 @@ public struct RuntimeFacts: Hashable, Sendable {
     /// The networks each tunnel interface is connected to (its addresses' prefixes), by name:
     /// with allow_lan they stay in the tunnel even when they are private ranges.
     public var tunnelNetworks: [String: [IPPrefix]]
+    /// Cgroups systemd made that join a profile where they stand (UnitCgroups: a user's
+    /// vpn-NAME.slice, a listed desktop app's scope), by relative path.
+    public var joinedCgroups: [String: JoinedCgroup] = [:]
+    /// Cgroups named like a profile's whose user may not use it: path -> why (for the log).
+    public var refusedCgroups: [String: String] = [:]
+
+    public struct JoinedCgroup: Hashable, Sendable {
+        public var profile: String
+        public var id: UInt64
+        public init(profile: String, id: UInt64) {
+            self.profile = profile
+            self.id = id
+        }
+    }
 
     public init(cgroupParent: String = "vpn.slice", cgroupIDs: [String: UInt64] = [:],
                 cgroupsAlongParent: [String: UInt64] = [:], links: [String: Link] = [:], tunnelNetworks: [String: [IPPrefix]] = [:]) {

@@ -111,10 +111,16 @@ struct CgroupMaps {
     /// `bypass`: the verdict for the bypass slice, when the policy uses it (nil: no element).
     init(_ policy: Policy, facts: RuntimeFacts, name: String, bypass: NftVerdict?, verdict: (Profile) -> NftVerdict) {
         var byLevel: [UInt32: [NftElement]] = [:]
-        var entries = policy.profiles.map { ($0.cgroupPath(parent: facts.cgroupParent), verdict($0)) }
-        if policy.usesBypassSlice, let bypass { entries.append((ExecutableRules.bypassCgroup(parent: facts.cgroupParent), bypass)) }
-        for (path, verdict) in entries {
-            guard let id = facts.cgroupIDs[path] else { continue }
+        var entries = policy.profiles.map { ($0.cgroupPath(parent: facts.cgroupParent), facts.cgroupIDs[$0.cgroupPath(parent: facts.cgroupParent)], verdict($0)) }
+        if policy.usesBypassSlice, let bypass {
+            let path = ExecutableRules.bypassCgroup(parent: facts.cgroupParent)
+            entries.append((path, facts.cgroupIDs[path], bypass))
+        }
+        for (path, joined) in facts.joinedCgroups.sorted(by: { $0.key < $1.key }) {
+            if let profile = policy.profile(named: joined.profile) { entries.append((path, joined.id, verdict(profile))) }
+        }
+        for (path, id, verdict) in entries {
+            guard let id else { continue }
             byLevel[RuntimeFacts.level(of: path), default: []].append(NftElement(key: .cgroup(id: id, path: path), verdict: verdict))
         }
         // Deepest level first: the most specific profile cgroup wins.

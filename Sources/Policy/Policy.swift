@@ -58,11 +58,14 @@ public struct Profile: Hashable, Sendable {
     public var bypassDomains: [DomainPattern]
     /// Names whose addresses anyone reaches through this profile's tunnel.
     public var routeDomains: [DomainPattern]
+    /// Desktop application ids whose systemd scopes (`app-...-ID-....scope`) join the profile.
+    public var apps: [String] = []
 
     public init(name: String, location: SourceLocation, tunnel: Tunnel, access: Access, killswitch: Bool, index: UInt32, table: UInt32,
                 allowLAN: Bool = false, allowMulticast: Bool = false, routeNetworks: [IPPrefix] = [],
                 bypassExecutables: [String] = [], routeExecutables: [String] = [],
-                dnsServers: [IPAddress] = [], bypassDomains: [DomainPattern] = [], routeDomains: [DomainPattern] = []) {
+                dnsServers: [IPAddress] = [], bypassDomains: [DomainPattern] = [], routeDomains: [DomainPattern] = [], apps: [String] = []) {
+        self.apps = apps
         self.dnsServers = dnsServers
         self.bypassDomains = bypassDomains
         self.routeDomains = routeDomains

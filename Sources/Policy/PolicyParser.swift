@@ -155,7 +155,7 @@ extension Policy {
                                     routeExecutables: Array(Set(draft.routeExecutables.map(\.0))).sorted(),
                                     dnsServers: draft.dnsServers,
                                     bypassDomains: sortedUnique(draft.bypassDomains.map(\.0)),
-                                    routeDomains: sortedUnique(draft.routeDomains.map(\.0))))
+                                    routeDomains: sortedUnique(draft.routeDomains.map(\.0)), apps: Array(Set(draft.apps)).sorted()))
         }
         checkRouteNetworks(unique, log: log)
         checkExecutables(unique, log: log)
@@ -245,6 +245,7 @@ struct ProfileDraft {
     var dnsServers: [IPAddress] = []
     var bypassDomains: [(DomainPattern, SourceLocation)] = []
     var routeDomains: [(DomainPattern, SourceLocation)] = []
+    var apps: [String] = []
 
     /// Profile names become cgroup/slice names and nft chain names. A dash would make
     /// systemd read "vpn-a-b.slice" as a child of "vpn-a.slice", so none are allowed.
@@ -318,13 +319,26 @@ struct ProfileDraft {
             bypassReader.reportUnknownKeys(unsupported: Policy.unsupportedListKeys)
         }
         let dnsServers = reader.addresses("dns") ?? []
+        var apps: [String] = []
+        for (app, appAt) in reader.strings("apps") ?? [] {
+            if validAppID(app) { apps.append(app) } else {
+                log.error("[profile.\(entry.key)] apps: \"\(app)\" is not an application id (letters, digits, '.', '_' and '-', as in org.mozilla.firefox)", at: appAt)
+            }
+        }
         reader.reportUnknownKeys(unsupported: Policy.unsupportedProfileKeys)
         return ProfileDraft(name: entry.key, location: reader.location, tunnel: tunnel,
                             access: Access(users: users, groups: groups, location: accessAt),
                             killswitch: killswitch, mark: mark, table: routingTable,
                             allowLAN: allowLAN, allowMulticast: allowMulticast, routeNetworks: routeNetworks,
                             bypassExecutables: bypassExecutables, routeExecutables: routeExecutables,
-                            dnsServers: dnsServers, bypassDomains: bypassDomains, routeDomains: routeDomains)
+                            dnsServers: dnsServers, bypassDomains: bypassDomains, routeDomains: routeDomains, apps: apps)
+    }
+
+    /// Desktop application ids (reverse DNS names, or plain names like "firefox").
+    static func validAppID(_ id: String) -> Bool {
+        !id.isEmpty && id.utf8.count <= 255 && id.unicodeScalars.allSatisfy {
+            ("a"..."z").contains($0) || ("A"..."Z").contains($0) || ("0"..."9").contains($0) || $0 == "." || $0 == "_" || $0 == "-"
+        }
     }
 
     private static func readTunnel(_ reader: inout TableReader, profile: String) -> Tunnel? {

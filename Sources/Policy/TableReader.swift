@@ -158,6 +158,21 @@ struct TableReader {
     }
 
     /// An array of absolute, normalized paths of executables.
+    /// An array of strings.
+    mutating func strings(_ key: String) -> [(String, SourceLocation)]? {
+        guard let value = value(key) else { return nil }
+        guard case let .array(items) = value.kind else { return typeError(key, value, expected: "an array of strings") }
+        var result: [(String, SourceLocation)] = []
+        for item in items {
+            guard case let .string(text) = item.kind else {
+                log.error("\(context) \(key): items must be strings, not \(item.kind.typeName)", at: location(item.position))
+                continue
+            }
+            result.append((text, location(item.position)))
+        }
+        return result
+    }
+
     mutating func executables(_ key: String) -> [(String, SourceLocation)]? {
         guard let value = value(key) else { return nil }
         guard case let .array(items) = value.kind else {

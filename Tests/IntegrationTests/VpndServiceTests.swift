@@ -11,7 +11,8 @@ import Testing
     /// directories; /dev/net/tun the only device; the system call filter), and it still
     /// does everything: a built-in tunnel (TUN, UDP, `wg` socket), the net sysctl, member
     /// cgroups. A member started with vpnexec and a service started with
-    /// `Slice=vpn-work.slice` leave through the tunnel; a plain process does not.
+    /// `Slice=vpn-work.slice` leave through the tunnel, and so does a desktop-style app scope
+    /// whose app id the profile lists; a plain process does not.
     @Test func theUnitRunsVpndHardened() throws {
         let cleanup = Cleanup()
         defer { cleanup.run() }
@@ -29,6 +30,7 @@ import Testing
             [profile.work]
             tunnel.wireguard = "/etc/vpnexec/work.conf"
             tunnel.interface = "\(interface)"
+            apps = ["org.example.App"]
             """.utf8), attributes: [.posixPermissions: 0o644]))
         let units = URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent("../../systemd").standardized.path
         let container = try BootedSystemd(root: try SystemdRoot.path(extra: ["wireguard-tools"]), namespace: net.client, binds: [
@@ -68,6 +70,13 @@ import Testing
         #expect(try container.run(ask).stdout.trimmed == Topology.clientAddress4, "a plain process goes direct")
         let service = try container.run(["systemd-run", "--quiet", "--wait", "--pipe", "-p", "Slice=vpn-work.slice"] + ask)
         #expect(service.stdout.trimmed == "10.86.0.2", "a service with Slice=vpn-work.slice: \(service.stdout)\(service.stderr)")
+        // A transient scope named as a desktop launches an app, for an id the profile lists:
+        // it joins where systemd made it (after a moment: vpnd learns of it by inotify).
+        let later = ["bash", "-c", "sleep 1; exec 3<>/dev/tcp/\(Topology.service4)/8080 && head -n1 <&3"]
+        let app = try container.run(["systemd-run", "--quiet", "--scope", "--unit=app-gnome-org.example.App-1234.scope"] + later)
+        #expect(app.stdout.trimmed == "10.86.0.2", "a listed app's scope: \(app.stdout)\(app.stderr)\(journal())")
+        let unlisted = try container.run(["systemd-run", "--quiet", "--scope", "--unit=app-gnome-org.example.Other-1235.scope"] + later)
+        #expect(unlisted.stdout.trimmed == Topology.clientAddress4, "an app the profile does not list: \(unlisted.stdout)")
 
         // Killed: systemd restarts it, and the kernel kept routing meanwhile.
         try container.run(["systemctl", "kill", "-s", "KILL", "vpnd.service"])

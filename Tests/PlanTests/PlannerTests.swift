@@ -341,3 +341,60 @@ func profile(_ name: String, tunnel: String, index: UInt32, killswitch: Bool = t
 enum ExceptionRulesRanges {
     static let lan4 = ["10.0.0.0/8", "172.16.0.0/12", "192.168.0.0/16", "169.254.0.0/16"]
 }
+
+/// Units that join a profile by their cgroup's name: a user's vpn-NAME.slice, a listed
+/// desktop app's scope; each only for a user the profile allows.
+@Suite struct UnitCgroupsTests {
+    let policy: Policy = {
+        var work = profile("work", tunnel: "wg0", index: 1)
+        work.access = Access(users: [Principal(name: "alice", id: 1000)], groups: [Principal(name: "vpn", id: 2000)],
+                             location: SourceLocation(file: "/p/t.toml", line: 3, column: 1))
+        work.apps = ["org.mozilla.firefox", "org.gnome-thing.App"]
+        return Policy(profiles: [work])
+    }()
+
+    func decide(_ path: String, groups: [UInt32] = []) -> UnitCgroups.Decision? {
+        UnitCgroups.decide(path, policy: policy, parent: "vpn.slice", groups: { _ in groups })
+    }
+
+    @Test func desktopConventionNames() {
+        #expect(UnitCgroups.appID(ofUnit: "app-gnome-org.mozilla.firefox-4242.scope") == "org.mozilla.firefox")
+        #expect(UnitCgroups.appID(ofUnit: "app-org.kde.konsole-4242.scope") == "org.kde.konsole")
+        #expect(UnitCgroups.appID(ofUnit: "app-flatpak-org.gnome\\x2dthing.App-77.scope") == "org.gnome-thing.App")
+        #expect(UnitCgroups.appID(ofUnit: "app-gnome-org.mozilla.firefox@b3c2.service") == "org.mozilla.firefox")
+        #expect(UnitCgroups.appID(ofUnit: "app-org.mozilla.firefox.service") == "org.mozilla.firefox")
+        #expect(UnitCgroups.appID(ofUnit: "app.slice") == nil && UnitCgroups.appID(ofUnit: "app-4242.scope") == nil)
+        #expect(UnitCgroups.appID(ofUnit: "session-3.scope") == nil && UnitCgroups.appID(ofUnit: "app-a-b-c-1.scope") == nil)
+    }
+
+    @Test func joinsOnlyForAllowedUsers() {
+        let user = "user.slice/user-1000.slice/user@1000.service"
+        #expect(decide("\(user)/app.slice/app-gnome-org.mozilla.firefox-4242.scope") == .member(profile: "work"))
+        #expect(decide("\(user)/vpn.slice/vpn-work.slice") == .member(profile: "work"))
+        #expect(decide("user.slice/user-1001.slice/user@1001.service/vpn.slice/vpn-work.slice", groups: [2000]) == .member(profile: "work"),
+                "allowed by group")
+        let refused = decide("user.slice/user-1001.slice/user@1001.service/vpn.slice/vpn-work.slice", groups: [5])
+        #expect(refused == .refused(profile: "work", uid: 1001, rule: "the rule at /p/t.toml:3:1 allows user alice (1000), group vpn (2000)"))
+        #expect(decide("system.slice/app-gnome-org.mozilla.firefox-1.scope") == .member(profile: "work"), "the system manager's: root's")
+        #expect(decide("\(user)/app.slice/app-gnome-org.example.Other-1.scope") == nil)
+        #expect(decide("\(user)/vpn.slice/vpn-nosuch.slice") == nil)
+        #expect(decide("user.slice/vpn-work.slice") == nil, "a profile slice outside a user manager is not a user's")
+        #expect(decide("vpn.slice/vpn-work.slice") == nil, "the profile's own cgroup decides already")
+    }
+
+    @Test func joinedCgroupsAreMembersAtTheirLevel() throws {
+        var facts = RuntimeFacts(cgroupIDs: ["vpn.slice/vpn-work.slice": 101])
+        facts.joinedCgroups["user.slice/user-1000.slice/user@1000.service/app.slice/app-gnome-org.mozilla.firefox-1.scope"] =
+            RuntimeFacts.JoinedCgroup(profile: "work", id: 555)
+        let state = Planner.plan(policy, facts: facts)
+        #expect(state.nft.set(named: "cgroup_level_5")?.elements == [
+            NftElement(key: .cgroup(id: 555, path: "user.slice/user-1000.slice/user@1000.service/app.slice/app-gnome-org.mozilla.firefox-1.scope"),
+                       verdict: .jump("member_work")),
+        ])
+        #expect(state.nft.set(named: "dns_level_5")?.elements.first?.verdict == .jump("dns_work"))
+        let output = try #require(state.nft.chain(named: "route_output")).rules.map(\.statements)
+        let five = try #require(output.firstIndex(of: [.cgroupVerdictMap(level: 5, map: "cgroup_level_5")]))
+        let two = try #require(output.firstIndex(of: [.cgroupVerdictMap(level: 2, map: "cgroup_level_2")]))
+        #expect(five < two, "the deeper cgroup is looked up first")
+    }
+}

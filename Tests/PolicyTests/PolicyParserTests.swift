@@ -220,6 +220,14 @@ func diagnostics(_ files: [(String, String)]) -> [String] {
         #expect(errors.contains { $0.hasPrefix("/p/b.toml:1:") && $0.contains("[system] is set again (first at /p/a.toml:") }, "\(errors)")
     }
 
+    @Test func appsByID() throws {
+        let policy = try parse([("/p/a.toml", "[profile.a]\ntunnel.interface = \"wg0\"\napps = [\"org.mozilla.firefox\", \"firefox\", \"firefox\"]\n")])
+        #expect(policy.profile(named: "a")?.apps == ["firefox", "org.mozilla.firefox"])
+        let errors = diagnostics([("/p/a.toml", "[profile.a]\ntunnel.interface = \"wg0\"\napps = [\"bad/app\", 3]\n")])
+        #expect(errors.count == 2, "\(errors)")
+        #expect(errors.contains { $0.hasPrefix("/p/a.toml:3:9: error: [profile.a] apps: \"bad/app\" is not an application id") }, "\(errors)")
+    }
+
     @Test func dnsAndDomains() throws {
         let policy = try parse([("/p/a.toml", """
             [dns]
