@@ -32,7 +32,9 @@ let package = Package(
         .target(name: "Control", dependencies: ["CLinux"]),
         // The WireGuard protocol: crypto, handshake, cookies, replay, timers, cryptokey routing.
         .target(name: "WireGuard", dependencies: ["CSodium", "Addresses"]),
-        .target(name: "DNS", dependencies: ["Addresses"]),
+        // The proxy is generic over its client type; specialized across modules, its hot
+        // path runs without runtime generic metadata lookups.
+        .target(name: "DNS", dependencies: ["Addresses"], swiftSettings: [.unsafeFlags(["-cross-module-optimization"])]),
 
         // Effects: the kernel behind typed Swift.
         .target(name: "Netlink", dependencies: ["CNetlink", "Addresses", "Nftables", "Routing"]),
