@@ -258,6 +258,9 @@ public final class Daemon {
         loop.every(1) { [unowned self] in
             watcher.rewatch()
             follow("periodic check")
+            // The loop is alive and has just checked the kernel: systemd's watchdog
+            // (WatchdogSec=) restarts a vpnd that stops getting here.
+            sd_notify(0, "WATCHDOG=1")
         }
         if let executables {
             loop.watch(executables.events.fileDescriptor) { [unowned self] _ in
