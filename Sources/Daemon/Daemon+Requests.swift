@@ -48,7 +48,7 @@ extension Daemon {
             case .status:
                 return ControlResponse(ok: true, status: try statusReport())
             case .plan:
-                let fresh = try Self.loadPolicy(options.policyDirectory)
+                let (fresh, _) = try Self.loadPolicy(options.policyDirectory)
                 let facts = try facts(for: fresh)
                 let names = Dictionary(facts.links.values.map { ($0.index, $0.name) }, uniquingKeysWith: { a, _ in a })
                 return ControlResponse(ok: true, message: PlanText.render(Planner.plan(fresh, facts: facts), interfaceNames: names))

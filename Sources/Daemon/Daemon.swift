@@ -26,6 +26,9 @@ public struct DaemonOptions: Sendable {
     public var initialNetworkNamespace = "/proc/1/ns/net"
     /// Where built-in tunnels serve the `wg` tool's socket (IFACE.sock).
     public var wireguardSocketDirectory: String
+    /// Where the last policy that applied is kept (`policy.d` inside), for the killswitch at
+    /// boot (`vpnd --oneshot --policy-dir STATE/policy.d` before the network); nil: not kept.
+    public var stateDirectory: String?
 
     public init(policyDirectory: String, socketPath: String, cgroupParent: String = "vpn.slice", dropPrivileges: Bool = true,
                 sandbox: Bool = true, wireguardSocketDirectory: String = "/var/run/wireguard") {
@@ -51,6 +54,8 @@ public final class Daemon {
     internal(set) var policy: Policy
     /// The built-in tunnels' files, read with the policy they belong to.
     var tunnelFiles: [String: TunnelFiles.Loaded]
+    /// The files `policy` was read from.
+    private var sources: [PolicySource]
     let tunnels: BuiltInTunnels
     var server: ControlServer?
     var loop: EventLoop?
@@ -90,7 +95,7 @@ public final class Daemon {
             try Privileges.dropToMinimum(permitted: keep ? Privileges.permitted : Privileges.effective)
             log.info("capabilities: \(Privileges.current()); no_new_privs set")
         }
-        policy = try Self.loadPolicy(options.policyDirectory)
+        (policy, sources) = try Self.loadPolicy(options.policyDirectory)
         tunnelFiles = try TunnelFiles.load(policy)
         try Self.checkEnforceable(policy, execEventsUnavailable: execEventsUnavailable)
         tunnels = BuiltInTunnels(log: log, uapiDirectory: options.wireguardSocketDirectory)
@@ -106,8 +111,10 @@ public final class Daemon {
             // reload may add profiles; the sandbox cannot be widened later).
             let base = policy.dns.portBase
             let dnsPorts = base...(base + UInt16(clamping: policy.routing.maximumIndex))
+            if let state = options.stateDirectory { mkdir(state, 0o755) }
             var summary = try Sandbox.forDaemon(cgroupRoot: hierarchy.mountPoint, socketDirectory: socketDirectory.isEmpty ? "." : socketDirectory,
-                                                wireguardDirectory: options.wireguardSocketDirectory, dnsPorts: dnsPorts).apply()
+                                                wireguardDirectory: options.wireguardSocketDirectory, dnsPorts: dnsPorts,
+                                                stateDirectory: options.stateDirectory).apply()
             if summary.hasPrefix("Landlock") {
                 summary += Sandbox.verify() ? " (verified)" : " (NOT in force: /proc/self/comm opened for writing)"
             }
@@ -115,12 +122,44 @@ public final class Daemon {
             log.info("sandbox: \(summary)")
         }
         try applyPolicy()
+        keepLastApplied()
         let shown = policy.profiles.prefix(8).map { " \($0.name)->\($0.tunnel.interfaceName)" }.joined()
         log.info("applied policy from \(options.policyDirectory): \(policy.profiles.count) profile(s)" + shown + (policy.profiles.count > 8 ? " ..." : ""))
     }
 
-    static func loadPolicy(_ directory: String) throws -> Policy {
-        return try Policy.parse(try PolicyDirectory.read(directory), resolver: SystemNameResolver())
+    /// The policy and the files it was read from (kept once it applied).
+    static func loadPolicy(_ directory: String) throws -> (Policy, [PolicySource]) {
+        let sources = try PolicyDirectory.read(directory)
+        return (try Policy.parse(sources, resolver: SystemNameResolver()), sources)
+    }
+
+    /// The files of the policy that applied, into the state directory's policy.d: each
+    /// written beside and renamed over, then the ones no longer part of it removed. What
+    /// the boot-time killswitch applies is always a policy that applied.
+    func keepLastApplied() {
+        guard let state = options.stateDirectory else { return }
+        let directory = state + "/policy.d"
+        mkdir(directory, 0o755)
+        var kept: Set<String> = []
+        for source in sources {
+            let name = String(source.path.split(separator: "/").last ?? "")
+            let temporary = directory + "/." + name + ".new"
+            unlink(temporary)
+            let fd = open(temporary, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o644)
+            let bytes = Array(source.text.utf8)
+            guard fd >= 0, write(fd, bytes, bytes.count) == bytes.count, fsync(fd) == 0, close(fd) == 0,
+                  rename(temporary, directory + "/" + name) == 0 else {
+                log.warning("could not keep the applied policy in \(directory): \(String(cString: strerror(errno))); the boot-time killswitch keeps the previous one")
+                return
+            }
+            kept.insert(name)
+        }
+        guard let listing = opendir(directory) else { return }
+        defer { closedir(listing) }
+        while let entry = readdir(listing) {
+            let name = withUnsafeBytes(of: entry.pointee.d_name) { String(decoding: $0.prefix { $0 != 0 }, as: UTF8.self) }
+            if name.hasSuffix(".toml") && !kept.contains(name) { unlink(directory + "/" + name) }
+        }
     }
 
     // MARK: state
@@ -183,9 +222,10 @@ public final class Daemon {
 
     func reload() -> ControlResponse {
         let next: Policy
+        let nextSources: [PolicySource]
         let nextFiles: [String: TunnelFiles.Loaded]
         do {
-            next = try Self.loadPolicy(options.policyDirectory)
+            (next, nextSources) = try Self.loadPolicy(options.policyDirectory)
             nextFiles = try TunnelFiles.load(next)
             try Self.checkEnforceable(next, execEventsUnavailable: execEventsUnavailable)
         } catch {
@@ -214,6 +254,8 @@ public final class Daemon {
                 log.warning("profile \(gone.name) was removed but \(members) process(es) remain in \(path); their new connections are no longer routed")
             }
         }
+        sources = nextSources
+        keepLastApplied()
         configureDNS()
         followExecutables()
         log.info("reloaded policy: \(policy.profiles.count) profile(s)")

@@ -21,6 +21,7 @@ public struct Sandbox: Sendable, Equatable {
         public static let removeDirectory = Access(rawValue: 1 << 4)
         public static let removeFile = Access(rawValue: 1 << 5)
         public static let makeDirectory = Access(rawValue: 1 << 7)
+        public static let makeRegular = Access(rawValue: 1 << 8)
         public static let makeSocket = Access(rawValue: 1 << 9)
         /// Every right that creates a node: char, dir, reg, sock, fifo, block, sym.
         public static let makeAnything = Access(rawValue: 0b1_1111_1100_0000)
@@ -46,15 +47,17 @@ public struct Sandbox: Sendable, Equatable {
     /// vpnd's places: the cgroup2 tree (profile cgroups, cgroup.procs), the network
     /// sysctls, the control socket's directory, the `wg` sockets' directory, and the TUN
     /// device for built-in tunnels; TCP only for DNS.
+    /// `stateDirectory`: where the last applied policy is kept (files made, renamed, removed).
     public static func forDaemon(cgroupRoot: String, socketDirectory: String, wireguardDirectory: String,
-                                 dnsPorts: ClosedRange<UInt16>) -> Sandbox {
+                                 dnsPorts: ClosedRange<UInt16>, stateDirectory: String? = nil) -> Sandbox {
         Sandbox(rules: [
             Rule(path: cgroupRoot, access: [.writeFile, .makeDirectory, .removeDirectory]),
             Rule(path: "/proc/sys/net", access: [.writeFile]),
             Rule(path: socketDirectory, access: [.makeSocket, .removeFile]),
             Rule(path: wireguardDirectory, access: [.makeSocket, .removeFile]),
             Rule(path: "/dev/net/tun", access: [.writeFile, .ioctlDevice]),
-        ], tcpListen: dnsPorts, tcpConnect: [53])
+        ] + (stateDirectory.map { [Rule(path: $0, access: [.writeFile, .makeRegular, .makeDirectory, .removeFile])] } ?? []),
+        tcpListen: dnsPorts, tcpConnect: [53])
     }
 
     public struct Failure: Error, CustomStringConvertible {

@@ -28,6 +28,9 @@ struct VPND: ParsableCommand {
     @Option(name: .customLong("initial-netns"), help: "The initial network namespace (for exec events, which the kernel reports only there), when vpnd runs in another one.")
     var initialNetworkNamespace = "/proc/1/ns/net"
 
+    @Option(name: .customLong("state-dir"), help: "Keep the last policy that applied in DIR/policy.d, for the killswitch at boot (vpnd-early.service).")
+    var stateDirectory: String?
+
     @Flag(help: "Remove every nft table, rule and route of vpnexec (the killswitch included) and exit.")
     var cleanup = false
 
@@ -58,6 +61,7 @@ struct VPND: ParsableCommand {
             socketPath: ControlSocket.path(option: socket, environment: ProcessInfoEnvironment.current),
             cgroupParent: cgroupParent)
         options.initialNetworkNamespace = initialNetworkNamespace
+        options.stateDirectory = stateDirectory
         do {
             let daemon = try Daemon(options: options, log: log)
             if !oneshot { try daemon.run() }

@@ -91,4 +91,74 @@ import Testing
         }
         #expect(try container.run(["vpnexec", "-p", "work", "--"] + ask).stdout.trimmed == "10.86.0.2")
     }
+
+    /// Proof of the boot order: a service in the profile's slice that starts before vpnd
+    /// (here vpnd is held back 5 s at boot) sends not one packet in the clear, because
+    /// vpnd-early.service put the last policy that applied (kept by vpnd in its state
+    /// directory on an earlier boot) into the kernel before any service started; a service
+    /// outside the profile sends all along (the control).
+    @Test func theKillswitchHoldsFromBoot() throws {
+        let cleanup = Cleanup()
+        defer { cleanup.run() }
+        let net = try Topology(cleanup: cleanup)
+        let scratch = NSTemporaryDirectory() + "vx-\(uniqueTag())-boot"
+        for directory in ["etc/policy.d", "state", "units"] {
+            try FileManager.default.createDirectory(atPath: scratch + "/" + directory, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o755])
+        }
+        chmod(scratch, 0o755)
+        cleanup.add("remove \(scratch)") { try? FileManager.default.removeItem(atPath: scratch) }
+        // A tunnel that never comes up: the profile's traffic has nowhere to go but the killswitch.
+        #expect(FileManager.default.createFile(atPath: scratch + "/etc/policy.d/10-work.toml",
+                                               contents: Data("[profile.work]\ntunnel.interface = \"wg-never\"\n".utf8), attributes: [.posixPermissions: 0o644]))
+        let sender = { (port: Int) in "[Service]\nExecStart=/bin/bash -c 'while :; do echo x > /dev/udp/\(Topology.service4)/\(port); sleep 0.05; done'\n" }
+        try (sender(8080) + "Slice=vpn-work.slice\n").write(toFile: scratch + "/units/member.service", atomically: true, encoding: .utf8)
+        try sender(9002).write(toFile: scratch + "/units/control.service", atomically: true, encoding: .utf8)
+        try "[Service]\nExecStartPre=/bin/sleep 5\n".write(toFile: scratch + "/units/late.conf", atomically: true, encoding: .utf8)
+        let units = URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent("../../systemd").standardized.path
+        var binds: [BootedSystemd.Bind] = [
+            .init("/opt/swift"),
+            .init(try Binaries.path("vpnd"), at: "/usr/local/bin/vpnd"),
+            .init(try Binaries.path("vpnctl"), at: "/usr/local/bin/vpnctl"),
+            .init(units + "/vpnd.service", at: "/etc/systemd/system/vpnd.service"),
+            .init(units + "/vpnd-early.service", at: "/etc/systemd/system/vpnd-early.service"),
+            .init(units + "/vpn.slice", at: "/etc/systemd/system/vpn.slice"),
+            .init(scratch + "/etc", at: "/etc/vpnexec"),
+            .init(scratch + "/state", at: "/var/lib/vpnexec", readOnly: false),
+        ]
+        let landlock = ["landlock_create_ruleset", "landlock_add_rule", "landlock_restrict_self"]
+
+        // An earlier boot: vpnd applies the policy and keeps it.
+        let earlier = Cleanup()
+        do {
+            defer { earlier.run() }
+            let first = try BootedSystemd(root: try SystemdRoot.path(extra: ["wireguard-tools"]), namespace: net.client, binds: binds,
+                                          cleanup: earlier, systemCalls: landlock)
+            let started = try first.run(["systemctl", "start", "vpnd.service"])
+            #expect(started.status == 0, "\(started.stderr)")
+        }
+        #expect(FileManager.default.fileExists(atPath: scratch + "/state/policy.d/10-work.toml"), "vpnd kept the policy that applied")
+        try net.client.run(["nft", "delete", "table", "inet", "vpnexec"])
+
+        // This boot: vpnd late, the two services early.
+        let capture = try Capture(on: net.clientUplink, in: net.client, filter: "udp port 8080 or udp port 9002", cleanup: cleanup)
+        binds += [
+            .init(scratch + "/units/member.service", at: "/etc/systemd/system/member.service"),
+            .init(scratch + "/units/control.service", at: "/etc/systemd/system/control.service"),
+            .init(scratch + "/units/late.conf", at: "/etc/systemd/system/vpnd.service.d/late.conf"),
+        ]
+        let container = try BootedSystemd(root: try SystemdRoot.path(extra: ["wireguard-tools"]), namespace: net.client, binds: binds,
+                                          cleanup: cleanup, systemCalls: landlock,
+                                          bootArguments: ["systemd.wants=vpnd-early.service", "systemd.wants=member.service",
+                                                          "systemd.wants=control.service", "systemd.wants=vpnd.service"])
+        let journal = { (try? container.run(["journalctl", "-b", "--no-pager", "-o", "short-monotonic", "-u", "vpnd-early.service", "-u", "vpnd.service", "-u", "member.service"]).stdout) ?? "" }
+        try eventually("vpnd to start, late", seconds: 30) {
+            try container.properties("vpnd.service", ["ActiveState"]) == ["ActiveState": "active"]
+        }
+        #expect(try container.properties("member.service", ["ActiveState"]) == ["ActiveState": "active"], "\(journal())")
+        #expect(try container.properties("vpnd-early.service", ["ActiveState", "Result"]) == ["ActiveState": "active", "Result": "success"], "\(journal())")
+        Thread.sleep(forTimeInterval: 1)
+        let leaked = try capture.packets("udp port 8080")
+        #expect(leaked.isEmpty, "the member service's datagrams in the clear during boot: \(leaked.prefix(3))\n\(journal())")
+        #expect(try capture.count("udp port 9002") > 50, "the control service sent from early on")
+    }
 }

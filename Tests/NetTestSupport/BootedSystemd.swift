@@ -63,12 +63,15 @@ public final class BootedSystemd: @unchecked Sendable {
     /// waits until systemd reports the boot finished.
     /// `systemCalls`: more system calls the container may make than systemd-nspawn's own
     /// filter allows (Debian 12's refuses Landlock's, for one).
-    public init(root: String, namespace: NetworkNamespace, binds: [Bind], cleanup: Cleanup, systemCalls: [String] = []) throws {
+    /// `bootArguments`: systemd's own command line in the container (read as a kernel
+    /// command line: `systemd.wants=UNIT`, ...).
+    public init(root: String, namespace: NetworkNamespace, binds: [Bind], cleanup: Cleanup, systemCalls: [String] = [],
+                bootArguments: [String] = []) throws {
         try requireRoot()
         let arguments = ["systemd-nspawn", "--register=no", "--keep-unit", "-q", "--console=read-only", "-D", root,
                          "--volatile=overlay", "--boot", "--capability=CAP_NET_ADMIN", "--network-namespace-path=\(namespace.path)"]
             + (systemCalls.isEmpty ? [] : ["--system-call-filter=\(systemCalls.joined(separator: " "))"])
-            + binds.map { "--bind\($0.readOnly ? "-ro" : "")=\($0.host):\($0.container)" }
+            + binds.map { "--bind\($0.readOnly ? "-ro" : "")=\($0.host):\($0.container)" } + bootArguments
         let nspawn = try BackgroundProcess(arguments, cleanup: cleanup, environment: [
             "PATH": "/usr/sbin:/usr/bin:/sbin:/bin", "SYSTEMD_NSPAWN_API_VFS_WRITABLE": "network",
         ])
