@@ -8,6 +8,48 @@ import Policy
 /// the caller (Peer), moves through pidfds.
 extension Daemon {
 
+    /// Every request; one that waits (a launch through systemd) answers through `reply` later.
+    func handle(_ request: ControlRequest, from caller: ControlServer.Caller, reply: @escaping (ControlResponse) -> Void) {
+        guard case let .exec(name) = request, let scopes, let peer = Peer.of(socket: caller.fd, passed: caller.passed) else {
+            return reply(handle(request, from: caller))
+        }
+        do {
+            let profile = try Authorization.profile(named: name, in: policy, directory: options.policyDirectory).get()
+            if let refusal = Authorization.check(peer, mayUse: profile) {
+                log.notice("refused: \(refusal)")
+                return reply(.failure(refusal.description))
+            }
+            let process = try callingProcess(peer)
+            let path = profile.cgroupPath(parent: options.cgroupParent)
+            try authorizeMove(process, into: path, by: peer)
+            try prepareMove()
+            // The caller waits for this answer, so its pid stays its own meanwhile.
+            let unit = "vpnexec-\(profile.name)-\(peer.pid).scope"
+            scopes.start(unit: unit, slice: "vpn-\(profile.name).slice", pid: peer.pid,
+                         description: "vpnexec -p \(profile.name): \(process.commandName())") { [self] error in
+                do {
+                    if let error {
+                        log.warning("pid \(peer.pid): \(error); moving it into \(path) directly")
+                        try hierarchy.move(process, to: path)
+                    }
+                    try prepareMove()
+                    guard process.isAlive, let now = CgroupHierarchy.cgroup(ofProcess: peer.pid), now == path || now.hasPrefix(path + "/") else {
+                        return reply(.failure("pid \(peer.pid) did not arrive in profile \(profile.name)'s cgroup"))
+                    }
+                    log.info("\(peer.userName) started pid \(peer.pid) (\(process.commandName())) in profile \(profile.name), \(error == nil ? "scope \(unit)" : "cgroup \(path)")")
+                    reply(ControlResponse(ok: true, message: "pid \(peer.pid) is in profile \(profile.name)"))
+                } catch {
+                    reply(.failure("\(error)"))
+                }
+            }
+        } catch let failure as RequestFailure {
+            reply(.failure(failure.description))
+        } catch {
+            log.error("request failed: \(error)")
+            reply(.failure("\(error)"))
+        }
+    }
+
     func handle(_ request: ControlRequest, from caller: ControlServer.Caller) -> ControlResponse {
         guard let peer = Peer.of(socket: caller.fd, passed: caller.passed) else { return .failure("cannot identify the caller") }
         do {
@@ -78,8 +120,20 @@ extension Daemon {
         }
     }
 
+    /// Whether the caller may take the process out of where it is now into `path`.
+    func authorizeMove(_ process: ProcessHandle, into path: String, by peer: Peer) throws {
+        guard let source = CgroupHierarchy.cgroup(ofProcess: process.pid), process.isAlive else {
+            throw RequestFailure("process \(process.pid) exited")
+        }
+        if let refusal = Authorization.check(peer, mayMove: process.pid, from: source, into: path,
+                                             profileParent: options.cgroupParent, policy: policy) {
+            log.notice("refused: \(refusal)")
+            throw refusal
+        }
+    }
+
     /// The calling process itself, held by a pidfd (vpnexec, just before it execs).
-    private func callingProcess(_ peer: Peer) throws -> ProcessHandle {
+    func callingProcess(_ peer: Peer) throws -> ProcessHandle {
         guard let process = peer.process else {
             log.notice("refused \(peer.userName): \(peer.unidentified ?? "unidentified")")
             throw RequestFailure("refused: \(peer.unidentified ?? "cannot identify the calling process")")
@@ -93,14 +147,7 @@ extension Daemon {
     /// with a new id) is brought back and its id applied first, and checked again after
     /// the move.
     func move(_ process: ProcessHandle, into path: String, by peer: Peer) throws {
-        guard let source = CgroupHierarchy.cgroup(ofProcess: process.pid), process.isAlive else {
-            throw RequestFailure("process \(process.pid) exited")
-        }
-        if let refusal = Authorization.check(peer, mayMove: process.pid, from: source, into: path,
-                                             profileParent: options.cgroupParent, policy: policy) {
-            log.notice("refused: \(refusal)")
-            throw refusal
-        }
+        try authorizeMove(process, into: path, by: peer)
         try prepareMove()
         try hierarchy.move(process, to: path)
         try prepareMove()

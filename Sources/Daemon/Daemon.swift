@@ -70,6 +70,8 @@ public final class Daemon {
     private var execEventsUnavailable: String?
     /// The profiles' DNS proxies (while vpnd serves).
     var dns: DNSService?
+    /// Launches through systemd, where it owns the cgroup tree.
+    var scopes: SystemdScopes?
     /// Every network a tunnel interface has been seen on (allow_lan keeps them tunneled).
     private var seenTunnelNetworks: [String: [IPPrefix]] = [:]
 
@@ -267,8 +269,11 @@ public final class Daemon {
     public func run() throws {
         let loop = EventLoop()
         let server = try ControlServer(path: options.socketPath, loop: loop) { [unowned self] request, caller, reply in
-            reply(handle(request, from: caller))
+            handle(request, from: caller, reply: reply)
         }
+        // systemd's cgroup tree: launches become scopes in the profile's slice (SystemdScopes).
+        if options.cgroupParent == "vpn.slice" { scopes = SystemdScopes(loop: loop) }
+        defer { scopes = nil }
         self.server = server
         defer { server.close() }
         let monitor = try RoutingMonitor()

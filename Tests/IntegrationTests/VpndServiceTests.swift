@@ -10,7 +10,8 @@ import Testing
     /// (read-only file system but for the cgroup tree, /proc/sys/net and its runtime
     /// directories; /dev/net/tun the only device; the system call filter), and it still
     /// does everything: a built-in tunnel (TUN, UDP, `wg` socket), the net sysctl, member
-    /// cgroups. A member started with vpnexec and a service started with
+    /// cgroups. A member started with vpnexec (in a scope systemd made, in the profile's
+    /// slice) and a service started with
     /// `Slice=vpn-work.slice` leave through the tunnel, and so does a desktop-style app scope
     /// whose app id the profile lists; a plain process does not.
     @Test func theUnitRunsVpndHardened() throws {
@@ -74,6 +75,11 @@ import Testing
         let member = try container.run(["vpnexec", "-p", "work", "--"] + ask)
         #expect(member.stdout.trimmed == "10.86.0.2", "member: \(member.stdout)\(member.stderr)\(journal())")
         #expect(try container.run(ask).stdout.trimmed == Topology.clientAddress4, "a plain process goes direct")
+        // vpnexec asked systemd for a scope in the profile's slice: systemctl knows it.
+        let scope = try container.run(["bash", "-c", "vpnexec -p work -- sleep 20 & sleep 1; cat /proc/$!/cgroup; "
+                                       + "systemctl show -p ActiveState -p Slice vpnexec-work-$!.scope; kill $!"]).stdout
+        #expect(scope.contains("0::/vpn.slice/vpn-work.slice/vpnexec-work-") && scope.contains("ActiveState=active")
+                && scope.contains("Slice=vpn-work.slice"), "\(scope)\(journal())")
         let service = try container.run(["systemd-run", "--quiet", "--wait", "--pipe", "-p", "Slice=vpn-work.slice"] + ask)
         #expect(service.stdout.trimmed == "10.86.0.2", "a service with Slice=vpn-work.slice: \(service.stdout)\(service.stderr)")
         // A transient scope named as a desktop launches an app, for an id the profile lists:
