@@ -14,11 +14,7 @@ extension Daemon {
             return reply(handle(request, from: caller))
         }
         do {
-            let profile = try Authorization.profile(named: name, in: policy, directory: options.policyDirectory).get()
-            if let refusal = Authorization.check(peer, mayUse: profile) {
-                log.notice("refused: \(refusal)")
-                return reply(.failure(refusal.description))
-            }
+            let profile = try profileForLaunch(name, by: peer)
             let process = try callingProcess(peer)
             let path = profile.cgroupPath(parent: options.cgroupParent)
             try authorizeMove(process, into: path, by: peer)
@@ -55,20 +51,13 @@ extension Daemon {
         do {
             switch request {
             case let .exec(name):
-                let profile = try Authorization.profile(named: name, in: policy, directory: options.policyDirectory).get()
-                if let refusal = Authorization.check(peer, mayUse: profile) {
-                    log.notice("refused: \(refusal)")
-                    return .failure(refusal.description)
-                }
+                let profile = try profileForLaunch(name, by: peer)
                 let process = try callingProcess(peer)
                 try move(process, into: profile.cgroupPath(parent: options.cgroupParent), by: peer)
                 log.info("\(peer.userName) started pid \(peer.pid) (\(process.commandName())) in profile \(profile.name)")
                 return ControlResponse(ok: true, message: "pid \(peer.pid) is in profile \(profile.name)")
             case .bypass:
-                if let refusal = Authorization.check(peer, mayBypass: policy) {
-                    log.notice("refused: \(refusal)")
-                    return .failure(refusal.description)
-                }
+                try refuse(Authorization.check(peer, mayBypass: policy))
                 let process = try callingProcess(peer)
                 try move(process, into: ExecutableRules.bypassCgroup(parent: options.cgroupParent), by: peer)
                 log.info("\(peer.userName) started pid \(peer.pid) (\(process.commandName())) outside the profiles (bypass)")
@@ -120,16 +109,27 @@ extension Daemon {
         }
     }
 
+    /// The profile a launch names, if the caller may use it.
+    private func profileForLaunch(_ name: String, by peer: Peer) throws -> Profile {
+        let profile = try Authorization.profile(named: name, in: policy, directory: options.policyDirectory).get()
+        try refuse(Authorization.check(peer, mayUse: profile))
+        return profile
+    }
+
+    /// A refusal is logged, then answered.
+    private func refuse(_ refusal: RequestFailure?) throws {
+        guard let refusal else { return }
+        log.notice("refused: \(refusal)")
+        throw refusal
+    }
+
     /// Whether the caller may take the process out of where it is now into `path`.
     func authorizeMove(_ process: ProcessHandle, into path: String, by peer: Peer) throws {
         guard let source = CgroupHierarchy.cgroup(ofProcess: process.pid), process.isAlive else {
             throw RequestFailure("process \(process.pid) exited")
         }
-        if let refusal = Authorization.check(peer, mayMove: process.pid, from: source, into: path,
-                                             profileParent: options.cgroupParent, policy: policy) {
-            log.notice("refused: \(refusal)")
-            throw refusal
-        }
+        try refuse(Authorization.check(peer, mayMove: process.pid, from: source, into: path,
+                                       profileParent: options.cgroupParent, policy: policy))
     }
 
     /// The calling process itself, held by a pidfd (vpnexec, just before it execs).
