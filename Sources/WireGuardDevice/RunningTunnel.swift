@@ -20,18 +20,21 @@ public final class RunningTunnel: @unchecked Sendable {
         public var handshakeLoadThreshold: Int
         /// Let the kernel hand us TCP super-packets (TSO) that we segment ourselves.
         public var offloads: Bool
+        /// Send runs of datagrams as one (UDP GSO) and take coalesced ones (UDP GRO).
+        public var udpOffloads: Bool
         /// What the tunnel reports (refused `wg` requests, a deleted interface...), from its threads.
         public var events: @Sendable (TunnelEvent) -> Void
 
         public init(interfaceName: String, mtu: Int = 1420, uapiDirectory: String? = "/var/run/wireguard",
                     timing: Timing = .standard, handshakeLoadThreshold: Int = 1000, offloads: Bool = true,
-                    events: @escaping @Sendable (TunnelEvent) -> Void = { _ in }) {
+                    udpOffloads: Bool = true, events: @escaping @Sendable (TunnelEvent) -> Void = { _ in }) {
             self.interfaceName = interfaceName
             self.mtu = mtu
             self.uapiDirectory = uapiDirectory
             self.timing = timing
             self.handshakeLoadThreshold = handshakeLoadThreshold
             self.offloads = offloads
+            self.udpOffloads = udpOffloads
             self.events = events
         }
     }
@@ -58,7 +61,7 @@ public final class RunningTunnel: @unchecked Sendable {
         mtuWatch = try MTUWatch(interface: options.interfaceName)
         mtu = Atomic(options.mtu)
         tun = try TunDevice(name: options.interfaceName, offloads: options.offloads)
-        udp = try UDPSocket(port: configuration.listenPort ?? 0, mark: configuration.fwmark)
+        udp = try UDPSocket(port: configuration.listenPort ?? 0, mark: configuration.fwmark, offloads: options.udpOffloads)
         var effective = configuration
         effective.listenPort = udp.port
         engine = Engine(configuration: effective, timing: options.timing, mtu: options.mtu)
@@ -206,13 +209,16 @@ public final class RunningTunnel: @unchecked Sendable {
 
     private func inboundLoop() {
         var batchMTU = mtu.load(ordering: .relaxed)
-        var batch = DatagramBatch(capacity: 64, slotSize: Self.slotSize(mtu: batchMTU), headroom: 0)
+        // A slot of a coalescing socket holds a run of up to 64 KiB.
+        func receiveSlot() -> Int { udp.receivesCoalesced ? Self.coalescedSlotSize : Self.slotSize(mtu: batchMTU) }
+        var batch = DatagramBatch(capacity: 64, slotSize: receiveSlot(), headroom: 0)
         // With offloads, a batch's TCP segments reach the kernel coalesced (GRO).
-        let coalescer = tun.hasVirtioHeader ? TunCoalescer(capacity: batch.capacity) : nil
+        let coalescer = tun.hasVirtioHeader ? TunCoalescer(capacity: 512) : nil
+        func flushToTun() { coalescer?.flush { if !tun.write(vectors: $0) { engine.countDrop(.tunRefused) } } }
         while !isStopping {
             if batchMTU != mtu.load(ordering: .relaxed) {
                 batchMTU = mtu.load(ordering: .relaxed)
-                batch = DatagramBatch(capacity: 64, slotSize: Self.slotSize(mtu: batchMTU), headroom: 0)
+                batch = DatagramBatch(capacity: 64, slotSize: receiveSlot(), headroom: 0)
             }
             // Nothing, or empty datagrams: the socket was moved to another port (or is
             // stopping) while this waited on it; the next receive waits on the new one.
@@ -222,21 +228,29 @@ public final class RunningTunnel: @unchecked Sendable {
                 let length = batch.receivedLength(i)
                 guard length > 0, let sender = batch.sender(i) else { continue }
                 let buffer = batch.slot(i)
-                let underLoad = length > 0 && buffer[0] == 1 ? load.countInitiation(now: clock.nanoseconds) : load.isUnderLoad(now: clock.nanoseconds)
-                switch engine.decapsulate(buffer: buffer, datagram: 0..<length, from: sender,
-                                          underLoad: underLoad, now: clock, wall: wallClock) {
-                case let .deliver(range):
-                    // The transport header in front of the plaintext, consumed, makes room for
-                    // the virtio-net header.
-                    if let coalescer { coalescer.add(UnsafeMutableRawBufferPointer(rebasing: buffer[range])) }
-                    else if !tun.write(UnsafeRawBufferPointer(rebasing: buffer[range])) { engine.countDrop(.tunRefused) }
-                case .keepalive, .drop:
-                    break
-                case let .control(datagrams):
-                    send(datagrams)
+                let step = batch.segmentSize(i)
+                var start = 0
+                while start < length {
+                    let datagram = start..<min(start + step, length)
+                    start = datagram.upperBound
+                    let underLoad = buffer[datagram.lowerBound] == 1 ? load.countInitiation(now: clock.nanoseconds) : load.isUnderLoad(now: clock.nanoseconds)
+                    switch engine.decapsulate(buffer: buffer, datagram: datagram, from: sender,
+                                              underLoad: underLoad, now: clock, wall: wallClock) {
+                    case let .deliver(range):
+                        // The transport header in front of the plaintext, consumed, makes room for
+                        // the virtio-net header.
+                        if let coalescer {
+                            if coalescer.isFull { flushToTun() }
+                            coalescer.add(UnsafeMutableRawBufferPointer(rebasing: buffer[range]))
+                        } else if !tun.write(UnsafeRawBufferPointer(rebasing: buffer[range])) { engine.countDrop(.tunRefused) }
+                    case .keepalive, .drop:
+                        break
+                    case let .control(datagrams):
+                        send(datagrams)
+                    }
                 }
             }
-            coalescer?.flush { if !tun.write(vectors: $0) { engine.countDrop(.tunRefused) } }
+            flushToTun()
             send(engine.drainOutput())
         }
     }
@@ -281,6 +295,9 @@ public final class RunningTunnel: @unchecked Sendable {
 
     /// Room for the largest packet the MTU allows plus the transport header, padding and tag.
     static func slotSize(mtu: Int) -> Int { (max(mtu, 1280) + 16 + 16 + 32 + 63) & ~63 }
+
+    /// Room for the largest run the kernel coalesces into one datagram.
+    static let coalescedSlotSize = 65_536
 }
 
 /// Counts handshake initiations per second, so a flood turns on cookie replies (the
