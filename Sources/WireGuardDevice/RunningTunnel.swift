@@ -8,7 +8,8 @@ import WireGuard
 /// driven by three threads — TUN to network, network to TUN (the two directions run on both
 /// cores at once), and a timer thread that also serves the userspace API socket and follows
 /// the interface's MTU. Each direction's loop shares its batch's cryptography with a helper
-/// thread (`CryptoHelper`), so one busy direction can use both cores. The tunnel ends by itself when its interface is deleted, as
+/// thread (`CryptoHelper`), so one busy direction can use both cores, and handshake
+/// messages go to a thread of their own (`HandshakeWorker`). The tunnel ends by itself when its interface is deleted, as
 /// wireguard-go's does: `endedFD` becomes readable and the `wg` socket goes.
 public final class RunningTunnel: @unchecked Sendable {
     public struct Options: Sendable {
@@ -241,6 +242,8 @@ public final class RunningTunnel: @unchecked Sendable {
         let opens = OpenJobs(capacity: 256)
         let helper = options.parallelCrypto ? CryptoHelper(name: "wg-open-\(tun.name)", counter: opensHelped) { opens.perform($0) } : nil
         defer { helper?.stop() }
+        let handshakes = HandshakeWorker(name: "wg-hs-\(tun.name)", engine: engine) { [self] in send($0) }
+        defer { handshakes.stop() }
         var clock = now(), wallClock = wall()
         func flushToTun() { coalescer?.flush { if !tun.write(vectors: $0) { engine.countDrop(.tunRefused) } } }
         func deliver(_ result: Engine.Inbound, in buffer: UnsafeMutableRawBufferPointer) {
@@ -289,12 +292,18 @@ public final class RunningTunnel: @unchecked Sendable {
                     let datagram = start..<min(start + step, length)
                     start = datagram.upperBound
                     let type = buffer[datagram.lowerBound]
-                    // A handshake message changes sessions: what arrived before it is
-                    // accepted first, as it would have been one by one.
-                    if type != MessageType.transport.rawValue { finishOpens() }
-                    let underLoad = type == MessageType.initiation.rawValue ? load.countInitiation(now: clock.nanoseconds) : load.isUnderLoad(now: clock.nanoseconds)
+                    if type != MessageType.transport.rawValue, type <= MessageType.cookieReply.rawValue, type > 0,
+                       datagram.count <= MessageSize.initiation {
+                        // Handshakes go to their own thread; a full queue is a flood.
+                        let underLoad = (type == MessageType.initiation.rawValue ? load.countInitiation(now: clock.nanoseconds)
+                                         : load.isUnderLoad(now: clock.nanoseconds)) || handshakes.isBacklogged
+                        if !handshakes.enqueue(UnsafeRawBufferPointer(rebasing: buffer[datagram]), from: sender, underLoad: underLoad) {
+                            engine.countDrop(.rateLimited)
+                        }
+                        continue
+                    }
                     switch engine.beginDecapsulating(buffer: buffer, datagram: datagram, from: sender,
-                                                     underLoad: underLoad, now: clock, wall: wallClock) {
+                                                     underLoad: false, now: clock, wall: wallClock) {
                     case let .open(pending):
                         if opens.isFull { finishOpens() }
                         opens.add(pending, in: buffer)
