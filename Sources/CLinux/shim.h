@@ -95,6 +95,50 @@ static inline int vx_sendmmsg(int fd, struct vx_mmsghdr *v, unsigned int n, int 
 static inline int vx_msg_waitforone(void) { return MSG_WAITFORONE; }
 static inline int vx_so_mark(void) { return SO_MARK; }
 
+// --- UDP segmentation (GSO) and receive coalescing (GRO) for the tunnel's socket ---
+#include <netinet/udp.h>
+
+/// Room for one UDP_SEGMENT or UDP_GRO control message (the larger, an int).
+static inline size_t vx_udp_offload_cmsg_space(void) { return CMSG_SPACE(sizeof(int)); }
+
+/// Writes a UDP_SEGMENT control message (the size of each segment but the last) into
+/// `buffer` (vx_udp_offload_cmsg_space() bytes) and returns the msg_controllen to use.
+static inline size_t vx_udp_segment_cmsg(void *buffer, uint16_t segment) {
+    memset(buffer, 0, CMSG_SPACE(sizeof(uint16_t)));
+    struct cmsghdr *c = (struct cmsghdr *)buffer;
+    c->cmsg_level = SOL_UDP;
+    c->cmsg_type = UDP_SEGMENT;
+    c->cmsg_len = CMSG_LEN(sizeof(uint16_t));
+    memcpy(CMSG_DATA(c), &segment, sizeof segment);
+    return CMSG_SPACE(sizeof(uint16_t));
+}
+
+/// The segment size of a coalesced datagram, from recvmsg's control messages; 0 when the
+/// datagram arrived as one.
+static inline int vx_udp_gro_size(struct msghdr *m) {
+    for (struct cmsghdr *c = CMSG_FIRSTHDR(m); c; c = CMSG_NXTHDR(m, c)) {
+        if (c->cmsg_level == SOL_UDP && c->cmsg_type == UDP_GRO) {
+            int size;
+            memcpy(&size, CMSG_DATA(c), sizeof size);
+            return size;
+        }
+    }
+    return 0;
+}
+
+/// Asks the kernel to hand us coalesced datagrams (UDP_GRO); 0 on success.
+static inline int vx_udp_enable_gro(int fd) {
+    int one = 1;
+    return setsockopt(fd, SOL_UDP, UDP_GRO, &one, sizeof one);
+}
+
+/// Whether the kernel knows UDP_SEGMENT (Linux 4.18): reading it works where it exists.
+static inline int vx_udp_segment_supported(int fd) {
+    int size = 0;
+    socklen_t length = sizeof size;
+    return getsockopt(fd, SOL_UDP, UDP_SEGMENT, &size, &length) == 0;
+}
+
 #include <pthread.h>
 extern int pthread_setname_np(pthread_t thread, const char *name);
 static inline int vx_pthread_setname(pthread_t thread, const char *name) { return pthread_setname_np(thread, name); }

@@ -231,6 +231,17 @@ public final class Engine: @unchecked Sendable {
     /// Encrypts the IP packet at `buffer[packet]` in place into a transport message that
     /// starts 16 bytes before it. Steady state: one lock, no allocation.
     public func encapsulate(buffer: UnsafeMutableRawBufferPointer, packet: Range<Int>, now: Timestamp, wall: WallClock) -> Outbound {
+        var pending: PendingSeal?
+        let result = encapsulate(buffer: buffer, packet: packet, now: now, wall: wall, deferring: &pending)
+        pending?.seal()
+        return result
+    }
+
+    /// The same, but the encryption is left to the caller, who may run it on another
+    /// thread: on `.send`, `seal` holds it, and the datagram is ready once it is done.
+    /// Datagrams go out in the order of these calls (their counters are in that order).
+    public func encapsulate(buffer: UnsafeMutableRawBufferPointer, packet: Range<Int>, now: Timestamp, wall: WallClock,
+                            deferring seal: inout PendingSeal?) -> Outbound {
         let bytes = UnsafeRawBufferPointer(rebasing: buffer[packet])
         guard let destination = IPHeader.destination(bytes) else { return .drop(count(.malformed)) }
         lock.lock()
@@ -258,7 +269,7 @@ public final class Engine: @unchecked Sendable {
             initiate(peer, now: now, wall: wall, retry: false)
         }
         lock.unlock()
-        writeTransport(buffer: buffer, payloadStart: packet.lowerBound, length: packet.count, padded: padded, keypair: keypair, counter: counter)
+        seal = prepareTransport(buffer: buffer, payloadStart: packet.lowerBound, length: packet.count, padded: padded, keypair: keypair, counter: counter)
         return .send((packet.lowerBound - MessageSize.transportHeader)..<(packet.lowerBound + padded + AEAD.tagSize), to: endpoint)
     }
 
@@ -269,16 +280,21 @@ public final class Engine: @unchecked Sendable {
         max(length, min((length + 15) & ~15, mtu))
     }
 
-    private func writeTransport(buffer: UnsafeMutableRawBufferPointer, payloadStart: Int, length: Int, padded: Int, keypair: Keypair, counter: UInt64) {
+    /// Pads the payload and writes the header; the encryption is returned, to run anywhere.
+    @inline(__always)
+    private func prepareTransport(buffer: UnsafeMutableRawBufferPointer, payloadStart: Int, length: Int, padded: Int,
+                                  keypair: Keypair, counter: UInt64) -> PendingSeal {
         let base = buffer.baseAddress!
         if padded > length { (base + payloadStart + length).initializeMemory(as: UInt8.self, repeating: 0, count: padded - length) }
         let header = base + payloadStart - MessageSize.transportHeader
         header.storeBytes(of: UInt32(MessageType.transport.rawValue).littleEndian, as: UInt32.self)
         (header + 4).storeBytes(of: keypair.remoteIndex.littleEndian, toByteOffset: 0, as: UInt32.self)
         (header + 8).storeBytes(of: counter.littleEndian, toByteOffset: 0, as: UInt64.self)
-        keypair.sendKey.withUnsafeBytes { key in
-            AEAD.seal(key: key.baseAddress!, counter: counter, data: base + payloadStart, length: padded)
-        }
+        return PendingSeal(keypair: keypair, counter: counter, payload: base + payloadStart, length: padded)
+    }
+
+    private func writeTransport(buffer: UnsafeMutableRawBufferPointer, payloadStart: Int, length: Int, padded: Int, keypair: Keypair, counter: UInt64) {
+        prepareTransport(buffer: buffer, payloadStart: payloadStart, length: length, padded: padded, keypair: keypair, counter: counter).seal()
     }
 
     /// A transport message as a fresh array (keepalives and staged packets: the cold path).
@@ -347,44 +363,61 @@ public final class Engine: @unchecked Sendable {
 
     public func decapsulate(buffer: UnsafeMutableRawBufferPointer, datagram: Range<Int>, from source: Endpoint,
                             underLoad: Bool, now: Timestamp, wall: WallClock) -> Inbound {
-        let bytes = UnsafeRawBufferPointer(rebasing: buffer[datagram])
-        switch WireFormat.classify(bytes) {
-        case let .failure(reason):
-            return .drop(count(reason))
-        case .success(.transport):
-            return receiveTransport(buffer: buffer, datagram: datagram, from: source, now: now, wall: wall)
-        case .success(.initiation):
-            return receiveInitiation(Array(bytes), from: source, underLoad: underLoad, now: now, wall: wall)
-        case .success(.response):
-            return receiveResponse(Array(bytes), from: source, underLoad: underLoad, now: now, wall: wall)
-        case .success(.cookieReply):
-            return receiveCookieReply(Array(bytes), now: now)
+        switch beginDecapsulating(buffer: buffer, datagram: datagram, from: source, underLoad: underLoad, now: now, wall: wall) {
+        case let .done(result):
+            return result
+        case var .open(pending):
+            pending.open(in: buffer)
+            return finishDecapsulating(pending, buffer: buffer, now: now, wall: wall)
         }
     }
 
-    private func receiveTransport(buffer: UnsafeMutableRawBufferPointer, datagram: Range<Int>, from source: Endpoint,
-                                  now: Timestamp, wall: WallClock) -> Inbound {
+    public enum InboundStep {
+        /// A transport message of a known session: decrypt it (`PendingOpen.open`, on any
+        /// thread), then hand it to `finishDecapsulating`, in arrival order.
+        case open(PendingOpen)
+        /// Handled (handshakes, cookies) or dropped.
+        case done(Inbound)
+    }
+
+    /// The first step of `decapsulate`, in arrival order: a transport message's session is
+    /// looked up; any other message is handled whole (so a response is processed before the
+    /// transport messages behind it look for its session).
+    public func beginDecapsulating(buffer: UnsafeMutableRawBufferPointer, datagram: Range<Int>, from source: Endpoint,
+                                   underLoad: Bool, now: Timestamp, wall: WallClock) -> InboundStep {
+        let bytes = UnsafeRawBufferPointer(rebasing: buffer[datagram])
+        switch WireFormat.classify(bytes) {
+        case let .failure(reason):
+            return .done(.drop(count(reason)))
+        case .success(.transport):
+            return findSession(buffer: buffer, datagram: datagram, from: source, now: now)
+        case .success(.initiation):
+            return .done(receiveInitiation(Array(bytes), from: source, underLoad: underLoad, now: now, wall: wall))
+        case .success(.response):
+            return .done(receiveResponse(Array(bytes), from: source, underLoad: underLoad, now: now, wall: wall))
+        case .success(.cookieReply):
+            return .done(receiveCookieReply(Array(bytes), now: now))
+        }
+    }
+
+    private func findSession(buffer: UnsafeMutableRawBufferPointer, datagram: Range<Int>, from source: Endpoint, now: Timestamp) -> InboundStep {
         let bytes = UnsafeRawBufferPointer(rebasing: buffer[datagram])
         let receiver = WireFormat.readUInt32(bytes, 4)
         let counter = WireFormat.readUInt64(bytes, 8)
         lock.lock()
-        guard case let .keypair(keypair)? = indices[receiver] else {
-            drops[.unknownPeer, default: 0] += 1
-            lock.unlock()
-            return .drop(.unknownPeer)
-        }
-        guard now.since(keypair.createdAt) < timing.rejectAfterTime else {
-            drops[.noSession, default: 0] += 1
-            lock.unlock()
-            return .drop(.noSession)
-        }
-        lock.unlock()
+        defer { lock.unlock() }
+        guard case let .keypair(keypair)? = indices[receiver] else { return .done(.drop(countLocked(.unknownPeer))) }
+        guard now.since(keypair.createdAt) < timing.rejectAfterTime else { return .done(.drop(countLocked(.noSession))) }
+        return .open(PendingOpen(keypair: keypair, counter: counter, datagram: datagram, source: source))
+    }
+
+    /// The last step, in arrival order: the replay window, the session and endpoint
+    /// bookkeeping, and cryptokey routing of the decrypted packet.
+    public func finishDecapsulating(_ pending: PendingOpen, buffer: UnsafeMutableRawBufferPointer, now: Timestamp, wall: WallClock) -> Inbound {
+        let keypair = pending.keypair, counter = pending.counter, datagram = pending.datagram, source = pending.source
+        guard pending.authentic else { return .drop(count(.badMAC)) }
         let payloadStart = datagram.lowerBound + MessageSize.transportHeader
         let sealedLength = datagram.count - MessageSize.transportHeader
-        let authentic = keypair.receiveKey.withUnsafeBytes { key in
-            AEAD.open(key: key.baseAddress!, counter: counter, data: buffer.baseAddress! + payloadStart, length: sealedLength)
-        }
-        guard authentic else { return .drop(count(.badMAC)) }
         let plaintext = UnsafeRawBufferPointer(rebasing: buffer[payloadStart..<(payloadStart + sealedLength - AEAD.tagSize)])
         lock.lock()
         defer { lock.unlock() }

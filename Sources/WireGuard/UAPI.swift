@@ -225,9 +225,11 @@ public enum UAPI {
         return out + "errno=0\n\n"
     }
 
-    /// `drop_<reason>=N` for every reason, then `errno=0`.
-    public static func renderStats(_ drops: [DropReason: UInt64]) -> String {
-        DropReason.allCases.map { "drop_\($0.rawValue)=\(drops[$0] ?? 0)\n" }.joined() + "errno=0\n\n"
+    /// `drop_<reason>=N` for every reason, then the device's own counters (`name=N`, in
+    /// the order given), then `errno=0`.
+    public static func renderStats(_ drops: [DropReason: UInt64], device: [(String, Int)] = []) -> String {
+        DropReason.allCases.map { "drop_\($0.rawValue)=\(drops[$0] ?? 0)\n" }.joined()
+            + device.map { "\($0.0)=\($0.1)\n" }.joined() + "errno=0\n\n"
     }
 
     public static func renderError(_ error: ProtocolError) -> String { "errno=-\(error.code.value)\n\n" }

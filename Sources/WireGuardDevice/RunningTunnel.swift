@@ -7,7 +7,9 @@ import WireGuard
 /// One running tunnel: a TUN interface, a UDP socket and the protocol engine between them,
 /// driven by three threads — TUN to network, network to TUN (the two directions run on both
 /// cores at once), and a timer thread that also serves the userspace API socket and follows
-/// the interface's MTU. The tunnel ends by itself when its interface is deleted, as
+/// the interface's MTU. Each direction's loop shares its batch's cryptography with a helper
+/// thread (`CryptoHelper`), so one busy direction can use both cores, and handshake
+/// messages go to a thread of their own (`HandshakeWorker`). The tunnel ends by itself when its interface is deleted, as
 /// wireguard-go's does: `endedFD` becomes readable and the `wg` socket goes.
 public final class RunningTunnel: @unchecked Sendable {
     public struct Options: Sendable {
@@ -20,18 +22,24 @@ public final class RunningTunnel: @unchecked Sendable {
         public var handshakeLoadThreshold: Int
         /// Let the kernel hand us TCP super-packets (TSO) that we segment ourselves.
         public var offloads: Bool
+        /// Send runs of datagrams as one (UDP GSO) and take coalesced ones (UDP GRO).
+        public var udpOffloads: Bool
+        /// Share each batch's encryption or decryption with a helper thread per direction.
+        public var parallelCrypto: Bool
         /// What the tunnel reports (refused `wg` requests, a deleted interface...), from its threads.
         public var events: @Sendable (TunnelEvent) -> Void
 
         public init(interfaceName: String, mtu: Int = 1420, uapiDirectory: String? = "/var/run/wireguard",
                     timing: Timing = .standard, handshakeLoadThreshold: Int = 1000, offloads: Bool = true,
-                    events: @escaping @Sendable (TunnelEvent) -> Void = { _ in }) {
+                    udpOffloads: Bool = true, parallelCrypto: Bool = true, events: @escaping @Sendable (TunnelEvent) -> Void = { _ in }) {
             self.interfaceName = interfaceName
             self.mtu = mtu
             self.uapiDirectory = uapiDirectory
             self.timing = timing
             self.handshakeLoadThreshold = handshakeLoadThreshold
             self.offloads = offloads
+            self.udpOffloads = udpOffloads
+            self.parallelCrypto = parallelCrypto
             self.events = events
         }
     }
@@ -51,6 +59,11 @@ public final class RunningTunnel: @unchecked Sendable {
     /// The interface's MTU as last seen; the loops resize their buffers when it changes.
     private let mtu: Atomic<Int>
     private var threads: [LoopThread] = []
+    /// Encryptions and decryptions the helper threads did (the rest ran on the loops).
+    private let sealsHelped = HelperCounter(), opensHelped = HelperCounter()
+    public var helperJobs: (sealed: Int, opened: Int) {
+        (sealsHelped.jobs.load(ordering: .relaxed), opensHelped.jobs.load(ordering: .relaxed))
+    }
 
     public init(configuration: InterfaceConfiguration, options: Options) throws {
         _ = Sodium.ready
@@ -58,7 +71,7 @@ public final class RunningTunnel: @unchecked Sendable {
         mtuWatch = try MTUWatch(interface: options.interfaceName)
         mtu = Atomic(options.mtu)
         tun = try TunDevice(name: options.interfaceName, offloads: options.offloads)
-        udp = try UDPSocket(port: configuration.listenPort ?? 0, mark: configuration.fwmark)
+        udp = try UDPSocket(port: configuration.listenPort ?? 0, mark: configuration.fwmark, offloads: options.udpOffloads)
         var effective = configuration
         effective.listenPort = udp.port
         engine = Engine(configuration: effective, timing: options.timing, mtu: options.mtu)
@@ -142,22 +155,36 @@ public final class RunningTunnel: @unchecked Sendable {
     private func outboundLoop() {
         var batchMTU = mtu.load(ordering: .relaxed)
         var batch = DatagramBatch(capacity: 64, slotSize: Self.slotSize(mtu: batchMTU), headroom: 16)
+        let seals = SealJobs(capacity: batch.capacity)
+        let helper = options.parallelCrypto ? CryptoHelper(name: "wg-seal-\(tun.name)", counter: sealsHelped) { seals.perform($0) } : nil
+        defer { helper?.stop() }
         // With offloads one read may be a 64 KiB TCP super-packet, cut into the batch's slots.
         let frameSize = tun.hasVirtioHeader ? TunOffload.headerSize + 65_536 : 0
         let frame = UnsafeMutableRawBufferPointer.allocate(byteCount: frameSize, alignment: 64)
         defer { frame.deallocate() }
         var fds = [pollfd(fd: tun.fd, events: Int16(POLLIN), revents: 0), pollfd(fd: wakeFD, events: Int16(POLLIN), revents: 0)]
         var slot = 0
+        var clock = now(), wallClock = wall()
+        // Encrypts what the batch holds (on both cores when it is worth it), then sends it:
+        // the datagrams leave in the order the engine numbered them.
+        func flush() {
+            if let helper { helper.run(seals.count, bytes: seals.bytes) } else { seals.perform(0..<seals.count) }
+            seals.clear()
+            batch.flush(to: udp)
+            slot = 0
+        }
         // The packet's room in the current slot: headroom for the transport header before it,
         // padding and tag after it.
         func room() -> UnsafeMutableRawBufferPointer {
-            if slot == batch.capacity { batch.flush(to: udp); slot = 0 }
+            if slot == batch.capacity { flush() }
             let buffer = batch.slot(slot)
             return UnsafeMutableRawBufferPointer(rebasing: buffer[16..<(buffer.count - 32)])
         }
-        func encapsulate(length: Int, now clock: Timestamp, wall wallClock: WallClock) {
-            switch engine.encapsulate(buffer: batch.slot(slot), packet: 16..<(16 + length), now: clock, wall: wallClock) {
+        func encapsulate(length: Int) {
+            var seal: PendingSeal?
+            switch engine.encapsulate(buffer: batch.slot(slot), packet: 16..<(16 + length), now: clock, wall: wallClock, deferring: &seal) {
             case let .send(range, to: endpoint):
+                if let seal { seals.add(seal) }
                 batch.enqueue(slot: slot, range: range, to: endpoint, dualStack: udp.isDualStack)
                 slot += 1
             case let .queued(handshake):
@@ -177,26 +204,27 @@ public final class RunningTunnel: @unchecked Sendable {
                 batchMTU = mtu.load(ordering: .relaxed)
                 batch = DatagramBatch(capacity: 64, slotSize: Self.slotSize(mtu: batchMTU), headroom: 16)
             }
-            let clock = now(), wallClock = wall()
+            clock = now()
+            wallClock = wall()
             slot = 0
             while slot < batch.capacity {
                 if tun.hasVirtioHeader {
                     let n = read(tun.fd, frame.baseAddress, frame.count)
                     if n < 0 && errno == EBADFD { interfaceGone() }
                     if n <= 0 { break }
-                    let cut = TunOffload.split(UnsafeRawBufferPointer(rebasing: frame[0..<n]), next: room) {
-                        encapsulate(length: $0, now: clock, wall: wallClock)
-                    }
+                    // Closures, not the local functions themselves: a local function passed
+                    // as a value costs a heap allocation per call here.
+                    let cut = TunOffload.split(UnsafeRawBufferPointer(rebasing: frame[0..<n]), next: { room() }, emit: { encapsulate(length: $0) })
                     if !cut { engine.countDrop(.malformed) }
                 } else {
                     let buffer = room()
                     let n = read(tun.fd, buffer.baseAddress, buffer.count)
                     if n < 0 && errno == EBADFD { interfaceGone() }
                     if n <= 0 { break }
-                    encapsulate(length: n, now: clock, wall: wallClock)
+                    encapsulate(length: n)
                 }
             }
-            batch.flush(to: udp)
+            flush()
             // Rekeys that this traffic triggered go out now, not at the next tick.
             send(engine.drainOutput())
         }
@@ -206,37 +234,86 @@ public final class RunningTunnel: @unchecked Sendable {
 
     private func inboundLoop() {
         var batchMTU = mtu.load(ordering: .relaxed)
-        var batch = DatagramBatch(capacity: 64, slotSize: Self.slotSize(mtu: batchMTU), headroom: 0)
+        // A slot of a coalescing socket holds a run of up to 64 KiB.
+        func receiveSlot() -> Int { udp.receivesCoalesced ? Self.coalescedSlotSize : Self.slotSize(mtu: batchMTU) }
+        var batch = DatagramBatch(capacity: 64, slotSize: receiveSlot(), headroom: 0)
         // With offloads, a batch's TCP segments reach the kernel coalesced (GRO).
-        let coalescer = tun.hasVirtioHeader ? TunCoalescer(capacity: batch.capacity) : nil
+        let coalescer = tun.hasVirtioHeader ? TunCoalescer(capacity: 512) : nil
+        let opens = OpenJobs(capacity: 256)
+        let helper = options.parallelCrypto ? CryptoHelper(name: "wg-open-\(tun.name)", counter: opensHelped) { opens.perform($0) } : nil
+        defer { helper?.stop() }
+        let handshakes = HandshakeWorker(name: "wg-hs-\(tun.name)", engine: engine) { [self] in send($0) }
+        defer { handshakes.stop() }
+        var clock = now(), wallClock = wall()
+        func flushToTun() { coalescer?.flush { if !tun.write(vectors: $0) { engine.countDrop(.tunRefused) } } }
+        func deliver(_ result: Engine.Inbound, in buffer: UnsafeMutableRawBufferPointer) {
+            switch result {
+            case let .deliver(range):
+                // The transport header in front of the plaintext, consumed, makes room for
+                // the virtio-net header.
+                if let coalescer {
+                    if coalescer.isFull { flushToTun() }
+                    coalescer.add(UnsafeMutableRawBufferPointer(rebasing: buffer[range]))
+                } else if !tun.write(UnsafeRawBufferPointer(rebasing: buffer[range])) { engine.countDrop(.tunRefused) }
+            case .keepalive, .drop:
+                break
+            case let .control(datagrams):
+                send(datagrams)
+            }
+        }
+        // Decrypts the waiting transport messages (on both cores when it is worth it), then
+        // lets the engine accept them one by one in the order they arrived.
+        func finishOpens() {
+            guard opens.count > 0 else { return }
+            if let helper { helper.run(opens.count, bytes: opens.bytes) } else { opens.perform(0..<opens.count) }
+            for j in 0..<opens.count {
+                let (pending, buffer) = opens.job(j)
+                deliver(engine.finishDecapsulating(pending, buffer: buffer, now: clock, wall: wallClock), in: buffer)
+            }
+            opens.clear()
+        }
         while !isStopping {
             if batchMTU != mtu.load(ordering: .relaxed) {
                 batchMTU = mtu.load(ordering: .relaxed)
-                batch = DatagramBatch(capacity: 64, slotSize: Self.slotSize(mtu: batchMTU), headroom: 0)
+                batch = DatagramBatch(capacity: 64, slotSize: receiveSlot(), headroom: 0)
             }
             // Nothing, or empty datagrams: the socket was moved to another port (or is
             // stopping) while this waited on it; the next receive waits on the new one.
             guard let count = batch.receive(from: udp) else { continue }
-            let clock = now(), wallClock = wall()
+            clock = now()
+            wallClock = wall()
             for i in 0..<count {
                 let length = batch.receivedLength(i)
                 guard length > 0, let sender = batch.sender(i) else { continue }
                 let buffer = batch.slot(i)
-                let underLoad = length > 0 && buffer[0] == 1 ? load.countInitiation(now: clock.nanoseconds) : load.isUnderLoad(now: clock.nanoseconds)
-                switch engine.decapsulate(buffer: buffer, datagram: 0..<length, from: sender,
-                                          underLoad: underLoad, now: clock, wall: wallClock) {
-                case let .deliver(range):
-                    // The transport header in front of the plaintext, consumed, makes room for
-                    // the virtio-net header.
-                    if let coalescer { coalescer.add(UnsafeMutableRawBufferPointer(rebasing: buffer[range])) }
-                    else if !tun.write(UnsafeRawBufferPointer(rebasing: buffer[range])) { engine.countDrop(.tunRefused) }
-                case .keepalive, .drop:
-                    break
-                case let .control(datagrams):
-                    send(datagrams)
+                let step = batch.segmentSize(i)
+                var start = 0
+                while start < length {
+                    let datagram = start..<min(start + step, length)
+                    start = datagram.upperBound
+                    let type = buffer[datagram.lowerBound]
+                    if type != MessageType.transport.rawValue, type <= MessageType.cookieReply.rawValue, type > 0,
+                       datagram.count <= MessageSize.initiation {
+                        // Handshakes go to their own thread; a full queue is a flood.
+                        let underLoad = (type == MessageType.initiation.rawValue ? load.countInitiation(now: clock.nanoseconds)
+                                         : load.isUnderLoad(now: clock.nanoseconds)) || handshakes.isBacklogged
+                        if !handshakes.enqueue(UnsafeRawBufferPointer(rebasing: buffer[datagram]), from: sender, underLoad: underLoad) {
+                            engine.countDrop(.rateLimited)
+                        }
+                        continue
+                    }
+                    switch engine.beginDecapsulating(buffer: buffer, datagram: datagram, from: sender,
+                                                     underLoad: false, now: clock, wall: wallClock) {
+                    case let .open(pending):
+                        if opens.isFull { finishOpens() }
+                        opens.add(pending, in: buffer)
+                    case let .done(result):
+                        deliver(result, in: buffer)
+                    }
                 }
             }
-            coalescer?.flush { if !tun.write(vectors: $0) { engine.countDrop(.tunRefused) } }
+            finishOpens()
+            flushToTun()
             send(engine.drainOutput())
         }
     }
@@ -281,6 +358,9 @@ public final class RunningTunnel: @unchecked Sendable {
 
     /// Room for the largest packet the MTU allows plus the transport header, padding and tag.
     static func slotSize(mtu: Int) -> Int { (max(mtu, 1280) + 16 + 16 + 32 + 63) & ~63 }
+
+    /// Room for the largest run the kernel coalesces into one datagram.
+    static let coalescedSlotSize = 65_536
 }
 
 /// Counts handshake initiations per second, so a flood turns on cookie replies (the

@@ -85,7 +85,9 @@ final class UAPIServer: @unchecked Sendable {
                 try apply(request, to: tunnel)
                 return UAPI.renderSetOK
             case .stats:
-                return UAPI.renderStats(tunnel.engine.status.drops)
+                let helped = tunnel.helperJobs
+                return UAPI.renderStats(tunnel.engine.status.drops,
+                                        device: [("helper_sealed", helped.sealed), ("helper_opened", helped.opened)])
             }
         } catch {
             // wireguard-go logs every refusal; `wg` only gets the code.

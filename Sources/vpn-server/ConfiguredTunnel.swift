@@ -45,6 +45,7 @@ struct ConfiguredTunnel {
             let tunnel = try RunningTunnel(configuration: configuration, options: .init(
                 interfaceName: name, mtu: Int(file.interface.mtu ?? 1420), uapiDirectory: settings.uapiDirectory,
                 timing: settings.timing, handshakeLoadThreshold: settings.handshakeLoadThreshold, offloads: settings.offloads,
+                udpOffloads: settings.udpOffloads, parallelCrypto: settings.parallelCrypto,
                 events: Lifetime.events(log, interface: name)))
             let netlink = try Rtnetlink()
             try TunnelInterface.configure(name: tunnel.tun.name, addresses: file.interface.addresses, mtu: file.interface.mtu ?? 1420,

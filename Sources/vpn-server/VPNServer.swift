@@ -9,7 +9,7 @@ struct VPNServer: ParsableCommand {
         commandName: "vpn-server",
         abstract: "Runs vpnexec's WireGuard-compatible engine standalone: from a wg-quick style file, or as wg-quick's userspace implementation.",
         usage: """
-        vpn-server --config FILE [--interface NAME] [--no-nat] [--no-offloads] [--uapi-dir DIR] [-v]
+        vpn-server --config FILE [--interface NAME] [--no-nat] [--no-offloads] [--no-udp-offloads] [--no-parallel-crypto] [--uapi-dir DIR] [-v]
         vpn-server [-f|--foreground] INTERFACE
         """,
         discussion: """
@@ -47,6 +47,12 @@ struct VPNServer: ParsableCommand {
     @Flag(name: .customLong("no-offloads"), help: "Read one packet per TUN read instead of TCP super-packets (TSO) that we segment.")
     var noOffloads = false
 
+    @Flag(name: .customLong("no-udp-offloads"), help: "Send and receive the encrypted datagrams one by one instead of in runs (UDP GSO and GRO).")
+    var noUDPOffloads = false
+
+    @Flag(name: .customLong("no-parallel-crypto"), help: "Encrypt and decrypt on the two loop threads only, without a helper thread per direction.")
+    var noParallelCrypto = false
+
     @Option(name: .customLong("uapi-dir"), help: "Directory of the userspace API socket.")
     var uapiDirectory = "/var/run/wireguard"
 
@@ -79,7 +85,7 @@ struct VPNServer: ParsableCommand {
             do { timing = try TestTiming.parse(testTiming) } catch { log.error("\(error)"); throw ExitCode(2) }
         }
         let settings = EngineSettings(uapiDirectory: uapiDirectory, timing: timing, handshakeLoadThreshold: testHandshakeLoad ?? 1000,
-                                      offloads: !noOffloads)
+                                      offloads: !noOffloads, udpOffloads: !noUDPOffloads, parallelCrypto: !noParallelCrypto)
         if let config {
             try ConfiguredTunnel(path: config, interfaceName: interfaceName, masquerade: !noNAT, settings: settings, log: log).run()
         } else if let interface {
@@ -94,4 +100,6 @@ struct EngineSettings {
     var timing: Timing
     var handshakeLoadThreshold: Int
     var offloads: Bool
+    var udpOffloads: Bool
+    var parallelCrypto: Bool
 }

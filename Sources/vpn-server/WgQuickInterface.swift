@@ -25,6 +25,7 @@ struct WgQuickInterface {
             let tunnel = try RunningTunnel(configuration: InterfaceConfiguration(privateKey: nil), options: .init(
                 interfaceName: name, mtu: 1500, uapiDirectory: settings.uapiDirectory, timing: settings.timing,
                 handshakeLoadThreshold: settings.handshakeLoadThreshold, offloads: settings.offloads,
+                udpOffloads: settings.udpOffloads, parallelCrypto: settings.parallelCrypto,
                 events: Lifetime.events(log, interface: name)))
             try Lifetime.dropPrivileges(log: log)
             if !foreground { try Background.detach(keepingStandardError: Background.keepsStandardError(), closing: inherited) }

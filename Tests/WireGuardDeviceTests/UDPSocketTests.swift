@@ -93,4 +93,54 @@ import WireGuard
         // Still bound where it was: the port cannot be taken by anyone else.
         #expect(!Peer().bind(port: before))
     }
+
+    /// What a socket received, datagram by datagram (runs cut where the kernel says), and
+    /// how many of its receives were coalesced runs.
+    static func receiveAll(_ socket: UDPSocket, count expected: Int) -> (datagrams: [[UInt8]], runs: Int) {
+        let batch = DatagramBatch(capacity: 8, slotSize: RunningTunnel.coalescedSlotSize, headroom: 0)
+        var datagrams: [[UInt8]] = []
+        var runs = 0
+        var fds = [pollfd(fd: socket.fd, events: Int16(POLLIN), revents: 0)]
+        // Waits only so that a lost datagram ends the test instead of hanging it.
+        while datagrams.count < expected, poll(&fds, 1, 5_000) > 0, let count = batch.receive(from: socket) {
+            for i in 0..<count {
+                let length = batch.receivedLength(i), step = batch.segmentSize(i)
+                if step < length { runs += 1 }
+                for start in stride(from: 0, to: length, by: step) {
+                    datagrams.append(Array(batch.slot(i)[start..<min(start + step, length)]))
+                }
+            }
+        }
+        return (datagrams, runs)
+    }
+
+    /// Same-sized datagrams to one destination leave as one segmented send (UDP GSO) and
+    /// arrive as one coalesced run (UDP GRO) that cuts back into exactly what was sent, in
+    /// order; a shorter datagram or another destination ends a run.
+    @Test func runsLeaveSegmentedAndArriveCoalescedInOrder() throws {
+        let sender = try UDPSocket(port: 0, mark: nil)
+        let first = try UDPSocket(port: 0, mark: nil)
+        let second = try UDPSocket(port: 0, mark: nil)
+        #expect(sender.segmentsSends, "this kernel must support UDP_SEGMENT")
+        #expect(first.receivesCoalesced)
+        let to1 = Endpoint(address: .v4(0x7f00_0001), port: first.port)
+        let to2 = Endpoint(address: .v4(0x7f00_0001), port: second.port)
+        // 0..<30: 200 bytes to the first; 30: 120 bytes (ends the run); 31..<35: the second;
+        // 35..<40: the first again.
+        let plan: [(Int, Endpoint)] = (0..<40).map { i in (i == 30 ? 120 : 200, (31..<35).contains(i) ? to2 : to1) }
+        let batch = DatagramBatch(capacity: 64, slotSize: 256, headroom: 0)
+        for (i, (length, to)) in plan.enumerated() {
+            let slot = batch.slot(i)
+            for j in 0..<length { slot[j] = UInt8(truncatingIfNeeded: i &+ j) }
+            batch.enqueue(slot: i, range: 0..<length, to: to, dualStack: sender.isDualStack)
+        }
+        batch.flush(to: sender)
+        let expected = { (indices: [Int]) in indices.map { i in (0..<plan[i].0).map { UInt8(truncatingIfNeeded: i &+ $0) } } }
+        let got1 = Self.receiveAll(first, count: 36)
+        #expect(got1.datagrams == expected(Array(0..<31) + Array(35..<40)))
+        #expect(got1.runs >= 2, "the runs to the first socket arrived coalesced")
+        let got2 = Self.receiveAll(second, count: 4)
+        #expect(got2.datagrams == expected(Array(31..<35)))
+        #expect(sender.segmentsSends, "no send was refused")
+    }
 }
