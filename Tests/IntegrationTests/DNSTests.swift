@@ -22,7 +22,9 @@ final class TunnelResolver: @unchecked Sendable {
             "--log-queries", "--log-facility=\(log)",
         ])
         cleanup.add("stop dnsmasq") {
-            if let pid = (try? String(contentsOfFile: pidFile, encoding: .utf8)).flatMap({ Int32($0.trimmed) }) { kill(pid, SIGTERM) }
+            // SIGKILL: the test runner's children inherit SIGTERM blocked (seen: every
+            // dnsmasq of a run outlived it).
+            if let pid = (try? String(contentsOfFile: pidFile, encoding: .utf8)).flatMap({ Int32($0.trimmed) }) { kill(pid, SIGKILL) }
             try? FileManager.default.removeItem(atPath: pidFile)
         }
         try eventually("dnsmasq to listen on 10.99.1.1:53") {
