@@ -96,6 +96,22 @@ import Testing
             try container.properties("vpnd.service", ["ActiveState", "NRestarts"]) == ["ActiveState": "active", "NRestarts": "1"]
         }
         #expect(try container.run(["vpnexec", "-p", "work", "--"] + ask).stdout.trimmed == "10.86.0.2")
+
+        // Stopped, then killed: a service in the slice sends nothing in the clear, while a
+        // service outside it does (the control).
+        let loop = { (port: Int) in ["bash", "-c", "while :; do echo x > /dev/udp/\(Topology.service4)/\(port); sleep 0.05; done"] }
+        let capture = try Capture(on: net.clientUplink, in: net.client, filter: "udp port 8080 or udp port 9002", cleanup: cleanup)
+        try container.run(["systemd-run", "--quiet", "--unit=vx-member", "-p", "Slice=vpn-work.slice"] + loop(8080))
+        try container.run(["systemd-run", "--quiet", "--unit=vx-control"] + loop(9002))
+        Thread.sleep(forTimeInterval: 1)
+        #expect(try container.run(["systemctl", "stop", "vpnd.service"]).status == 0)
+        Thread.sleep(forTimeInterval: 1)
+        try container.run(["systemctl", "kill", "-s", "KILL", "vpnd.service"])
+        Thread.sleep(forTimeInterval: 1.5)
+        try container.run(["systemctl", "stop", "vx-member", "vx-control"])
+        let leaked = try capture.packets("udp port 8080")
+        #expect(leaked.isEmpty, "the slice's service in the clear after vpnd stopped: \(leaked.prefix(3))")
+        #expect(try capture.count("udp port 9002") > 40, "the control's datagrams leave")
     }
 
     /// Proof of the boot order: a service in the profile's slice that starts before vpnd
