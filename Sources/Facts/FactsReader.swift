@@ -33,8 +33,16 @@ public struct FactsReader {
                 facts.cgroupIDs[path] = hierarchy.id(of: path)
             }
             if !policy.profiles.isEmpty {
+                // Once per user and read: the user database may be a directory service.
+                var known: [UInt32: [UInt32]] = [:]
+                let groupsOnce = { (uid: UInt32) -> [UInt32] in
+                    if let cached = known[uid] { return cached }
+                    let found = groups(uid)
+                    known[uid] = found
+                    return found
+                }
                 for path in Self.unitCgroups(in: hierarchy) {
-                    switch UnitCgroups.decide(path, policy: policy, parent: cgroupParent, groups: groups) {
+                    switch UnitCgroups.decide(path, policy: policy, parent: cgroupParent, groups: groupsOnce) {
                     case let .member(profile)?:
                         if let id = hierarchy.id(of: path) { facts.joinedCgroups[path] = RuntimeFacts.JoinedCgroup(profile: profile, id: id) }
                     case let .refused(profile, uid, rule)?:

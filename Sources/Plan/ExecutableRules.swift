@@ -32,9 +32,10 @@ public enum ExecutableRules {
         if let target = policy.profiles.first(where: { $0.routeExecutables.contains(executable) }) {
             return isIn(target.cgroupPath(parent: parent)) ? nil : .join(profile: target.name)
         }
-        let placed = policy.profiles.contains { isIn($0.cgroupPath(parent: parent)) } || isIn(bypassCgroup(parent: parent))
+        // Every exec comes here: where the process is placed is looked at only for a listed program.
+        var placed: Bool { policy.profiles.contains { isIn($0.cgroupPath(parent: parent)) } || isIn(bypassCgroup(parent: parent)) }
         for profile in policy.profiles where profile.bypassExecutables.contains(executable) {
-            if isIn(profile.cgroupPath(parent: parent)) || (!placed && profile.name == policy.system.profile) {
+            if isIn(profile.cgroupPath(parent: parent)) || (profile.name == policy.system.profile && !placed) {
                 return .bypass(from: profile.name)
             }
         }

@@ -111,7 +111,10 @@ struct CgroupMaps {
     /// `bypass`: the verdict for the bypass slice, when the policy uses it (nil: no element).
     init(_ policy: Policy, facts: RuntimeFacts, name: String, bypass: NftVerdict?, verdict: (Profile) -> NftVerdict) {
         var byLevel: [UInt32: [NftElement]] = [:]
-        var entries = policy.profiles.map { ($0.cgroupPath(parent: facts.cgroupParent), facts.cgroupIDs[$0.cgroupPath(parent: facts.cgroupParent)], verdict($0)) }
+        var entries = policy.profiles.map { profile in
+            let path = profile.cgroupPath(parent: facts.cgroupParent)
+            return (path, facts.cgroupIDs[path], verdict(profile))
+        }
         if policy.usesBypassSlice, let bypass {
             let path = ExecutableRules.bypassCgroup(parent: facts.cgroupParent)
             entries.append((path, facts.cgroupIDs[path], bypass))

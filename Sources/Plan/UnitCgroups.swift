@@ -26,9 +26,10 @@ public enum UnitCgroups {
         guard let last = components.last else { return nil }
         // Under the profile parent the profile cgroups decide already.
         if !parent.isEmpty, path == parent || path.hasPrefix(parent + "/") { return nil }
-        let uid = managerUID(components) ?? 0
+        let manager = managerUID(components)
+        let uid = manager ?? 0
         let profile: Profile?
-        if last.hasPrefix("vpn-"), last.hasSuffix(".slice"), managerUID(components) != nil {
+        if last.hasPrefix("vpn-"), last.hasSuffix(".slice"), manager != nil {
             profile = policy.profile(named: String(last.dropFirst(4).dropLast(6)))
         } else if let app = appID(ofUnit: last) {
             profile = policy.profiles.first { $0.apps.contains(app) }
