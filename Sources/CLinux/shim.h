@@ -32,6 +32,9 @@ static inline int vx_unshare(int flags) { return unshare(flags); }
 static inline int vx_pidfd_open(pid_t pid) { return (int)syscall(SYS_pidfd_open, pid, 0); }
 static inline int vx_pidfd_send_signal(int pidfd, int sig) { return (int)syscall(SYS_pidfd_send_signal, pidfd, sig, NULL, 0); }
 
+/// getrandom(2), which glibc declares in a header the Swift module leaves out.
+static inline long vx_getrandom(void *buffer, size_t length) { return syscall(SYS_getrandom, buffer, length, 0); }
+
 static inline int vx_so_peerpidfd(void) { return SO_PEERPIDFD; }
 static inline int vx_so_peergroups(void) { return SO_PEERGROUPS; }
 

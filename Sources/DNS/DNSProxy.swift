@@ -105,26 +105,48 @@ public struct DNSProxy<Client: Hashable> {
                                         : .fillThenReply(elements: elements, response: response, to: query.client, over: query.transport))
     }
 
-    /// Time passing: queries whose server did not answer in time go to the next server, or,
-    /// when every server had its turn, are answered SERVFAIL.
+    /// How often a query is sent before it is answered SERVFAIL: once to each server, and at
+    /// least twice. A lone server gets a second try because one lost datagram (in a tunnel,
+    /// or a resolver's full socket) must not become a SERVFAIL: a stub resolver takes that
+    /// as final instead of asking again.
+    static func attempts(servers: Int) -> Int { max(2, servers) }
+
+    /// A forward the kernel refused at once (`query` as the forward action carried it): no
+    /// route to the server, as while the profile's tunnel is down. The query moves on as if
+    /// its server had let it time out, without the wait: to the next server, or SERVFAIL
+    /// now rather than after every timeout.
+    public mutating func forwardFailed(_ query: [UInt8], now: DNSInstant, into actions: inout [DNSProxyAction<Client>]) {
+        guard let header = DNSHeader(of: query), let inFlightQuery = inFlight[header.id], inFlightQuery.bytes == query else { return }
+        moveOn(header.id, inFlightQuery, now: now, into: &actions)
+    }
+
+    /// Time passing: queries whose server did not answer in time go to the next server (the
+    /// same one again when there is only one), or, when every try is used, are answered
+    /// SERVFAIL.
     public mutating func tick(now: DNSInstant, into actions: inout [DNSProxyAction<Client>]) {
         expire(now: now, into: &actions)
     }
 
     private mutating func expire(now: DNSInstant, into actions: inout [DNSProxyAction<Client>]) {
-        let servers = configuration.servers
         while let (id, query) = inFlight.earliest(dueBy: now) {
-            let silent = (query.firstServer + query.attempts - 1) % servers.count
-            if preferred == silent { preferred = (silent + 1) % servers.count }
-            guard query.attempts < servers.count else {
-                inFlight.remove(id)
-                fail(query, into: &actions)
-                continue
-            }
-            inFlight.rearm(id, deadline: DNSInstant(nanoseconds: now.nanoseconds &+ upstreamTimeout))
-            counters.retried += 1
-            actions.append(.forward(query: query.bytes, to: servers[(silent + 1) % servers.count], over: query.transport))
+            moveOn(id, query, now: now, into: &actions)
         }
+    }
+
+    /// The server last asked failed `query`: ask the next one, or answer SERVFAIL when every
+    /// try is used; new queries start at the next server too.
+    private mutating func moveOn(_ id: UInt16, _ query: InFlightQueries<Client>.Query, now: DNSInstant,
+                                 into actions: inout [DNSProxyAction<Client>]) {
+        let servers = configuration.servers
+        let failed = (query.firstServer + query.attempts - 1) % servers.count
+        if preferred == failed { preferred = (failed + 1) % servers.count }
+        guard query.attempts < Self.attempts(servers: servers.count) else {
+            inFlight.remove(id)
+            return fail(query, into: &actions)
+        }
+        inFlight.rearm(id, deadline: DNSInstant(nanoseconds: now.nanoseconds &+ upstreamTimeout))
+        counters.retried += 1
+        actions.append(.forward(query: query.bytes, to: servers[(failed + 1) % servers.count], over: query.transport))
     }
 
     /// The set elements for the answer's addresses, its TTLs lowered in place where they

@@ -23,6 +23,7 @@ final class DNSService {
     private let loop: EventLoop
     private let applier: KernelApplier
     private let log: Log
+    private let io = DatagramIO()
     private var resolvers: [String: ProfileResolver] = [:]
     /// What each resolver was built from, to rebuild only what changed.
     private var built: [String: ResolverSettings] = [:]
@@ -70,7 +71,7 @@ final class DNSService {
             let (configuration, port) = (settings.configuration, settings.port)
             do {
                 resolvers[name] = try ProfileResolver(profile: name, configuration: configuration, port: port, mark: settings.mark,
-                                                      loop: loop, applier: applier, log: log)
+                                                      loop: loop, io: io, applier: applier, log: log)
                 built[name] = settings
                 log.info("DNS proxy of profile \(name) on port \(port): \(configuration.servers.isEmpty ? "no resolvers (queries are refused; set dns = [...])" : "resolvers \(configuration.servers.map(\.description).joined(separator: ", "))")")
             } catch {
@@ -93,6 +94,7 @@ final class ProfileResolver {
     let profile: String
     private(set) var proxy: DNSProxy<DNSClient>
     private let loop: EventLoop
+    private let io: DatagramIO
     private let applier: KernelApplier
     private let log: Log
     private let mark: UInt32
@@ -118,13 +120,14 @@ final class ProfileResolver {
     }
 
     init(profile: String, configuration: DNSProxyConfiguration, port: UInt16, mark: UInt32,
-         loop: EventLoop, applier: KernelApplier, log: Log) throws {
+         loop: EventLoop, io: DatagramIO, applier: KernelApplier, log: Log) throws {
         self.profile = profile
         self.loop = loop
+        self.io = io
         self.applier = applier
         self.log = log
         self.mark = mark
-        proxy = try DNSProxy(configuration: configuration, random: SystemRandomNumberGenerator())
+        proxy = try DNSProxy(configuration: configuration, random: KernelRandom())
         do {
             for local in [SocketAddress(.v4(0x7f00_0001), port: port), SocketAddress(.v6(0, 1), port: port)] {
                 let udp = try Self.socket(local.family, SOCK_DGRAM, bind: local)
@@ -187,19 +190,11 @@ final class ProfileResolver {
 
     // MARK: clients
 
-    /// Up to 64 datagrams waiting on `fd`, each handed to `body` with its sender; then the
-    /// proxy's actions for all of them at once (one batch of fills for the burst).
+    /// The datagrams waiting on `fd` (a burst, one system call), each handed to `body`
+    /// with its sender; then the proxy's actions for all of them at once (one batch of
+    /// fills, one send of the replies).
     private func receiveBurst(_ fd: Int32, _ body: ([UInt8], SocketAddress) -> Void) {
-        var buffer = [UInt8](repeating: 0, count: 65535)
-        for _ in 0..<64 {
-            var storage = sockaddr_storage()
-            var length = socklen_t(MemoryLayout<sockaddr_storage>.size)
-            let count = withUnsafeMutablePointer(to: &storage) {
-                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { recvfrom(fd, &buffer, buffer.count, 0, $0, &length) }
-            }
-            guard count > 0, let from = SocketAddress(storage) else { break }
-            body(Array(buffer[0..<count]), from)
-        }
+        io.receive(fd, body)
         perform()
     }
 
@@ -271,19 +266,21 @@ final class ProfileResolver {
         }
     }
 
-    private func forwardOverTCP(_ query: [UInt8], to server: DNSServer) {
+    /// False when the connection is refused at once (no route, a firewall).
+    private func forwardOverTCP(_ query: [UInt8], to server: DNSServer) -> Bool {
         guard let framed = DNSTCPFraming.frame(query),
-              let fd = try? Self.socket(server.address.isIPv4 ? AF_INET : AF_INET6, SOCK_STREAM, mark: mark) else { return }
+              let fd = try? Self.socket(server.address.isIPv4 ? AF_INET : AF_INET6, SOCK_STREAM, mark: mark) else { return false }
         let target = SocketAddress(server.address, port: server.port)
         let started = target.withSockaddr { connect(fd, $0, $1) }
         guard started == 0 || errno == EINPROGRESS else {
             Glibc.close(fd)
-            return
+            return false
         }
         tcpUpstreams[fd] = TCPUpstream(server: server, query: framed)
         loop.watch(fd, events: Int16(POLLOUT)) { [unowned self] events in serviceUpstream(fd, events) }
         // The proxy retries and fails by its own clock; the connection goes after that.
         loop.after(10) { [weak self] in self?.dropUpstream(fd) }
+        return true
     }
 
     private func serviceUpstream(_ fd: Int32, _ events: Int16) {
@@ -327,31 +324,41 @@ final class ProfileResolver {
     /// Carries out what the proxy decided, then arms its next deadline. The fills of a
     /// burst of answers go to the kernel in one batch; their replies follow its
     /// acknowledgement (or are refused together if it refused).
+    /// A forward the kernel refuses at once (no route while the tunnel is down) goes back
+    /// to the proxy, which tries the next server or answers SERVFAIL in the same round.
     private func perform() {
-        let pending = actions
-        actions.removeAll(keepingCapacity: true)
-        var fills: [DNSSetElement] = []
-        var filled: [([UInt8], DNSClient)] = []
-        for action in pending {
-            switch action {
-            case let .forward(query, server, transport):
-                if transport == .tcp {
-                    forwardOverTCP(query, to: server)
-                } else if let fd = upstream[server.address.isIPv4] {
-                    _ = SocketAddress(server.address, port: server.port).withSockaddr { sendto(fd, query, query.count, Int32(MSG_NOSIGNAL), $0, $1) }
+        while !actions.isEmpty {
+            let pending = actions
+            actions.removeAll(keepingCapacity: true)
+            var forwards = DatagramQueue()
+            var replies = DatagramQueue()
+            var fills: [DNSSetElement] = []
+            var filled: [([UInt8], DNSClient)] = []
+            for action in pending {
+                switch action {
+                case let .forward(query, server, transport):
+                    if transport == .tcp {
+                        if !forwardOverTCP(query, to: server) { proxy.forwardFailed(query, now: Self.now(), into: &actions) }
+                    } else if let fd = upstream[server.address.isIPv4] {
+                        forwards.append(OutgoingDatagram(bytes: query, destination: SocketAddress(server.address, port: server.port)), on: fd)
+                    }
+                case let .reply(response, client, _):
+                    reply(response, to: client, queue: &replies)
+                case let .fillThenReply(elements, response, client, _):
+                    fills += elements
+                    filled.append((response, client))
                 }
-            case let .reply(response, client, _):
-                reply(response, to: client)
-            case let .fillThenReply(elements, response, client, _):
-                fills += elements
-                filled.append((response, client))
             }
-        }
-        if !filled.isEmpty {
-            let accepted = fill(fills)
-            for (response, client) in filled {
-                reply(accepted ? response : DNSErrorReply.make(answering: response, code: .serverFailure) ?? [], to: client)
+            for (_, refused) in io.send(forwards) {
+                proxy.forwardFailed(refused.bytes, now: Self.now(), into: &actions)
             }
+            if !filled.isEmpty {
+                let accepted = fill(fills)
+                for (response, client) in filled {
+                    reply(accepted ? response : DNSErrorReply.make(answering: response, code: .serverFailure) ?? [], to: client, queue: &replies)
+                }
+            }
+            io.send(replies)
         }
         if let timer { loop.cancel(timer) }
         timer = nil
@@ -383,11 +390,12 @@ final class ProfileResolver {
         }
     }
 
-    private func reply(_ response: [UInt8], to client: DNSClient) {
+    /// A UDP reply joins `queue`; a TCP one is written to its connection.
+    private func reply(_ response: [UInt8], to client: DNSClient, queue: inout DatagramQueue) {
         guard !response.isEmpty else { return }
         switch client {
         case let .udp(fd, from):
-            _ = from.withSockaddr { sendto(fd, response, response.count, Int32(MSG_NOSIGNAL), $0, $1) }
+            queue.append(OutgoingDatagram(bytes: response, destination: from), on: fd)
         case let .tcp(fd):
             guard let framed = DNSTCPFraming.frame(response), tcpClients[fd] != nil else { return }
             tcpClients[fd]?.outbox += framed

@@ -172,6 +172,52 @@ func upstreamID(_ bytes: [UInt8]) -> UInt16 { UInt16(bytes[0]) << 8 | UInt16(byt
         #expect(harness.proxy.counters.dropped[.unexpectedAnswer] == 1)
     }
 
+    @Test func aLoneServerIsAskedTwiceBeforeServfail() throws {
+        let lone = ProxyHarness.servers[0]
+        var harness = try ProxyHarness(servers: [lone])
+        let first = try #require(forwarded(harness.query(query("www.example", id: 3), from: "c")))
+        #expect(harness.advance(1.999).isEmpty)
+        // The first datagram was lost: the same query, same ID, to the same server again.
+        let retry = try #require(forwarded(harness.advance(0.001)))
+        #expect(retry.server == lone && retry.bytes == first.bytes && harness.proxy.counters.retried == 1)
+        // An answer to either send is the answer.
+        let reply = try #require(replied(harness.answer(answer("www.example", id: upstreamID(first.bytes), records: []), from: lone)))
+        #expect(reply.client == "c" && reply.message.header.responseCode == .noError)
+        // A second query that gets no answer at all: SERVFAIL after the second try.
+        _ = try #require(forwarded(harness.query(query("gone.example", id: 4), from: "c")))
+        _ = try #require(forwarded(harness.advance(2)))
+        let failure = try #require(replied(harness.advance(2)))
+        #expect(failure.message.header.responseCode == .serverFailure && harness.proxy.counters.failed == 1)
+    }
+
+    @Test func aForwardTheKernelRefusesMovesOnWithoutWaiting() throws {
+        var harness = try ProxyHarness()
+        let first = try #require(forwarded(harness.query(query("www.example", id: 5), from: "c")))
+        var actions: [DNSProxyAction<String>] = []
+        // No route to the first server: the second is asked at once.
+        harness.proxy.forwardFailed(first.bytes, now: harness.now, into: &actions)
+        let next = try #require(forwarded(actions))
+        #expect(next.server == ProxyHarness.servers[1] && next.bytes == first.bytes)
+        // Nor to the second: SERVFAIL now, not after two timeouts.
+        actions = []
+        harness.proxy.forwardFailed(next.bytes, now: harness.now, into: &actions)
+        let failure = try #require(replied(actions))
+        #expect(failure.client == "c" && failure.message.header.responseCode == .serverFailure && harness.proxy.inFlightCount == 0)
+        // A refusal of something no longer in flight changes nothing.
+        actions = []
+        harness.proxy.forwardFailed(next.bytes, now: harness.now, into: &actions)
+        #expect(actions.isEmpty && harness.proxy.counters.failed == 1)
+        // A lone server is tried twice, then SERVFAIL, all at once.
+        var lone = try ProxyHarness(servers: [ProxyHarness.servers[0]])
+        let sent = try #require(forwarded(lone.query(query("www.example", id: 6), from: "c")))
+        actions = []
+        lone.proxy.forwardFailed(sent.bytes, now: lone.now, into: &actions)
+        let again = try #require(forwarded(actions))
+        actions = []
+        lone.proxy.forwardFailed(again.bytes, now: lone.now, into: &actions)
+        #expect(try #require(replied(actions)).message.header.responseCode == .serverFailure)
+    }
+
     @Test func afterATimeoutTheNextServerIsTriedFirstAndTheFirstMayStillAnswer() throws {
         var harness = try ProxyHarness()
         let first = try #require(forwarded(harness.query(query("www.example", id: 1), from: "c")))

@@ -1,0 +1,123 @@
+import CLinux
+import Glibc
+
+/// One datagram to send: to `destination`, on the socket of the queue it is in.
+struct OutgoingDatagram {
+    var bytes: [UInt8]
+    var destination: SocketAddress
+}
+
+/// Datagrams to send, by socket, in the order they were queued.
+struct DatagramQueue {
+    private(set) var sockets: [(fd: Int32, datagrams: [OutgoingDatagram])] = []
+
+    var isEmpty: Bool { sockets.isEmpty }
+
+    mutating func append(_ datagram: OutgoingDatagram, on fd: Int32) {
+        if let index = sockets.firstIndex(where: { $0.fd == fd }) {
+            sockets[index].datagrams.append(datagram)
+        } else {
+            sockets.append((fd, [datagram]))
+        }
+    }
+}
+
+/// recvmmsg and sendmmsg for the DNS proxies' UDP sockets: a burst of queries or answers
+/// costs one system call each way, not one per datagram. The storage is allocated once and
+/// shared by every proxy (they all run on vpnd's one thread). A slot holds the largest UDP
+/// payload, so nothing is ever truncated; pages of a slot no datagram reached are never
+/// touched and cost no memory.
+final class DatagramIO {
+    static let burst = 64
+    private static let slotSize = 65536
+    private let storage: UnsafeMutableRawPointer
+    private let headers: UnsafeMutablePointer<vx_mmsghdr>
+    private let iovecs: UnsafeMutablePointer<iovec>
+    private let names: UnsafeMutablePointer<sockaddr_storage>
+
+    init() {
+        storage = .allocate(byteCount: Self.burst * Self.slotSize, alignment: 64)
+        headers = .allocate(capacity: Self.burst)
+        headers.initialize(repeating: vx_mmsghdr(), count: Self.burst)
+        iovecs = .allocate(capacity: Self.burst)
+        iovecs.initialize(repeating: iovec(), count: Self.burst)
+        names = .allocate(capacity: Self.burst)
+        names.initialize(repeating: sockaddr_storage(), count: Self.burst)
+    }
+
+    deinit {
+        storage.deallocate()
+        headers.deallocate()
+        iovecs.deallocate()
+        names.deallocate()
+    }
+
+    private func prepare(_ i: Int, length: Int, nameLength: socklen_t) {
+        iovecs[i] = iovec(iov_base: storage + i * Self.slotSize, iov_len: length)
+        headers[i].msg_hdr = msghdr()
+        headers[i].msg_hdr.msg_name = UnsafeMutableRawPointer(names + i)
+        headers[i].msg_hdr.msg_namelen = nameLength
+        headers[i].msg_hdr.msg_iov = iovecs + i
+        headers[i].msg_hdr.msg_iovlen = 1
+        headers[i].msg_len = 0
+    }
+
+    /// Up to `burst` datagrams waiting on `fd` (non-blocking), each handed to `body` with
+    /// its sender; how many there were.
+    @discardableResult
+    func receive(_ fd: Int32, _ body: ([UInt8], SocketAddress) -> Void) -> Int {
+        for i in 0..<Self.burst {
+            prepare(i, length: Self.slotSize, nameLength: socklen_t(MemoryLayout<sockaddr_storage>.size))
+        }
+        var count: Int32
+        repeat {
+            count = vx_recvmmsg(fd, headers, UInt32(Self.burst), Int32(MSG_DONTWAIT))
+        } while count < 0 && errno == EINTR
+        guard count > 0 else { return 0 }
+        for i in 0..<Int(count) {
+            guard let from = SocketAddress(names[i]) else { continue }
+            let bytes = UnsafeRawBufferPointer(start: storage + i * Self.slotSize, count: Int(headers[i].msg_len))
+            body(Array(bytes), from)
+        }
+        return Int(count)
+    }
+
+    /// Sends everything queued, `burst` datagrams a system call. Returns the datagrams the
+    /// kernel refused at once (no route, a firewall's EPERM), by socket; a datagram lost
+    /// later, or to a full socket buffer, is lost as UDP is and not reported.
+    @discardableResult
+    func send(_ queue: DatagramQueue) -> [(fd: Int32, datagram: OutgoingDatagram)] {
+        var refused: [(fd: Int32, datagram: OutgoingDatagram)] = []
+        for (fd, datagrams) in queue.sockets {
+            var start = 0
+            while start < datagrams.count {
+                let chunk = datagrams[start..<min(datagrams.count, start + Self.burst)]
+                for (i, datagram) in chunk.enumerated() {
+                    datagram.bytes.withUnsafeBytes { bytes in
+                        if let base = bytes.baseAddress { storage.advanced(by: i * Self.slotSize).copyMemory(from: base, byteCount: bytes.count) }
+                    }
+                    let nameLength = datagram.destination.withSockaddr { address, length in
+                        UnsafeMutableRawPointer(names + i).copyMemory(from: address, byteCount: Int(length))
+                        return length
+                    }
+                    prepare(i, length: datagram.bytes.count, nameLength: nameLength)
+                }
+                var sent = 0
+                while sent < chunk.count {
+                    let count = vx_sendmmsg(fd, headers + sent, UInt32(chunk.count - sent), Int32(MSG_NOSIGNAL))
+                    if count > 0 {
+                        sent += Int(count)
+                    } else if count < 0 && errno == EINTR {
+                        continue
+                    } else {
+                        // The kernel refuses the first datagram left: skip it, send the rest.
+                        if count < 0 && errno != EAGAIN && errno != ENOBUFS { refused.append((fd, chunk[chunk.startIndex + sent])) }
+                        sent += 1
+                    }
+                }
+                start += chunk.count
+            }
+        }
+        return refused
+    }
+}
