@@ -32,6 +32,7 @@ import Testing
             tunnel.wireguard = "/etc/vpnexec/work.conf"
             tunnel.interface = "\(interface)"
             apps = ["org.example.App"]
+            users = [1001]
             """.utf8), attributes: [.posixPermissions: 0o644]))
         let units = URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent("../../systemd").standardized.path
         let container = try BootedSystemd(root: try SystemdRoot.path(extra: ["wireguard-tools"]), namespace: net.client, binds: [
@@ -89,6 +90,36 @@ import Testing
         #expect(app.stdout.trimmed == "10.86.0.2", "a listed app's scope: \(app.stdout)\(app.stderr)\(journal())")
         let unlisted = try container.run(["systemd-run", "--quiet", "--scope", "--unit=app-gnome-org.example.Other-1235.scope"] + later)
         #expect(unlisted.stdout.trimmed == Topology.clientAddress4, "an app the profile does not list: \(unlisted.stdout)")
+
+        // Users' own managers (`systemd --user`, user@UID.service): a user unit in the user's
+        // vpn-work.slice joins the profile if its user may use it (alice, uid 1001, listed),
+        // and is refused, logged and left out of the tunnel if not (mallory, 1002).
+        for (user, uid) in [("alice", 1001), ("mallory", 1002)] {
+            #expect(try container.run(["useradd", "-m", "-u", "\(uid)", user]).status == 0)
+        }
+        // The root has no pam_systemd (no logind session): the manager learns its runtime
+        // directory from the unit instead.
+        try container.run(["bash", "-c", "mkdir -p /etc/systemd/system/user@.service.d && printf '[Service]\\nEnvironment=XDG_RUNTIME_DIR=/run/user/%%i\\n' "
+                           + "> /etc/systemd/system/user@.service.d/runtime-dir.conf && systemctl daemon-reload"])
+        let users = try container.run(["systemctl", "start", "user@1001.service", "user@1002.service"])
+        #expect(users.status == 0, "the users' managers: \(users.stderr)\((try? container.run(["journalctl", "--no-pager", "-o", "cat", "-u", "user@1001.service"]).stdout) ?? "")")
+        /// A transient user unit in the user's vpn-work.slice, asked of the user's own manager
+        /// (its private socket: --wait would need a session bus), and the address it got.
+        let userUnit = { (user: String, uid: Int) throws -> String in
+            let out = "/home/\(user)/seen"
+            try container.run(["runuser", "-u", user, "--", "env", "XDG_RUNTIME_DIR=/run/user/\(uid)", "systemd-run", "--user", "--quiet",
+                               "--slice=vpn-work.slice", "bash", "-c", "sleep 1; exec 3<>/dev/tcp/\(Topology.service4)/8080 && head -n1 <&3 > \(out)"])
+            var seen = ""
+            try eventually("\(user)'s unit to connect") {
+                seen = try container.run(["cat", out]).stdout.trimmed
+                return !seen.isEmpty
+            }
+            return seen
+        }
+        #expect(try userUnit("alice", 1001) == "10.86.0.2", "a user unit of a user the profile lists: \(journal())")
+        #expect(try userUnit("mallory", 1002) == Topology.clientAddress4, "a user unit of a user the profile does not list")
+        let refusal = "refused: user.slice/user-1002.slice/user@1002.service/vpn.slice/vpn-work.slice is named to join a profile but uid 1002 may not use profile \"work\""
+        #expect(journal().contains(refusal), "\(journal())")
 
         // Killed: systemd restarts it, and the kernel kept routing meanwhile.
         try container.run(["systemctl", "kill", "-s", "KILL", "vpnd.service"])

@@ -74,6 +74,9 @@ public final class BootedSystemd: @unchecked Sendable {
             + binds.map { "--bind\($0.readOnly ? "-ro" : "")=\($0.host):\($0.container)" } + bootArguments
         let nspawn = try BackgroundProcess(arguments, cleanup: cleanup, environment: [
             "PATH": "/usr/sbin:/usr/bin:/sbin:/bin", "SYSTEMD_NSPAWN_API_VFS_WRITABLE": "network",
+            // cgroup v2 only, as Debian 12 and every current distribution boots (this host's
+            // hybrid tree would leave the container hybrid, where user managers cannot start).
+            "SYSTEMD_NSPAWN_UNIFIED_HIERARCHY": "1",
         ])
         self.nspawn = nspawn
         var found: Int32?
