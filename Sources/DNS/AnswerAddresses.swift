@@ -33,7 +33,8 @@ public struct AnswerAddresses: Sendable {
     public var chainEnd: ChainEnd
     /// For each name of `chain`, the lists it falls in.
     public var matches: [DomainList.Membership]
-    /// The addresses of the chain's names, in answer order.
+    /// The addresses of the chain's names: A and AAAA records in answer order, then the
+    /// address hints of their HTTPS and SVCB records.
     public var addresses: [Address]
 
     /// Every list any name of the chain falls in.
@@ -55,6 +56,13 @@ public struct AnswerAddresses: Sendable {
                                      address: Wire.address(response, record.data),
                                      ttl: Wire.effectiveTTL(record.ttl)))
         }
+        for index in scan.serviceRecords {
+            let record = scan.records[index]
+            let owner = try DomainName(in: response, at: record.name)
+            for hint in ServiceHints.addresses(response, record.data) {
+                addresses.append(Address(owner: owner, address: hint, ttl: Wire.effectiveTTL(record.ttl)))
+            }
+        }
     }
 }
 
@@ -67,9 +75,11 @@ struct AnswerScan {
     private(set) var chain: [Int] = []
     private(set) var chainLists: [DomainList.Membership] = []
     private(set) var chainEnd = AnswerAddresses.ChainEnd.complete
-    /// Indices into `records` of the chain's CNAMEs and of the chain's names' A and AAAA.
+    /// Indices into `records` of the chain's CNAMEs, of the chain's names' A and AAAA, and
+    /// of their HTTPS and SVCB (whose address hints count as addresses).
     private(set) var cnameRecords: [Int] = []
     private(set) var addressRecords: [Int] = []
+    private(set) var serviceRecords: [Int] = []
     private(set) var lists: DomainList.Membership = []
 
     /// Checks the whole message and, when `followChain`, follows the chain and matches its names.
@@ -79,6 +89,7 @@ struct AnswerScan {
         chainLists.removeAll(keepingCapacity: true)
         cnameRecords.removeAll(keepingCapacity: true)
         addressRecords.removeAll(keepingCapacity: true)
+        serviceRecords.removeAll(keepingCapacity: true)
         chainEnd = .complete
         lists = []
         let walker = try MessageWalker(bytes)
@@ -107,9 +118,11 @@ struct AnswerScan {
             chainLists.append(membership)
             lists.formUnion(membership)
         }
-        for (i, record) in records.enumerated() where record.dnsClass == .internet && (record.type == .a || record.type == .aaaa) {
+        for (i, record) in records.enumerated() where record.dnsClass == .internet {
+            let isAddress = record.type == .a || record.type == .aaaa
+            guard isAddress || record.type == .https || record.type == .svcb else { continue }
             for name in chain where try Self.sameName(bytes, name, record.name) {
-                addressRecords.append(i)
+                if isAddress { addressRecords.append(i) } else { serviceRecords.append(i) }
                 break
             }
         }

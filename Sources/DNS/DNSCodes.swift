@@ -15,6 +15,7 @@ public struct DNSRecordType: RawRepresentable, Hashable, Sendable, CustomStringC
     public static let txt = Self(rawValue: 16)
     public static let aaaa = Self(rawValue: 28)
     public static let opt = Self(rawValue: 41)
+    public static let svcb = Self(rawValue: 64)
     public static let https = Self(rawValue: 65)
 
     public var description: String {
@@ -28,6 +29,7 @@ public struct DNSRecordType: RawRepresentable, Hashable, Sendable, CustomStringC
         case .txt: return "TXT"
         case .aaaa: return "AAAA"
         case .opt: return "OPT"
+        case .svcb: return "SVCB"
         case .https: return "HTTPS"
         default: return "TYPE\(rawValue)"
         }

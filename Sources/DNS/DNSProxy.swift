@@ -149,26 +149,30 @@ public struct DNSProxy<Client: Hashable> {
         actions.append(.forward(query: query.bytes, to: servers[(failed + 1) % servers.count], over: query.transport))
     }
 
-    /// The set elements for the answer's addresses, its TTLs lowered in place where they
-    /// would outlive them: an address record's to the ceiling, a CNAME's of the chain to the
-    /// shortest element timeout (a client that kept the CNAME longer would ask for the
-    /// target's addresses directly, and the target need not be in any list).
+    /// The set elements for the answer's addresses (and HTTPS/SVCB address hints), its TTLs
+    /// lowered in place where they would outlive them: an address or service record's to the
+    /// ceiling, a CNAME's of the chain to the shortest element timeout (a client that kept
+    /// the CNAME longer would ask for the target's addresses directly, and the target need
+    /// not be in any list).
     private mutating func fill(_ response: inout [UInt8]) -> [DNSSetElement] {
         var elements: [DNSSetElement] = []
         var shortest = UInt32.max
         let bounds = configuration.elementTimeout
-        for index in scan.addressRecords {
+        for index in scan.addressRecords + scan.serviceRecords {
             let record = scan.records[index]
             let ttl = Wire.effectiveTTL(record.ttl)
             let timeout = min(max(ttl, bounds.lowerBound), bounds.upperBound)
             if ttl > bounds.upperBound { Wire.put32(bounds.upperBound, into: &response, at: record.ttlOffset) }
             shortest = min(shortest, timeout)
-            let address = Wire.address(response, record.data)
-            for list in scan.lists.lists {
-                let sets = configuration.domainSets[list]
-                let element = DNSSetElement(set: address.isIPv4 ? sets.ipv4Set : sets.ipv6Set, address: address, timeoutSeconds: timeout)
-                counters.addressesAdded[element.set, default: 0] += 1
-                elements.append(element)
+            let addresses = record.type == .a || record.type == .aaaa ? [Wire.address(response, record.data)]
+                                                                      : ServiceHints.addresses(response, record.data)
+            for address in addresses {
+                for list in scan.lists.lists {
+                    let sets = configuration.domainSets[list]
+                    let element = DNSSetElement(set: address.isIPv4 ? sets.ipv4Set : sets.ipv6Set, address: address, timeoutSeconds: timeout)
+                    counters.addressesAdded[element.set, default: 0] += 1
+                    elements.append(element)
+                }
             }
         }
         for index in scan.cnameRecords where Wire.effectiveTTL(scan.records[index].ttl) > shortest {

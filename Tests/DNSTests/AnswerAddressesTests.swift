@@ -75,6 +75,29 @@ import Testing
         #expect(tooLong.chainEnd == .tooLong && tooLong.chain.count == AnswerAddresses.maxCNAMEs + 1 && tooLong.addresses.isEmpty)
     }
 
+    @Test func httpsRecordsAddressHintsCountAsAddresses() throws {
+        let alpn: (key: UInt16, value: [UInt8]) = (1, [2, 0x68, 0x32])
+        let v4: (key: UInt16, value: [UInt8]) = (4, [192, 0, 2, 7, 192, 0, 2, 8])
+        let v6: (key: UInt16, value: [UInt8]) = (6, IPAddress("2001:db8::8")!.bytes)
+        let response = answer("bank.example", .https, id: 1, records: [
+            cname("bank.example", "bank.provider.example"),
+            https("bank.provider.example", target: [4] + Array("edge".utf8) + [0], params: [alpn, v4, v6], ttl: 50),
+            // Off the chain: ignored, hints and all.
+            https("other.example", params: [v4]),
+        ])
+        let result = try AnswerAddresses(response: response, lists: lists)
+        #expect(result.lists == .list(0))
+        #expect(result.addresses == ["192.0.2.7", "192.0.2.8", "2001:db8::8"].map { .init(owner: name("bank.provider.example"), address: IPAddress($0)!, ttl: 50) })
+        // AliasMode (priority 0) has no hints; a record whose keys are out of order, or whose
+        // hint is not a whole address, is discarded by clients (RFC 9460) and gives none.
+        for record in [https("bank.example", priority: 0, params: []), https("bank.example", params: [v6, v4]),
+                       https("bank.example", params: [(4, [192, 0, 2])]), https("bank.example", params: [(4, [])]),
+                       https("bank.example", target: [5, 0x61], params: [])] {
+            let odd = try AnswerAddresses(response: answer("bank.example", .https, id: 1, records: [record]), lists: lists)
+            #expect(odd.addresses.isEmpty && odd.lists == .list(0))
+        }
+    }
+
     @Test func ttlWithTheTopBitSetIsZero() throws {
         let result = try AnswerAddresses(response: answer("bank.example", id: 1, records: [a("bank.example", "192.0.2.1", ttl: 0x8000_0001)]), lists: lists)
         #expect(result.addresses.map(\.ttl) == [0])

@@ -127,6 +127,22 @@ func upstreamID(_ bytes: [UInt8]) -> UInt16 { UInt16(bytes[0]) << 8 | UInt16(byt
         #expect(harness.proxy.counters.addressesAdded == ["bypass_v4": 1, "route_v4": 1])
     }
 
+    @Test func aListedHTTPSAnswersHintsFillTheSets() throws {
+        var harness = try ProxyHarness()
+        let forward = try #require(forwarded(harness.query(query("bank.example", .https, id: 8), from: "c")))
+        let hints = https("bank.example", params: [(4, [192, 0, 2, 9]), (6, IPAddress("2001:db8::9")!.bytes)], ttl: 999_999)
+        let actions = harness.answer(answer("bank.example", .https, id: upstreamID(forward.bytes), records: [hints]))
+        guard case let .fillThenReply(elements, response, client, _)? = actions.first else {
+            Issue.record("no fill: \(actions)")
+            return
+        }
+        #expect(client == "c")
+        #expect(elements == [DNSSetElement(set: "bypass_v4", address: IPAddress("192.0.2.9")!, timeoutSeconds: 3600),
+                             DNSSetElement(set: "bypass_v6", address: IPAddress("2001:db8::9")!, timeoutSeconds: 3600)])
+        // The record promises the client no longer than its elements live.
+        #expect(try DNSMessage(parsing: response).answers.map(\.ttl) == [3600])
+    }
+
     @Test func twoClientsWithTheSameIDGetTheirOwnAnswers() throws {
         var harness = try ProxyHarness()
         let first = try #require(forwarded(harness.query(query("one.example", id: 42), from: "alice")))

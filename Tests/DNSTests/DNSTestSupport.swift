@@ -67,6 +67,16 @@ func cname(_ owner: String, _ target: String, ttl: UInt32 = 300) -> DNSRecord {
     DNSRecord(name: name(owner), ttl: ttl, data: .cname(name(target)))
 }
 
+/// An HTTPS record (RFC 9460): priority, an uncompressed target name (the root by default),
+/// and SvcParams as key and value, written as given (so a test can write them wrong).
+func https(_ owner: String, priority: UInt16 = 1, target: [UInt8] = [0], params: [(key: UInt16, value: [UInt8])], ttl: UInt32 = 300) -> DNSRecord {
+    var rdata = [UInt8(priority >> 8), UInt8(priority & 0xff)] + target
+    for (key, value) in params {
+        rdata += [UInt8(key >> 8), UInt8(key & 0xff), UInt8(value.count >> 8), UInt8(value.count & 0xff)] + value
+    }
+    return DNSRecord(name: name(owner), ttl: ttl, data: .opaque(.https, rdata))
+}
+
 /// Deterministic randomness for property tests (SplitMix64).
 struct SeededRandom: RandomNumberGenerator {
     var state: UInt64
