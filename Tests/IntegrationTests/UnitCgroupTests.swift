@@ -47,9 +47,12 @@ import Testing
         #expect(try from(slice, as: alice) == s.tunnel.clientAddress4, "a unit in the user's vpn-work.slice is tunneled")
         #expect(try from(other, as: alice) == Topology.clientAddress4, "an app the profile does not list is not")
         #expect(try from(foreign, as: mallory) == Topology.clientAddress4, "a user the profile does not allow stays out")
-        let log = s.daemon.process?.output ?? ""
-        #expect(log.contains("refused: \(managers[mallory.name]!)/vpn.slice/vpn-work.slice is named to join a profile but uid")
-                && log.contains("may not use profile \"work\""), "\(log)")
+        // Logged when vpnd first sees the cgroup: at an inotify event or its check each second.
+        let refusal = "refused: \(managers[mallory.name]!)/vpn.slice/vpn-work.slice is named to join a profile but uid"
+        try eventually("vpnd to log the refusal") {
+            let log = s.daemon.process?.output ?? ""
+            return log.contains(refusal) && log.contains("may not use profile \"work\"")
+        }
         let status = try s.daemon.vpnctl(["status"]).stdout
         #expect(status.contains("app-gnome-org.example.App-4242.scope"), "\(status)")
     }
