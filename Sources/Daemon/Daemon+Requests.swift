@@ -8,35 +8,30 @@ import Policy
 /// the caller (Peer), moves through pidfds.
 extension Daemon {
 
-    /// Every request; one that waits (a launch through systemd) answers through `reply` later.
+    /// Every request; one that waits (a placement through systemd) answers through `reply`
+    /// later.
     func handle(_ request: ControlRequest, from caller: ControlServer.Caller, reply: @escaping (ControlResponse) -> Void) {
-        guard case let .exec(name) = request, let scopes, let peer = Peer.of(socket: caller.fd, passed: caller.passed) else {
+        guard let scopes, let peer = Peer.of(socket: caller.fd, passed: caller.passed) else {
             return reply(handle(request, from: caller))
         }
         do {
-            let profile = try profileForLaunch(name, by: peer)
-            let process = try callingProcess(peer)
-            let path = profile.cgroupPath(parent: options.cgroupParent)
-            try authorizeMove(process, into: path, by: peer)
-            try prepareMove()
-            // The caller waits for this answer, so its pid stays its own meanwhile.
-            let unit = "vpnexec-\(profile.name)-\(peer.pid).scope"
-            scopes.start(unit: unit, slice: "vpn-\(profile.name).slice", pid: peer.pid,
-                         description: "vpnexec -p \(profile.name): \(process.commandName())") { [self] error in
-                do {
-                    if let error {
-                        log.warning("pid \(peer.pid): \(error); moving it into \(path) directly")
-                        try hierarchy.move(process, to: path)
-                    }
-                    try prepareMove()
-                    guard process.isAlive, let now = CgroupHierarchy.cgroup(ofProcess: peer.pid), now == path || now.hasPrefix(path + "/") else {
-                        return reply(.failure("pid \(peer.pid) did not arrive in profile \(profile.name)'s cgroup"))
-                    }
-                    log.info("\(peer.userName) started pid \(peer.pid) (\(process.commandName())) in profile \(profile.name), \(error == nil ? "scope \(unit)" : "cgroup \(path)")")
-                    reply(ControlResponse(ok: true, message: "pid \(peer.pid) is in profile \(profile.name)"))
-                } catch {
-                    reply(.failure("\(error)"))
+            switch request {
+            case let .exec(name):
+                let profile = try profileForLaunch(name, by: peer)
+                // The caller waits for this answer, so its pid stays its own meanwhile.
+                let process = try callingProcess(peer)
+                place(process, in: profile, by: peer, scopes: scopes, reply: reply) { [self] placement in
+                    log.info("\(peer.userName) started pid \(peer.pid) (\(process.commandName())) in profile \(profile.name), \(placement)")
+                    return ControlResponse(ok: true, message: "pid \(peer.pid) is in profile \(profile.name)")
                 }
+            case let .move(name, pid):
+                let (profile, process) = try moveTarget(profile: name, pid: pid, by: peer)
+                place(process, in: profile, by: peer, scopes: scopes, reply: reply) { [self] placement in
+                    log.info("\(peer.userName) moved pid \(pid) (\(process.commandName())) into profile \(profile.name), \(placement)")
+                    return ControlResponse(ok: true, message: Self.movedMessage(pid, profile))
+                }
+            default:
+                reply(handle(request, from: caller))
             }
         } catch let failure as RequestFailure {
             reply(.failure(failure.description))
@@ -44,6 +39,60 @@ extension Daemon {
             log.error("request failed: \(error)")
             reply(.failure("\(error)"))
         }
+    }
+
+    /// Into the profile as systemd's own: a transient scope `vpnexec-PROFILE-PID.scope` in
+    /// `vpn-PROFILE.slice` holding the process, so systemctl, accounting and limits see it
+    /// where it is. If systemd refuses (or is gone), the cgroupfs move. `done` makes the
+    /// answer once the process is verified in the profile's cgroup, named by where it went.
+    private func place(_ process: ProcessHandle, in profile: Profile, by peer: Peer, scopes: SystemdScopes,
+                       reply: @escaping (ControlResponse) -> Void, done: @escaping (String) -> ControlResponse) {
+        let path = profile.cgroupPath(parent: options.cgroupParent)
+        do {
+            try authorizeMove(process, into: path, by: peer)
+            try prepareMove()
+        } catch let failure as RequestFailure {
+            return reply(.failure(failure.description))
+        } catch {
+            return reply(.failure("\(error)"))
+        }
+        let pid = process.pid
+        let unit = "vpnexec-\(profile.name)-\(pid).scope"
+        scopes.start(unit: unit, slice: "vpn-\(profile.name).slice", pid: pid,
+                     description: "vpnexec -p \(profile.name): \(process.commandName())") { [self] error in
+            do {
+                if let error {
+                    log.warning("pid \(pid): \(error); moving it into \(path) directly")
+                    try hierarchy.move(process, to: path)
+                }
+                try prepareMove()
+                guard process.isAlive, let now = CgroupHierarchy.cgroup(ofProcess: pid), now == path || now.hasPrefix(path + "/") else {
+                    return reply(.failure("pid \(pid) did not arrive in profile \(profile.name)'s cgroup"))
+                }
+                reply(done(error == nil ? "scope \(unit)" : "cgroup \(path)"))
+            } catch {
+                reply(.failure("\(error)"))
+            }
+        }
+    }
+
+    /// The profile and the process a `vpnctl move` names, if the caller may use the profile
+    /// and the process is its own (root: any).
+    private func moveTarget(profile name: String, pid: Int32, by peer: Peer) throws -> (Profile, ProcessHandle) {
+        let profile = try Authorization.profile(named: name, in: policy, directory: options.policyDirectory).get()
+        try refuse(Authorization.check(peer, mayUse: profile))
+        // Opened before any check and verified alive after them: the checks were about this
+        // process, not one that took its pid.
+        let process = try ProcessHandle.open(pid: pid)
+        guard let owner = process.realUID(), process.isAlive else { throw RequestFailure("no process \(pid)") }
+        guard peer.uid == 0 || owner == peer.uid else {
+            throw RequestFailure("process \(pid) belongs to uid \(owner); \(peer.userName) may only move its own processes")
+        }
+        return (profile, process)
+    }
+
+    private static func movedMessage(_ pid: Int32, _ profile: Profile) -> String {
+        "pid \(pid) moved into profile \(profile.name); its existing connections keep their route, new ones use the tunnel"
     }
 
     func handle(_ request: ControlRequest, from caller: ControlServer.Caller) -> ControlResponse {
@@ -63,19 +112,10 @@ extension Daemon {
                 log.info("\(peer.userName) started pid \(peer.pid) (\(process.commandName())) outside the profiles (bypass)")
                 return ControlResponse(ok: true, message: "pid \(peer.pid) is outside every profile")
             case let .move(name, pid):
-                let profile = try Authorization.profile(named: name, in: policy, directory: options.policyDirectory).get()
-                if let refusal = Authorization.check(peer, mayUse: profile) { return .failure(refusal.description) }
-                // Opened before any check and verified alive after them: the checks were
-                // about this process, not one that took its pid.
-                let process = try ProcessHandle.open(pid: pid)
-                let owner = process.realUID()
-                guard process.isAlive, let owner else { return .failure("no process \(pid)") }
-                guard peer.uid == 0 || owner == peer.uid else {
-                    return .failure("process \(pid) belongs to uid \(owner); \(peer.userName) may only move its own processes")
-                }
+                let (profile, process) = try moveTarget(profile: name, pid: pid, by: peer)
                 try move(process, into: profile.cgroupPath(parent: options.cgroupParent), by: peer)
                 log.info("\(peer.userName) moved pid \(pid) (\(process.commandName())) into profile \(profile.name)")
-                return ControlResponse(ok: true, message: "pid \(pid) moved into profile \(profile.name); its existing connections keep their route, new ones use the tunnel")
+                return ControlResponse(ok: true, message: Self.movedMessage(pid, profile))
             case .status:
                 return ControlResponse(ok: true, status: try statusReport())
             case .plan:

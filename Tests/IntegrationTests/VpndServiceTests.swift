@@ -81,6 +81,14 @@ import Testing
                                        + "systemctl show -p ActiveState -p Slice vpnexec-work-$!.scope; kill $!"]).stdout
         #expect(scope.contains("0::/vpn.slice/vpn-work.slice/vpnexec-work-") && scope.contains("ActiveState=active")
                 && scope.contains("Slice=vpn-work.slice"), "\(scope)\(journal())")
+        // `vpnctl move` of a running process: a scope systemd made too, not a write behind
+        // its back; the process's new connections go through the tunnel.
+        let moved = try container.run(["bash", "-c", "sleep 30 & pid=$!; vpnctl move -p work $pid >&2; cat /proc/$pid/cgroup; "
+                                       + "systemctl show -p ActiveState -p Slice vpnexec-work-$pid.scope; kill $pid"])
+        #expect(moved.stdout.contains("0::/vpn.slice/vpn-work.slice/vpnexec-work-") && moved.stdout.contains("ActiveState=active")
+                && moved.stdout.contains("Slice=vpn-work.slice"), "\(moved.stdout)\(moved.stderr)\(journal())")
+        let movedShell = try container.run(["bash", "-c", "vpnctl move -p work $$ >/dev/null && exec 3<>/dev/tcp/\(Topology.service4)/8080 && head -n1 <&3"])
+        #expect(movedShell.stdout.trimmed == "10.86.0.2", "a moved process: \(movedShell.stdout)\(movedShell.stderr)")
         let service = try container.run(["systemd-run", "--quiet", "--wait", "--pipe", "-p", "Slice=vpn-work.slice"] + ask)
         #expect(service.stdout.trimmed == "10.86.0.2", "a service with Slice=vpn-work.slice: \(service.stdout)\(service.stderr)")
         // A transient scope named as a desktop launches an app, for an id the profile lists:
