@@ -85,6 +85,9 @@ static inline int vx_tun_set_vnet_hdr_size(int fd, int size) { return ioctl(fd, 
 static inline unsigned int vx_tun_f_csum(void) { return TUN_F_CSUM; }
 static inline unsigned int vx_tun_f_tso4(void) { return TUN_F_TSO4; }
 static inline unsigned int vx_tun_f_tso6(void) { return TUN_F_TSO6; }
+/// UDP segmentation offload on TUN (Linux 6.2), newer than Debian 12's headers.
+static inline unsigned int vx_tun_f_uso4(void) { return 0x20; }
+static inline unsigned int vx_tun_f_uso6(void) { return 0x40; }
 
 /// struct mmsghdr, which glibc declares only under _GNU_SOURCE; same layout as the kernel's.
 struct vx_mmsghdr { struct msghdr msg_hdr; unsigned int msg_len; };

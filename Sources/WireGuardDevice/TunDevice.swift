@@ -13,8 +13,9 @@ public final class TunDevice: @unchecked Sendable {
     /// Creates (or attaches to) the TUN interface `name`. The interface goes away when the
     /// descriptor closes, so a crashed engine leaves no interface behind; the profile's
     /// routes then point at nothing and the killswitch's unreachable default takes over.
-    /// With `offloads`, the kernel may hand us unsegmented TCP and unfinished checksums
-    /// (TUN_F_CSUM, TUN_F_TSO4, TUN_F_TSO6), which saves a read per MTU-sized packet.
+    /// With `offloads`, the kernel may hand us unsegmented TCP and UDP and unfinished
+    /// checksums (TUN_F_CSUM, TUN_F_TSO4/6, and TUN_F_USO4/6 where the kernel has them:
+    /// 6.2), which saves a read per MTU-sized packet.
     public init(name: String, offloads: Bool = false) throws {
         guard name.utf8.count < 16 else { throw SystemCallError("interface name \(name) is longer than 15 bytes", code: EINVAL) }
         let fd = open("/dev/net/tun", O_RDWR | O_CLOEXEC)
@@ -26,7 +27,11 @@ public final class TunDevice: @unchecked Sendable {
             throw SystemCallError("create TUN interface \(name)", code: code)
         }
         // A kernel that refuses the offloads still frames packets with a (flat) header.
-        if offloads { _ = vx_tun_set_offload(fd, vx_tun_f_csum() | vx_tun_f_tso4() | vx_tun_f_tso6()) }
+        if offloads {
+            let tcp = vx_tun_f_csum() | vx_tun_f_tso4() | vx_tun_f_tso6()
+            // An older kernel refuses the UDP flags (EINVAL) and keeps TCP's.
+            if vx_tun_set_offload(fd, tcp | vx_tun_f_uso4() | vx_tun_f_uso6()) != 0 { _ = vx_tun_set_offload(fd, tcp) }
+        }
         self.fd = fd
         hasVirtioHeader = offloads
         self.name = String(decoding: out.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)

@@ -1,8 +1,9 @@
-/// TUN offloads (IFF_VNET_HDR with TUN_F_CSUM | TUN_F_TSO4 | TUN_F_TSO6), as wireguard-go
-/// uses them: the kernel hands us TCP "super-packets" of up to 64 KiB with a virtio-net
-/// header instead of one read per MTU-sized packet, and leaves checksums for us to finish.
-/// We cut them into the segments the kernel would have sent, with finished checksums,
-/// because each segment is encrypted on its own and the peer's kernel checks them.
+/// TUN offloads (IFF_VNET_HDR with TUN_F_CSUM | TUN_F_TSO4 | TUN_F_TSO6 | TUN_F_USO4 |
+/// TUN_F_USO6), as wireguard-go uses them: the kernel hands us TCP and UDP "super-packets"
+/// of up to 64 KiB with a virtio-net header instead of one read per MTU-sized packet, and
+/// leaves checksums for us to finish. We cut them into the segments the kernel would have
+/// sent, with finished checksums, because each segment is encrypted on its own and the
+/// peer's kernel checks them.
 public enum TunOffload {
     /// struct virtio_net_hdr: flags, gso_type, hdr_len, gso_size, csum_start, csum_offset.
     public static let headerSize = 10
@@ -10,6 +11,8 @@ public enum TunOffload {
     static let gsoNone: UInt8 = 0
     static let gsoTCPv4: UInt8 = 1
     static let gsoTCPv6: UInt8 = 4
+    /// UDP segmentation (UDP_SEGMENT senders: QUIC), both IP versions.
+    static let gsoUDP: UInt8 = 5
     static let gsoECN: UInt8 = 0x80
 
     /// Cuts the frame read from TUN (virtio-net header, then the packet) into IP packets.
@@ -38,19 +41,25 @@ public enum TunOffload {
             emit(packet.count)
             return true
         }
-        guard gsoType == gsoTCPv4 || gsoType == gsoTCPv6, gsoSize > 0, !packet.isEmpty else { return false }
+        guard gsoType == gsoTCPv4 || gsoType == gsoTCPv6 || gsoType == gsoUDP, gsoSize > 0, !packet.isEmpty else { return false }
         let ipv4 = packet[0] >> 4 == 4
-        guard ipv4 == (gsoType == gsoTCPv4) else { return false }
+        let udp = gsoType == gsoUDP
+        guard udp || ipv4 == (gsoType == gsoTCPv4) else { return false }
         let ipLength = ipv4 ? Int(packet[0] & 0x0f) * 4 : 40
-        // TSO only ever covers plain TCP: IPv6 extension headers are not expected here.
-        guard packet.count >= ipLength + 20, ipv4 || packet[6] == 6, !ipv4 || packet[9] == 6 else { return false }
-        let tcpLength = Int(packet[ipLength + 12] >> 4) * 4
-        let headerLength = ipLength + tcpLength
-        guard tcpLength >= 20, packet.count >= headerLength else { return false }
+        let protocolNumber: UInt8 = udp ? 17 : 6
+        // Segmentation only ever covers plain TCP or UDP: IPv6 extension headers are not
+        // expected here.
+        guard ipLength >= 20, packet.count >= ipLength + (udp ? 8 : 20),
+              packet[ipv4 ? 9 : 6] == protocolNumber else { return false }
+        let transportLength = udp ? 8 : Int(packet[ipLength + 12] >> 4) * 4
+        let headerLength = ipLength + transportLength
+        guard transportLength >= (udp ? 8 : 20), packet.count >= headerLength else { return false }
         let payload = packet.count - headerLength
-        let sequence = UInt32(bigEndian: packet.loadUnaligned(fromByteOffset: ipLength + 4, as: UInt32.self))
+        let sequence = udp ? 0 : UInt32(bigEndian: packet.loadUnaligned(fromByteOffset: ipLength + 4, as: UInt32.self))
         let identification = ipv4 ? UInt16(bigEndian: packet.loadUnaligned(fromByteOffset: 4, as: UInt16.self)) : 0
-        let originalFlags = packet[ipLength + 13]
+        let originalFlags = udp ? 0 : packet[ipLength + 13]
+        // The checksum field: TCP's at 16, UDP's at 6.
+        let checksumField = ipLength + (udp ? 6 : 16)
         var offset = 0
         var index = 0
         while offset < payload || (payload == 0 && index == 0) {
@@ -59,7 +68,6 @@ public enum TunOffload {
             let base = out.baseAddress!
             base.copyMemory(from: packet.baseAddress!, byteCount: headerLength)
             (base + headerLength).copyMemory(from: packet.baseAddress! + headerLength + offset, byteCount: chunk)
-            let last = offset + chunk >= payload
             if ipv4 {
                 out.storeBytes(of: UInt16(headerLength + chunk).bigEndian, toByteOffset: 2, as: UInt16.self)
                 out.storeBytes(of: (identification &+ UInt16(truncatingIfNeeded: index)).bigEndian, toByteOffset: 4, as: UInt16.self)
@@ -67,18 +75,25 @@ public enum TunOffload {
                 let headerSum = Checksum.add(UnsafeRawBufferPointer(rebasing: UnsafeRawBufferPointer(out)[0..<ipLength]), to: 0)
                 out.storeBytes(of: (~Checksum.fold(headerSum)).bigEndian, toByteOffset: 10, as: UInt16.self)
             } else {
-                out.storeBytes(of: UInt16(tcpLength + chunk).bigEndian, toByteOffset: 4, as: UInt16.self)
+                out.storeBytes(of: UInt16(transportLength + chunk).bigEndian, toByteOffset: 4, as: UInt16.self)
             }
-            out.storeBytes(of: (sequence &+ UInt32(truncatingIfNeeded: offset)).bigEndian, toByteOffset: ipLength + 4, as: UInt32.self)
-            var tcpFlags = originalFlags
-            if !last { tcpFlags &= ~0x09 }          // FIN and PSH only on the last segment
-            if index > 0 { tcpFlags &= ~0x80 }      // CWR only on the first
-            out.storeBytes(of: tcpFlags, toByteOffset: ipLength + 13, as: UInt8.self)
-            out.storeBytes(of: 0, toByteOffset: ipLength + 16, as: UInt16.self)
+            if udp {
+                out.storeBytes(of: UInt16(8 + chunk).bigEndian, toByteOffset: ipLength + 4, as: UInt16.self)
+            } else {
+                let last = offset + chunk >= payload
+                out.storeBytes(of: (sequence &+ UInt32(truncatingIfNeeded: offset)).bigEndian, toByteOffset: ipLength + 4, as: UInt32.self)
+                var tcpFlags = originalFlags
+                if !last { tcpFlags &= ~0x09 }          // FIN and PSH only on the last segment
+                if index > 0 { tcpFlags &= ~0x80 }      // CWR only on the first
+                out.storeBytes(of: tcpFlags, toByteOffset: ipLength + 13, as: UInt8.self)
+            }
+            out.storeBytes(of: 0, toByteOffset: checksumField, as: UInt16.self)
             let segment = UnsafeRawBufferPointer(rebasing: UnsafeRawBufferPointer(out)[0..<(headerLength + chunk)])
-            let sum = Checksum.pseudoHeader(segment, ipv4: ipv4, protocolNumber: 6, length: tcpLength + chunk)
-            let total = Checksum.add(UnsafeRawBufferPointer(rebasing: segment[ipLength...]), to: sum)
-            out.storeBytes(of: (~Checksum.fold(total)).bigEndian, toByteOffset: ipLength + 16, as: UInt16.self)
+            let sum = Checksum.pseudoHeader(segment, ipv4: ipv4, protocolNumber: protocolNumber, length: transportLength + chunk)
+            var checksum = ~Checksum.fold(Checksum.add(UnsafeRawBufferPointer(rebasing: segment[ipLength...]), to: sum))
+            // UDP sends a computed zero as all ones (zero means "no checksum").
+            if udp && checksum == 0 { checksum = 0xffff }
+            out.storeBytes(of: checksum.bigEndian, toByteOffset: checksumField, as: UInt16.self)
             emit(headerLength + chunk)
             offset += chunk
             index += 1

@@ -44,8 +44,8 @@ import Testing
          0x40, 0, 64, protocolNumber, 0, 0, 192, 0, 2, 1, 203, 0, 113, 7]
     }
 
-    static func ipv6Header(payloadLength: Int) -> [UInt8] {
-        [0x60, 0, 0, 0, UInt8(payloadLength >> 8), UInt8(payloadLength & 0xff), 6, 64]
+    static func ipv6Header(payloadLength: Int, nextHeader: UInt8 = 6) -> [UInt8] {
+        [0x60, 0, 0, 0, UInt8(payloadLength >> 8), UInt8(payloadLength & 0xff), nextHeader, 64]
             + [0x20, 0x01, 0x0d, 0xb8] + [UInt8](repeating: 0, count: 11) + [1]
             + [0x20, 0x01, 0x0d, 0xb8] + [UInt8](repeating: 0, count: 11) + [7]
     }
@@ -119,6 +119,40 @@ import Testing
         #expect(segments.flatMap { $0[72...] } == payload)
     }
 
+    static func udpChecksumIsValid(_ segment: [UInt8], ipv4: Bool) -> Bool {
+        let ipLength = ipv4 ? 20 : 40
+        let udp = Array(segment[ipLength...])
+        let addresses = ipv4 ? Array(segment[12..<20]) : Array(segment[8..<40])
+        return udp[6] | udp[7] != 0 && referenceSum(addresses + [0, 17, UInt8(udp.count >> 8), UInt8(udp.count & 0xff)] + udp) == 0xffff
+    }
+
+    @Test func udpSuperPacketsAreCutIntoFinishedDatagrams() throws {
+        // A UDP_SEGMENT send (QUIC): one header, a payload cut every gso_size bytes, the last shorter.
+        for ipv4 in [true, false] {
+            let payload = (0..<3100).map { UInt8(truncatingIfNeeded: $0 * 5 + 3) }
+            let udp: [UInt8] = [0x1f, 0x90, 0x01, 0xbb, UInt8((8 + payload.count) >> 8), UInt8((8 + payload.count) & 0xff), 0, 0]
+            let ip = ipv4 ? Self.ipv4Header(totalLength: 20 + 8 + payload.count, identification: 0xfffe, protocolNumber: 17)
+                          : Self.ipv6Header(payloadLength: 8 + payload.count, nextHeader: 17)
+            let frame = Self.virtioHeader(flags: Self.needsChecksum, gsoType: 5, gsoSize: 1200, checksumStart: ip.count, checksumOffset: 6)
+                + ip + udp + payload
+            let segments = try #require(Self.split(frame))
+            let ipLength = ip.count
+            #expect(segments.map(\.count) == [1200, 1200, 700].map { ipLength + 8 + $0 })
+            for (i, s) in segments.enumerated() {
+                if ipv4 {
+                    #expect(Self.be16(s, 2) == s.count && Self.be16(s, 4) == (0xfffe + i) & 0xffff)
+                    #expect(Self.referenceSum(Array(s[0..<20])) == 0xffff)
+                } else {
+                    #expect(Self.be16(s, 4) == s.count - 40)
+                }
+                #expect(Self.be16(s, ipLength + 4) == s.count - ipLength)                // UDP length
+                #expect(Array(s[ipLength..<(ipLength + 4)]) == Array(udp[0..<4]))         // ports
+                #expect(Self.udpChecksumIsValid(s, ipv4: ipv4))
+            }
+            #expect(segments.flatMap { $0[(ipLength + 8)...] } == payload)
+        }
+    }
+
     @Test func unsegmentedPacketGetsItsChecksumFinished() throws {
         // A UDP datagram whose checksum field holds only the pseudo-header sum, as the kernel leaves it.
         let body: [UInt8] = [0x13, 0x88, 0x00, 0x35, 0, 13, 0, 0, 0x68, 0x65, 0x6c, 0x6c, 0x6f]
@@ -148,6 +182,8 @@ import Testing
         #expect(Self.split(Self.virtioHeader(flags: 1, gsoType: 4, gsoSize: 50, checksumStart: 20, checksumOffset: 16) + v4) == nil)
         let udp = Self.ipv4Header(totalLength: 20 + tcp.count, identification: 1, protocolNumber: 17) + tcp
         #expect(Self.split(Self.virtioHeader(flags: 1, gsoType: 1, gsoSize: 50, checksumStart: 20, checksumOffset: 16) + udp) == nil)
+        // TCP under UDP segmentation.
+        #expect(Self.split(Self.virtioHeader(flags: 1, gsoType: 5, gsoSize: 50, checksumStart: 20, checksumOffset: 6) + v4) == nil)
         #expect(Self.split(Self.virtioHeader(flags: 1, gsoType: 1, gsoSize: 0, checksumStart: 20, checksumOffset: 16) + v4) == nil)
         #expect(Self.split(Self.virtioHeader(flags: 1, gsoType: 0, gsoSize: 0, checksumStart: 20, checksumOffset: 200) + v4) == nil)
         #expect(Self.split(Self.virtioHeader(flags: 1, gsoType: 1, gsoSize: 100, checksumStart: 20, checksumOffset: 16) + v4, slotSize: 100) == nil)
