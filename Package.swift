@@ -21,6 +21,11 @@ let package = Package(
         .systemLibrary(name: "CSystemd", pkgConfig: "libsystemd", providers: [.apt(["libsystemd-dev"])]),
         .systemLibrary(name: "CSodium", pkgConfig: "libsodium", providers: [.apt(["libsodium-dev"])]),
         .systemLibrary(name: "CLinux"),
+        // The version the commands answer to --version: scripts/install and scripts/package set
+        // VPNEXEC_VERSION (git describe) for the build; a plain `swift build` says it does not know.
+        .target(name: "BuildVersion", cSettings: Context.environment["VPNEXEC_VERSION"].map {
+            [.define("VPNEXEC_VERSION", to: "\"\($0)\"")]
+        } ?? []),
 
         // Pure: values and functions, unit-tested without a kernel.
         .target(name: "Addresses"),
@@ -46,10 +51,10 @@ let package = Package(
         .target(name: "Daemon", dependencies: ["Addresses", "CCap", "DNS", "CLinux", "CSystemd", "Cgroups", "Control", "Facts", "TrustedFiles", "Netlink", "Nftables", "Plan", "Policy", "Routing", "TunnelFiles", "WireGuard", "WireGuardDevice"]),
 
         // Executables: thin commands over the libraries.
-        .executableTarget(name: "vpnd", dependencies: ["Daemon", "Control", "Policy", "TrustedFiles", .product(name: "ArgumentParser", package: "swift-argument-parser")]),
-        .executableTarget(name: "vpnexec", dependencies: ["Control"]),
-        .executableTarget(name: "vpn-server", dependencies: ["WireGuard", "WireGuardDevice", "Daemon", "Netlink", "Nftables", "Plan", "CSystemd", "CLinux", .product(name: "ArgumentParser", package: "swift-argument-parser")]),
-        .executableTarget(name: "vpnctl", dependencies: ["Control", "Facts", "Plan", "Policy", "TrustedFiles", "TunnelFiles", "Cgroups", "Netlink", .product(name: "ArgumentParser", package: "swift-argument-parser")]),
+        .executableTarget(name: "vpnd", dependencies: ["BuildVersion", "Daemon", "Control", "Policy", "TrustedFiles", .product(name: "ArgumentParser", package: "swift-argument-parser")]),
+        .executableTarget(name: "vpnexec", dependencies: ["BuildVersion", "Control"]),
+        .executableTarget(name: "vpn-server", dependencies: ["BuildVersion", "WireGuard", "WireGuardDevice", "Daemon", "Netlink", "Nftables", "Plan", "CSystemd", "CLinux", .product(name: "ArgumentParser", package: "swift-argument-parser")]),
+        .executableTarget(name: "vpnctl", dependencies: ["BuildVersion", "Control", "Facts", "Plan", "Policy", "TrustedFiles", "TunnelFiles", "Cgroups", "Netlink", .product(name: "ArgumentParser", package: "swift-argument-parser")]),
 
         // Tests. NetTestSupport builds namespaces, runs tools and cleans up after them.
         .target(name: "NetTestSupport", dependencies: ["CLinux"], path: "Tests/NetTestSupport"),
@@ -64,6 +69,7 @@ let package = Package(
         .testTarget(name: "DNSTests", dependencies: ["DNS", "Addresses"]),
         .testTarget(name: "WireGuardDeviceTests", dependencies: ["WireGuardDevice"]),
         .testTarget(name: "DaemonTests", dependencies: ["Daemon", "Plan", "Nftables", "Netlink", "Addresses", "NetTestSupport"]),
+        .testTarget(name: "ControlTests", dependencies: ["Control"], exclude: ["Fixtures"]),
         .testTarget(name: "IntegrationTests", dependencies: ["NetTestSupport", "Control"]),
     ]
 )

@@ -56,7 +56,10 @@ public final class ProcessHandle {
     }
 
     /// Real uid from /proc/PID/status (meaningful only while isAlive holds afterwards).
-    public func realUID() -> UInt32? {
+    public func realUID() -> UInt32? { Self.realUID(of: pid) }
+
+    /// Real uid of whatever process has the pid now.
+    public static func realUID(of pid: Int32) -> UInt32? {
         guard let status = CgroupHierarchy.readFile("/proc/\(pid)/status") else { return nil }
         for line in status.split(separator: "\n") where line.hasPrefix("Uid:") {
             return line.split(whereSeparator: \.isWhitespace).dropFirst().first.flatMap { UInt32($0) }

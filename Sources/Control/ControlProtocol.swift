@@ -11,6 +11,12 @@ public enum ControlRequest: Codable, Hashable, Sendable {
     case bypass
     /// Put a running process into the profile.
     case move(profile: String, pid: Int32)
+    /// Take a process out of its profile, back to where its user's session would have it.
+    case moveOut(pid: Int32)
+    /// The profiles the caller may use.
+    case profiles
+    /// The member processes of one profile, or of every profile the caller may use.
+    case members(profile: String?)
     case status
     /// The state the policy on disk compiles to, without applying it.
     case plan
@@ -23,17 +29,25 @@ public struct ControlResponse: Codable, Hashable, Sendable {
     public var ok: Bool
     public var message: String?
     public var status: StatusReport?
+    public var profiles: [ProfileSummary]?
+    public var members: [MemberReport]?
 
-    public init(ok: Bool, message: String? = nil, status: StatusReport? = nil) {
+    public init(ok: Bool, message: String? = nil, status: StatusReport? = nil, profiles: [ProfileSummary]? = nil, members: [MemberReport]? = nil) {
         self.ok = ok
         self.message = message
         self.status = status
+        self.profiles = profiles
+        self.members = members
     }
 
     public static func failure(_ message: String) -> ControlResponse { ControlResponse(ok: false, message: message) }
 }
 
 public struct StatusReport: Codable, Hashable, Sendable {
+    /// The version of this report's shape (`vpnctl status --json`): raised when a field
+    /// changes meaning or goes away; new fields may appear without it.
+    public static let currentSchema = 1
+    public var schema = StatusReport.currentSchema
     public var daemonPID: Int32
     public var policyDirectory: String
     public var cgroupRoot: String
@@ -69,7 +83,8 @@ public struct StatusReport: Codable, Hashable, Sendable {
 
 public struct ProfileStatus: Codable, Hashable, Sendable {
     public var name: String
-    public var mark: UInt32
+    /// Written as `ip rule` and nft print it ("0x1000000").
+    @Hexadecimal public var mark: UInt32
     public var table: UInt32
     public var killswitch: Bool
     public var cgroup: String
@@ -203,6 +218,47 @@ public struct WireGuardPeerReport: Codable, Hashable, Sendable {
     }
 }
 
+/// A profile as `vpnctl profiles` lists it.
+public struct ProfileSummary: Codable, Hashable, Sendable {
+    public var name: String
+    public var interface: String
+    /// As in TunnelStatus: "up", "down" or "missing".
+    public var state: String
+    public var builtIn: Bool
+    public var killswitch: Bool
+    public var members: Int
+
+    public init(name: String, interface: String, state: String, builtIn: Bool, killswitch: Bool, members: Int) {
+        self.name = name
+        self.interface = interface
+        self.state = state
+        self.builtIn = builtIn
+        self.killswitch = killswitch
+        self.members = members
+    }
+}
+
+/// A process in a profile, as `vpnctl members` lists it.
+public struct MemberReport: Codable, Hashable, Sendable {
+    public var pid: Int32
+    public var uid: UInt32
+    public var user: String
+    public var profile: String
+    /// Its command line (its name in brackets where it has none: a kernel thread, a zombie).
+    public var command: String
+    /// When it started, in seconds since the epoch.
+    public var since: Double
+
+    public init(pid: Int32, uid: UInt32, user: String, profile: String, command: String, since: Double) {
+        self.pid = pid
+        self.uid = uid
+        self.user = user
+        self.profile = profile
+        self.command = command
+        self.since = since
+    }
+}
+
 public struct Traffic: Codable, Hashable, Sendable {
     public var packets: UInt64
     public var bytes: UInt64
@@ -214,9 +270,13 @@ public struct Traffic: Codable, Hashable, Sendable {
 }
 
 public enum ControlCoding {
+    /// Sorted keys and plain slashes: the same value is the same bytes in every run (a
+    /// dictionary's own order changes from process to process), as scripts and diffs want.
     public static func encode<T: Encodable>(_ value: T) -> [UInt8] {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
         // Encoding our own plain types cannot fail.
-        Array(try! JSONEncoder().encode(value)) + [UInt8(ascii: "\n")]
+        return Array(try! encoder.encode(value)) + [UInt8(ascii: "\n")]
     }
 
     public static func decode<T: Decodable>(_ type: T.Type, from line: [UInt8]) throws -> T {

@@ -73,6 +73,8 @@ extension WireGuardReport {
                                           latestHandshake: peer.lastHandshake.map { Double($0.seconds) + Double($0.nanoseconds) / 1e9 },
                                           rxBytes: peer.rxBytes, txBytes: peer.txBytes, allowedIPs: peer.allowedIPs.map(\.description))
                   },
-                  drops: Dictionary(uniqueKeysWithValues: status.drops.map { ($0.key.rawValue, $0.value) }))
+                  // Every reason, those that never happened at 0: a counter that appears only
+                  // once it is non-zero reads as missing data to Prometheus' rate().
+                  drops: Dictionary(uniqueKeysWithValues: DropReason.allCases.map { ($0.rawValue, status.drops[$0] ?? 0) }))
     }
 }

@@ -1,5 +1,6 @@
 import Cgroups
 import Control
+import CSystemd
 import Glibc
 import Plan
 import Policy
@@ -81,14 +82,7 @@ extension Daemon {
     private func moveTarget(profile name: String, pid: Int32, by peer: Peer) throws -> (Profile, ProcessHandle) {
         let profile = try Authorization.profile(named: name, in: policy, directory: options.policyDirectory).get()
         try refuse(Authorization.check(peer, mayUse: profile))
-        // Opened before any check and verified alive after them: the checks were about this
-        // process, not one that took its pid.
-        let process = try ProcessHandle.open(pid: pid)
-        guard let owner = process.realUID(), process.isAlive else { throw RequestFailure("no process \(pid)") }
-        guard peer.uid == 0 || owner == peer.uid else {
-            throw RequestFailure("process \(pid) belongs to uid \(owner); \(peer.userName) may only move its own processes")
-        }
-        return (profile, process)
+        return (profile, try ownProcess(pid, of: peer))
     }
 
     private static func movedMessage(_ pid: Int32, _ profile: Profile) -> String {
@@ -116,6 +110,12 @@ extension Daemon {
                 try move(process, into: profile.cgroupPath(parent: options.cgroupParent), by: peer)
                 log.info("\(peer.userName) moved pid \(pid) (\(process.commandName())) into profile \(profile.name)")
                 return ControlResponse(ok: true, message: Self.movedMessage(pid, profile))
+            case let .moveOut(pid):
+                return try moveOut(pid, by: peer)
+            case .profiles:
+                return ControlResponse(ok: true, profiles: try profileSummaries(for: peer))
+            case let .members(name):
+                return ControlResponse(ok: true, members: try members(of: name, for: peer))
             case .status:
                 return ControlResponse(ok: true, status: try statusReport())
             case .plan:
@@ -139,6 +139,41 @@ extension Daemon {
             log.error("request failed: \(error)")
             return .failure("\(error)")
         }
+    }
+
+    /// A process held by a pidfd opened before any check and verified alive after them (the
+    /// checks were about this process, not one that took its pid), if the caller may move
+    /// it at all: its own, or any for root.
+    private func ownProcess(_ pid: Int32, of peer: Peer) throws -> ProcessHandle {
+        let process = try ProcessHandle.open(pid: pid)
+        let owner = process.realUID()
+        guard process.isAlive, let owner else { throw RequestFailure("no process \(pid)") }
+        guard peer.uid == 0 || owner == peer.uid else {
+            throw RequestFailure("process \(pid) belongs to uid \(owner); \(peer.userName) may only move its own processes")
+        }
+        return process
+    }
+
+    /// `vpnctl move --out`: the inverse of move, under the same rules (for a user, the rule
+    /// that only root takes a process out of a profile decides).
+    private func moveOut(_ pid: Int32, by peer: Peer) throws -> ControlResponse {
+        let process = try ownProcess(pid, of: peer)
+        guard let source = CgroupHierarchy.cgroup(ofProcess: pid), process.isAlive else { throw RequestFailure("no process \(pid)") }
+        guard let profile = policy.profiles.first(where: {
+            let path = $0.cgroupPath(parent: options.cgroupParent)
+            return source == path || source.hasPrefix(path + "/")
+        }) else {
+            throw RequestFailure("pid \(pid) is in no profile's cgroup (it is in \(source.isEmpty ? "the root cgroup" : source))")
+        }
+        guard let destination = SessionPlacement.destination(
+            uid: process.realUID() ?? 0, sessionID: ProcessDetails.sessionID(of: pid), systemdManagesCgroups: sd_booted() > 0,
+            exists: { hierarchy.id(of: $0) != nil }) else {
+            throw RequestFailure("pid \(pid) belongs to no live login session, so there is no place its session would have it; stop it and start it again outside the profile")
+        }
+        try move(process, into: destination, by: peer)
+        let place = destination.isEmpty ? "the root cgroup" : destination
+        log.info("\(peer.userName) moved pid \(pid) (\(process.commandName())) out of profile \(profile.name) into \(place)")
+        return ControlResponse(ok: true, message: "pid \(pid) moved out of profile \(profile.name) into \(place); its existing connections keep their route, new ones do not use the tunnel")
     }
 
     /// Before a move: every cgroup vpnd keeps exists and its id is in the applied maps.

@@ -47,24 +47,22 @@ extension Daemon {
             let names = ProfileObjectNames(profile.name)
             let path = profile.cgroupPath(parent: options.cgroupParent)
             let link = links.first { $0.name == profile.tunnel.interfaceName }
-            let state = link.map { $0.isUp && $0.isRunning ? "up" : "down" } ?? "missing"
             var tunnel = TunnelStatus(
-                interface: profile.tunnel.interfaceName, state: state,
+                interface: profile.tunnel.interfaceName, state: Self.tunnelState(link),
                 addresses: link.map { l in addresses.filter { $0.interfaceIndex == l.index }.map(\.prefix.description) } ?? [],
                 rxBytes: link?.statistics.rxBytes ?? 0, txBytes: link?.statistics.txBytes ?? 0)
             if profile.tunnel.isBuiltIn {
                 tunnel.wireguard = tunnels.status(interface: profile.tunnel.interfaceName).map(WireGuardReport.init)
                     ?? WireGuardReport(publicKey: nil, listenPort: nil, peers: [], drops: [:])
             }
-            let joined = (appliedFacts?.joinedCgroups ?? [:]).filter { $0.value.profile == profile.name }.keys.sorted()
             var status = ProfileStatus(
                 name: profile.name, mark: policy.routing.mark(forIndex: profile.index), table: profile.table,
                 killswitch: profile.killswitch, cgroup: path,
-                members: ([path] + joined).reduce(0) { $0 + hierarchy.processes(in: $1).count },
+                members: memberCount(of: profile),
                 tunnel: tunnel, sent: traffic(names.sentCounter), received: traffic(names.receivedCounter),
                 throughTunnel: traffic(names.tunnelCounter), droppedByKillswitch: traffic(names.droppedCounter),
                 exceptions: exceptionStatus(profile, direct: traffic(names.directCounter)), dns: dnsStatus(profile))
-            status.joinedCgroups = joined
+            status.joinedCgroups = Array(memberCgroups(of: profile).dropFirst())
             return status
         }
         return StatusReport(daemonPID: getpid(), policyDirectory: options.policyDirectory,

@@ -56,10 +56,6 @@ public struct Peer {
     }
 
     public var userName: String {
-        var entry = passwd()
-        var result: UnsafeMutablePointer<passwd>?
-        var buffer = [CChar](repeating: 0, count: 16384)
-        guard getpwuid_r(uid, &entry, &buffer, buffer.count, &result) == 0, result != nil else { return "uid \(uid)" }
-        return "\(String(cString: entry.pw_name)) (uid \(uid))"
+        UserNames.name(of: uid).map { "\($0) (uid \(uid))" } ?? "uid \(uid)"
     }
 }

@@ -1,4 +1,5 @@
 import ArgumentParser
+import BuildVersion
 import Daemon
 import Glibc
 import WireGuard
@@ -27,7 +28,8 @@ struct VPNServer: ParsableCommand {
         `wg setconf` and `ip`; deleting the interface (wg-quick down) ends it.
 
         `wg show IFACE` and `wg set IFACE ...` work through /var/run/wireguard/IFACE.sock.
-        """)
+        """,
+        version: "vpn-server \(String(cString: vpnexec_build_version()))")
 
     @Option(help: "The wg-quick style file ([Interface] and [Peer] sections).")
     var config: String?

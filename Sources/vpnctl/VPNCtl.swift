@@ -1,4 +1,5 @@
 import ArgumentParser
+import BuildVersion
 import Control
 import Glibc
 import Plan
@@ -28,15 +29,25 @@ struct VPNCtl: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "vpnctl",
         abstract: "Status and control of vpnd.",
-        subcommands: [Status.self, PlanCommand.self, Reload.self, Check.self, Move.self, Down.self])
+        version: "vpnctl \(String(cString: vpnexec_build_version()))",
+        subcommands: [Status.self, Profiles.self, Members.self, Metrics.self, PlanCommand.self, Reload.self, Check.self, Move.self,
+                      Desktop.self, Down.self])
+
+    /// A failure of vpnctl's own, said in one line: exits 1.
+    static func fail(_ message: String) -> Never {
+        writeStandardError("vpnctl: \(message)\n")
+        exit(withError: ExitCode(1))
+    }
 
     struct Connection: ParsableArguments {
         @Option(help: "Control socket path (default: $VPNEXEC_SOCKET or \(ControlSocket.defaultPath)).")
         var socket: String?
 
+        var socketPath: String { ControlSocket.path(option: socket, environment: ProcessInfoEnvironment.current) }
+
         func send(_ request: ControlRequest) throws -> ControlResponse {
             do {
-                let response = try ControlClient.send(request, socketPath: ControlSocket.path(option: socket, environment: ProcessInfoEnvironment.current))
+                let response = try ControlClient.send(request, socketPath: socketPath)
                 guard response.ok else {
                     writeStandardError("vpnctl: \(response.message ?? "refused")\n")
                     throw ExitCode(1)
@@ -52,11 +63,11 @@ struct VPNCtl: ParsableCommand {
     struct Status: ParsableCommand {
         static let configuration = CommandConfiguration(abstract: "Profiles, their tunnels, members and traffic.")
         @OptionGroup var connection: Connection
-        @Flag(help: "Print JSON.") var json = false
+        @Flag(help: "Print JSON (sorted keys, a schema version; see the README).") var json = false
 
         func run() throws {
             guard let report = try connection.send(.status).status else { throw ExitCode(1) }
-            print(json ? String(decoding: ControlCoding.encode(report).dropLast(), as: UTF8.self) : StatusText.render(report), terminator: json ? "\n" : "")
+            print(json ? String(decoding: ControlCoding.encode(report), as: UTF8.self) : StatusText.render(report), terminator: "")
         }
     }
 
@@ -109,13 +120,25 @@ struct VPNCtl: ParsableCommand {
 
     struct Move: ParsableCommand {
         static let configuration = CommandConfiguration(
-            abstract: "Move a running process (all its threads) into a profile.",
-            discussion: "Only connections the process opens afterwards use the profile's tunnel; sockets it already has keep their route.")
+            abstract: "Move a running process (all its threads) into a profile, or with --out out of it.",
+            discussion: """
+            Only connections the process opens afterwards use the profile's tunnel; sockets it already has keep their \
+            route. --out takes it back to where its login session would have it (its session scope; the root cgroup \
+            where systemd does not manage cgroups); only root may take a process out of a profile.
+            """)
         @OptionGroup var connection: Connection
-        @Option(name: [.short, .long], help: "The profile.") var profile: String
+        @Option(name: [.short, .long], help: "The profile.", completion: ProfileNames.completion) var profile: String?
+        @Flag(help: "Take the process out of its profile instead.") var out = false
         @Argument(help: "The process id.") var pid: Int32
 
-        func run() throws { print(try connection.send(.move(profile: profile, pid: pid)).message ?? "moved") }
+        func validate() throws {
+            if out == (profile != nil) { throw ValidationError("give either --profile NAME or --out") }
+        }
+
+        func run() throws {
+            let request: ControlRequest = profile.map { .move(profile: $0, pid: pid) } ?? .moveOut(pid: pid)
+            print(try connection.send(request).message ?? "moved")
+        }
     }
 
     struct Down: ParsableCommand {

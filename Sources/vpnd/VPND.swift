@@ -1,4 +1,5 @@
 import ArgumentParser
+import BuildVersion
 import Control
 import Daemon
 import Glibc
@@ -14,7 +15,8 @@ struct VPND: ParsableCommand {
         Runs in the foreground and logs to stderr (journald reads the <N> priority prefixes). \
         Stopping vpnd leaves the kernel state in place, the killswitch included; `vpnctl down` \
         (or `vpnd --cleanup` when no daemon runs) removes it.
-        """)
+        """,
+        version: "vpnd \(String(cString: vpnexec_build_version()))")
 
     @Option(name: .customLong("policy-dir"), help: "Directory of *.toml policy files, read in name order.")
     var policyDirectory = PolicyDirectory.defaultPath

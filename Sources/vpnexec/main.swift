@@ -1,3 +1,4 @@
+import BuildVersion
 import CLinux
 import Control
 import Glibc
@@ -22,7 +23,11 @@ enum VPNExec {
           -p, --profile NAME   the profile to run in
           --bypass             run outside every profile
           --socket PATH        vpnd's control socket (default: $VPNEXEC_SOCKET or \(ControlSocket.defaultPath))
+          --version            show the version
           -h, --help           show this help
+
+        EXIT STATUS: the command's; 125 if vpnexec itself fails (a usage error, vpnd not
+        running, a refusal), 126 if COMMAND cannot be run, 127 if it is not found.
 
         """
 
@@ -36,8 +41,13 @@ enum VPNExec {
     enum Parsed: Equatable {
         case run(Arguments)
         case help
+        case version
         case usageError(String)
     }
+
+    /// env, timeout and chroot's convention: the status of vpnexec's own failures can never
+    /// be mistaken for the command's (126 and 127 keep the shell's meaning).
+    static let ownFailure: Int32 = 125
 
     /// Options come first; the command starts at the first word that is not one of them
     /// (or after "--"), so `vpnexec -p work curl -v URL` passes `-v` to curl.
@@ -53,6 +63,7 @@ enum VPNExec {
             let word = words[index]
             if word == "--" { index += 1; break }
             if word == "-h" || word == "--help" { return .help }
+            if word == "--version" { return .version }
             if word == "-p" || word == "--profile" {
                 guard let v = value(word) else { return .usageError("\(word) needs a profile name") }
                 profile = v
@@ -85,9 +96,12 @@ enum VPNExec {
         case .help:
             writeStandardOutput(usage)
             return 0
+        case .version:
+            writeStandardOutput("vpnexec \(String(cString: vpnexec_build_version()))\n")
+            return 0
         case let .usageError(message):
             writeStandardError("vpnexec: \(message)\n\n" + usage)
-            return 64
+            return ownFailure
         case let .run(parsed):
             arguments = parsed
         }
@@ -100,12 +114,12 @@ enum VPNExec {
             response = try ControlClient.send(arguments.profile.map { .exec(profile: $0) } ?? .bypass, socketPath: path, passing: me >= 0 ? me : nil)
         } catch {
             writeStandardError("vpnexec: \(error)\n")
-            return 1
+            return ownFailure
         }
         if me >= 0 { close(me) }
         guard response.ok else {
             writeStandardError("vpnexec: \(response.message ?? "refused")\n")
-            return 1
+            return ownFailure
         }
         let argv = arguments.command.map { strdup($0) } + [nil]
         execvp(arguments.command[0], argv)

@@ -4,9 +4,10 @@ import Foundation
 /// debootstrap (about a minute, from the Debian mirror) and kept under the package's .build,
 /// beside the other build products, one tree per package list.
 public enum SystemdRoot {
-    /// What every booted test needs: systemd itself and the libraries our binaries link.
+    /// What every booted test needs: systemd itself and the libraries our binaries link; and
+    /// man-db, for the package's pages (one root for all, made once).
     public static let basePackages = ["systemd", "systemd-sysv", "dbus", "iproute2", "nftables", "libsodium23", "libnftnl11",
-                                      "libmnl0", "libcap2", "libsystemd0", "libstdc++6"]
+                                      "libmnl0", "libcap2", "libsystemd0", "libstdc++6", "man-db"]
 
     /// The root's path, made first if missing. It is never changed afterwards: containers
     /// boot it with a throw-away overlay.

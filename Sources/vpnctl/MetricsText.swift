@@ -1,0 +1,99 @@
+import Control
+
+/// `vpnctl metrics`: the status report in Prometheus' text exposition format (version
+/// 0.0.4), for node_exporter's textfile collector. Counters are the kernel's and the
+/// engines' own, kept across reloads, so they only grow while vpnd runs.
+enum MetricsText {
+    struct Sample {
+        var labels: [(String, String)]
+        var value: Double
+    }
+
+    struct Family {
+        var name: String
+        var type: String
+        var help: String
+        var samples: [Sample] = []
+    }
+
+    static func render(_ report: StatusReport, now: Double) -> String {
+        var families: [Family] = []
+        func add(_ name: String, _ type: String, _ help: String, _ samples: [Sample]) {
+            families.append(Family(name: "vpnexec_" + name, type: type, help: help, samples: samples))
+        }
+        let profiles = report.profiles
+        func perProfile(_ value: (ProfileStatus) -> Double) -> [Sample] {
+            profiles.map { Sample(labels: [("profile", $0.name)], value: value($0)) }
+        }
+        for (name, what, traffic) in [("sent", "sent by members", \ProfileStatus.sent), ("received", "received by members", \.received),
+                                      ("tunneled", "of members that left through the tunnel", \.throughTunnel),
+                                      ("killswitch_dropped", "of members dropped by the killswitch", \.droppedByKillswitch),
+                                      ("direct", "of members sent direct to the LAN (allow_lan)", \.exceptions.direct)] {
+            add("profile_\(name)_packets_total", "counter", "Packets \(what).", perProfile { Double($0[keyPath: traffic].packets) })
+            add("profile_\(name)_bytes_total", "counter", "Bytes \(what).", perProfile { Double($0[keyPath: traffic].bytes) })
+        }
+        add("profile_members", "gauge", "Processes in the profile's cgroups.", perProfile { Double($0.members) })
+        add("profile_killswitch", "gauge", "1 if the profile's killswitch is on.", perProfile { $0.killswitch ? 1 : 0 })
+        let tunnels = profiles.map { [("profile", $0.name), ("interface", $0.tunnel.interface)] }
+        add("tunnel_up", "gauge", "1 if the profile's tunnel interface is up with a carrier.",
+            zip(tunnels, profiles).map { Sample(labels: $0, value: $1.tunnel.state == "up" ? 1 : 0) })
+        add("tunnel_receive_bytes_total", "counter", "Bytes the tunnel interface received.",
+            zip(tunnels, profiles).map { Sample(labels: $0, value: Double($1.tunnel.rxBytes)) })
+        add("tunnel_transmit_bytes_total", "counter", "Bytes the tunnel interface sent.",
+            zip(tunnels, profiles).map { Sample(labels: $0, value: Double($1.tunnel.txBytes)) })
+
+        let engines = profiles.compactMap { profile in profile.tunnel.wireguard.map { (profile.name, $0) } }
+        add("peer_last_handshake_age_seconds", "gauge", "Seconds since the built-in engine's latest handshake with the peer (peers with one).",
+            engines.flatMap { profile, wg in
+                wg.peers.compactMap { peer in peer.latestHandshake.map { Sample(labels: [("profile", profile), ("peer", peer.publicKey)], value: max(0, now - $0)) } }
+            })
+        add("engine_dropped_packets_total", "counter", "Packets the built-in engine dropped, by reason.",
+            engines.flatMap { profile, wg in
+                wg.drops.sorted { $0.key < $1.key }.map { Sample(labels: [("profile", profile), ("reason", $0.key)], value: Double($0.value)) }
+            })
+
+        let proxies = profiles.compactMap { profile in profile.dns.map { (profile.name, $0) } }
+        for (name, what, count) in [("answered", "answered to members", \DNSStatus.answered), ("forwarded", "forwarded to the profile's resolvers", \.forwarded),
+                                    ("failed", "answered by the proxy itself with an error (SERVFAIL, REFUSED, FORMERR)", \.failed),
+                                    ("dropped", "dropped by the proxy", \.dropped)] {
+            add("dns_\(name)_total", "counter", "DNS queries \(what).",
+                proxies.map { Sample(labels: [("profile", $0.0)], value: Double($0.1[keyPath: count])) })
+        }
+
+        add("unknown_cgroup_dropped_packets_total", "counter", "Packets of cgroups vpnd did not know yet where a profile cgroup could be, dropped.",
+            [Sample(labels: [], value: Double(report.droppedUnknownCgroup.packets))])
+        add("bypassed_packets_total", "counter", "Packets sent direct from vpn-bypass.slice.", [Sample(labels: [], value: Double(report.bypassed.packets))])
+        add("bypass_moves_total", "counter", "Processes moved into vpn-bypass.slice (bypass.executables).", [Sample(labels: [], value: Double(report.bypassMoves))])
+        add("control_refused_connections_total", "counter", "Control connections refused because their user held too many.",
+            [Sample(labels: [], value: Double(report.refusedConnections))])
+        return families.map(text).joined()
+    }
+
+    static func text(_ family: Family) -> String {
+        var lines = ["# HELP \(family.name) \(family.help)", "# TYPE \(family.name) \(family.type)"]
+        for sample in family.samples {
+            let labels = sample.labels.isEmpty ? "" : "{" + sample.labels.map { "\($0.0)=\"\(escape($0.1))\"" }.joined(separator: ",") + "}"
+            lines.append(family.name + labels + " " + number(sample.value))
+        }
+        return lines.joined(separator: "\n") + "\n"
+    }
+
+    /// Label values escape backslash, double quote and line feed.
+    static func escape(_ value: String) -> String {
+        var escaped = ""
+        for character in value {
+            switch character {
+            case "\\": escaped += "\\\\"
+            case "\"": escaped += "\\\""
+            case "\n": escaped += "\\n"
+            default: escaped.append(character)
+            }
+        }
+        return escaped
+    }
+
+    /// Whole numbers without a fraction (counters up to 2^53 exactly).
+    static func number(_ value: Double) -> String {
+        value == value.rounded() && abs(value) < 9.0e15 ? String(Int64(value)) : String(value)
+    }
+}

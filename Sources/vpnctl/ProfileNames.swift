@@ -1,0 +1,24 @@
+import ArgumentParser
+import Control
+
+/// Shell completion of profile names: the profiles the caller may use, as vpnd says (the
+/// generated scripts run `vpnctl` itself to complete; vpnexec's call `vpnctl profiles
+/// --names`). Nothing when vpnd does not answer: a completion never prints errors.
+enum ProfileNames {
+    static let completion = CompletionKind.custom { words, _, _ in names(socket: socketOption(in: words)) }
+
+    static func names(socket: String?) -> [String] {
+        let path = ControlSocket.path(option: socket, environment: ProcessInfoEnvironment.current)
+        return ((try? ControlClient.send(.profiles, socketPath: path))?.profiles ?? []).map(\.name)
+    }
+
+    /// A --socket the command line being completed gives, so that its names are the ones
+    /// that vpnd would answer.
+    static func socketOption(in words: [String]) -> String? {
+        for (index, word) in words.enumerated() {
+            if word.hasPrefix("--socket=") { return String(word.dropFirst("--socket=".count)) }
+            if word == "--socket", index + 1 < words.count { return words[index + 1] }
+        }
+        return nil
+    }
+}

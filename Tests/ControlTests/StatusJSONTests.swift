@@ -1,0 +1,49 @@
+import Control
+import Foundation
+import Testing
+
+/// `vpnctl status --json` is a contract for scripts: this report's encoding is the golden
+/// file, byte for byte, however its dictionaries were built (their iteration order differs
+/// with insertion history and from process to process).
+@Suite struct StatusJSONTests {
+    static let reasons = ["malformed", "badMAC", "replay", "unknownPeer", "notAllowedIP", "noRoute", "noSession",
+                          "staleTimestamp", "rateLimited", "queueFull", "tunRefused"]
+
+    static func report(reversed: Bool) -> StatusReport {
+        var drops: [String: UInt64] = [:]
+        if !reversed { drops.reserveCapacity(64) }
+        for reason in reversed ? reasons.reversed() : reasons { drops[reason] = UInt64(reason.count) }
+        var sizes: [String: Int] = [:]
+        for (index, set) in ["work_bypass4", "work_bypass6", "work_route4", "work_route6"].enumerated() { sizes[set] = index }
+        if reversed { sizes = Dictionary(uniqueKeysWithValues: sizes.sorted { $0.key > $1.key }) }
+        let traffic = Traffic(packets: 3, bytes: 180)
+        var tunnel = TunnelStatus(interface: "vx-work", state: "up", addresses: ["10.79.0.2/24", "fd79::2/64"], rxBytes: 1024, txBytes: 2048)
+        tunnel.wireguard = WireGuardReport(publicKey: "q25R9+NKgrE4RKhY3eZCR2F3CCFEAhnMteveSxIp0hM=", listenPort: 51820, peers: [
+            WireGuardPeerReport(publicKey: "yg3J7/zNS/m6nJgh33oYCsD/sAZ+NOJ5tDZHWRRRYlM=", endpoint: "203.0.113.2:51821",
+                                latestHandshake: 1_700_000_000, rxBytes: 100, txBytes: 200, allowedIPs: ["0.0.0.0/0", "::/0"]),
+        ], drops: drops)
+        let profile = ProfileStatus(name: "work", mark: 0x0100_0000, table: 7301, killswitch: true, cgroup: "vpn.slice/vpn-work.slice", members: 2,
+                                    tunnel: tunnel, sent: traffic, received: traffic, throughTunnel: traffic, droppedByKillswitch: traffic,
+                                    dns: DNSStatus(port: 5300, servers: ["10.64.0.1"], bypassDomains: ["bank.example"], routeDomains: ["*.corp.example"],
+                                                   answered: 5, forwarded: 4, failed: 1, dropped: 0, setSizes: sizes))
+        return StatusReport(daemonPID: 42, policyDirectory: "/etc/vpnexec/policy.d", cgroupRoot: "/sys/fs/cgroup", profiles: [profile], sandbox: "Landlock ABI 4 (verified)")
+    }
+
+    @Test func encodingIsTheGoldenFileAndRoundTrips() throws {
+        let golden = try String(contentsOfFile: URL(fileURLWithPath: #filePath).deletingLastPathComponent()
+            .appendingPathComponent("Fixtures/status.json").path, encoding: .utf8)
+        let one = String(decoding: ControlCoding.encode(Self.report(reversed: false)), as: UTF8.self)
+        let other = String(decoding: ControlCoding.encode(Self.report(reversed: true)), as: UTF8.self)
+        #expect(one == golden, "\(one)")
+        #expect(other == golden, "\(other)")
+        #expect(!one.contains("\\/") && one.contains("\"mark\":\"0x1000000\"") && one.hasPrefix("{\"bypassMoves\":0,"))
+        #expect(one.contains("\"schema\":\(StatusReport.currentSchema)"))
+        let decoded = try ControlCoding.decode(StatusReport.self, from: Array(one.utf8.dropLast()))
+        #expect(decoded == Self.report(reversed: false))
+    }
+
+    @Test func aMarkThatIsNotHexIsRefused() {
+        #expect(throws: DecodingError.self) { try JSONDecoder().decode(Hexadecimal.self, from: Data("\"16777216\"".utf8)) }
+        #expect(throws: DecodingError.self) { try JSONDecoder().decode(Hexadecimal.self, from: Data("16777216".utf8)) }
+    }
+}

@@ -1,0 +1,75 @@
+import Foundation
+import NetTestSupport
+import Testing
+
+/// `vpnctl metrics` and `vpnctl status --json` from a vpnd with a built-in tunnel that has
+/// completed a handshake, read by independent parsers: prometheus_client's text parser and
+/// Python's json, each checked against the other.
+@Suite(.serialized) struct MetricsTests {
+    @Test func metricsParseAndAgreeWithTheStatus() throws {
+        let cleanup = Cleanup()
+        defer { cleanup.run() }
+        let net = try Topology(cleanup: cleanup)
+        let (serverKey, serverPublic) = try WireGuardGo.keyPair()
+        let (clientKey, clientPublic) = try WireGuardGo.keyPair()
+        _ = try OurTunnel(in: net.server, name: "vx\(net.tag)o", cleanup: cleanup, config: """
+            [Interface]
+            PrivateKey = \(serverKey)
+            ListenPort = 51960
+            Address = 10.78.0.1/24
+            [Peer]
+            PublicKey = \(clientPublic)
+            AllowedIPs = 10.78.0.2/32
+            """)
+        let interface = "vx\(net.tag)m"
+        let daemon = try DaemonHarness(topology: net, policy: "", cleanup: cleanup)
+        let conf = URL(fileURLWithPath: daemon.policyDirectory + "/../work.conf").standardized.path
+        FileManager.default.createFile(atPath: conf, contents: Data("""
+            [Interface]
+            PrivateKey = \(clientKey)
+            Address = 10.78.0.2/24
+            [Peer]
+            PublicKey = \(serverPublic)
+            Endpoint = \(Topology.serverUplink4):51960
+            AllowedIPs = 10.78.0.0/24
+            PersistentKeepalive = 1
+            """.utf8), attributes: [.posixPermissions: 0o600])
+        try daemon.writePolicy("""
+            [profile.work]
+            tunnel.wireguard = "\(conf)"
+            tunnel.interface = "\(interface)"
+            [profile.home]
+            tunnel.interface = "vx\(net.tag)none"
+            killswitch = false
+            """)
+        cleanup.add("remove \(interface).sock") { try? FileManager.default.removeItem(atPath: "/var/run/wireguard/\(interface).sock") }
+        try daemon.start()
+        try eventually("the built-in tunnel's handshake") { try daemon.status().profiles.first?.tunnel.wireguard?.peers.first?.latestHandshake != nil }
+
+        let directory = daemon.policyDirectory + "/.."
+        let json = try daemon.vpnctl(["status", "--json"])
+        #expect(json.status == 0, "\(json.stderr)")
+        let metrics = try daemon.vpnctl(["metrics", "--output", directory + "/vpnexec.prom"])
+        #expect(metrics.status == 0 && metrics.stdout.isEmpty, "\(metrics.stderr)")
+        try json.stdout.write(toFile: directory + "/status.json", atomically: true, encoding: .utf8)
+        let script = try PythonScript.write("metrics.py", cleanup: cleanup)
+        let parsed = try Command.status(["python3", script, directory + "/vpnexec.prom", directory + "/status.json"])
+        #expect(parsed.status == 0, "prometheus_client and json: \(parsed.stderr)")
+        struct Sample: Decodable { var name: String; var labels: [String: String]; var type: String; var value: Double }
+        let samples = try parsed.stdout.split(separator: "\n").map { try JSONDecoder().decode(Sample.self, from: Data($0.utf8)) }
+        func sample(_ name: String, _ labels: [String: String]) -> Sample? { samples.first { $0.name == name && $0.labels == labels } }
+
+        #expect(sample("vpnexec_tunnel_up", ["profile": "work", "interface": interface])?.value == 1)
+        #expect(sample("vpnexec_tunnel_up", ["profile": "home", "interface": "vx\(net.tag)none"])?.value == 0)
+        #expect(sample("vpnexec_profile_killswitch", ["profile": "home"])?.value == 0)
+        let age = try #require(sample("vpnexec_peer_last_handshake_age_seconds", ["profile": "work", "peer": serverPublic]), "\(samples.map(\.name))")
+        #expect(age.type == "gauge" && age.value >= 0 && age.value < 60)
+        let drops = samples.filter { $0.name == "vpnexec_engine_dropped_packets_total" && $0.labels["profile"] == "work" }
+        #expect(Set(drops.compactMap { $0.labels["reason"] }).isSuperset(of: ["badMAC", "replay", "unknownPeer", "notAllowedIP"]), "\(drops)")
+        #expect(drops.allSatisfy { $0.type == "counter" })
+        #expect(sample("vpnexec_tunnel_transmit_bytes_total", ["profile": "work", "interface": interface]).map { $0.value > 0 } == true,
+                "the handshake went out through the tunnel's engine")
+        #expect(!json.stdout.contains(clientKey), "no private key in the status")
+        _ = clientPublic
+    }
+}
