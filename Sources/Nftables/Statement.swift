@@ -52,6 +52,28 @@ public enum NftStatement: Hashable, Sendable {
     case verdict(NftVerdict)
 }
 
+/// A named object of the table that a rule uses: while a rule refers to it, the kernel
+/// will not delete it.
+public enum NftObjectReference: Hashable, Sendable {
+    case set(String)
+    case counter(String)
+    case chain(String)
+}
+
+extension NftStatement {
+    public var reference: NftObjectReference? {
+        switch self {
+        case let .namedCounter(name): return .counter(name)
+        case let .cgroupVerdictMap(_, map), let .destinationVerdictMap(_, map), let .markVerdictMap(_, map),
+             let .conntrackMarkVerdictMap(_, map):
+            return .set(map)
+        case let .cgroupInSet(_, set, _), let .destinationInSet(_, set, _), let .sourceInSet(_, set, _): return .set(set)
+        case let .verdict(.jump(chain)), let .verdict(.goto(chain)): return .chain(chain)
+        default: return nil
+        }
+    }
+}
+
 public enum NftTransport: String, Hashable, Sendable {
     case tcp, udp
 

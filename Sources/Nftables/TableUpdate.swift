@@ -1,7 +1,9 @@
 /// How to turn the table the kernel holds (`old`, as last applied) into `new` in one
-/// transaction without re-creating what stays: every chain's rules are replaced (they are
-/// few), but sets, counters and chains that did not change stay, with their elements and
-/// counts. A policy reload then costs what changed, not what the DNS proxy learned (a
+/// transaction without re-creating what stays: sets, counters and chains that did not
+/// change stay, with their elements and counts, and so do the rules of a chain whose rules
+/// did not change (unless they name an object that must be made anew). A cgroup that joins
+/// a profile, or an address the DNS proxy learned, is then an element added to a map, not
+/// a rewrite of rules. A policy reload then costs what changed, not what the DNS proxy learned (a
 /// timeout set of 100,000 addresses stays where it is instead of being read back and
 /// written again). Pure: the netlink edge sends the steps in this order, which is the
 /// order the kernel's reference checks need (no rule refers to a set or chain being
@@ -12,7 +14,7 @@ public struct NftTableUpdate: Hashable, Sendable {
         public var elements: [NftElement]
     }
 
-    /// 1. Rules of these chains are flushed (every chain of `old`).
+    /// 1. Rules of these chains are flushed (the chains of `old` that change or go).
     public var flushedChains: [String] = []
     /// 2. Elements removed from sets that stay.
     public var removedElements: [Elements] = []
@@ -26,7 +28,7 @@ public struct NftTableUpdate: Hashable, Sendable {
     public var createdSets: [NftSet] = []
     /// 5. Elements added to sets that stay.
     public var addedElements: [Elements] = []
-    /// 6. Every chain's rules, in order (the chains of `new`).
+    /// 6. The rules of the chains that were flushed or made, in order.
     public var rules: [NftChain] = []
 
     /// Sets whose elements carry timeouts and that are made anew: what the kernel holds in
@@ -38,8 +40,6 @@ public struct NftTableUpdate: Hashable, Sendable {
     /// kernel's; `new`'s elements of a timeout set are added when missing).
     public init(from old: NftTable, to new: NftTable) {
         precondition(old.family == new.family && old.name == new.name, "an update stays within one table")
-        rules = new.chains
-        flushedChains = old.chains.map(\.name)
         oldSetNames = Set(old.sets.map(\.name))
 
         let oldCounters = Dictionary(old.counters.map { ($0.name, $0) }, uniquingKeysWith: { a, _ in a })
@@ -90,6 +90,19 @@ public struct NftTableUpdate: Hashable, Sendable {
             if !plus.isEmpty { addedElements.append(Elements(set: set.name, elements: plus)) }
         }
         deletedSets = old.sets.map(\.name).filter { !newSetNames.contains($0) } + deletedSets
+
+        // A chain keeps its rules (and the kernel's handles for them) when they are the same
+        // and name nothing deleted or made anew.
+        let gone = Set(deletedSets.map(NftObjectReference.set) + deletedCounters.map(NftObjectReference.counter)
+                       + deletedChains.map(NftObjectReference.chain))
+        let made = Set(createdChains.map(\.name))
+        let oldRules = Dictionary(old.chains.map { ($0.name, $0.rules) }, uniquingKeysWith: { a, _ in a })
+        let kept = Set(new.chains.filter { chain in
+            oldRules[chain.name] == chain.rules && !made.contains(chain.name)
+                && !chain.rules.contains { $0.statements.contains { $0.reference.map(gone.contains) ?? false } }
+        }.map(\.name))
+        flushedChains = old.chains.map(\.name).filter { !kept.contains($0) }
+        rules = new.chains.filter { !kept.contains($0.name) }
     }
 
     /// Everything of a set but its elements.

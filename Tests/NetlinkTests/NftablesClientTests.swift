@@ -182,6 +182,41 @@ import Testing
         #expect(try blocks(updated).contains { $0.contains("192.0.2.10") } && blocks(updated).contains { $0.contains("2001:db8::5") })
     }
 
+    /// A cgroup joining a profile is one element more in a map: the update leaves every
+    /// rule as it was (the kernel's handles stay). A change of one chain's rules re-adds
+    /// that chain's rules only.
+    @Test func anUpdateRewritesOnlyTheRulesThatChanged() throws {
+        let cleanup = Cleanup()
+        defer { cleanup.run() }
+        let namespace = try NetworkNamespace("vx\(uniqueTag())ru", cleanup: cleanup)
+        let old = Self.sampleTable(cgroupID: 1, cgroupPath: "")
+        var joined = old
+        let map = joined.sets.firstIndex { $0.name == "cgroup_level_2" }!
+        joined.sets[map].elements.append(NftElement(key: .cgroup(id: 2, path: ""), verdict: .jump("member_work")))
+        var changed = joined
+        let nat = changed.chains.firstIndex { $0.name == "nat" }!
+        changed.chains[nat].rules.append(NftRule([.transportProtocol(2), .verdict(.accept)]))
+        /// Each rule's chain and handle, in the kernel's order.
+        func handles() throws -> [String] {
+            var chain = ""
+            return try namespace.run(["nft", "-a", "list", "table", "inet", "vpnexec"]).split(separator: "\n").compactMap { line in
+                if line.hasPrefix("\tchain ") { chain = String(line.split(separator: " ")[1]) }
+                guard line.hasPrefix("\t\t"), !line.contains("type "), let handle = line.range(of: "# handle ") else { return nil }
+                return chain + " " + line[handle.upperBound...]
+            }
+        }
+        try namespace.within { try NftablesClient().replace(old) }
+        let before = try handles()
+        try namespace.within { try NftablesClient().update(from: old, to: joined) }
+        #expect(try handles() == before, "rules rewritten for one more map element")
+        #expect(try namespace.run(["nft", "list", "map", "inet", "vpnexec", "cgroup_level_2"]).contains("jump member_work"))
+        try namespace.within { try NftablesClient().update(from: joined, to: changed) }
+        let after = try handles()
+        #expect(after.filter { !$0.hasPrefix("nat ") } == before.filter { !$0.hasPrefix("nat ") }, "other chains' rules rewritten")
+        #expect(after.filter { $0.hasPrefix("nat ") }.count == before.filter { $0.hasPrefix("nat ") }.count + 1)
+        #expect(Set(after.filter { $0.hasPrefix("nat ") }).isDisjoint(with: before.filter { $0.hasPrefix("nat ") }), "the changed chain's rules made again")
+    }
+
     /// A table's listing as its objects (sets, maps, chains, counters), sorted: an update
     /// makes new objects after the old ones, a fresh table in its own order.
     static func blocks(_ listing: String) -> [String] {
