@@ -11,6 +11,8 @@ public final class CgroupWatcher {
     public let fileDescriptor: Int32
     /// The directories to watch, asked again at every rewatch (the users' trees grow).
     private let paths: () -> [String]
+    /// Watch descriptors handed out so far (the kernel does not reuse them soon).
+    private var watched: Set<Int32> = []
 
     public init(paths: @escaping () -> [String]) throws {
         self.paths = paths
@@ -22,9 +24,17 @@ public final class CgroupWatcher {
     deinit { close(fileDescriptor) }
 
     /// (Re-)adds every watch; a path that does not exist (yet) is skipped until next time.
-    public func rewatch() {
+    /// True if a directory got its first watch: what was made inside it before the watch
+    /// (`mkdir -p`, systemd making a user's tree) sent no event, so the caller reads again.
+    @discardableResult
+    public func rewatch() -> Bool {
         let mask = UInt32(IN_CREATE | IN_DELETE | IN_MOVED_FROM | IN_MOVED_TO | IN_DELETE_SELF | IN_MOVE_SELF) | UInt32(IN_ONLYDIR)
-        for path in paths() { _ = inotify_add_watch(fileDescriptor, path, mask) }
+        var added = false
+        for path in paths() {
+            let watch = inotify_add_watch(fileDescriptor, path, mask)
+            if watch >= 0, watched.insert(watch).inserted { added = true }
+        }
+        return added
     }
 
     /// Reads pending events; true if anything happened.

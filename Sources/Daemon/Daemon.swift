@@ -285,7 +285,13 @@ public final class Daemon {
         loop.watch(watcher.fileDescriptor) { [unowned self] _ in
             guard watcher.drain() else { return }
             follow("cgroup change")
-            watcher.rewatch()
+            // Directories made before their watch (a tree made at once) sent no event: read
+            // again while new ones turn up, a level at a time.
+            var rounds = 0
+            while rounds < 8, watcher.rewatch() {
+                follow("cgroup change")
+                rounds += 1
+            }
         }
         loop.watch(signals.fileDescriptor) { [unowned self] _ in
             for signal in signals.read() {

@@ -52,3 +52,33 @@ import Testing
         #expect(hierarchy.processes(in: parent).isEmpty)
     }
 }
+
+/// The watcher's contract with vpnd: a tree made at once (`mkdir -p`, as systemd makes a
+/// user's slices) sends one event, for its top; `rewatch` then says new directories got
+/// watches, so vpnd reads again and finds what was made inside before the watches.
+@Suite struct CgroupWatcherTests {
+    @Test func aTreeMadeAtOnceIsReportedByRewatch() throws {
+        let root = NSTemporaryDirectory() + "vx-\(uniqueTag())-watch"
+        try FileManager.default.createDirectory(atPath: root, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: root) }
+        let directories = { () -> [String] in
+            var found = [root], index = 0
+            while index < found.count {
+                let children = (try? FileManager.default.contentsOfDirectory(atPath: found[index])) ?? []
+                found += children.map { found[index] + "/" + $0 }
+                index += 1
+            }
+            return found
+        }
+        let watcher = try CgroupWatcher(paths: directories)
+        #expect(!watcher.rewatch(), "nothing new")
+        try FileManager.default.createDirectory(atPath: root + "/a/b/c", withIntermediateDirectories: true)
+        #expect(watcher.drain(), "the top of the new tree")
+        #expect(watcher.rewatch(), "a, a/b and a/b/c got their first watches")
+        #expect(!watcher.rewatch())
+        #expect(!watcher.drain())
+        // The deepest directory is watched now.
+        try FileManager.default.createDirectory(atPath: root + "/a/b/c/d", withIntermediateDirectories: false)
+        #expect(watcher.drain())
+    }
+}
