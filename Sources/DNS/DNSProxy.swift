@@ -158,22 +158,30 @@ public struct DNSProxy<Client: Hashable> {
         var elements: [DNSSetElement] = []
         var shortest = UInt32.max
         let bounds = configuration.elementTimeout
-        for index in scan.addressRecords + scan.serviceRecords {
-            let record = scan.records[index]
+        /// The record's timeout, its TTL lowered in the response if it outlives the ceiling.
+        func timeout(of record: RecordRef) -> UInt32 {
             let ttl = Wire.effectiveTTL(record.ttl)
-            let timeout = min(max(ttl, bounds.lowerBound), bounds.upperBound)
             if ttl > bounds.upperBound { Wire.put32(bounds.upperBound, into: &response, at: record.ttlOffset) }
+            let timeout = min(max(ttl, bounds.lowerBound), bounds.upperBound)
             shortest = min(shortest, timeout)
-            let addresses = record.type == .a || record.type == .aaaa ? [Wire.address(response, record.data)]
-                                                                      : ServiceHints.addresses(response, record.data)
-            for address in addresses {
-                for list in scan.lists.lists {
-                    let sets = configuration.domainSets[list]
-                    let element = DNSSetElement(set: address.isIPv4 ? sets.ipv4Set : sets.ipv6Set, address: address, timeoutSeconds: timeout)
-                    counters.addressesAdded[element.set, default: 0] += 1
-                    elements.append(element)
-                }
+            return timeout
+        }
+        func add(_ address: IPAddress, timeout: UInt32) {
+            for list in scan.lists.lists {
+                let sets = configuration.domainSets[list]
+                let element = DNSSetElement(set: address.isIPv4 ? sets.ipv4Set : sets.ipv6Set, address: address, timeoutSeconds: timeout)
+                counters.addressesAdded[element.set, default: 0] += 1
+                elements.append(element)
             }
+        }
+        for index in scan.addressRecords {
+            let record = scan.records[index]
+            add(Wire.address(response, record.data), timeout: timeout(of: record))
+        }
+        for index in scan.serviceRecords {
+            let record = scan.records[index]
+            let seconds = timeout(of: record)
+            for hint in ServiceHints.addresses(response, record.data) { add(hint, timeout: seconds) }
         }
         for index in scan.cnameRecords where Wire.effectiveTTL(scan.records[index].ttl) > shortest {
             Wire.put32(shortest, into: &response, at: scan.records[index].ttlOffset)
