@@ -126,6 +126,11 @@ struct CgroupMaps {
             guard let id else { continue }
             byLevel[RuntimeFacts.level(of: path), default: []].append(NftElement(key: .cgroup(id: id, path: path), verdict: verdict))
         }
+        // The depths where systemd makes the units that join: a later join there is one
+        // element for the kernel, where a new depth would be a new map and rule.
+        if !policy.profiles.isEmpty {
+            for level in UnitCgroups.usualLevels where byLevel[level] == nil { byLevel[level] = [] }
+        }
         // Deepest level first: the most specific profile cgroup wins.
         levels = byLevel.keys.sorted(by: >)
         sets = levels.map { NftSet(name: name + String($0), key: .cgroupv2, data: .verdict, elements: byLevel[$0]!) }

@@ -17,6 +17,12 @@ public enum UnitCgroups {
         case refused(profile: String, uid: UInt32, rule: String)
     }
 
+    /// Where systemd puts the cgroups that join: `system.slice/app-….scope` (the system
+    /// manager's units) at 2, and at 5 a user manager's `user.slice/user-UID.slice/
+    /// user@UID.service/app.slice/app-….scope` and `…/user@UID.service/vpn.slice/vpn-NAME.slice`.
+    /// A unit elsewhere (a user's own nested slice) still joins, with a map of its own.
+    public static let usualLevels: [UInt32] = [2, 5]
+
     /// Who may use a profile: the uid's groups come from the caller (the user database).
     public typealias Groups = (UInt32) -> [UInt32]
 

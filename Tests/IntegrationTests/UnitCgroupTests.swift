@@ -29,6 +29,7 @@ import Testing
         let slice = managers[alice.name]! + "/vpn.slice/vpn-work.slice/run-u7.service"
         let foreign = managers[mallory.name]! + "/vpn.slice/vpn-work.slice/run-u9.service"
         let other = managers[alice.name]! + "/app.slice/app-gnome-org.example.Other-4243.scope"
+        let rulesBefore = try NftCLI.ruleHandles(in: s.net.client)
         // Made while vpnd runs, as systemd makes them when a unit starts.
         for path in [app, slice, foreign, other] {
             try FileManager.default.createDirectory(atPath: "\(root)/\(path)", withIntermediateDirectories: true)
@@ -37,6 +38,7 @@ import Testing
             try s.daemon.status().profiles[0].joinedCgroups == [managers[alice.name]! + "/app.slice/app-gnome-org.example.App-4242.scope",
                                                                 managers[alice.name]! + "/vpn.slice/vpn-work.slice"]
         }
+        #expect(try NftCLI.ruleHandles(in: s.net.client) == rulesBefore, "joins at systemd's depths are map elements: no rule re-added")
         /// The probe as `user`, started inside `cgroup` (as systemd starts a unit's process).
         func from(_ cgroup: String, as user: TestUser, to service: String = Topology.service4) throws -> String {
             try Command.run(s.net.client.enter + ["sh", "-c", "echo $$ > \(root)/\(cgroup)/cgroup.procs && exec \"$@\"", "sh"]

@@ -23,4 +23,15 @@ public enum NftCLI {
         }
         return keys.sorted()
     }
+
+    /// Each rule's chain and kernel handle, in the kernel's order: equal lists mean no rule
+    /// was deleted and added again.
+    public static func ruleHandles(in namespace: NetworkNamespace, table: String = "vpnexec") throws -> [String] {
+        var chain = ""
+        return try namespace.run(["nft", "-a", "list", "table", "inet", table]).split(separator: "\n").compactMap { line in
+            if line.hasPrefix("\tchain ") { chain = String(line.split(separator: " ")[1]) }
+            guard line.hasPrefix("\t\t"), !line.contains("type "), let handle = line.range(of: "# handle ") else { return nil }
+            return chain + " " + line[handle.upperBound...]
+        }
+    }
 }

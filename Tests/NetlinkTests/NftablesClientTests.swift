@@ -196,15 +196,7 @@ import Testing
         var changed = joined
         let nat = changed.chains.firstIndex { $0.name == "nat" }!
         changed.chains[nat].rules.append(NftRule([.transportProtocol(2), .verdict(.accept)]))
-        /// Each rule's chain and handle, in the kernel's order.
-        func handles() throws -> [String] {
-            var chain = ""
-            return try namespace.run(["nft", "-a", "list", "table", "inet", "vpnexec"]).split(separator: "\n").compactMap { line in
-                if line.hasPrefix("\tchain ") { chain = String(line.split(separator: " ")[1]) }
-                guard line.hasPrefix("\t\t"), !line.contains("type "), let handle = line.range(of: "# handle ") else { return nil }
-                return chain + " " + line[handle.upperBound...]
-            }
-        }
+        func handles() throws -> [String] { try NftCLI.ruleHandles(in: namespace) }
         try namespace.within { try NftablesClient().replace(old) }
         let before = try handles()
         try namespace.within { try NftablesClient().update(from: old, to: joined) }

@@ -38,6 +38,8 @@ func profile(_ name: String, tunnel: String, index: UInt32, killswitch: Bool = t
             [.conntrackMarkMatch(mask: mask, value: bypass, negated: false), .markMatch(mask: mask, value: 0, negated: false), .verdict(.accept)],
             [.conntrackMarkMatch(mask: mask, value: bypass, negated: false), .markMatch(mask: mask, value: bypass, negated: false), .verdict(.accept)],
             [.conntrackMarkVerdictMap(mask: mask, map: "connection_marks")],
+            // Level 5 is empty until a user manager's unit joins (UnitCgroups.usualLevels).
+            [.cgroupVerdictMap(level: 5, map: "cgroup_level_5")],
             [.cgroupVerdictMap(level: 2, map: "cgroup_level_2")],
             // No listing of the root was given: no fail-closed rules (an empty set would match all).
             [.markVerdictMap(mask: mask, map: "connection_marks")],
@@ -104,7 +106,7 @@ func profile(_ name: String, tunnel: String, index: UInt32, killswitch: Bool = t
         let facts = RuntimeFacts(cgroupParent: "system.slice/vpn.slice", cgroupIDs: ["system.slice/vpn.slice/vpn-work.slice": 5])
         let state = Planner.plan(policy, facts: facts)
         #expect(state.nft.set(named: "cgroup_level_3")?.elements.count == 1)
-        #expect(state.nft.set(named: "cgroup_level_2") == nil)
+        #expect(state.nft.set(named: "cgroup_level_2")?.elements == [], "kept for the system manager's units, none of them a profile's cgroup")
     }
 
     /// A member is whoever is in the cgroup: its mark is overwritten with the profile's
@@ -130,7 +132,7 @@ func profile(_ name: String, tunnel: String, index: UInt32, killswitch: Bool = t
         ])
         let output = try #require(state.nft.chain(named: "route_output"))
         let parent = NftElementKey.cgroup(id: 100, path: "vpn.slice")
-        #expect(Array(output.rules.map(\.statements).dropFirst(4).prefix(2)) == [
+        #expect(Array(output.rules.map(\.statements).dropFirst(5).prefix(2)) == [
             [.cgroupInSet(level: 1, set: "known_level_1", negated: true), .verdict(.jump("unknown_cgroup"))],
             [.cgroupMatch(level: 1, cgroup: parent, negated: false), .verdict(.jump("unknown_cgroup"))],
         ])
@@ -146,7 +148,7 @@ func profile(_ name: String, tunnel: String, index: UInt32, killswitch: Bool = t
         let deep = RuntimeFacts(cgroupParent: "a.slice/vpn.slice", cgroupIDs: ["a.slice/vpn.slice/vpn-work.slice": 101],
                                 cgroupsAlongParent: ["a.slice": 1, "b.slice": 2, "a.slice/vpn.slice": 3, "a.slice/x.service": 4])
         let deepOutput = try #require(Planner.plan(policy, facts: deep).nft.chain(named: "route_output"))
-        #expect(Array(deepOutput.rules.map(\.statements).dropFirst(4).prefix(3)) == [
+        #expect(Array(deepOutput.rules.map(\.statements).dropFirst(6).prefix(3)) == [
             [.cgroupInSet(level: 1, set: "known_level_1", negated: true), .verdict(.jump("unknown_cgroup"))],
             [.cgroupMatch(level: 1, cgroup: .cgroup(id: 1, path: "a.slice"), negated: false),
              .cgroupInSet(level: 2, set: "known_level_2", negated: true), .verdict(.jump("unknown_cgroup"))],
@@ -167,7 +169,8 @@ func profile(_ name: String, tunnel: String, index: UInt32, killswitch: Bool = t
         let state = Planner.plan(policy, facts: RuntimeFacts(cgroupIDs: ["vpn.slice/vpn-work.slice": 101, "vpn.slice/vpn-home.slice": 102]))
         let inbound = try #require(state.nft.chain(named: "inbound"))
         #expect(inbound.base == NftBaseChain(kind: .filter, hook: .input, priority: 0))
-        #expect(inbound.rules.map(\.statements) == [[.conntrackStateNew, .cgroupVerdictMap(level: 2, map: "listen_level_2")]])
+        #expect(inbound.rules.map(\.statements) == [[.conntrackStateNew, .cgroupVerdictMap(level: 5, map: "listen_level_5")],
+                                                     [.conntrackStateNew, .cgroupVerdictMap(level: 2, map: "listen_level_2")]])
         #expect(state.nft.set(named: "listen_level_2")?.elements == [
             NftElement(key: .cgroup(id: 101, path: "vpn.slice/vpn-work.slice"), verdict: .jump("listen_work")),
             NftElement(key: .cgroup(id: 102, path: "vpn.slice/vpn-home.slice"), verdict: .jump("listen_home")),
@@ -230,7 +233,7 @@ func profile(_ name: String, tunnel: String, index: UInt32, killswitch: Bool = t
         let state = Planner.plan(policy, facts: RuntimeFacts(cgroupIDs: ["vpn.slice/vpn-work.slice": 101]))
         let redirect = try #require(state.nft.chain(named: "dns_redirect"))
         #expect(redirect.base == NftBaseChain(kind: .nat, hook: .output, priority: -100))
-        #expect(redirect.rules.map(\.statements) == [[.cgroupVerdictMap(level: 2, map: "dns_level_2")]], "by cgroup: the proxy's own queries carry the mark too")
+        #expect(redirect.rules.map(\.statements) == [[.cgroupVerdictMap(level: 5, map: "dns_level_5")], [.cgroupVerdictMap(level: 2, map: "dns_level_2")]], "by cgroup: the proxy's own queries carry the mark too")
         #expect(state.nft.set(named: "dns_level_2")?.elements == [
             NftElement(key: .cgroup(id: 101, path: "vpn.slice/vpn-work.slice"), verdict: .jump("dns_work")),
         ])
@@ -292,7 +295,7 @@ func profile(_ name: String, tunnel: String, index: UInt32, killswitch: Bool = t
                 "allow_lan: connections from the LAN reach members' listeners")
 
         let dns = try #require(state.nft.chain(named: "dns_redirect")).rules.map(\.statements)
-        #expect(dns == [[.cgroupVerdictMap(level: 2, map: "dns_level_2")], [.socketMarkMatch(value: 0, negated: true), .verdict(.accept)],
+        #expect(dns == [[.cgroupVerdictMap(level: 5, map: "dns_level_5")], [.cgroupVerdictMap(level: 2, map: "dns_level_2")], [.socketMarkMatch(value: 0, negated: true), .verdict(.accept)],
                         [.verdict(.jump("dns_work"))]])
         #expect(state.nft.set(named: "dns_level_2")?.elements.contains(NftElement(key: .cgroup(id: 102, path: "vpn.slice/vpn-bypass.slice"), verdict: .accept)) == true,
                 "the bypass slice keeps the host's DNS")
@@ -327,7 +330,7 @@ func profile(_ name: String, tunnel: String, index: UInt32, killswitch: Bool = t
         let facts = RuntimeFacts(links: ["wg0": Link(index: 7, name: "wg0", isUp: true, isRunning: true, mtu: 1420)])
         let text = PlanText.render(Planner.plan(policy, facts: facts), interfaceNames: [7: "wg0"])
         #expect(text.contains("table inet vpnexec {"))
-        #expect(text.contains("\t\tsocket cgroupv2 level") == false, "no cgroup exists, so no level map")
+        #expect(text.contains("\t\tsocket cgroupv2 level 5 vmap @cgroup_level_5"), "systemd's depths have their maps before any cgroup exists")
         #expect(text.contains("# ip -4 rule add priority 7300 fwmark 0x1000000/0x7f000000 table 7301 proto 118"))
         #expect(text.contains("# ip -6 route add default dev wg0 table 7301 metric 1 proto 118"))
         #expect(text.contains("# ip -4 route add unreachable default table 7301 metric 4294967295 proto 118"))
@@ -396,5 +399,24 @@ enum ExceptionRulesRanges {
         let five = try #require(output.firstIndex(of: [.cgroupVerdictMap(level: 5, map: "cgroup_level_5")]))
         let two = try #require(output.firstIndex(of: [.cgroupVerdictMap(level: 2, map: "cgroup_level_2")]))
         #expect(five < two, "the deeper cgroup is looked up first")
+    }
+
+    /// A unit that joins where systemd puts them changes only map elements, which vpnd
+    /// applies as element edits: no rule of the table is rewritten.
+    @Test func joinsAtSystemdsDepthsChangeOnlyElements() {
+        let facts = RuntimeFacts(cgroupIDs: ["vpn.slice/vpn-work.slice": 101])
+        func shape(joining paths: [String]) -> ([NftChain], [String]) {
+            var joined = facts
+            for (offset, path) in paths.enumerated() { joined.joinedCgroups[path] = RuntimeFacts.JoinedCgroup(profile: "work", id: 600 + UInt64(offset)) }
+            let table = Planner.plan(policy, facts: joined).nft
+            return (table.chains, table.sets.map(\.name))
+        }
+        let before = shape(joining: [])
+        let user = "user.slice/user-1000.slice/user@1000.service"
+        let usual = shape(joining: ["system.slice/app-gnome-org.mozilla.firefox-1.scope", "\(user)/app.slice/app-gnome-org.mozilla.firefox-2.scope",
+                                    "\(user)/vpn.slice/vpn-work.slice"])
+        #expect(usual.0 == before.0 && usual.1 == before.1)
+        let nested = shape(joining: ["\(user)/app.slice/app-org.gnome.Terminal.slice/app-gnome-org.mozilla.firefox-3.scope"])
+        #expect(nested.1.contains("cgroup_level_6") && nested.0 != before.0, "another depth gets a map and a rule of its own")
     }
 }
