@@ -31,9 +31,9 @@ import Testing
         // Not in /tmp, which systemd-nspawn covers with a tmpfs.
         try FileManager.default.copyItem(atPath: deb, toPath: root + "/root/vpnexec.deb")
 
-        /// A command inside the root: its own mount, PID and UTS namespaces, /proc and /dev.
+        /// A command inside the root: its own mount, PID, UTS and network namespaces, /proc and /dev.
         func inside(_ command: String) throws -> CommandResult {
-            try Command.status(["systemd-nspawn", "--register=no", "--keep-unit", "-q", "--pipe", "--machine=vx\(tag)", "-D", root,
+            try Command.status(["systemd-nspawn", "--register=no", "--keep-unit", "-q", "--pipe", "--private-network", "--machine=vx\(tag)", "-D", root,
                                 "--setenv=LC_ALL=C", "/bin/sh", "-c", command],
                                environment: ["PATH": "/usr/sbin:/usr/bin:/sbin:/bin"])
         }
@@ -60,6 +60,11 @@ import Testing
         try expectSuccess("stat -c %a /usr/bin/vpnexec /usr/bin/vpnctl") { $0 == "755\n755\n" }
         try expectSuccess("ls -A /etc/vpnexec/policy.d") { $0.isEmpty }
         try expectSuccess("vpnexec --version") { $0 == "vpnexec \(describe)\n" }
+        // Without a tag the bare commit (which may begin with a digit) sorts below any release.
+        let tagged = try Command.status(["git", "-C", repository, "describe", "--tags", "--abbrev=0"]).status == 0
+        try expectSuccess("dpkg-query -W -f '${Version}' vpnexec") {
+            tagged ? $0.first?.isNumber == true : $0 == "0.0.0+git." + describe.replacingOccurrences(of: "-", with: "+")
+        }
         try expectSuccess("vpnd --version && vpn-server --version") { $0 == "vpnd \(describe)\nvpn-server \(describe)\n" }
         try expectSuccess("man -w vpnexec && man -w 5 vpnexec-policy && man -w vpnctl") {
             $0 == "/usr/share/man/man1/vpnexec.1.gz\n/usr/share/man/man5/vpnexec-policy.5.gz\n/usr/share/man/man8/vpnctl.8.gz\n"
@@ -90,7 +95,9 @@ import Testing
         // The admin's policy, and vpnd's copy of the last one that applied (--state-dir).
         try expectSuccess("cp /usr/share/doc/vpnexec/examples/10-work.toml /etc/vpnexec/policy.d/ && mkdir -p /var/lib/vpnexec/policy.d "
                           + "&& cp /etc/vpnexec/policy.d/10-work.toml /var/lib/vpnexec/policy.d/")
-        try expectSuccess("dpkg --purge vpnexec")
+        // Removing the package takes vpnd's rules, routes and table out of the kernel too.
+        let rules = "{ ip -4 rule; ip -6 rule; } | grep -c 'lookup 7301'"
+        try expectSuccess("vpnd --oneshot 2>/dev/null && \(rules) && dpkg --purge vpnexec >/dev/null && { \(rules) || true; }") { $0 == "2\n0\n" }
         try expectSuccess("dpkg -s vpnexec >/dev/null 2>&1 || echo gone") { $0 == "gone\n" }
         let left = files.filter { FileManager.default.fileExists(atPath: root + $0) }
         let shared = left.filter { FileManager.default.fileExists(atPath: lower + $0) }
