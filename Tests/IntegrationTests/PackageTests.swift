@@ -6,22 +6,29 @@ import Testing
 /// Debian 12 root (the booted tests' debootstrapped root, under a throw-away overlay), used
 /// there as an admin would, then purged: only the admin's policy is left.
 @Suite(.serialized) struct PackageTests {
+    static let repository = URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent("../..").standardized.path
+
+    /// The release build with the static Swift runtime (its own scratch directory, so it does
+    /// not wait for this `swift test`'s lock on .build), packaged: the .deb's path.
+    static func package(into directory: String) throws -> String {
+        let built = try Command.status([repository + "/scripts/package", directory])
+        try #require(built.status == 0, "scripts/package: \(built.stderr.suffix(3000))")
+        let deb = built.stdout.trimmed
+        #expect(deb.hasPrefix(directory + "/vpnexec_") && deb.hasSuffix(".deb"), "\(built.stdout)")
+        return deb
+    }
+
     @Test func installsWorksAndPurgesLeavingOnlyThePolicy() throws {
         let cleanup = Cleanup()
         defer { cleanup.run() }
-        let repository = URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent("../..").standardized.path
+        let repository = Self.repository
         let tag = uniqueTag()
         let work = NSTemporaryDirectory() + "vx-\(tag)-package"
         try FileManager.default.createDirectory(atPath: work, withIntermediateDirectories: true)
         cleanup.add("remove \(work)") { try? FileManager.default.removeItem(atPath: work) }
 
-        // The release build with the static Swift runtime (its own scratch directory, so it
-        // does not wait for this `swift test`'s lock on .build).
         let describe = try Command.run(["git", "-C", repository, "describe", "--tags", "--always", "--dirty"]).trimmed
-        let built = try Command.status([repository + "/scripts/package", work])
-        try #require(built.status == 0, "scripts/package: \(built.stderr.suffix(3000))")
-        let deb = built.stdout.trimmed
-        #expect(deb.hasPrefix(work + "/vpnexec_") && deb.hasSuffix(".deb"), "\(built.stdout)")
+        let deb = try Self.package(into: work)
 
         let lower = try SystemdRoot.path()
         let (upper, scratch, root) = (work + "/upper", work + "/scratch", work + "/root")
@@ -106,5 +113,37 @@ import Testing
         #expect(!FileManager.default.fileExists(atPath: root + "/var/lib/vpnexec"), "purge removes vpnd's state")
         #expect(shared.allSatisfy { var directory: ObjCBool = false; return FileManager.default.fileExists(atPath: root + $0, isDirectory: &directory) && directory.boolValue },
                 "only directories other packages share are left: \(shared)")
+    }
+
+    /// Under a booted systemd, as an admin runs it: an upgrade restarts the running vpnd on
+    /// the new binary; removing the package stops it and takes its rules out of the kernel.
+    @Test func underSystemdAnUpgradeRestartsVpndAndRemovalStopsIt() throws {
+        let cleanup = Cleanup()
+        defer { cleanup.run() }
+        let tag = uniqueTag()
+        let work = NSTemporaryDirectory() + "vx-\(tag)-booted-package"
+        try FileManager.default.createDirectory(atPath: work, withIntermediateDirectories: true)
+        cleanup.add("remove \(work)") { try? FileManager.default.removeItem(atPath: work) }
+        let deb = try Self.package(into: work)
+        let namespace = try NetworkNamespace("vx\(tag)bp", cleanup: cleanup)
+        let container = try BootedSystemd(root: try SystemdRoot.path(), namespace: namespace, binds: [.init(work, at: "/root/package")],
+                                          cleanup: cleanup, systemCalls: ["landlock_create_ruleset", "landlock_add_rule", "landlock_restrict_self"])
+        func expectSuccess(_ command: String, _ check: (String) -> Bool = { _ in true }) throws {
+            let result = try container.run(["/bin/sh", "-c", command])
+            #expect(result.status == 0 && check(result.stdout), "\(command): \(result.status)\n\(result.stdout)\(result.stderr)")
+        }
+        let install = "dpkg -i /root/package/\(URL(fileURLWithPath: deb).lastPathComponent) >/dev/null"
+        let rules = "{ ip -4 rule; ip -6 rule; } | grep -c 'lookup 7301' || true"
+        try expectSuccess(install)
+        try expectSuccess("systemctl is-active vpnd.service || true") { $0 == "inactive\n" }
+        try expectSuccess("printf '[profile.work]\\ntunnel.interface = \"wg0\"\\nusers = [0]\\n' > /etc/vpnexec/policy.d/10-work.toml "
+                          + "&& systemctl enable --now vpnd.service")
+        try expectSuccess(rules) { $0 == "2\n" }
+        let before = try container.properties("vpnd.service", ["MainPID"])["MainPID"]
+        try expectSuccess(install)
+        let after = try container.properties("vpnd.service", ["ActiveState", "MainPID"])
+        #expect(after["ActiveState"] == "active" && after["MainPID"] != before, "the upgrade restarts vpnd: \(String(describing: before)) -> \(after)")
+        try expectSuccess("dpkg -r vpnexec >/dev/null && systemctl is-active vpnd.service || true") { $0 == "inactive\n" }
+        try expectSuccess(rules) { $0 == "0\n" }
     }
 }
