@@ -79,6 +79,29 @@ import Testing
         #expect(odd.withUnsafeBytes { Checksum.fold(Checksum.add($0, to: 0)) } == UInt16(Self.referenceSum(odd)))
     }
 
+    /// The machine-order sum against the word-by-word reference: every length from 0 to 80,
+    /// every start offset in a word, random bytes, all-ones and all-zero bytes, and an
+    /// initial sum carried in.
+    @Test func internetChecksumMatchesTheReferenceForAnyLengthAndAlignment() {
+        var generator = SystemRandomNumberGenerator()
+        for fill in ["random", "ones", "zeros"] {
+            for length in 0...80 {
+                for start in 0..<8 {
+                    let bytes: [UInt8] = (0..<(start + length)).map { _ in
+                        fill == "ones" ? 0xff : fill == "zeros" ? 0 : UInt8.random(in: 0...255, using: &generator)
+                    }
+                    let initial = UInt64.random(in: 0...0xf_ffff, using: &generator)
+                    let got = bytes.withUnsafeBytes { Checksum.fold(Checksum.add(UnsafeRawBufferPointer(rebasing: $0[start...]), to: initial)) }
+                    var expected = UInt64(Self.referenceSum(Array(bytes[start...]))) + initial
+                    while expected > 0xffff { expected = (expected & 0xffff) + (expected >> 16) }
+                    // 0 and 0xffff are the same number in one's complement.
+                    #expect(got == UInt16(expected) || (got | UInt16(expected)) == 0xffff && got & UInt16(expected) == 0,
+                            "\(fill), length \(length), start \(start): \(got) vs \(expected)")
+                }
+            }
+        }
+    }
+
     @Test func ipv4SuperPacketIsCutIntoFinishedSegments() throws {
         let payload = (0..<2500).map { UInt8(truncatingIfNeeded: $0 * 7) }
         let tcp = Self.tcpHeader(sequence: 0xffff_fc00, flags: 0x18 | 0x01 | 0x80)   // PSH ACK FIN CWR
