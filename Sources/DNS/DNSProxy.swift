@@ -19,6 +19,7 @@ public struct DNSProxy<Client: Hashable> {
     private var random: any RandomNumberGenerator
     private var inFlight: InFlightQueries<Client>
     private var scan = AnswerScan()
+    private var serviceTargets = ServiceTargets()
     /// The server new queries go to first: moves on when it lets a query time out.
     private var preferred = 0
     private let upstreamTimeout: UInt64
@@ -90,7 +91,14 @@ public struct DNSProxy<Client: Hashable> {
         inFlight.remove(header.id)
         var response = bytes
         Wire.put16(query.clientID, into: &response, at: 0)
-        guard !scan.lists.isEmpty else {
+        var lists = scan.lists
+        if !serviceTargets.isEmpty {
+            for name in scan.chain {
+                guard let name = try? DomainName(in: bytes, at: name) else { continue }
+                lists.formUnion(serviceTargets.lists(of: name, now: now))
+            }
+        }
+        guard !lists.isEmpty else {
             counters.answered += 1
             return actions.append(.reply(response: response, to: query.client, over: query.transport))
         }
@@ -99,7 +107,7 @@ public struct DNSProxy<Client: Hashable> {
             // would let the client connect somewhere the sets do not cover.
             return fail(response, .serverFailure, to: query.client, over: query.transport, into: &actions)
         }
-        let elements = fill(&response)
+        let elements = fill(&response, lists: lists, now: now)
         counters.answered += 1
         actions.append(elements.isEmpty ? .reply(response: response, to: query.client, over: query.transport)
                                         : .fillThenReply(elements: elements, response: response, to: query.client, over: query.transport))
@@ -153,8 +161,9 @@ public struct DNSProxy<Client: Hashable> {
     /// lowered in place where they would outlive them: an address or service record's to the
     /// ceiling, a CNAME's of the chain to the shortest element timeout (a client that kept
     /// the CNAME longer would ask for the target's addresses directly, and the target need
-    /// not be in any list).
-    private mutating func fill(_ response: inout [UInt8]) -> [DNSSetElement] {
+    /// not be in any list). The target names of the service records are remembered for the
+    /// lists as long as the records' elements live.
+    private mutating func fill(_ response: inout [UInt8], lists: DomainList.Membership, now: DNSInstant) -> [DNSSetElement] {
         var elements: [DNSSetElement] = []
         var shortest = UInt32.max
         let bounds = configuration.elementTimeout
@@ -167,7 +176,7 @@ public struct DNSProxy<Client: Hashable> {
             return timeout
         }
         func add(_ address: IPAddress, timeout: UInt32) {
-            for list in scan.lists.lists {
+            for list in lists.lists {
                 let sets = configuration.domainSets[list]
                 let element = DNSSetElement(set: address.isIPv4 ? sets.ipv4Set : sets.ipv6Set, address: address, timeoutSeconds: timeout)
                 counters.addressesAdded[element.set, default: 0] += 1
@@ -182,6 +191,9 @@ public struct DNSProxy<Client: Hashable> {
             let record = scan.records[index]
             let seconds = timeout(of: record)
             for hint in ServiceHints.addresses(response, record.data) { add(hint, timeout: seconds) }
+            if let offset = ServiceHints.targetName(response, record.data), let target = try? DomainName(in: response, at: offset) {
+                serviceTargets.remember(target, lists: lists, until: now + .seconds(Int64(seconds)), now: now)
+            }
         }
         for index in scan.cnameRecords where Wire.effectiveTTL(scan.records[index].ttl) > shortest {
             Wire.put32(shortest, into: &response, at: scan.records[index].ttlOffset)

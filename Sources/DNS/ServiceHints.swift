@@ -15,23 +15,37 @@ enum ServiceHints {
         (try? read(bytes, data)) ?? []
     }
 
+    /// Where the record's TargetName starts in `bytes`, unless it is the root ("." : the
+    /// owner itself in ServiceMode, no service in AliasMode) or the record is malformed.
+    static func targetName(_ bytes: [UInt8], _ data: Range<Int>) -> Int? {
+        guard data.count >= 3, data.upperBound <= bytes.count, bytes[data.lowerBound + 2] != 0,
+              (try? read(bytes, data)) != nil else { return nil }
+        return data.lowerBound + 2
+    }
+
     private struct Malformed: Error {}
 
-    private static func read(_ bytes: [UInt8], _ data: Range<Int>) throws(Malformed) -> [IPAddress] {
+    /// Where the parameters start, after a TargetName that lies within the record.
+    private static func parameters(_ bytes: [UInt8], _ data: Range<Int>) throws(Malformed) -> Int {
         let end = data.upperBound
         guard data.count >= 3, end <= bytes.count else { throw Malformed() }
-        let priority = UInt16(bytes[data.lowerBound]) << 8 | UInt16(bytes[data.lowerBound + 1])
-        guard priority != 0 else { return [] }
         // TargetName: never compressed (RFC 9460 2.2).
         var at = data.lowerBound + 2
         while true {
             guard at < end else { throw Malformed() }
             let length = Int(bytes[at])
             at += 1
-            if length == 0 { break }
+            if length == 0 { return at }
             guard length < 64, at + length <= end else { throw Malformed() }
             at += length
         }
+    }
+
+    private static func read(_ bytes: [UInt8], _ data: Range<Int>) throws(Malformed) -> [IPAddress] {
+        let end = data.upperBound
+        var at = try parameters(bytes, data)
+        let priority = UInt16(bytes[data.lowerBound]) << 8 | UInt16(bytes[data.lowerBound + 1])
+        guard priority != 0 else { return [] }
         var hints: [IPAddress] = []
         var previousKey: Int = -1
         while at < end {

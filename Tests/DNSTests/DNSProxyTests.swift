@@ -143,6 +143,34 @@ func upstreamID(_ bytes: [UInt8]) -> UInt16 { UInt16(bytes[0]) << 8 | UInt16(byt
         #expect(try DNSMessage(parsing: response).answers.map(\.ttl) == [3600])
     }
 
+    /// The client asks for the HTTPS record of a listed name, then for the addresses of the
+    /// record's TargetName, a name in no list: those fill the listed name's sets, in
+    /// ServiceMode and AliasMode alike, until the HTTPS record's elements would expire. An
+    /// unlisted name's target fills nothing.
+    @Test func aListedHTTPSRecordsTargetNameFillsTheSetsWhenAskedLater() throws {
+        var harness = try ProxyHarness(ids: Array(0xb001...0xb010))
+        func wire(_ text: String) -> [UInt8] { name(text).wire }
+        func ask(_ text: String, _ type: DNSRecordType, id: UInt16, records: (String) -> [DNSRecord]) throws -> [DNSProxyAction<String>] {
+            let forward = try #require(forwarded(harness.query(query(text, type, id: id), from: "c")))
+            return harness.answer(answer(text, type, id: upstreamID(forward.bytes), records: records(text)))
+        }
+        let alpn: (key: UInt16, value: [UInt8]) = (1, [2] + Array("h2".utf8))
+        #expect(replied(try ask("bank.example", .https, id: 1) { [https($0, target: wire("edge.provider.example"), params: [alpn], ttl: 120)] }) != nil)
+        #expect(replied(try ask("www.bank.example", .https, id: 2) { _ in [] }) != nil)
+        #expect(replied(try ask("x.cdn.example", .https, id: 3) { [https($0, priority: 0, target: wire("pool.provider.example"), params: [])] }) != nil)
+        #expect(replied(try ask("other.example", .https, id: 4) { [https($0, target: wire("elsewhere.provider.example"), params: [alpn])] }) != nil)
+
+        for (target, address) in [("edge.provider.example", "192.0.2.10"), ("Pool.Provider.Example", "192.0.2.11")] {
+            let actions = try ask(target, .a, id: 5) { [a($0, address)] }
+            guard case let .fillThenReply(elements, _, _, _)? = actions.first else { Issue.record("\(target): \(actions)"); continue }
+            #expect(elements == [DNSSetElement(set: "bypass_v4", address: IPAddress(address)!, timeoutSeconds: 300)])
+        }
+        #expect(replied(try ask("elsewhere.provider.example", .a, id: 6) { [a($0, "192.0.2.12")] }) != nil, "an unlisted name's target")
+        _ = harness.advance(121)
+        #expect(replied(try ask("edge.provider.example", .a, id: 7) { [a($0, "192.0.2.10")] }) != nil, "after the HTTPS record's time")
+        #expect(try ask("pool.provider.example", .a, id: 8) { [a($0, "192.0.2.11")] }.first.map { if case .fillThenReply = $0 { true } else { false } } == true)
+    }
+
     @Test func twoClientsWithTheSameIDGetTheirOwnAnswers() throws {
         var harness = try ProxyHarness()
         let first = try #require(forwarded(harness.query(query("one.example", id: 42), from: "alice")))
@@ -388,5 +416,25 @@ func upstreamID(_ bytes: [UInt8]) -> UInt16 { UInt16(bytes[0]) << 8 | UInt16(byt
         let counters = harness.proxy.counters
         #expect(counters.answered > 100 && counters.failed > 50 && counters.evicted > 0 && counters.retried > 50)
         #expect(counters.dropped[.mismatchedAnswer, default: 0] > 10 && counters.dropped[.unexpectedAnswer, default: 0] > 10)
+    }
+}
+
+/// The table of remembered service targets: bounded, and what expired makes room.
+@Suite struct ServiceTargetsTests {
+    @Test func boundedAndExpiredEntriesMakeRoom() {
+        var targets = ServiceTargets()
+        let start = DNSInstant(nanoseconds: 1_000_000_000)
+        for i in 0..<ServiceTargets.capacity {
+            targets.remember(name("t\(i).example"), lists: .list(0), until: start + .seconds(i < 10 ? 5 : 500), now: start)
+        }
+        targets.remember(name("late.example"), lists: .list(0), until: start + .seconds(500), now: start)
+        #expect(targets.lists(of: name("late.example"), now: start) == [], "full: not remembered")
+        #expect(targets.lists(of: name("T1.Example"), now: start) == .list(0), "names compare without case")
+        let later = start + .seconds(10)
+        #expect(targets.lists(of: name("t1.example"), now: later) == [], "expired")
+        targets.remember(name("late.example"), lists: .list(1), until: later + .seconds(60), now: later)
+        #expect(targets.lists(of: name("late.example"), now: later) == .list(1), "the expired entries made room")
+        targets.remember(name("late.example"), lists: .list(0), until: later + .seconds(1), now: later)
+        #expect(targets.lists(of: name("late.example"), now: later + .seconds(30)) == [.list(0), .list(1)], "joined, for the later expiry")
     }
 }
