@@ -13,6 +13,7 @@
 #include <linux/sched.h>
 #include <sys/statfs.h>
 #include <linux/magic.h>
+#include <malloc.h>
 
 extern int setns(int fd, int nstype);
 extern int accept4(int fd, struct sockaddr *addr, socklen_t *addrlen, int flags);

@@ -46,7 +46,9 @@ public struct ControlResponse: Codable, Hashable, Sendable {
 public struct StatusReport: Codable, Hashable, Sendable {
     /// The version of this report's shape (`vpnctl status --json`): raised when a field
     /// changes meaning or goes away; new fields may appear without it.
-    public static let currentSchema = 1
+    /// 2: `dns.bypassDomains`/`routeDomains` hold the first `DNSStatus.listedDomains`; the
+    /// counts say how many the policy has.
+    public static let currentSchema = 2
     public var schema = StatusReport.currentSchema
     public var daemonPID: Int32
     public var policyDirectory: String
@@ -122,10 +124,16 @@ public struct ProfileStatus: Codable, Hashable, Sendable {
 }
 
 public struct DNSStatus: Codable, Hashable, Sendable {
+    /// At most this many of each list are in a status, in policy order: a policy may hold
+    /// 100,000 domains, and a status that carried them all would be megabytes per call.
+    public static let listedDomains = 64
+
     public var port: UInt16
     public var servers: [String]
     public var bypassDomains: [String]
+    public var bypassDomainCount: Int
     public var routeDomains: [String]
+    public var routeDomainCount: Int
     public var answered: UInt64
     public var forwarded: UInt64
     /// Answered by the proxy itself: SERVFAIL (timeouts, refused fills), REFUSED, FORMERR.
@@ -134,12 +142,14 @@ public struct DNSStatus: Codable, Hashable, Sendable {
     /// Addresses each of the profile's domain sets holds now.
     public var setSizes: [String: Int]
 
-    public init(port: UInt16, servers: [String], bypassDomains: [String], routeDomains: [String], answered: UInt64, forwarded: UInt64,
-                failed: UInt64, dropped: UInt64, setSizes: [String: Int]) {
+    public init(port: UInt16, servers: [String], bypassDomains: [String], bypassDomainCount: Int, routeDomains: [String], routeDomainCount: Int,
+                answered: UInt64, forwarded: UInt64, failed: UInt64, dropped: UInt64, setSizes: [String: Int]) {
         self.port = port
         self.servers = servers
         self.bypassDomains = bypassDomains
+        self.bypassDomainCount = bypassDomainCount
         self.routeDomains = routeDomains
+        self.routeDomainCount = routeDomainCount
         self.answered = answered
         self.forwarded = forwarded
         self.failed = failed

@@ -42,6 +42,8 @@ final class ControlServer {
         var received: [UInt8] = []
         var passed: Int32?
         var outbox: [UInt8] = []
+        /// How much of `outbox` the socket has taken.
+        var sent = 0
         var answered = false
 
         init(fd: Int32, uid: UInt32, opened: Double) {
@@ -220,14 +222,17 @@ final class ControlServer {
 
     private func send(_ connection: Connection, _ response: ControlResponse) {
         connection.outbox = ControlCoding.encode(response)
+        connection.sent = 0
         flush(connection)
     }
 
     private func flush(_ connection: Connection) {
-        while !connection.outbox.isEmpty {
-            let count = connection.outbox.withUnsafeBytes { Glibc.send(connection.fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL | MSG_DONTWAIT)) }
+        while connection.sent < connection.outbox.count {
+            let count = connection.outbox.withUnsafeBytes {
+                Glibc.send(connection.fd, $0.baseAddress! + connection.sent, $0.count - connection.sent, Int32(MSG_NOSIGNAL | MSG_DONTWAIT))
+            }
             if count > 0 {
-                connection.outbox.removeFirst(count)
+                connection.sent += count
                 continue
             }
             if count < 0 && (errno == EAGAIN || errno == EINTR) {
@@ -244,7 +249,13 @@ final class ControlServer {
         loop.unwatch(fd)
         if let passed = connection.passed { Glibc.close(passed) }
         Glibc.close(fd)
+        if connection.outbox.count > Self.largeReply {
+            connection.outbox = []
+            FreedMemory.giveBack()
+        }
     }
+
+    static let largeReply = 1 << 20
 
     /// Silent connections go after a second, any connection after the total limit.
     private func expire() {

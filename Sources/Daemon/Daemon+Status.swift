@@ -19,7 +19,8 @@ extension Daemon {
         var servers = profile.dnsServers
         if servers.isEmpty, let loaded = tunnelFiles[profile.tunnel.interfaceName] { servers = loaded.config.interface.dnsServers }
         return DNSStatus(port: policy.dns.port(for: profile), servers: servers.map(\.description),
-                         bypassDomains: profile.bypassDomains.map(\.description), routeDomains: profile.routeDomains.map(\.description),
+                         bypassDomains: profile.bypassDomains.prefix(DNSStatus.listedDomains).map(\.description), bypassDomainCount: profile.bypassDomains.count,
+                         routeDomains: profile.routeDomains.prefix(DNSStatus.listedDomains).map(\.description), routeDomainCount: profile.routeDomains.count,
                          answered: counters.answered, forwarded: counters.forwarded, failed: counters.failed, dropped: counters.droppedTotal,
                          setSizes: sizes)
     }

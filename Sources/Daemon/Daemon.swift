@@ -260,6 +260,7 @@ public final class Daemon {
         keepLastApplied()
         configureDNS()
         followExecutables()
+        FreedMemory.giveBack()
         log.info("reloaded policy: \(policy.profiles.count) profile(s)")
         return ControlResponse(ok: true, message: "policy reloaded: \(policy.profiles.count) profile(s)")
     }
@@ -328,6 +329,7 @@ public final class Daemon {
         try applyPolicy()
         configureDNS()
         followExecutables()
+        FreedMemory.giveBack()
         sd_notify(0, "READY=1\nSTATUS=\(policy.profiles.count) profile(s)")
         log.info("listening on \(options.socketPath)")
         try loop.run()

@@ -63,11 +63,17 @@ enum StatusText {
         return lines
     }
 
+    /// A domain list on one line: the first few, and how many there are when that is not all.
+    static func domains(_ shown: [String], of count: Int) -> String {
+        let first = shown.prefix(8).joined(separator: ", ")
+        return count > 8 ? first + ", ... (\(count) in all)" : first
+    }
+
     /// The profile's DNS proxy: where it listens, whom it asks, what it did.
     static func dns(_ d: DNSStatus) -> [String] {
         var lines = ["  dns       proxy on port \(d.port), \(d.servers.isEmpty ? "no resolvers: queries are refused (set dns = [...])" : "resolvers \(d.servers.joined(separator: ", "))"); answered \(d.answered), forwarded \(d.forwarded), failed \(d.failed), dropped \(d.dropped)"]
-        if !d.bypassDomains.isEmpty { lines.append("  bypass    domains \(d.bypassDomains.joined(separator: ", "))") }
-        if !d.routeDomains.isEmpty { lines.append("  route     domains \(d.routeDomains.joined(separator: ", "))") }
+        if !d.bypassDomains.isEmpty { lines.append("  bypass    domains " + domains(d.bypassDomains, of: d.bypassDomainCount)) }
+        if !d.routeDomains.isEmpty { lines.append("  route     domains " + domains(d.routeDomains, of: d.routeDomainCount)) }
         if !d.setSizes.isEmpty {
             lines.append("  learned   " + d.setSizes.sorted { $0.key < $1.key }.map { "\($0.key) \($0.value)" }.joined(separator: ", "))
         }

@@ -24,7 +24,7 @@ import Testing
         ], drops: drops)
         let profile = ProfileStatus(name: "work", mark: 0x0100_0000, table: 7301, killswitch: true, cgroup: "vpn.slice/vpn-work.slice", members: 2,
                                     tunnel: tunnel, sent: traffic, received: traffic, throughTunnel: traffic, droppedByKillswitch: traffic,
-                                    dns: DNSStatus(port: 5300, servers: ["10.64.0.1"], bypassDomains: ["bank.example"], routeDomains: ["*.corp.example"],
+                                    dns: DNSStatus(port: 5300, servers: ["10.64.0.1"], bypassDomains: ["bank.example"], bypassDomainCount: 1, routeDomains: ["*.corp.example"], routeDomainCount: 1,
                                                    answered: 5, forwarded: 4, failed: 1, dropped: 0, setSizes: sizes))
         return StatusReport(daemonPID: 42, policyDirectory: "/etc/vpnexec/policy.d", cgroupRoot: "/sys/fs/cgroup", profiles: [profile], sandbox: "Landlock ABI 4 (verified)")
     }

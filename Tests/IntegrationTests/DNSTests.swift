@@ -1,3 +1,4 @@
+import Control
 import Foundation
 import NetTestSupport
 import Testing
@@ -166,6 +167,9 @@ final class TunnelResolver: @unchecked Sendable {
         let (leaked, control) = try capture.stop()
         #expect(leaked.isEmpty && control > 20, "\(leaked.prefix(3))")
         let dns = try #require(try s.daemon.status().profiles[0].dns)
-        #expect(dns.bypassDomains.count == 10_001 && dns.setSizes["route_dns4_work"] == 1, "learned addresses kept: \(dns.setSizes)")
+        #expect(dns.bypassDomainCount == 10_001 && dns.bypassDomains.count == DNSStatus.listedDomains && dns.setSizes["route_dns4_work"] == 1, "learned addresses kept: \(dns.setSizes)")
+        // The status names the first domains and counts them all.
+        let text = try s.daemon.vpnctl(["status"]).stdout
+        #expect(text.contains("bypass    domains bank.example, name-0.bulk.example,") && text.contains(", ... (10001 in all)"), "\(text.prefix(2000))")
     }
 }
