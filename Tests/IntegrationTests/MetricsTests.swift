@@ -1,3 +1,4 @@
+import Control
 import Foundation
 import NetTestSupport
 import Testing
@@ -53,7 +54,7 @@ import Testing
         #expect(metrics.status == 0 && metrics.stdout.isEmpty, "\(metrics.stderr)")
         try json.stdout.write(toFile: directory + "/status.json", atomically: true, encoding: .utf8)
         let script = try PythonScript.write("metrics.py", cleanup: cleanup)
-        let parsed = try Command.status(["python3", script, directory + "/vpnexec.prom", directory + "/status.json"])
+        let parsed = try Command.status(["python3", script, directory + "/vpnexec.prom", directory + "/status.json", "\(StatusReport.currentSchema)"])
         #expect(parsed.status == 0, "prometheus_client and json: \(parsed.stderr)")
         struct Sample: Decodable { var name: String; var labels: [String: String]; var type: String; var value: Double }
         let samples = try parsed.stdout.split(separator: "\n").map { try JSONDecoder().decode(Sample.self, from: Data($0.utf8)) }

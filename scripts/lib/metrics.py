@@ -1,6 +1,6 @@
 # Reads `vpnctl metrics` output (argv[1]) with prometheus_client's text parser and
 # `vpnctl status --json` output (argv[2]) with json, checks the JSON's form (sorted keys,
-# no escaped slashes, schema, hex marks) and that every profile's metrics agree with it,
+# no escaped slashes, the schema vpnctl documents (argv[3]), hex marks) and that every profile's metrics agree with it,
 # then prints each sample as a JSON line: name, labels, type, value.
 import json, re, sys
 from prometheus_client.parser import text_string_to_metric_families
@@ -12,7 +12,7 @@ def sorted_hook(pairs):
     return dict(pairs)
 status = json.loads(raw, object_pairs_hook=sorted_hook)
 assert "\\/" not in raw, "escaped slash"
-assert status["schema"] == 1, status["schema"]
+assert status["schema"] == int(sys.argv[3]), (status["schema"], sys.argv[3])
 samples = {}
 for family in text_string_to_metric_families(text):
     for s in family.samples:
