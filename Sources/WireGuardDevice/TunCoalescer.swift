@@ -154,8 +154,11 @@ public final class TunCoalescer {
     }
 
     /// Whether the segment continues the run exactly: next in sequence, no bigger than the
-    /// first, the same headers but for length, id, sequence and checksum, and checksums that
-    /// hold (once merged, the kernel could no longer tell a corrupt segment).
+    /// first, the same headers but for length, id, sequence and checksum. Checksums are not
+    /// checked: the AEAD has authenticated every byte of the packet, so nothing between the
+    /// peers can have corrupted it, and what the peer itself sends it could as well have sent
+    /// with a good checksum (the kernel's WireGuard marks decrypted packets
+    /// CHECKSUM_UNNECESSARY for the same reason). Checking cost 3.7% of a transfer's cycles.
     private func canJoin(_ r: Int, _ packet: UnsafeMutableRawBufferPointer, _ segment: Segment) -> Bool {
         let run = runs[r]
         let first = run.segment
@@ -173,18 +176,8 @@ public final class TunCoalescer {
         }
         // Acknowledgement, header length and options identical; flags (ACK, maybe PSH) checked by the caller.
         let tcp = first.ipLength
-        guard memcmp(p.baseAddress! + tcp + 8, head.baseAddress! + tcp + 8, 5) == 0,
-              memcmp(p.baseAddress! + tcp + 20, head.baseAddress! + tcp + 20, first.headerLength - tcp - 20) == 0
-        else { return false }
-        if run.count == 1 && !Self.checksumsHold(head, first) { return false }
-        return Self.checksumsHold(p, segment)
-    }
-
-    static func checksumsHold(_ p: UnsafeRawBufferPointer, _ segment: Segment) -> Bool {
-        if segment.ipv4, Checksum.fold(Checksum.add(UnsafeRawBufferPointer(rebasing: p[0..<20]), to: 0)) != 0xffff { return false }
-        let tcpBytes = p.count - segment.ipLength
-        let sum = Checksum.pseudoHeader(p, ipv4: segment.ipv4, protocolNumber: 6, length: tcpBytes)
-        return Checksum.fold(Checksum.add(UnsafeRawBufferPointer(rebasing: p[segment.ipLength...]), to: sum)) == 0xffff
+        return memcmp(p.baseAddress! + tcp + 8, head.baseAddress! + tcp + 8, 5) == 0
+            && memcmp(p.baseAddress! + tcp + 20, head.baseAddress! + tcp + 20, first.headerLength - tcp - 20) == 0
     }
 
     // MARK: writing

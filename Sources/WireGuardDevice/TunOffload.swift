@@ -108,7 +108,7 @@ public enum Checksum {
     /// `initial` plus the big-endian 16-bit words of `bytes` (an odd last byte padded with
     /// zero), unfolded. The words are summed in the machine's order, 8 bytes a step, and the
     /// folded sum swapped once at the end: a one's complement sum is the same in either byte
-    /// order (RFC 1071, 2.B). The receive path checks every segment it coalesces with it.
+    /// order (RFC 1071, 2.B). Every segment cut from a super-packet is summed with it.
     @inline(__always)
     public static func add(_ bytes: UnsafeRawBufferPointer, to initial: UInt64) -> UInt64 {
         var sum: UInt64 = 0
