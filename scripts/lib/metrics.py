@@ -1,7 +1,8 @@
 # Reads `vpnctl metrics` output (argv[1]) with prometheus_client's text parser and
 # `vpnctl status --json` output (argv[2]) with json, checks the JSON's form (sorted keys,
-# no escaped slashes, the schema vpnctl documents (argv[3]), hex marks) and that every profile's metrics agree with it,
-# then prints each sample as a JSON line: name, labels, type, value.
+# no escaped slashes, the schema vpnctl documents (argv[3]), hex marks) and that every
+# profile's metrics agree with it, then prints each sample as a JSON line: name, labels,
+# type, value.
 import json, re, sys
 from prometheus_client.parser import text_string_to_metric_families
 text = open(sys.argv[1]).read()
