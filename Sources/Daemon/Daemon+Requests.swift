@@ -101,6 +101,9 @@ extension Daemon {
                 return ControlResponse(ok: true, message: "pid \(peer.pid) is in profile \(profile.name)")
             case .bypass:
                 try refuse(Authorization.check(peer, mayBypass: policy))
+                guard policy.usesBypassSlice else {
+                    throw RequestFailure("this policy has no bypass slice (it comes with [system] or with a profile's bypass.executables); a command started outside the profiles already goes direct: run it without vpnexec")
+                }
                 let process = try callingProcess(peer)
                 try move(process, into: ExecutableRules.bypassCgroup(parent: options.cgroupParent), by: peer)
                 log.info("\(peer.userName) started pid \(peer.pid) (\(process.commandName())) outside the profiles (bypass)")
@@ -129,6 +132,7 @@ extension Daemon {
             case .down:
                 if let refusal = Authorization.checkRoot(peer, action: "take vpnexec down") { return .failure(refusal.description) }
                 try applier.teardown()
+                AppliedMarker(socketPath: options.socketPath).clear()
                 loop?.stop()
                 log.notice("down: removed the nft table, rules and routes; exiting")
                 return ControlResponse(ok: true, message: "vpnexec is down: no killswitch, no profile routing; vpnd exits")

@@ -125,6 +125,7 @@ public final class Daemon {
         }
         try applyPolicy()
         keepLastApplied()
+        AppliedMarker(socketPath: options.socketPath).set()
         let shown = policy.profiles.prefix(8).map { " \($0.name)->\($0.tunnel.interfaceName)" }.joined()
         log.info("applied policy from \(options.policyDirectory): \(policy.profiles.count) profile(s)" + shown + (policy.profiles.count > 8 ? " ..." : ""))
     }
@@ -378,8 +379,9 @@ public final class Daemon {
 
 /// Removes everything of ours from the kernel without a running daemon (the recovery
 /// path when vpnd is gone and the killswitch must be lifted).
-public func teardownKernelState() throws {
+public func teardownKernelState(socketPath: String) throws {
     try KernelApplier().teardown()
+    AppliedMarker(socketPath: socketPath).clear()
 }
 
 

@@ -53,7 +53,8 @@ public struct Sandbox: Sendable, Equatable {
         Sandbox(rules: [
             Rule(path: cgroupRoot, access: [.writeFile, .makeDirectory, .removeDirectory]),
             Rule(path: "/proc/sys/net", access: [.writeFile]),
-            Rule(path: socketDirectory, access: [.makeSocket, .removeFile]),
+            // The control socket, and the empty marker that the policy applied (AppliedMarker).
+            Rule(path: socketDirectory, access: [.makeSocket, .makeRegular, .removeFile]),
             Rule(path: wireguardDirectory, access: [.makeSocket, .removeFile]),
             Rule(path: "/dev/net/tun", access: [.writeFile, .ioctlDevice]),
         ] + (stateDirectory.map { [Rule(path: $0, access: [.writeFile, .makeRegular, .makeDirectory, .removeFile])] } ?? []),

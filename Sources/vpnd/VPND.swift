@@ -50,7 +50,7 @@ struct VPND: ParsableCommand {
         }
         if cleanup {
             do {
-                try teardownKernelState()
+                try teardownKernelState(socketPath: ControlSocket.path(option: socket, environment: ProcessInfoEnvironment.current))
                 log.notice("removed vpnexec's nft table, rules and routes")
                 return
             } catch {

@@ -156,30 +156,110 @@ import Testing
         #expect(try capture.count("udp port 9002") > 40, "the control's datagrams leave")
     }
 
-    /// Proof of the boot order: a service in the profile's slice that starts before vpnd
-    /// (here vpnd is held back 5 s at boot) sends not one packet in the clear, because
-    /// vpnd-early.service put the last policy that applied (kept by vpnd in its state
-    /// directory on an earlier boot) into the kernel before any service started; a service
-    /// outside the profile sends all along (the control).
+    /// Proof of the boot order in system mode, where every service is a member: one that
+    /// starts before vpnd (here vpnd is held back 5 s at boot) sends not one packet in the
+    /// clear, because vpnd-early.service put the last policy that applied (kept by vpnd in
+    /// its state directory on an earlier boot) into the kernel before any service started;
+    /// a service sending to the LAN (allow_lan) gets out all along (the control).
     @Test func theKillswitchHoldsFromBoot() throws {
         let cleanup = Cleanup()
         defer { cleanup.run() }
-        let net = try Topology(cleanup: cleanup)
-        let scratch = NSTemporaryDirectory() + "vx-\(uniqueTag())-boot"
+        let boot = try BootScene(cleanup: cleanup, policy: """
+            [profile.work]
+            tunnel.interface = "wg-never"
+            allow_lan = true
+            [system]
+            profile = "work"
+            """, memberSlice: nil, control: BootScene.lanHost)
+        try boot.net.client.run(["ip", "addr", "add", "10.55.0.2/24", "dev", boot.net.clientUplink])
+        try boot.net.wan.run(["ip", "addr", "add", "10.55.0.1/24", "dev", "vx\(boot.net.tag)wc"])
+
+        // An earlier boot: vpnd applies the policy and keeps it.
+        let earlier = Cleanup()
+        do {
+            defer { earlier.run() }
+            let first = try BootedSystemd(root: try SystemdRoot.path(extra: ["wireguard-tools"]), namespace: boot.net.client, binds: boot.binds,
+                                          cleanup: earlier, systemCalls: BootScene.landlock)
+            let started = try first.run(["systemctl", "start", "vpnd.service"])
+            #expect(started.status == 0, "\(started.stderr)")
+        }
+        #expect(FileManager.default.fileExists(atPath: boot.scratch + "/state/policy.d/10-work.toml"), "vpnd kept the policy that applied")
+        try boot.net.client.run(["nft", "delete", "table", "inet", "vpnexec"])
+
+        let container = try boot.bootWithVpndLate(cleanup: cleanup)
+        #expect(try container.properties("vpnd-early.service", ["ActiveState", "Result"]) == ["ActiveState": "active", "Result": "success"], "\(boot.journal(container))")
+        #expect(try container.properties("member.service", ["ActiveState"]) == ["ActiveState": "active"], "\(boot.journal(container))")
+        try boot.expectNothingInTheClear(container)
+    }
+
+    /// The first boot after installing, when vpnd has never kept a policy (vpnd-early has
+    /// nothing to apply): a service in the profile's slice waits for vpnd, held back 5 s,
+    /// because vpn.slice is ordered after vpnd's READY=1; not one packet in the clear. And
+    /// when vpnd fails (a broken policy), the slice's assertion fails and the service does
+    /// not start at all, rather than run in the clear.
+    @Test func theFirstBootWaitsForVpnd() throws {
+        let cleanup = Cleanup()
+        defer { cleanup.run() }
+        let boot = try BootScene(cleanup: cleanup)
+        let container = try boot.bootWithVpndLate(cleanup: cleanup)
+        #expect(try container.properties("vpnd-early.service", ["ActiveState"]) == ["ActiveState": "inactive"], "no saved policy: \(boot.journal(container))")
+        let member = try container.properties("member.service", ["ActiveState", "ExecMainStartTimestampMonotonic"])
+        let vpnd = try container.properties("vpnd.service", ["ActiveEnterTimestampMonotonic"])
+        #expect(member["ActiveState"] == "active", "\(boot.journal(container))")
+        #expect((UInt64(member["ExecMainStartTimestampMonotonic"] ?? "") ?? 0) >= (UInt64(vpnd["ActiveEnterTimestampMonotonic"] ?? "") ?? .max),
+                "the slice's service started before vpnd was ready: \(member) \(vpnd)")
+        try boot.expectNothingInTheClear(container)
+        cleanup.run()
+
+        let failing = Cleanup()
+        defer { failing.run() }
+        let broken = try BootScene(cleanup: failing, policy: "[profile.work]\ntunnel.interface = 7\n")
+        let down = try broken.bootWithVpndLate(cleanup: failing, waitForVpnd: false)
+        // It fails, and systemd keeps restarting it (Restart=on-failure); the slice's start
+        // job was decided at the first failure.
+        try eventually("vpnd to fail on the broken policy", seconds: 30) {
+            (Int(try down.properties("vpnd.service", ["NRestarts"])["NRestarts"] ?? "") ?? 0) >= 1
+        }
+        let refused = try down.properties("member.service", ["ActiveState", "ExecMainStartTimestampMonotonic"])
+        #expect(refused["ActiveState"] != "active" && refused["ExecMainStartTimestampMonotonic"] == "0",
+                "the slice's service ran without vpnd: \(refused)\n\(broken.journal(down))")
+        let slice = try down.run(["systemctl", "status", "--no-pager", "vpn.slice"]).stdout
+        #expect(slice.contains("AssertPathExists=/run/vpnexec/policy-applied"), "\(slice)\n\(broken.journal(down))")
+        try broken.expectNothingInTheClear(down)
+    }
+}
+
+/// The scene of the boot tests: a client namespace with a capture on its uplink; a policy
+/// whose tunnel never comes up (the profile's traffic has nowhere to go but the killswitch);
+/// a service in the profile's slice sending to port 8080 and one outside it sending to port
+/// 9002 (the control), both wanted at boot; the units and binaries bound in.
+struct BootScene {
+    static let landlock = ["landlock_create_ruleset", "landlock_add_rule", "landlock_restrict_self"]
+    /// A private address on the router's side of the client's uplink (allow_lan's reach).
+    static let lanHost = "10.55.0.1"
+    let net: Topology
+    let scratch: String
+    let capture: Capture
+    var binds: [BootedSystemd.Bind]
+
+    /// `memberSlice`: where the member service runs (nil: where systemd puts any service);
+    /// `control`: where the control service sends.
+    init(cleanup: Cleanup, policy: String = "[profile.work]\ntunnel.interface = \"wg-never\"\n", memberSlice: String? = "vpn-work.slice",
+         control: String = Topology.service4) throws {
+        net = try Topology(cleanup: cleanup)
+        scratch = NSTemporaryDirectory() + "vx-\(uniqueTag())-boot"
         for directory in ["etc/policy.d", "state", "units"] {
             try FileManager.default.createDirectory(atPath: scratch + "/" + directory, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o755])
         }
         chmod(scratch, 0o755)
-        cleanup.add("remove \(scratch)") { try? FileManager.default.removeItem(atPath: scratch) }
-        // A tunnel that never comes up: the profile's traffic has nowhere to go but the killswitch.
-        #expect(FileManager.default.createFile(atPath: scratch + "/etc/policy.d/10-work.toml",
-                                               contents: Data("[profile.work]\ntunnel.interface = \"wg-never\"\n".utf8), attributes: [.posixPermissions: 0o644]))
-        let sender = { (port: Int) in "[Service]\nExecStart=/bin/bash -c 'while :; do echo x > /dev/udp/\(Topology.service4)/\(port); sleep 0.05; done'\n" }
-        try (sender(8080) + "Slice=vpn-work.slice\n").write(toFile: scratch + "/units/member.service", atomically: true, encoding: .utf8)
-        try sender(9002).write(toFile: scratch + "/units/control.service", atomically: true, encoding: .utf8)
+        cleanup.add("remove \(scratch)") { [scratch] in try? FileManager.default.removeItem(atPath: scratch) }
+        #expect(FileManager.default.createFile(atPath: scratch + "/etc/policy.d/10-work.toml", contents: Data(policy.utf8), attributes: [.posixPermissions: 0o644]))
+        let sender = { (to: String, port: Int) in "[Service]\nExecStart=/bin/bash -c 'while :; do echo x > /dev/udp/\(to)/\(port); sleep 0.05; done'\n" }
+        try (sender(Topology.service4, 8080) + (memberSlice.map { "Slice=\($0)\n" } ?? "")).write(toFile: scratch + "/units/member.service", atomically: true, encoding: .utf8)
+        try sender(control, 9002).write(toFile: scratch + "/units/control.service", atomically: true, encoding: .utf8)
         try "[Service]\nExecStartPre=/bin/sleep 5\n".write(toFile: scratch + "/units/late.conf", atomically: true, encoding: .utf8)
         let units = URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent("../../systemd").standardized.path
-        var binds: [BootedSystemd.Bind] = [
+        binds = [
             .init("/opt/swift"),
             .init(try Binaries.path("vpnd"), at: "/usr/local/bin/vpnd"),
             .init(try Binaries.path("vpnctl"), at: "/usr/local/bin/vpnctl"),
@@ -189,40 +269,37 @@ import Testing
             .init(scratch + "/etc", at: "/etc/vpnexec"),
             .init(scratch + "/state", at: "/var/lib/vpnexec", readOnly: false),
         ]
-        let landlock = ["landlock_create_ruleset", "landlock_add_rule", "landlock_restrict_self"]
+        capture = try Capture(on: net.clientUplink, in: net.client, filter: "udp port 8080 or udp port 9002", cleanup: cleanup)
+    }
 
-        // An earlier boot: vpnd applies the policy and keeps it.
-        let earlier = Cleanup()
-        do {
-            defer { earlier.run() }
-            let first = try BootedSystemd(root: try SystemdRoot.path(extra: ["wireguard-tools"]), namespace: net.client, binds: binds,
-                                          cleanup: earlier, systemCalls: landlock)
-            let started = try first.run(["systemctl", "start", "vpnd.service"])
-            #expect(started.status == 0, "\(started.stderr)")
-        }
-        #expect(FileManager.default.fileExists(atPath: scratch + "/state/policy.d/10-work.toml"), "vpnd kept the policy that applied")
-        try net.client.run(["nft", "delete", "table", "inet", "vpnexec"])
-
-        // This boot: vpnd late, the two services early.
-        let capture = try Capture(on: net.clientUplink, in: net.client, filter: "udp port 8080 or udp port 9002", cleanup: cleanup)
-        binds += [
+    /// Boots with vpnd held back 5 s and the two services (and vpnd-early) wanted at boot;
+    /// returns once vpnd is active (unless told not to wait).
+    func bootWithVpndLate(cleanup: Cleanup, waitForVpnd: Bool = true) throws -> BootedSystemd {
+        let container = try BootedSystemd(root: try SystemdRoot.path(extra: ["wireguard-tools"]), namespace: net.client, binds: binds + [
             .init(scratch + "/units/member.service", at: "/etc/systemd/system/member.service"),
             .init(scratch + "/units/control.service", at: "/etc/systemd/system/control.service"),
             .init(scratch + "/units/late.conf", at: "/etc/systemd/system/vpnd.service.d/late.conf"),
-        ]
-        let container = try BootedSystemd(root: try SystemdRoot.path(extra: ["wireguard-tools"]), namespace: net.client, binds: binds,
-                                          cleanup: cleanup, systemCalls: landlock,
-                                          bootArguments: ["systemd.wants=vpnd-early.service", "systemd.wants=member.service",
-                                                          "systemd.wants=control.service", "systemd.wants=vpnd.service"])
-        let journal = { (try? container.run(["journalctl", "-b", "--no-pager", "-o", "short-monotonic", "-u", "vpnd-early.service", "-u", "vpnd.service", "-u", "member.service"]).stdout) ?? "" }
-        try eventually("vpnd to start, late", seconds: 30) {
-            try container.properties("vpnd.service", ["ActiveState"]) == ["ActiveState": "active"]
+        ], cleanup: cleanup, systemCalls: Self.landlock,
+           bootArguments: ["systemd.wants=vpnd-early.service", "systemd.wants=member.service", "systemd.wants=control.service", "systemd.wants=vpnd.service"])
+        if waitForVpnd {
+            try eventually("vpnd to start, late", seconds: 30) {
+                try container.properties("vpnd.service", ["ActiveState"]) == ["ActiveState": "active"]
+            }
         }
-        #expect(try container.properties("member.service", ["ActiveState"]) == ["ActiveState": "active"], "\(journal())")
-        #expect(try container.properties("vpnd-early.service", ["ActiveState", "Result"]) == ["ActiveState": "active", "Result": "success"], "\(journal())")
+        return container
+    }
+
+    func journal(_ container: BootedSystemd) -> String {
+        (try? container.run(["journalctl", "-b", "--no-pager", "-o", "short-monotonic", "-u", "vpnd-early.service", "-u", "vpnd.service",
+                             "-u", "member.service", "-u", "vpn.slice", "-u", "vpn-work.slice"]).stdout) ?? ""
+    }
+
+    /// Not one of the member service's datagrams on the uplink since boot, while the
+    /// control's were seen all along.
+    func expectNothingInTheClear(_ container: BootedSystemd) throws {
         Thread.sleep(forTimeInterval: 1)
         let leaked = try capture.packets("udp port 8080")
-        #expect(leaked.isEmpty, "the member service's datagrams in the clear during boot: \(leaked.prefix(3))\n\(journal())")
+        #expect(leaked.isEmpty, "the member service's datagrams in the clear during boot: \(leaked.prefix(3))\n\(journal(container))")
         #expect(try capture.count("udp port 9002") > 50, "the control service sent from early on")
     }
 }
