@@ -113,6 +113,12 @@ struct TableReader {
                 log.error("\(context) \(key): \"\(text)\" has host bits set; did you mean \"\(prefix.network)\"?", at: at)
                 continue
             }
+            // Everything, anyone's: the tunnel daemon's own packets and the host's link
+            // protocols (DHCP, neighbour discovery) too, which system mode exempts and this would not.
+            guard prefix.length > 0 else {
+                log.error("\(context) \(key): \"\(text)\" is every address; to send the whole host through a profile use [system] profile = \"NAME\" (system mode)", at: at)
+                continue
+            }
             result.append((prefix, at))
         }
         return result

@@ -105,6 +105,8 @@ struct VPNCtl: ParsableCommand {
     struct Check: ParsableCommand {
         static let configuration = CommandConfiguration(abstract: "Validate policy files (together, as vpnd would read them) and the wg-quick files of their built-in tunnels.")
         @Argument(help: "Policy files.") var files: [String]
+        /// Accepted, not used (check reads files only): a script may give --socket to every subcommand.
+        @OptionGroup var connection: Connection
 
         func run() throws {
             do {

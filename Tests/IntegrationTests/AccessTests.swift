@@ -47,6 +47,11 @@ import Testing
         #expect(unknown.status == 125)
         #expect(unknown.stderr == "vpnexec: unknown profile \"play\"; known profiles: work\n")
 
+        // Without [system] and bypass.executables there is no bypass slice to start in: said plainly, even to root.
+        let bypass = try Command.status(net.client.enter + [try Binaries.path("vpnexec"), "--socket", daemon.socketPath, "--bypass", "--", "true"])
+        #expect(bypass.status == 125)
+        #expect(bypass.stderr.contains("this policy has no bypass slice") && !bypass.stderr.contains("No such file"), "\(bypass.stderr)")
+
         let missing = try Command.status(try daemon.vpnexec(profile: "work", user: byName.name, ["/nonexistent/cmd"]))
         #expect(missing.status == 127)
 

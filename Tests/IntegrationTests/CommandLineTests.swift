@@ -15,6 +15,19 @@ import Testing
         #expect(versions.count == 1 && versions.first.map { !$0.trimmed.isEmpty } == true, "\(versions)")
     }
 
+    /// `--socket` goes to every vpnctl subcommand, before or after it; check, which reads
+    /// files only, accepts it too (a script passes it everywhere).
+    @Test func vpnctlCheckAcceptsTheSocketOption() throws {
+        let file = NSTemporaryDirectory() + "vx-\(uniqueTag()).toml"
+        try "[profile.work]\ntunnel.interface = \"wg0\"\n".write(toFile: file, atomically: true, encoding: .utf8)
+        defer { try? FileManager.default.removeItem(atPath: file) }
+        let socket = "/tmp/vx-none-\(uniqueTag()).sock"
+        for arguments in [["--socket", socket, "check", file], ["check", "--socket", socket, file], ["--socket=" + socket, "check", file]] {
+            let result = try Command.status([try Binaries.path("vpnctl")] + arguments)
+            #expect(result.status == 0 && result.stdout == "ok: 1 profile(s) work\n", "\(arguments): \(result.stdout)\(result.stderr)")
+        }
+    }
+
     /// A usage error is vpnexec's own failure: 125 as env's and timeout's, never a status the
     /// command could have returned; the command does not run.
     @Test func vpnexecUsageErrorsExit125() throws {

@@ -290,12 +290,17 @@ func diagnostics(_ files: [(String, String)]) -> [String] {
             [profile.c]
             tunnel.interface = "wg2"
             route.networks = ["10.9.0.0/16"]
+            [profile.d]
+            tunnel.interface = "wg3"
+            route.networks = ["0.0.0.0/0", "::/0"]
             """)])
         #expect(errors == [
             "/p/a.toml:3:1: error: [profile.a] allow_multicast needs allow_lan = true (multicast is part of reaching the LAN)",
             "/p/a.toml:4:19: error: [profile.a] route networks: \"10.20.0.1/16\" has host bits set; did you mean \"10.20.0.0/16\"?",
             "/p/a.toml:4:48: error: [profile.a] route networks: \"banana/8\" is not a network (address/length, e.g. \"10.20.0.0/16\" or \"fd00:20::/48\")",
             "/p/a.toml:4:60: error: [profile.a] route networks: items must be networks as strings (\"10.20.0.0/16\"), not integer",
+            "/p/a.toml:13:19: error: [profile.d] route networks: \"0.0.0.0/0\" is every address; to send the whole host through a profile use [system] profile = \"NAME\" (system mode)",
+            "/p/a.toml:13:32: error: [profile.d] route networks: \"::/0\" is every address; to send the whole host through a profile use [system] profile = \"NAME\" (system mode)",
             "/p/a.toml:10:19: error: profile \"c\": route.networks 10.9.0.0/16 overlaps 10.0.0.0/8 of profile \"b\" (/p/a.toml:7:19); a network goes into one tunnel",
         ], "\(errors)")
     }
