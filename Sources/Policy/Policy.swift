@@ -51,6 +51,8 @@ public struct Profile: Hashable, Sendable {
     public var bypassExecutables: [String]
     /// Executables that join this profile wherever they are started.
     public var routeExecutables: [String]
+    /// Where each listed executable (bypass or route) was written, for messages about the file.
+    public var executableLocations: [String: SourceLocation] = [:]
     /// The profile's resolvers, reached through its tunnel (empty: a built-in tunnel's
     /// `DNS =`, else members' queries are refused).
     public var dnsServers: [IPAddress]
