@@ -18,8 +18,9 @@ import WireGuardDevice
 /// `answerDeadline` — however the first is stuck (the cgroup write blocking, the machine
 /// overloaded) — and then answers new events at once until the first is back:
 /// `route.executables` refused (EPERM: it does not run outside its tunnel),
-/// `bypass.executables` allowed where it was started (inside its profile: the safe side),
-/// logged and counted in status. A vpnd that is stopped (SIGSTOP) answers nothing: its execs
+/// `bypass.executables` allowed where it was started (inside its profile: the safe side;
+/// exec events move it out afterwards, as they did before fanotify), logged and counted in
+/// status. A vpnd that is stopped (SIGSTOP) answers nothing: its execs
 /// of listed files wait, killably, until it runs again or is killed (under systemd its
 /// watchdog, WatchdogSec=10s, aborts it); a vpnd that is gone has closed the group, and the
 /// kernel allows every waiting and later exec unplaced. Only listed files are marked: no

@@ -55,8 +55,8 @@ public enum ExecutableRules {
     /// How an exec of a listed program is answered when vpnd has not placed the process in
     /// time (ExecutableGuard's deadline), or could not: a `route.executables` program is
     /// refused (the exec fails with EPERM) rather than run outside its tunnel; a
-    /// `bypass.executables` program is allowed and stays where it was started, inside its
-    /// profile: the tunnel is the safe side of a bypass.
+    /// `bypass.executables` program is allowed where it was started, inside its profile: the
+    /// tunnel is the safe side of a bypass (exec events move it out afterwards).
     public enum LateAnswer: Equatable, Sendable {
         case refuse, allow
     }
