@@ -26,8 +26,10 @@ final class ExecutableEnforcement {
     init(initialNetworkNamespace: String, log: Log) {
         self.log = log
         do {
+            let reader = try ExecutableReader()
+            try reader.check()
             follower = ExecutableFollower(events: try ExecutableFollower.openInInitialNamespace(initialNetworkNamespace),
-                                          reader: try ExecutableReader(), log: log)
+                                          reader: reader, log: log)
             followerUnavailable = nil
         } catch {
             follower = nil
@@ -61,7 +63,11 @@ final class ExecutableEnforcement {
             let guardian = try ExecutableGuard(group: group, hierarchy: hierarchy, log: log)
             guardian.start()
             self.guardian = guardian
-            log.info("exec rules: listed programs are placed before they run (fanotify), exec events as a backstop")
+            if let reason = followerUnavailable {
+                log.warning("exec rules: listed programs are placed before they run (fanotify), without exec events as a backstop (\(reason)): processes already running a listed program are not placed")
+            } else {
+                log.info("exec rules: listed programs are placed before they run (fanotify), exec events as a backstop")
+            }
         } else {
             log.notice("exec rules: fanotify permission events unavailable (\(groupUnavailable ?? "?")); listed programs are moved after their exec (exec events)")
         }

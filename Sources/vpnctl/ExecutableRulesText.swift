@@ -6,8 +6,9 @@ extension StatusText {
         var lines: [String]
         switch rules.enforcement {
         case ExecutableRulesStatus.beforeExec:
-            lines = ["exec rules: listed programs are placed before they run (fanotify), exec events as a backstop"
-                     + (rules.execEventsUnavailable.map { " (unavailable: \($0))" } ?? ""),
+            lines = ["exec rules: listed programs are placed before they run (fanotify), "
+                     + (rules.execEventsUnavailable.map { "without exec events as a backstop (\($0)): processes already running a listed program are not placed" }
+                        ?? "exec events as a backstop"),
                      "  an exec waits for vpnd at most \(rules.answerDeadlineMilliseconds) ms, then route.executables are refused and bypass.executables run where they were started: \(rules.refusedAtDeadline) refused, \(rules.allowedAtDeadline) allowed so far"
                      + (rules.unplaced > 0 ? "; \(rules.unplaced) answered unplaced (the move failed)" : "")]
         case ExecutableRulesStatus.afterExec:
