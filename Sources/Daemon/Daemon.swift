@@ -237,6 +237,7 @@ public final class Daemon {
             let path = gone.cgroupPath(parent: options.cgroupParent)
             let members = hierarchy.processes(in: path).count
             if members == 0 {
+                try? hierarchy.remove(path + "/" + CgroupHierarchy.placedLeaf)
                 try? hierarchy.remove(path)
             } else {
                 log.warning("profile \(gone.name) was removed but \(members) process(es) remain in \(path); their new connections are no longer routed")

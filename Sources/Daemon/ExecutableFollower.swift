@@ -107,9 +107,9 @@ final class ExecutableFollower {
         }
         do {
             try prepare()
-            try hierarchy.move(process, to: target)
+            let placed = try hierarchy.place(process, in: target)
             moves[label, default: 0] += 1
-            log.info("pid \(pid) ran \(executable): moved from \(cgroup.isEmpty ? "the root cgroup" : cgroup) into \(target)")
+            log.info("pid \(pid) ran \(executable): moved from \(cgroup.isEmpty ? "the root cgroup" : cgroup) into \(placed)")
         } catch {
             log.warning("pid \(pid) ran \(executable) but could not be moved into \(target): \(error)")
         }

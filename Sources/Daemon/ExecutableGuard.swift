@@ -172,9 +172,9 @@ final class ExecutableGuard: Sendable {
             label = Policy.bypassSliceName
         }
         let program = names.joined(separator: ", ")
+        let placed: String
         do {
-            let process = try ProcessHandle.open(pid: event.pid)
-            try hierarchy.move(process, to: target)
+            placed = try hierarchy.place(try ProcessHandle.open(pid: event.pid), in: target)
         } catch {
             log.warning("pid \(event.pid) executes \(program) but could not be moved into \(target): \(error); "
                         + (late == .refuse ? "the exec is refused" : "it runs where it was started"))
@@ -183,7 +183,7 @@ final class ExecutableGuard: Sendable {
         }
         if finish(event.file, allow: true) || late == .allow {
             shared.withLock { $0.counters.moves[label, default: 0] += 1 }
-            log.info("pid \(event.pid) executes \(program): moved from \(cgroup.isEmpty ? "the root cgroup" : cgroup) into \(target) before it runs")
+            log.info("pid \(event.pid) executes \(program): moved from \(cgroup.isEmpty ? "the root cgroup" : cgroup) into \(placed) before it runs")
         } else {
             // The deadline refused the exec while the move was under way: the process still
             // runs its previous program, which belongs where it was.

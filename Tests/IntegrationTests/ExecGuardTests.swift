@@ -248,3 +248,51 @@ struct ConnectingPrograms {
                 && accepted.stdout.contains("profile work: route.executables \(script) (a script: matched when it is executed)"), "\(accepted)")
     }
 }
+
+/// A profile cgroup whose controllers are enabled for its children (systemd does so in a
+/// slice whose units account for memory or tasks) takes no process itself: the kernel
+/// refuses the write (EBUSY). vpnd then places the process in a leaf below it, which is as
+/// much the profile's. The controller here is any the cgroup2 root offers (this machine's
+/// hybrid tree offers only hugetlb); the test enables it down to the profile cgroup and
+/// restores every cgroup.subtree_control it changed.
+@Suite(.serialized) struct PlacedLeafTests {
+    @Test func aProfileCgroupWithControllersTakesTheProcessInALeaf() throws {
+        let cleanup = Cleanup()
+        defer { cleanup.run() }
+        let s = try Scenario(cleanup: cleanup, start: false, policy: Scenario.profiles(["work"]))
+        let programs = try ConnectingPrograms(in: "/tmp/vx-\(s.net.tag)/bin")
+        let routed = try programs.copy("routed")
+        let held = "/tmp/vx-\(s.net.tag)/bin/held-sleep"
+        try FileManager.default.copyItem(atPath: "/bin/sleep", toPath: held)
+        chmod(held, 0o755)
+        try s.daemon.writePolicy("[profile.work]\ntunnel.interface = \"\(s.tunnel.clientInterface)\"\nroute.executables = [\"\(routed)\", \"\(held)\"]\n")
+        try s.daemon.start()
+
+        let root = try TestCgroups.cgroupRoot()
+        let offered = (try String(contentsOfFile: root + "/cgroup.controllers", encoding: .utf8)).split(whereSeparator: \.isWhitespace).map(String.init)
+        let controller = try #require(["pids", "memory", "hugetlb"].first(where: offered.contains) ?? offered.first,
+                                      "the cgroup2 root offers no controller to enable")
+        let profile = "\(s.daemon.cgroupParent)/vpn-work.slice"
+        for cgroup in ["", s.daemon.cgroupParent, profile] {
+            let file = (cgroup.isEmpty ? root : root + "/" + cgroup) + "/cgroup.subtree_control"
+            let before = try String(contentsOfFile: file, encoding: .utf8).split(whereSeparator: \.isWhitespace).map(String.init)
+            guard !before.contains(controller) else { continue }
+            try "+\(controller)".write(toFile: file, atomically: false, encoding: .utf8)
+            cleanup.add("disable \(controller) in \(file)") { try? "-\(controller)".write(toFile: file, atomically: false, encoding: .utf8) }
+        }
+        #expect(try String(contentsOfFile: root + "/" + profile + "/cgroup.subtree_control", encoding: .utf8).contains(controller))
+
+        let arrived = try ExecGuardTests.arrivals(routed, count: 20, through: s.net.client.enter)
+        #expect(arrived == [s.tunnel.clientAddress4: 20], "\(arrived)")
+        let sleeper = try BackgroundProcess(s.net.client.enter + [held, "30"], cleanup: cleanup)
+        var cgroup = ""
+        // nsenter execs it in the same process: wait for that exec.
+        try eventually("the held program to run") {
+            guard (try? String(contentsOfFile: "/proc/\(sleeper.pid)/comm", encoding: .utf8))?.trimmed == "held-sleep" else { return false }
+            cgroup = try String(contentsOfFile: "/proc/\(sleeper.pid)/cgroup", encoding: .utf8)
+            return true
+        }
+        #expect(cgroup.contains("0::/\(profile)/vpnd-placed\n"), "\(cgroup)")
+        sleeper.stop()
+    }
+}
