@@ -29,6 +29,9 @@ public struct DaemonOptions: Sendable {
     /// Where the last policy that applied is kept (`policy.d` inside), for the killswitch at
     /// boot (`vpnd --oneshot --policy-dir STATE/policy.d` before the network); nil: not kept.
     public var stateDirectory: String?
+    /// Applies and exits (`--oneshot`, the killswitch at boot): exec rules, which only a
+    /// serving vpnd enforces, need not be enforceable then.
+    public var oneshot = false
 
     public init(policyDirectory: String, socketPath: String, cgroupParent: String = "vpn.slice", dropPrivileges: Bool = true,
                 sandbox: Bool = true, wireguardSocketDirectory: String = "/var/run/wireguard") {
@@ -93,7 +96,7 @@ public final class Daemon {
         }
         (policy, sources) = try Self.loadPolicy(options.policyDirectory)
         tunnelFiles = try TunnelFiles.load(policy)
-        try executables.checkEnforceable(policy)
+        if !options.oneshot { try executables.checkEnforceable(policy) }
         tunnels = BuiltInTunnels(log: log, uapiDirectory: options.wireguardSocketDirectory)
         let socketDirectory = String(options.socketPath[..<(options.socketPath.lastIndex(of: "/") ?? options.socketPath.startIndex)])
         lock = try NamespaceLock(directory: socketDirectory.isEmpty ? "." : socketDirectory)

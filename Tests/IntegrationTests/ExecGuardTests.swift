@@ -296,3 +296,32 @@ struct ConnectingPrograms {
         sleeper.stop()
     }
 }
+
+/// Exec rules need fanotify permission events or exec events. With neither — a seccomp
+/// filter refuses fanotify_init, and a capability bound without CAP_SYS_PTRACE (as the units'
+/// bounds are) leaves the exec-events helper unable to name a program — a serving vpnd
+/// refuses a policy with executable lists rather than look stricter than it is, while
+/// `vpnd --oneshot` (vpnd-early.service: the killswitch at boot) applies it all the same.
+@Suite(.serialized) struct ExecRulesUnenforceableTests {
+    @Test func aServingVpndRefusesAndTheBootKillswitchApplies() throws {
+        let cleanup = Cleanup()
+        defer { cleanup.run() }
+        let net = try Topology(cleanup: cleanup)
+        let routed = try ConnectingPrograms(in: "/tmp/vx-\(net.tag)/bin").copy("routed")
+        let daemon = try DaemonHarness(topology: net, policy: "[profile.work]\ntunnel.interface = \"wg-none\"\nroute.executables = [\"\(routed)\"]\n", cleanup: cleanup)
+        let bound = ["setpriv", "--bounding-set", "-sys_ptrace,-setpcap"]
+        daemon.launcher = bound + ["python3", try PythonScript.write("no-fanotify.py", cleanup: cleanup)]
+        // The initial network namespace, opened through a process bounded alike (a process
+        // with more capabilities than vpnd's would need CAP_SYS_PTRACE to be looked into).
+        let anchor = try BackgroundProcess(bound + ["sleep", "60"], cleanup: cleanup)
+        let arguments = try daemon.arguments + ["--initial-netns", "/proc/\(anchor.pid)/ns/net"]
+
+        let refused = try Command.status(arguments)
+        #expect(refused.status == 1 && refused.stderr.contains("need fanotify permission events or exec events, and this vpnd has neither")
+                && refused.stderr.contains("could not keep CAP_SYS_PTRACE"), "\(refused.stderr)")
+        #expect(!(try net.client.run(["nft", "list", "tables"])).contains("vpnexec"), "nothing applied")
+        let applied = try Command.status(arguments + ["--oneshot"])
+        #expect(applied.status == 0, "\(applied.stderr)")
+        #expect(try net.client.run(["nft", "list", "table", "inet", "vpnexec"]).contains("chain killswitch"), "the boot killswitch is in place")
+    }
+}
