@@ -27,7 +27,7 @@ public struct Policy: Hashable, Sendable {
     /// processes that go direct (bypass.executables).
     public static let bypassSliceName = "bypass"
 
-    /// Whether any profile lists executables (vpnd then follows exec events).
+    /// Whether any profile lists executables (vpnd then marks the files and follows exec events).
     public var listsExecutables: Bool { profiles.contains { !$0.bypassExecutables.isEmpty || !$0.routeExecutables.isEmpty } }
 }
 
