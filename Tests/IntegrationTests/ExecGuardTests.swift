@@ -193,7 +193,10 @@ struct ConnectingPrograms {
         let cleanup = Cleanup()
         defer { cleanup.run() }
         let s = try Scenario(cleanup: cleanup, start: false, policy: Scenario.profiles(["work"]))
-        let routed = try ExecutableExceptionTests.program("routed-python", in: "/tmp/vx-\(s.net.tag)/bin")
+        let routed = "/tmp/vx-\(s.net.tag)/bin/routed-sleep"
+        try FileManager.default.createDirectory(atPath: "/tmp/vx-\(s.net.tag)/bin", withIntermediateDirectories: true, attributes: [.posixPermissions: 0o755])
+        try FileManager.default.copyItem(atPath: "/bin/sleep", toPath: routed)
+        chmod(routed, 0o755)
         try s.daemon.writePolicy("[profile.work]\ntunnel.interface = \"\(s.tunnel.clientInterface)\"\nroute.executables = [\"\(routed)\"]\n")
         s.daemon.launcher = ["python3", try PythonScript.write("no-fanotify.py", cleanup: cleanup)]
         try s.daemon.start()
@@ -204,8 +207,13 @@ struct ConnectingPrograms {
         let text = try s.daemon.vpnctl(["status"]).stdout
         #expect(text.contains("exec rules: listed programs are moved after their exec (exec events): until then they run where they were started; fanotify permission events unavailable")
                 && text.contains("  \(routed): followed by exec events"), "\(text)")
-        let plain = try Command.run(s.net.client.enter + ["sh", "-c", "\(routed) \(s.probe) tcp \(Topology.service4) 8080"]).trimmed
-        #expect(plain == s.tunnel.clientAddress4, "moved after its exec, before Python connects")
+        // Started by a plain shell: moved into the profile after its exec.
+        let sleeper = try BackgroundProcess(s.net.client.enter + ["sh", "-c", "exec \"$0\" 30", routed], cleanup: cleanup)
+        try eventually("exec events to move the listed program") {
+            (try? String(contentsOfFile: "/proc/\(sleeper.pid)/cgroup", encoding: .utf8))?.contains("/vpn-work.slice\n") == true
+        }
+        #expect(try s.daemon.status().profiles[0].exceptions.execMoves >= 1)
+        sleeper.stop()
     }
 
     /// `vpnctl check` refuses, at its file:line, a listed path that is not there, a
