@@ -88,7 +88,7 @@ public final class Daemon {
         hierarchy = try CgroupHierarchy.system()
         // Exec events may have to be opened in another network namespace, and fanotify
         // permission events need CAP_SYS_ADMIN: before the drop.
-        executables = ExecutableEnforcement(initialNetworkNamespace: options.initialNetworkNamespace, log: log)
+        executables = ExecutableEnforcement(initialNetworkNamespace: options.initialNetworkNamespace, open: !options.oneshot, log: log)
         if options.dropPrivileges {
             let keep = Privileges.directoryOverrideNeeded(RuntimeFacts.directoriesAlong(parent: options.cgroupParent).map(hierarchy.absolute))
             try Privileges.dropToMinimum(permitted: keep ? Privileges.permitted : Privileges.effective)

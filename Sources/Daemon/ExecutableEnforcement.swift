@@ -22,9 +22,18 @@ final class ExecutableEnforcement {
     private let log: Log
 
     /// Opens both event sources: before vpnd drops its capabilities (the process connector
-    /// in another network namespace and fanotify_init both need CAP_SYS_ADMIN).
-    init(initialNetworkNamespace: String, log: Log) {
+    /// in another network namespace and fanotify_init both need CAP_SYS_ADMIN). A vpnd that
+    /// only applies and exits (`--oneshot`, vpnd-early.service, whose system call filter
+    /// kills a process that calls fanotify_init) opens neither.
+    init(initialNetworkNamespace: String, open: Bool = true, log: Log) {
         self.log = log
+        guard open else {
+            follower = nil
+            followerUnavailable = "not opened by vpnd --oneshot"
+            group = nil
+            groupUnavailable = "not opened by vpnd --oneshot"
+            return
+        }
         do {
             let reader = try ExecutableReader()
             try reader.check()
