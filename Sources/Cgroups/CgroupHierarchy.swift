@@ -3,8 +3,11 @@ import Glibc
 
 public struct CgroupError: Error, CustomStringConvertible, Sendable {
     public var description: String
+    /// The errno of the system call that failed (0 when none did).
+    public var code: Int32 = 0
     init(_ operation: String, path: String, code: Int32 = errno) {
         description = "\(operation) \(path): \(String(cString: strerror(code)))"
+        self.code = code
     }
     public init(_ description: String) { self.description = description }
 }

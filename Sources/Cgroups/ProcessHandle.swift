@@ -103,3 +103,27 @@ extension CgroupHierarchy {
         }
     }
 }
+
+extension CgroupHierarchy {
+    /// The leaf a placed process goes into where its cgroup takes none (see `place`).
+    public static let placedLeaf = "vpnd-placed"
+
+    /// Moves the process into `relative`, or — where the kernel refuses processes there
+    /// because controllers are enabled for its children (EBUSY: systemd enables them in a
+    /// slice whose units account for memory or tasks) — into the leaf `relative/vpnd-placed`,
+    /// made if missing. Membership is by ancestor, so the leaf is as much the profile's.
+    /// Returns the cgroup the process went into.
+    @discardableResult
+    public func place(_ process: ProcessHandle, in relative: String) throws -> String {
+        do {
+            try move(process, to: relative)
+            return relative
+        } catch let error as CgroupError where error.code == EBUSY {
+            let leaf = relative + "/" + Self.placedLeaf
+            if mkdir(absolute(leaf), 0o755) != 0 && errno != EEXIST { throw CgroupError("create cgroup", path: absolute(leaf)) }
+            try move(process, to: leaf)
+            return leaf
+        }
+    }
+}
+

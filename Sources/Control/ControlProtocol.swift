@@ -66,6 +66,8 @@ public struct StatusReport: Codable, Hashable, Sendable {
     public var bypassed: Traffic
     /// System mode: the profile of every process placed nowhere else.
     public var systemProfile: String?
+    /// How the executable lists are enforced (when the policy has any).
+    public var executableRules: ExecutableRulesStatus?
 
     public init(daemonPID: Int32, policyDirectory: String, cgroupRoot: String, profiles: [ProfileStatus],
                 droppedUnknownCgroup: Traffic = Traffic(packets: 0, bytes: 0), refusedConnections: Int = 0, sandbox: String = "off",

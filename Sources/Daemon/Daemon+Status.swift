@@ -32,7 +32,7 @@ extension Daemon {
         status.routeNetworks = profile.routeNetworks.map(\.description)
         status.bypassExecutables = profile.bypassExecutables
         status.routeExecutables = profile.routeExecutables
-        status.execMoves = executables?.moves[profile.name] ?? 0
+        status.execMoves = executables.moves(profile.name)
         status.direct = direct
         return status
     }
@@ -69,7 +69,16 @@ extension Daemon {
         return StatusReport(daemonPID: getpid(), policyDirectory: options.policyDirectory,
                             cgroupRoot: hierarchy.mountPoint, profiles: profiles,
                             droppedUnknownCgroup: traffic(unknownCgroupCounter), refusedConnections: server?.refusedConnections ?? 0,
-                            sandbox: sandboxSummary, bypassMoves: executables?.moves[Policy.bypassSliceName] ?? 0,
+                            sandbox: sandboxSummary, bypassMoves: executables.moves(Policy.bypassSliceName),
                             bypassed: traffic(bypassedCounter), systemProfile: policy.systemProfile?.name)
+            .with(executableRules: executables.status(policy))
+    }
+}
+
+private extension StatusReport {
+    func with(executableRules: ExecutableRulesStatus?) -> StatusReport {
+        var copy = self
+        copy.executableRules = executableRules
+        return copy
     }
 }

@@ -29,6 +29,9 @@ public struct DaemonOptions: Sendable {
     /// Where the last policy that applied is kept (`policy.d` inside), for the killswitch at
     /// boot (`vpnd --oneshot --policy-dir STATE/policy.d` before the network); nil: not kept.
     public var stateDirectory: String?
+    /// Applies and exits (`--oneshot`, the killswitch at boot): exec rules, which only a
+    /// serving vpnd enforces, need not be enforceable then.
+    public var oneshot = false
 
     public init(policyDirectory: String, socketPath: String, cgroupParent: String = "vpn.slice", dropPrivileges: Bool = true,
                 sandbox: Bool = true, wireguardSocketDirectory: String = "/var/run/wireguard") {
@@ -65,9 +68,8 @@ public final class Daemon {
     /// What the sandbox enforces, for status.
     var sandboxSummary = "off"
     private var lastFollowError: String?
-    /// Follows exec events for bypass.executables and route.executables.
-    let executables: ExecutableFollower?
-    private var execEventsUnavailable: String?
+    /// bypass.executables and route.executables: fanotify before the exec, exec events after.
+    let executables: ExecutableEnforcement
     /// The profiles' DNS proxies (while vpnd serves).
     var dns: DNSService?
     /// Launches through systemd, where it owns the cgroup tree.
@@ -84,14 +86,9 @@ public final class Daemon {
             throw ApplyError("the cgroup parent must be a cgroup below the root (e.g. vpn.slice), not the root itself")
         }
         hierarchy = try CgroupHierarchy.system()
-        // Exec events may have to be opened in another network namespace: before the drop.
-        do {
-            executables = ExecutableFollower(events: try ExecutableFollower.openInInitialNamespace(options.initialNetworkNamespace),
-                                             reader: try ExecutableReader(), log: log)
-        } catch {
-            executables = nil
-            execEventsUnavailable = "\(error)"
-        }
+        // Exec events may have to be opened in another network namespace, and fanotify
+        // permission events need CAP_SYS_ADMIN: before the drop.
+        executables = ExecutableEnforcement(initialNetworkNamespace: options.initialNetworkNamespace, open: !options.oneshot, log: log)
         if options.dropPrivileges {
             let keep = Privileges.directoryOverrideNeeded(RuntimeFacts.directoriesAlong(parent: options.cgroupParent).map(hierarchy.absolute))
             try Privileges.dropToMinimum(permitted: keep ? Privileges.permitted : Privileges.effective)
@@ -99,7 +96,7 @@ public final class Daemon {
         }
         (policy, sources) = try Self.loadPolicy(options.policyDirectory)
         tunnelFiles = try TunnelFiles.load(policy)
-        try Self.checkEnforceable(policy, execEventsUnavailable: execEventsUnavailable)
+        if !options.oneshot { try executables.checkEnforceable(policy) }
         tunnels = BuiltInTunnels(log: log, uapiDirectory: options.wireguardSocketDirectory)
         let socketDirectory = String(options.socketPath[..<(options.socketPath.lastIndex(of: "/") ?? options.socketPath.startIndex)])
         lock = try NamespaceLock(directory: socketDirectory.isEmpty ? "." : socketDirectory)
@@ -191,14 +188,6 @@ public final class Daemon {
         }
     }
 
-    /// A policy that lists executables needs exec events; without them it would look
-    /// stricter than what is enforced, so it is refused.
-    static func checkEnforceable(_ policy: Policy, execEventsUnavailable: String?) throws {
-        if policy.listsExecutables, let reason = execEventsUnavailable {
-            throw ApplyError("bypass.executables and route.executables need exec events, which this vpnd cannot receive (\(reason))")
-        }
-    }
-
     /// The nft table, rules and routes first (the killswitch is in place before any
     /// tunnel starts), then the built-in tunnels, then again for the routes to their new
     /// interfaces. A built-in tunnel that cannot start leaves its profile fail-closed.
@@ -230,7 +219,7 @@ public final class Daemon {
         do {
             (next, nextSources) = try Self.loadPolicy(options.policyDirectory)
             nextFiles = try TunnelFiles.load(next)
-            try Self.checkEnforceable(next, execEventsUnavailable: execEventsUnavailable)
+            try executables.checkEnforceable(next)
         } catch {
             log.error("reload refused, running state unchanged:\n\(error)")
             return .failure("policy not reloaded, the running state is unchanged:\n\(error)")
@@ -252,6 +241,7 @@ public final class Daemon {
             let path = gone.cgroupPath(parent: options.cgroupParent)
             let members = hierarchy.processes(in: path).count
             if members == 0 {
+                try? hierarchy.remove(path + "/" + CgroupHierarchy.placedLeaf)
                 try? hierarchy.remove(path)
             } else {
                 log.warning("profile \(gone.name) was removed but \(members) process(es) remain in \(path); their new connections are no longer routed")
@@ -313,15 +303,18 @@ public final class Daemon {
         loop.every(1) { [unowned self] in
             watcher.rewatch()
             follow("periodic check")
+            executables.refresh(policy, parent: options.cgroupParent)
             // The loop is alive and has just checked the kernel: systemd's watchdog
             // (WatchdogSec=) restarts a vpnd that stops getting here.
             sd_notify(0, "WATCHDOG=1")
         }
-        if let executables {
-            loop.watch(executables.events.fileDescriptor) { [unowned self] _ in
-                executables.handleEvents(policy: policy, parent: options.cgroupParent, hierarchy: hierarchy, prepare: { try self.prepareMove() })
+        if let events = executables.follower?.events {
+            loop.watch(events.fileDescriptor) { [unowned self] _ in
+                executables.handleExecEvents(policy, parent: options.cgroupParent, hierarchy: hierarchy, prepare: { try self.prepareMove() })
             }
         }
+        // After the signals are blocked (SignalChannel): its threads must not take them.
+        try executables.start(loop: loop, hierarchy: hierarchy) { [unowned self] in executables.refresh(policy, parent: options.cgroupParent) }
         self.loop = loop
         dns = DNSService(loop: loop, applier: applier, log: log)
         defer { dns?.closeAll() }
@@ -367,12 +360,10 @@ public final class Daemon {
         dns?.configure(policy, builtInServers: builtIn)
     }
 
-    /// Listens for exec events while the policy lists executables, and places the
-    /// processes that already run a listed program.
+    /// Marks the listed files, listens for exec events while the policy lists executables,
+    /// and places the processes that already run a listed program.
     func followExecutables() {
-        guard let executables else { return }
-        executables.follow(policy)
-        executables.scanAll(policy: policy, parent: options.cgroupParent, hierarchy: hierarchy, prepare: { try self.prepareMove() })
+        executables.follow(policy, parent: options.cgroupParent, hierarchy: hierarchy, prepare: { try self.prepareMove() })
     }
 
 }

@@ -5,13 +5,18 @@ import Netlink
 import Plan
 import Policy
 
-/// bypass.executables and route.executables, enforced for processes started any way: vpnd
-/// follows every exec (the kernel's process connector) and moves a process that ran a
-/// listed program at once, through a pidfd (a pid reused meanwhile is never moved). The
-/// process runs where it was started from its exec until the move, a window of well under
-/// a millisecond on an idle machine (bench/run measures it); connections it opens in that
-/// window keep the route they got. At start, on reload and when the kernel dropped events
-/// (a burst overflowed the socket), every running process is looked at.
+/// bypass.executables and route.executables after the fact: vpnd follows every exec (the
+/// kernel's process connector) and moves a process that ran a listed program at once,
+/// through a pidfd (a pid reused meanwhile is never moved). Where fanotify permission events
+/// are in force (ExecutableGuard) the process is in place before its exec completes and this
+/// is the backstop: processes already running a listed program when vpnd starts or reloads,
+/// and execs the guard could not place in time. Without them it is the only way, and the
+/// process runs where it was started from its exec until the move; connections it opens
+/// meanwhile keep the route they got. At start, on reload and when the kernel dropped
+/// events (a burst overflowed the socket), every running process is looked at. A program is
+/// matched by its path (/proc/PID/exe) and the listed paths of the file there (hard links,
+/// listed symbolic links); a script's process names its interpreter, so listed scripts are
+/// matched only by the guard.
 final class ExecutableFollower {
     let events: ExecEvents
     private let reader: ExecutableReader
@@ -62,18 +67,19 @@ final class ExecutableFollower {
         }
     }
 
-    func handleEvents(policy: Policy, parent: String, hierarchy: CgroupHierarchy, prepare: () throws -> Void) {
+    /// `names`: the listed paths of the file at a path (ExecutableMarks).
+    func handleEvents(policy: Policy, parent: String, hierarchy: CgroupHierarchy, names: (String) -> [String], prepare: () throws -> Void) {
         let (pids, lost) = events.drain()
         guard policy.listsExecutables else { return }
         if lost {
             log.warning("exec events were lost (a burst overflowed the socket); looking at every process")
-            scanAll(policy: policy, parent: parent, hierarchy: hierarchy, prepare: prepare)
+            scanAll(policy: policy, parent: parent, hierarchy: hierarchy, names: names, prepare: prepare)
             return
         }
-        for pid in pids { place(pid, policy: policy, parent: parent, hierarchy: hierarchy, prepare: prepare) }
+        for pid in pids { place(pid, policy: policy, parent: parent, hierarchy: hierarchy, names: names, prepare: prepare) }
     }
 
-    func scanAll(policy: Policy, parent: String, hierarchy: CgroupHierarchy, prepare: () throws -> Void) {
+    func scanAll(policy: Policy, parent: String, hierarchy: CgroupHierarchy, names: (String) -> [String], prepare: () throws -> Void) {
         guard policy.listsExecutables, let directory = opendir("/proc") else { return }
         var pids: [Int32] = []
         while let entry = readdir(directory) {
@@ -81,15 +87,15 @@ final class ExecutableFollower {
             if let pid = Int32(name), pid > 1 { pids.append(pid) }
         }
         closedir(directory)
-        for pid in pids { place(pid, policy: policy, parent: parent, hierarchy: hierarchy, prepare: prepare) }
+        for pid in pids { place(pid, policy: policy, parent: parent, hierarchy: hierarchy, names: names, prepare: prepare) }
     }
 
     /// Looks at one process: held by a pidfd first, so what is read about it (its program,
     /// its cgroup) is its own if it is still alive afterwards.
-    private func place(_ pid: Int32, policy: Policy, parent: String, hierarchy: CgroupHierarchy, prepare: () throws -> Void) {
+    private func place(_ pid: Int32, policy: Policy, parent: String, hierarchy: CgroupHierarchy, names: (String) -> [String], prepare: () throws -> Void) {
         guard let process = try? ProcessHandle.open(pid: pid), let executable = reader.executable(of: pid),
               let cgroup = CgroupHierarchy.cgroup(ofProcess: pid), process.isAlive,
-              let decision = ExecutableRules.decide(executable: executable, cgroup: cgroup, policy: policy, parent: parent) else { return }
+              let decision = ExecutableRules.decide(executables: [executable] + names(executable), cgroup: cgroup, policy: policy, parent: parent) else { return }
         let (target, label): (String, String)
         switch decision {
         case let .join(profile):
@@ -101,9 +107,9 @@ final class ExecutableFollower {
         }
         do {
             try prepare()
-            try hierarchy.move(process, to: target)
+            let placed = try hierarchy.place(process, in: target)
             moves[label, default: 0] += 1
-            log.info("pid \(pid) ran \(executable): moved from \(cgroup.isEmpty ? "the root cgroup" : cgroup) into \(target)")
+            log.info("pid \(pid) ran \(executable): moved from \(cgroup.isEmpty ? "the root cgroup" : cgroup) into \(placed)")
         } catch {
             log.warning("pid \(pid) ran \(executable) but could not be moved into \(target): \(error)")
         }

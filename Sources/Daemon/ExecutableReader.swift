@@ -40,10 +40,20 @@ final class ExecutableReader {
         waitpid(pid, &status, 0)
     }
 
+    /// Throws unless the helper answers: it dies at start when it cannot keep
+    /// CAP_SYS_PTRACE (a capability bound without it, such as vpnd.service's), and then no
+    /// program could ever be named. Asks for vpnd's own program.
+    func check() throws {
+        guard executable(of: getpid()) != nil else {
+            throw ApplyError("the helper that reads /proc/PID/exe could not keep CAP_SYS_PTRACE (not in vpnd's capability bound)")
+        }
+    }
+
     /// The path of the program `pid` runs, or nil (a kernel thread, a process gone).
     func executable(of pid: Int32) -> String? {
         var request = pid
-        guard write(socket, &request, 4) == 4 else { return nil }
+        // MSG_NOSIGNAL: a helper that died must not take vpnd with it (SIGPIPE).
+        guard send(socket, &request, 4, Int32(MSG_NOSIGNAL)) == 4 else { return nil }
         var length: UInt32 = 0
         guard read(socket, &length, 4) == 4, length > 0, length <= 4096 else { return nil }
         var bytes = [UInt8](repeating: 0, count: Int(length))

@@ -1,9 +1,13 @@
 import Policy
 
 /// Where a process goes when it execs a listed program (`route.executables`,
-/// `bypass.executables`), decided from the program's path (/proc/PID/exe) and the cgroup
-/// it is in. vpnd follows every exec (the kernel's process connector) and moves the
-/// process right away; until it has, the process runs where it was started.
+/// `bypass.executables`), decided from the names the program has in the policy and the
+/// cgroup the process is in. Where the kernel has fanotify permission events, vpnd marks the
+/// listed files and moves the process while its exec waits, before the program's first
+/// instruction (ExecutableGuard: the names are the listed paths of the file that fired);
+/// elsewhere it follows execs after the fact (the process connector; the name is
+/// /proc/PID/exe and the listed paths of that file), and the process runs where it was
+/// started until it is moved.
 extension Policy {
     /// Whether processes may be placed in the bypass slice (vpnd then makes it): listed
     /// programs, `vpnexec --bypass`, and system mode (where it is the one way out).
@@ -28,17 +32,36 @@ public enum ExecutableRules {
     /// nil when the process stays where it is. In system mode the system profile's members
     /// are also the processes in no profile's cgroup and not in the bypass slice.
     public static func decide(executable: String, cgroup: String, policy: Policy, parent: String) -> Decision? {
+        decide(executables: [executable], cgroup: cgroup, policy: policy, parent: parent)
+    }
+
+    /// The same for a program that goes by several listed names (hard links, a symbolic link
+    /// and its target): a route rule of any of them first, as for one name.
+    public static func decide(executables: [String], cgroup: String, policy: Policy, parent: String) -> Decision? {
         func isIn(_ path: String) -> Bool { cgroup == path || cgroup.hasPrefix(path + "/") }
-        if let target = policy.profiles.first(where: { $0.routeExecutables.contains(executable) }) {
+        if let target = policy.profiles.first(where: { $0.routeExecutables.contains(where: executables.contains) }) {
             return isIn(target.cgroupPath(parent: parent)) ? nil : .join(profile: target.name)
         }
         // Every exec comes here: where the process is placed is looked at only for a listed program.
         var placed: Bool { policy.profiles.contains { isIn($0.cgroupPath(parent: parent)) } || isIn(bypassCgroup(parent: parent)) }
-        for profile in policy.profiles where profile.bypassExecutables.contains(executable) {
+        for profile in policy.profiles where profile.bypassExecutables.contains(where: executables.contains) {
             if isIn(profile.cgroupPath(parent: parent)) || (profile.name == policy.system.profile && !placed) {
                 return .bypass(from: profile.name)
             }
         }
         return nil
+    }
+
+    /// How an exec of a listed program is answered when vpnd has not placed the process in
+    /// time (ExecutableGuard's deadline), or could not: a `route.executables` program is
+    /// refused (the exec fails with EPERM) rather than run outside its tunnel; a
+    /// `bypass.executables` program is allowed where it was started, inside its profile: the
+    /// tunnel is the safe side of a bypass (exec events move it out afterwards).
+    public enum LateAnswer: Equatable, Sendable {
+        case refuse, allow
+    }
+
+    public static func lateAnswer(executables: [String], policy: Policy) -> LateAnswer {
+        policy.profiles.contains { $0.routeExecutables.contains(where: executables.contains) } ? .refuse : .allow
     }
 }

@@ -27,7 +27,7 @@ public struct Policy: Hashable, Sendable {
     /// processes that go direct (bypass.executables).
     public static let bypassSliceName = "bypass"
 
-    /// Whether any profile lists executables (vpnd then follows exec events).
+    /// Whether any profile lists executables (vpnd then marks the files and follows exec events).
     public var listsExecutables: Bool { profiles.contains { !$0.bypassExecutables.isEmpty || !$0.routeExecutables.isEmpty } }
 }
 
@@ -51,6 +51,8 @@ public struct Profile: Hashable, Sendable {
     public var bypassExecutables: [String]
     /// Executables that join this profile wherever they are started.
     public var routeExecutables: [String]
+    /// Where each listed executable (bypass or route) was written, for messages about the file.
+    public var executableLocations: [String: SourceLocation] = [:]
     /// The profile's resolvers, reached through its tunnel (empty: a built-in tunnel's
     /// `DNS =`, else members' queries are refused).
     public var dnsServers: [IPAddress]

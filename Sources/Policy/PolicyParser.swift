@@ -156,6 +156,7 @@ extension Policy {
                                     dnsServers: draft.dnsServers,
                                     bypassDomains: sortedUnique(draft.bypassDomains.map(\.0)),
                                     routeDomains: sortedUnique(draft.routeDomains.map(\.0)), apps: Array(Set(draft.apps)).sorted()))
+            profiles[profiles.count - 1].executableLocations = Dictionary(draft.routeExecutables + draft.bypassExecutables, uniquingKeysWith: { first, _ in first })
         }
         checkRouteNetworks(unique, log: log)
         checkExecutables(unique, log: log)

@@ -194,7 +194,7 @@ struct TableReader {
             let components = path.split(separator: "/", omittingEmptySubsequences: false).dropFirst()
             guard path.hasPrefix("/"), path.count <= 4096, !components.isEmpty,
                   components.allSatisfy({ !$0.isEmpty && $0 != "." && $0 != ".." }) else {
-                log.error("\(context) \(key): \"\(path)\" must be an absolute path without '.', '..', '//' or a trailing '/' (as /proc/PID/exe names a program)", at: at)
+                log.error("\(context) \(key): \"\(path)\" must be an absolute path without '.', '..', '//' or a trailing '/' (the file the program is run from)", at: at)
                 continue
             }
             result.append((path, at))

@@ -2,12 +2,12 @@ import CLinux
 import Glibc
 
 /// A joinable POSIX thread running a closure: the engine's loops need real threads that
-/// block in system calls, not tasks on a cooperative pool.
-final class LoopThread {
+/// block in system calls, not tasks on a cooperative pool (vpnd's exec guard too).
+public final class LoopThread {
     private var thread = pthread_t()
     private final class Box { let body: () -> Void; init(_ body: @escaping () -> Void) { self.body = body } }
 
-    init(name: String, _ body: @escaping () -> Void) {
+    public init(name: String, _ body: @escaping () -> Void) {
         let box = Unmanaged.passRetained(Box(body)).toOpaque()
         let rc = pthread_create(&thread, nil, { raw in
             let box = Unmanaged<Box>.fromOpaque(raw!).takeRetainedValue()
@@ -18,7 +18,7 @@ final class LoopThread {
         _ = vx_pthread_setname(thread, String(name.prefix(15)))
     }
 
-    func join() { pthread_join(thread, nil) }
+    public func join() { pthread_join(thread, nil) }
 }
 
 /// Monotonic and wall-clock readings, taken once per batch rather than per packet.

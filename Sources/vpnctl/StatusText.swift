@@ -27,6 +27,10 @@ enum StatusText {
             lines.append("")
             lines.append("bypass: \(report.bypassMoves) process(es) moved into vpn-bypass.slice, \(traffic(report.bypassed)) sent direct")
         }
+        if let rules = report.executableRules {
+            lines.append("")
+            lines += executableRules(rules)
+        }
         if report.droppedUnknownCgroup.packets > 0 {
             lines.append("")
             lines.append("unknown cgroups: \(traffic(report.droppedUnknownCgroup)) dropped (cgroups vpnd did not know yet where a profile cgroup could be)")

@@ -103,7 +103,7 @@ struct VPNCtl: ParsableCommand {
     }
 
     struct Check: ParsableCommand {
-        static let configuration = CommandConfiguration(abstract: "Validate policy files (together, as vpnd would read them) and the wg-quick files of their built-in tunnels.")
+        static let configuration = CommandConfiguration(abstract: "Validate policy files (together, as vpnd would read them), the wg-quick files of their built-in tunnels and the programs their executable lists name.")
         @Argument(help: "Policy files.") var files: [String]
         /// Accepted, not used (check reads files only): a script may give --socket to every subcommand.
         @OptionGroup var connection: Connection
@@ -112,7 +112,9 @@ struct VPNCtl: ParsableCommand {
             do {
                 let policy = try Policy.parse(try PolicyDirectory.readFiles(files), resolver: SystemNameResolver())
                 _ = try TunnelFiles.load(policy)
+                let notes = try ExecutableCheck.run(policy)
                 print("ok: \(policy.profiles.count) profile(s)" + policy.profiles.map { " \($0.name)" }.joined())
+                for note in notes { print(note) }
             } catch {
                 writeStandardError("\(error)\n")
                 throw ExitCode(1)

@@ -26,7 +26,17 @@ import Testing
                                     tunnel: tunnel, sent: traffic, received: traffic, throughTunnel: traffic, droppedByKillswitch: traffic,
                                     dns: DNSStatus(port: 5300, servers: ["10.64.0.1"], bypassDomains: ["bank.example"], bypassDomainCount: 1, routeDomains: ["*.corp.example"], routeDomainCount: 1,
                                                    answered: 5, forwarded: 4, failed: 1, dropped: 0, setSizes: sizes))
-        return StatusReport(daemonPID: 42, policyDirectory: "/etc/vpnexec/policy.d", cgroupRoot: "/sys/fs/cgroup", profiles: [profile], sandbox: "Landlock ABI 4 (verified)")
+        var report = StatusReport(daemonPID: 42, policyDirectory: "/etc/vpnexec/policy.d", cgroupRoot: "/sys/fs/cgroup", profiles: [profile], sandbox: "Landlock ABI 4 (verified)")
+        var rules = ExecutableRulesStatus(enforcement: ExecutableRulesStatus.beforeExec, answerDeadlineMilliseconds: 1000)
+        rules.refusedAtDeadline = 1
+        var link = ListedExecutableStatus(path: "/usr/bin/firefox-esr", target: "/usr/lib/firefox-esr/firefox-esr", marked: true)
+        link.device = 65024
+        link.inode = 1234
+        var missing = ListedExecutableStatus(path: "/usr/bin/steam", marked: false)
+        missing.problem = "does not exist"
+        rules.files = [link, missing]
+        report.executableRules = rules
+        return report
     }
 
     @Test func encodingIsTheGoldenFileAndRoundTrips() throws {

@@ -420,3 +420,26 @@ enum ExceptionRulesRanges {
         #expect(nested.1.contains("cgroup_level_6") && nested.0 != before.0, "another depth gets a map and a rule of its own")
     }
 }
+
+/// A file listed under several names (hard links, a symbolic link and its target) is
+/// decided by all of them, a route rule first; an exec vpnd could not place in time is
+/// refused for route.executables and allowed for bypass.executables.
+@Suite struct ExecutableNamesTests {
+    @Test func everyNameOfTheFileCounts() {
+        var work = profile("work", tunnel: "wg0", index: 1)
+        work.routeExecutables = ["/usr/bin/firefox-esr"]
+        work.bypassExecutables = ["/usr/bin/steam"]
+        let policy = Policy(profiles: [work])
+        let shell = "user.slice/user-1000.slice/session-2.scope"
+        #expect(ExecutableRules.decide(executables: ["/usr/lib/firefox-esr/firefox-esr", "/usr/bin/firefox-esr"], cgroup: shell, policy: policy, parent: "vpn.slice")
+                == .join(profile: "work"))
+        #expect(ExecutableRules.decide(executables: ["/usr/lib/firefox-esr/firefox-esr"], cgroup: shell, policy: policy, parent: "vpn.slice") == nil)
+        #expect(ExecutableRules.decide(executables: ["/usr/bin/steam", "/usr/bin/firefox-esr"], cgroup: "vpn.slice/vpn-work.slice", policy: policy, parent: "vpn.slice") == nil,
+                "routed and already in its profile: the route rule decides")
+        #expect(ExecutableRules.decide(executables: ["/usr/games/steam", "/usr/bin/steam"], cgroup: "vpn.slice/vpn-work.slice", policy: policy, parent: "vpn.slice")
+                == .bypass(from: "work"))
+        #expect(ExecutableRules.lateAnswer(executables: ["/usr/bin/firefox-esr"], policy: policy) == .refuse)
+        #expect(ExecutableRules.lateAnswer(executables: ["/usr/bin/steam"], policy: policy) == .allow)
+        #expect(ExecutableRules.lateAnswer(executables: [], policy: policy) == .allow)
+    }
+}

@@ -1,0 +1,137 @@
+import Cgroups
+import Control
+import Policy
+import TrustedFiles
+
+/// bypass.executables and route.executables, enforced two ways at once:
+/// - before the program runs, where the kernel has fanotify permission events: the listed
+///   files are marked and each exec of one waits until vpnd has moved the process
+///   (ExecutableMarks, ExecutableGuard);
+/// - after the exec, from the process connector (ExecutableFollower): the only way where
+///   fanotify is unavailable (the process runs where it was started until it is moved), and
+///   the backstop where it is — it places processes that already ran a listed program when
+///   vpnd starts or reloads, and execs the guard could not place in time.
+/// Status says which is in force.
+final class ExecutableEnforcement {
+    let follower: ExecutableFollower?
+    private let followerUnavailable: String?
+    private let group: FanotifyGroup?
+    private let groupUnavailable: String?
+    private var marks: ExecutableMarks?
+    private var guardian: ExecutableGuard?
+    private let log: Log
+
+    /// Opens both event sources: before vpnd drops its capabilities (the process connector
+    /// in another network namespace and fanotify_init both need CAP_SYS_ADMIN). A vpnd that
+    /// only applies and exits (`--oneshot`, vpnd-early.service, whose system call filter
+    /// kills a process that calls fanotify_init) opens neither.
+    init(initialNetworkNamespace: String, open: Bool = true, log: Log) {
+        self.log = log
+        guard open else {
+            follower = nil
+            followerUnavailable = "not opened by vpnd --oneshot"
+            group = nil
+            groupUnavailable = "not opened by vpnd --oneshot"
+            return
+        }
+        do {
+            let reader = try ExecutableReader()
+            try reader.check()
+            follower = ExecutableFollower(events: try ExecutableFollower.openInInitialNamespace(initialNetworkNamespace),
+                                          reader: reader, log: log)
+            followerUnavailable = nil
+        } catch {
+            follower = nil
+            followerUnavailable = "\(error)"
+        }
+        do {
+            group = try FanotifyGroup()
+            groupUnavailable = nil
+        } catch {
+            group = nil
+            groupUnavailable = "\(error)"
+        }
+    }
+
+    /// A policy that lists executables needs one of the two; without either it would look
+    /// stricter than what is enforced, so it is refused.
+    func checkEnforceable(_ policy: Policy) throws {
+        guard policy.listsExecutables, group == nil, let reason = followerUnavailable else { return }
+        throw ApplyError("bypass.executables and route.executables need fanotify permission events or exec events, and this vpnd has neither (\(groupUnavailable ?? "?"); \(reason))")
+    }
+
+    /// Starts the guard's threads and watches the listed files' directories. After vpnd
+    /// blocked its signals, dropped its capabilities and applied its sandbox.
+    func start(loop: EventLoop, hierarchy: CgroupHierarchy, onFilesChanged: @escaping () -> Void) throws {
+        let marks = try ExecutableMarks(group: group, log: log)
+        self.marks = marks
+        loop.watch(marks.watchDescriptor) { _ in
+            if marks.drain() { onFilesChanged() }
+        }
+        if let group {
+            let guardian = try ExecutableGuard(group: group, hierarchy: hierarchy, log: log)
+            guardian.start()
+            self.guardian = guardian
+            if let reason = followerUnavailable {
+                log.warning("exec rules: listed programs are placed before they run (fanotify), without exec events as a backstop (\(reason)): processes already running a listed program are not placed")
+            } else {
+                log.info("exec rules: listed programs are placed before they run (fanotify), exec events as a backstop")
+            }
+        } else {
+            log.notice("exec rules: fanotify permission events unavailable (\(groupUnavailable ?? "?")); listed programs are moved after their exec (exec events)")
+        }
+    }
+
+    /// Looks at the listed files again (the policy changed, a directory changed, the check
+    /// each second) and hands what they name to the guard.
+    func refresh(_ policy: Policy, parent: String) {
+        guard let marks else { return }
+        marks.refresh(policy)
+        guardian?.publish(ExecutableGuard.Snapshot(policy: policy, parent: parent, names: marks.names))
+    }
+
+    /// A policy now in force: the files' problems logged with their file:line, the files
+    /// marked, exec events followed, and processes already running a listed program placed.
+    func follow(_ policy: Policy, parent: String, hierarchy: CgroupHierarchy, prepare: () throws -> Void) {
+        for diagnostic in ExecutableFiles.diagnose(policy, inspector: SystemExecutableInspector()) {
+            log.warning("\(diagnostic)")
+        }
+        refresh(policy, parent: parent)
+        guard let follower else { return }
+        follower.follow(policy)
+        follower.scanAll(policy: policy, parent: parent, hierarchy: hierarchy, names: names(ofFileAt:), prepare: prepare)
+    }
+
+    func handleExecEvents(_ policy: Policy, parent: String, hierarchy: CgroupHierarchy, prepare: () throws -> Void) {
+        follower?.handleEvents(policy: policy, parent: parent, hierarchy: hierarchy, names: names(ofFileAt:), prepare: prepare)
+    }
+
+    private func names(ofFileAt path: String) -> [String] { marks?.names(ofFileAt: path) ?? [] }
+
+    /// Processes moved into a profile ("work") or the bypass slice ("bypass"), either way.
+    func moves(_ label: String) -> Int {
+        (follower?.moves[label] ?? 0) + (guardian?.counters.moves[label] ?? 0)
+    }
+
+    func status(_ policy: Policy) -> ExecutableRulesStatus? {
+        guard policy.listsExecutables else { return nil }
+        let counters = guardian?.counters ?? ExecutableGuard.Counters()
+        var status = ExecutableRulesStatus(
+            enforcement: guardian != nil ? ExecutableRulesStatus.beforeExec : follower != nil ? ExecutableRulesStatus.afterExec : "none",
+            answerDeadlineMilliseconds: Int(ExecutableGuard.answerDeadline * 1000))
+        status.fanotifyUnavailable = group == nil ? groupUnavailable : nil
+        status.execEventsUnavailable = followerUnavailable
+        status.refusedAtDeadline = counters.refusedLate
+        status.allowedAtDeadline = counters.allowedLate
+        status.unplaced = counters.unplaced
+        status.files = (marks?.files ?? []).map { file in
+            var shown = ListedExecutableStatus(path: file.path, target: file.target, marked: file.marked)
+            shown.script = file.script
+            shown.problem = file.problem
+            shown.inode = file.identity?.inode
+            shown.device = file.identity?.device
+            return shown
+        }
+        return status
+    }
+}

@@ -1,0 +1,301 @@
+import CLinux
+import Cgroups
+import Glibc
+import Plan
+import Policy
+import Synchronization
+import WireGuardDevice
+
+/// route.executables and bypass.executables without a window: an exec of a listed file
+/// waits in the kernel (fanotify FAN_OPEN_EXEC_PERM, ExecutableMarks marks the files) while
+/// vpnd writes the process into its cgroup (cgroupfs, as ExecutableFollower moves: an exec
+/// cannot wait for systemd's D-Bus round trip), then is allowed; the program's first
+/// instruction runs in the cgroup, so its first connection already goes the declared way.
+///
+/// Answering must not depend on anything that can stall: events are read and answered on a
+/// thread of their own, from a snapshot of the policy and the listed files' names (never the
+/// event loop), and a second thread answers every event still waiting after
+/// `answerDeadline` — however the first is stuck (the cgroup write blocking, the machine
+/// overloaded) — and then answers new events at once until the first is back:
+/// `route.executables` refused (EPERM: it does not run outside its tunnel),
+/// `bypass.executables` allowed where it was started (inside its profile: the safe side;
+/// exec events move it out afterwards, as they did before fanotify), logged and counted in
+/// status. A vpnd that is stopped (SIGSTOP) answers nothing: its execs
+/// of listed files wait, killably, until it runs again or is killed (under systemd its
+/// watchdog, WatchdogSec=10s, aborts it); a vpnd that is gone has closed the group, and the
+/// kernel allows every waiting and later exec unplaced. Only listed files are marked: no
+/// other exec on the machine ever waits for vpnd.
+final class ExecutableGuard: Sendable {
+    /// How long an exec of a listed file waits for vpnd at most, beyond which it is
+    /// answered unplaced. Placing takes tens of microseconds; a second of no progress is a
+    /// stuck vpnd, not a busy one, and one second is what a user can wait for a program.
+    static let answerDeadline = 1.0
+
+    /// What the answering thread decides from: published by the event loop when the policy
+    /// or the files change.
+    struct Snapshot: Sendable {
+        var policy: Policy
+        var parent: String
+        var names: [ExecutableFile.Identity: [String]]
+    }
+
+    struct Counters: Sendable, Equatable {
+        /// Processes placed before their program ran, by target ("work", or "bypass").
+        var moves: [String: Int] = [:]
+        /// Execs answered at the deadline: route.executables refused, bypass.executables allowed.
+        var refusedLate = 0
+        var allowedLate = 0
+        /// Execs answered without a placement because the move failed.
+        var unplaced = 0
+    }
+
+    private struct Waiting {
+        var deadline: Double
+        var lateAnswer: ExecutableRules.LateAnswer
+        var answered = false
+        var pid: Int32
+        var names: [String]
+    }
+
+    private struct Shared {
+        var snapshot: Snapshot?
+        /// Events read and not yet closed, by their file descriptor.
+        var waiting: [Int32: Waiting] = [:]
+        /// When the answering thread began the events it holds.
+        var busySince: Double?
+        var counters = Counters()
+    }
+
+    private let group: FanotifyGroup
+    private let hierarchy: CgroupHierarchy
+    private let log: Log
+    private let shared = Mutex(Shared())
+    /// Wakes the deadline thread (an eventfd).
+    private let wake: Int32
+    /// Test-only (VPND_TEST_EXEC_ANSWER_DELAY_MS): each event waits this long before it is
+    /// decided, as a stuck vpnd would.
+    private let testDelay: Double
+
+    init(group: FanotifyGroup, hierarchy: CgroupHierarchy, log: Log) throws {
+        self.group = group
+        self.hierarchy = hierarchy
+        self.log = log
+        wake = eventfd(0, Int32(EFD_CLOEXEC | EFD_NONBLOCK))
+        guard wake >= 0 else { throw ApplyError("eventfd: \(String(cString: strerror(errno)))") }
+        testDelay = ExecutableGuardTestDelay.seconds(log: log)
+    }
+
+    deinit { close(wake) }
+
+    /// Starts both threads. vpnd calls this after its signals are blocked (signalfd), its
+    /// capabilities dropped and its sandbox applied: threads inherit all three.
+    func start() {
+        _ = LoopThread(name: "vpnd-exec") { [self] in answerLoop() }
+        _ = LoopThread(name: "vpnd-exec-late") { [self] in deadlineLoop() }
+    }
+
+    func publish(_ snapshot: Snapshot) {
+        shared.withLock { $0.snapshot = snapshot }
+    }
+
+    var counters: Counters { shared.withLock { $0.counters } }
+
+    // MARK: the answering thread
+
+    private func answerLoop() {
+        var ready = pollfd(fd: group.fileDescriptor, events: Int16(POLLIN), revents: 0)
+        while true {
+            if poll(&ready, 1, -1) < 0 && errno != EINTR {
+                log.error("exec guard: poll: \(String(cString: strerror(errno))); listed programs are answered at the deadline only")
+                return
+            }
+            let events = group.read()
+            if !events.isEmpty { answer(events) }
+        }
+    }
+
+    private func answer(_ events: [FanotifyGroup.Event]) {
+        let identities = events.map { Self.identity(of: $0.file) }
+        let now = EventLoop.now()
+        let (snapshot, wasQuiet) = shared.withLock { state in
+            let quiet = !state.waiting.values.contains { !$0.answered }
+            for (event, identity) in zip(events, identities) {
+                let names = identity.flatMap { state.snapshot?.names[$0] } ?? []
+                let late = state.snapshot.map { ExecutableRules.lateAnswer(executables: names, policy: $0.policy) } ?? .allow
+                state.waiting[event.file] = Waiting(deadline: now + Self.answerDeadline, lateAnswer: late, pid: event.pid, names: names)
+            }
+            state.busySince = now
+            return (state.snapshot, quiet)
+        }
+        if wasQuiet { signalDeadlineThread() }
+        for (event, identity) in zip(events, identities) {
+            if testDelay > 0 { Self.sleep(testDelay) }
+            place(event, names: identity.flatMap { snapshot?.names[$0] } ?? [], snapshot: snapshot)
+        }
+        let wasLate = shared.withLock { state in
+            defer { state.busySince = nil }
+            return state.busySince.map { EventLoop.now() - $0 >= Self.answerDeadline } ?? false
+        }
+        if wasLate { signalDeadlineThread() }
+    }
+
+    /// Decides, moves and answers one event.
+    private func place(_ event: FanotifyGroup.Event, names: [String], snapshot: Snapshot?) {
+        // Not a listed file's exec (a mark removed meanwhile), or a process outside vpnd's
+        // pid namespace, which vpnd cannot place (nor see with the process connector).
+        guard let snapshot, event.isExecPermission, !names.isEmpty, event.pid > 0 else {
+            finish(event.file, allow: true)
+            return
+        }
+        let late = ExecutableRules.lateAnswer(executables: names, policy: snapshot.policy)
+        guard let cgroup = CgroupHierarchy.cgroup(ofProcess: event.pid) else {
+            finish(event.file, allow: late == .allow, unplaced: true)
+            return
+        }
+        guard let decision = ExecutableRules.decide(executables: names, cgroup: cgroup, policy: snapshot.policy, parent: snapshot.parent) else {
+            finish(event.file, allow: true)
+            return
+        }
+        // Answered at the deadline already (this thread was stuck): the exec went on, or
+        // was refused, without us; the process connector places what did run.
+        guard !isAnswered(event.file) else {
+            finish(event.file, allow: true)
+            return
+        }
+        let (target, label): (String, String)
+        switch decision {
+        case let .join(profile):
+            target = snapshot.policy.profile(named: profile)!.cgroupPath(parent: snapshot.parent)
+            label = profile
+        case .bypass:
+            target = ExecutableRules.bypassCgroup(parent: snapshot.parent)
+            label = Policy.bypassSliceName
+        }
+        let program = names.joined(separator: ", ")
+        let placed: String
+        do {
+            placed = try hierarchy.place(try ProcessHandle.open(pid: event.pid), in: target)
+        } catch {
+            log.warning("pid \(event.pid) executes \(program) but could not be moved into \(target): \(error); "
+                        + (late == .refuse ? "the exec is refused" : "it runs where it was started"))
+            finish(event.file, allow: late == .allow, unplaced: true)
+            return
+        }
+        if finish(event.file, allow: true) || late == .allow {
+            shared.withLock { $0.counters.moves[label, default: 0] += 1 }
+            log.info("pid \(event.pid) executes \(program): moved from \(cgroup.isEmpty ? "the root cgroup" : cgroup) into \(placed) before it runs")
+        } else {
+            // The deadline refused the exec while the move was under way: the process still
+            // runs its previous program, which belongs where it was.
+            try? hierarchy.move(pid: event.pid, to: cgroup)
+        }
+    }
+
+    private func isAnswered(_ file: Int32) -> Bool {
+        shared.withLock { $0.waiting[file]?.answered ?? false }
+    }
+
+    /// Answers (unless the deadline did) and closes the event's file; true if answered here.
+    @discardableResult
+    private func finish(_ file: Int32, allow: Bool, unplaced: Bool = false) -> Bool {
+        let answered = shared.withLock { state -> Bool in
+            guard let waiting = state.waiting.removeValue(forKey: file), !waiting.answered else { return false }
+            group.respond(file, allow: allow)
+            if unplaced { state.counters.unplaced += 1 }
+            return true
+        }
+        close(file)
+        return answered
+    }
+
+    // MARK: the deadline thread
+
+    private func deadlineLoop() {
+        while true {
+            let now = EventLoop.now()
+            let (next, covering) = shared.withLock { state in
+                (state.waiting.values.filter { !$0.answered }.map(\.deadline).min(),
+                 state.busySince.map { now - $0 >= Self.answerDeadline } ?? false)
+            }
+            var fds = [pollfd(fd: wake, events: Int16(POLLIN), revents: 0)]
+            if covering { fds.append(pollfd(fd: group.fileDescriptor, events: Int16(POLLIN), revents: 0)) }
+            let timeout = next.map { Int32(max(0, ($0 - now) * 1000).rounded(.up)) + 1 } ?? -1
+            _ = poll(&fds, nfds_t(fds.count), timeout)
+            var count: UInt64 = 0
+            _ = read(wake, &count, 8)
+            answerOverdue()
+            coverForStuckThread()
+        }
+    }
+
+    /// Answers every event whose deadline has passed.
+    private func answerOverdue() {
+        let now = EventLoop.now()
+        let late = shared.withLock { state -> [Waiting] in
+            var late: [Waiting] = []
+            for (file, waiting) in state.waiting where !waiting.answered && waiting.deadline <= now {
+                group.respond(file, allow: waiting.lateAnswer == .allow)
+                state.waiting[file]?.answered = true
+                if waiting.lateAnswer == .allow { state.counters.allowedLate += 1 } else { state.counters.refusedLate += 1 }
+                late.append(waiting)
+            }
+            return late
+        }
+        for waiting in late { logLate(pid: waiting.pid, names: waiting.names, answer: waiting.lateAnswer) }
+    }
+
+    /// While the answering thread is stuck past the deadline, new events are answered here
+    /// at once, as they would be at their deadline.
+    private func coverForStuckThread() {
+        while shared.withLock({ state in state.busySince.map { EventLoop.now() - $0 >= Self.answerDeadline } ?? false }) {
+            let events = group.read()
+            if events.isEmpty { return }
+            for event in events {
+                let identity = Self.identity(of: event.file)
+                let (names, answer) = shared.withLock { state -> ([String], ExecutableRules.LateAnswer) in
+                    let names = identity.flatMap { state.snapshot?.names[$0] } ?? []
+                    let answer = state.snapshot.map { ExecutableRules.lateAnswer(executables: names, policy: $0.policy) } ?? .allow
+                    if !names.isEmpty {
+                        if answer == .allow { state.counters.allowedLate += 1 } else { state.counters.refusedLate += 1 }
+                    }
+                    return (names, answer)
+                }
+                group.respond(event.file, allow: answer == .allow)
+                close(event.file)
+                if !names.isEmpty { logLate(pid: event.pid, names: names, answer: answer) }
+            }
+        }
+    }
+
+    private func logLate(pid: Int32, names: [String], answer: ExecutableRules.LateAnswer) {
+        let seconds = Self.answerDeadline.formatted
+        switch answer {
+        case .refuse:
+            log.warning("exec of \(names.joined(separator: ", ")) by pid \(pid) not placed within \(seconds) s: refused (a route.executables program does not run outside its tunnel)")
+        case .allow:
+            log.warning("exec of \(names.joined(separator: ", ")) by pid \(pid) not placed within \(seconds) s: allowed where it was started (a bypass.executables program stays in its tunnel)")
+        }
+    }
+
+    private func signalDeadlineThread() {
+        var one: UInt64 = 1
+        _ = write(wake, &one, 8)
+    }
+
+    private static func identity(of file: Int32) -> ExecutableFile.Identity? {
+        var info = stat()
+        guard fstat(file, &info) == 0 else { return nil }
+        return ExecutableFile.Identity(device: UInt64(info.st_dev), inode: UInt64(info.st_ino))
+    }
+
+    private static func sleep(_ seconds: Double) {
+        var duration = timespec(tv_sec: Int(seconds), tv_nsec: Int((seconds - seconds.rounded(.down)) * 1e9))
+        var left = timespec()
+        while nanosleep(&duration, &left) != 0 && errno == EINTR { duration = left }
+    }
+}
+
+private extension Double {
+    /// "1" rather than "1.0".
+    var formatted: String { self == rounded() ? String(Int(self)) : String(self) }
+}
