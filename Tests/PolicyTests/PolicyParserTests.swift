@@ -264,6 +264,22 @@ func diagnostics(_ files: [(String, String)]) -> [String] {
         #expect(errors.contains { $0.contains("bypass.domains *.corp.example is routed into profile \"b\"") })
     }
 
+    /// A name no DNS answer can carry is refused where it is written (`vpnctl check` said
+    /// nothing about `-bad.example`), and nothing else of the policy is taken.
+    @Test func invalidDomainLabelsAreRefusedWithTheirLine() throws {
+        let errors = diagnostics([("/p/a.toml", """
+            [profile.a]
+            tunnel.interface = "wg0"
+            route.domains = ["ok.example", "-bad.example"]
+            bypass.domains = ["*.cdn-.example", "192.0.2.7"]
+            """)])
+        #expect(errors == [
+            "/p/a.toml:3:32: error: [profile.a] route domains: domain \"-bad.example\" has the label \"-bad\", which starts or ends with \"-\"; a label starts and ends with a letter or digit",
+            "/p/a.toml:4:19: error: [profile.a] bypass domains: domain \"*.cdn-.example\" has the label \"cdn-\", which starts or ends with \"-\"; a label starts and ends with a letter or digit",
+            "/p/a.toml:4:37: error: [profile.a] bypass domains: domain \"192.0.2.7\" ends in an all-numeric label, as an IPv4 address does; a domain pattern is a name (addresses and networks go in route.networks)",
+        ], "\(errors)")
+    }
+
     @Test func lanAndRouteNetworks() throws {
         let policy = try parse([("/p/a.toml", """
             [profile.a]
