@@ -239,8 +239,12 @@ func diagnostics(_ files: [(String, String)]) -> [String] {
             dns = ["10.64.0.1", "fd00::53"]
             bypass.domains = ["Bank.Example.", "*.cdn.example"]
             route.domains = ["*.corp.example"]
+            allow_encrypted_dns = true
+            [profile.b]
+            tunnel.interface = "wg1"
             """)])
         let a = try #require(policy.profile(named: "a"))
+        #expect(a.allowEncryptedDNS && policy.profile(named: "b")?.allowEncryptedDNS == false, "refused unless allowed")
         #expect(a.dnsServers.map(\.description) == ["10.64.0.1", "fd00::53"])
         #expect(a.bypassDomains.map(\.description) == ["*.cdn.example", "bank.example"])
         #expect(a.routeDomains.map(\.description) == ["*.corp.example"])
@@ -256,8 +260,10 @@ func diagnostics(_ files: [(String, String)]) -> [String] {
             [profile.b]
             tunnel.interface = "wg1"
             route.domains = ["*.corp.example"]
+            allow_encrypted_dns = "yes"
             """)])
-        #expect(errors.count == 4, "\(errors)")
+        #expect(errors.count == 5, "\(errors)")
+        #expect(errors.contains { $0.hasPrefix("/p/a.toml:10:23: error: [profile.b] allow_encrypted_dns must be") }, "\(errors)")
         #expect(errors.contains { $0.hasPrefix("/p/a.toml:2:11: error: [dns] min_ttl 0 must be 1 to 86400 seconds") })
         #expect(errors.contains { $0.hasPrefix("/p/a.toml:5:8: error: [profile.a] dns: items must be IP addresses") })
         #expect(errors.contains { $0.hasPrefix("/p/a.toml:6:19: error: [profile.a] bypass domains: ") })
