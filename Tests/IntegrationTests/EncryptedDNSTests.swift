@@ -71,4 +71,31 @@ import Testing
         dns = try #require(try s.daemon.status().profiles[0].dns)
         #expect(dns.encryptedDNS == "allowed", "\(dns)")
     }
+
+    /// System mode: every process placed nowhere else is a member, so a plain process's
+    /// DoT is refused too (the kernel's reset comes back through the classifier the
+    /// system profile's packets take, to a local address).
+    @Test func systemModeRefusesEveryonesDoT() throws {
+        let cleanup = Cleanup()
+        defer { cleanup.run() }
+        let s = try Scenario(cleanup: cleanup, start: false) { Self.policy($0[0]) + "[system]\nprofile = \"work\"\n" }
+        // The tunnel's own socket carries a mark of its own, which keeps it out of the
+        // system profile (as in SystemModeTests).
+        try s.net.client.run(["wg", "set", s.tunnel.clientInterface, "fwmark", "0xca6c"])
+        try s.daemon.start()
+        _ = try Services(in: s.net.server, addresses: [Topology.service4, Topology.service6], port: 853, cleanup: cleanup)
+        let probe = try PythonScript.write("encdns.py", cleanup: cleanup)
+        let capture = try Capture(on: s.net.clientUplink, in: s.net.client, filter: "port 853", cleanup: cleanup)
+        for transport in ["tcp", "udp"] {
+            #expect(try Command.run(s.net.client.enter + ["python3", probe, transport, Topology.service4, "853"]).trimmed == "refused")
+        }
+        #expect(try s.connect(to: Topology.service4) == s.tunnel.clientAddress4, "the same process's other traffic is tunneled")
+        // The control: a socket with a mark of its own (as a tunnel's) is not the system
+        // profile's; its DoT attempt leaves direct and the capture sees it.
+        let marked = "import socket\ns = socket.socket()\ns.setsockopt(socket.SOL_SOCKET, 36, 0xca6c)\ns.settimeout(3)\n"
+            + "try:\n    s.connect(('\(Topology.serverUplink4)', 853))\nexcept OSError:\n    pass\n"
+        try s.net.client.run(["python3", "-c", marked])
+        #expect(try capture.count("tcp and dst host \(Topology.serverUplink4)") >= 1, "the capture sees the marked socket's attempt")
+        #expect(try capture.packets("dst host \(Topology.service4)").isEmpty)
+    }
 }
