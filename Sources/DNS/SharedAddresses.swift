@@ -32,6 +32,10 @@ struct SharedAddresses {
 
     private var bypassed: [IPAddress: Holder] = [:]
     private var tunneled: [IPAddress: Holder] = [:]
+    /// A side found full with nothing expired stays full at least until its first entry
+    /// expires: no new address is taken (and the table is not walked again) before then.
+    private var bypassedFullUntil: DNSInstant?
+    private var tunneledFullUntil: DNSInstant?
     private var recent: [DNSSharedAddress] = []
     /// Collisions that began: an address came to be held by a bypassed and a tunneled name
     /// (a pair that was already colliding and is answered again does not count again).
@@ -60,14 +64,19 @@ struct SharedAddresses {
     }
 
     private mutating func store(_ holder: Holder, for address: IPAddress, bypassed isBypassed: Bool, now: DNSInstant) -> Bool {
-        func put(_ side: inout [IPAddress: Holder]) -> Bool {
+        func put(_ side: inout [IPAddress: Holder], _ fullUntil: inout DNSInstant?) -> Bool {
             if side[address] == nil, side.count >= Self.capacity {
+                if let until = fullUntil, now < until { return false }
                 side = side.filter { $0.value.expires > now }
-                guard side.count < Self.capacity else { return false }
+                guard side.count < Self.capacity else {
+                    fullUntil = side.values.map(\.expires).min()
+                    return false
+                }
+                fullUntil = nil
             }
             side[address] = holder
             return true
         }
-        return isBypassed ? put(&bypassed) : put(&tunneled)
+        return isBypassed ? put(&bypassed, &bypassedFullUntil) : put(&tunneled, &tunneledFullUntil)
     }
 }

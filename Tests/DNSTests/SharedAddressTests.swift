@@ -120,6 +120,11 @@ func element(_ set: String, _ address: String, _ seconds: UInt32) -> DNSSetEleme
         for i in 0..<SharedAddresses.capacity {
             table.answered(IPAddress.v4(UInt32(i)), name: name("t.example"), bypassed: false, until: start + .seconds(10), now: start)
         }
+        // Full, nothing expired yet: a new address is not remembered (no collision seen).
+        let early = start + .seconds(5)
+        table.answered(IPAddress.v4(0xffff_0001), name: name("early.example"), bypassed: false, until: early + .seconds(60), now: early)
+        table.answered(IPAddress.v4(0xffff_0001), name: name("bank.example"), bypassed: true, until: early + .seconds(60), now: early)
+        #expect(table.count == 0)
         let later = start + .seconds(11)
         table.answered(IPAddress.v4(0xffff_0000), name: name("late.example"), bypassed: false, until: later + .seconds(60), now: later)
         table.answered(IPAddress.v4(0xffff_0000), name: name("bank.example"), bypassed: true, until: later + .seconds(60), now: later)
