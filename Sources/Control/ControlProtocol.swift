@@ -143,6 +143,18 @@ public struct DNSStatus: Codable, Hashable, Sendable {
     public var dropped: UInt64
     /// Addresses each of the profile's domain sets holds now.
     public var setSizes: [String: Int]
+    /// Firefox's canary (use-application-dns.net) answered NXDOMAIN by the proxy.
+    public var canaryAnswered: UInt64 = 0
+    /// Members' DNS over TLS/QUIC (port 853): "refused" (where domain rules apply),
+    /// "allowed" (allow_encrypted_dns), or "no domain rules" (nothing to protect).
+    public var encryptedDNS = "no domain rules"
+    /// Packets of it refused.
+    public var encryptedDNSRefused: UInt64 = 0
+    /// Addresses answered for a bypassed name and for one that is not (each such pair once):
+    /// they stay in the tunnel while both answers live.
+    public var sharedAddresses: UInt64 = 0
+    /// The live ones, most recent first, at most a few.
+    public var sharedNow: [SharedAddressReport] = []
 
     public init(port: UInt16, servers: [String], bypassDomains: [String], bypassDomainCount: Int, routeDomains: [String], routeDomainCount: Int,
                 answered: UInt64, forwarded: UInt64, failed: UInt64, dropped: UInt64, setSizes: [String: Int]) {
@@ -157,6 +169,22 @@ public struct DNSStatus: Codable, Hashable, Sendable {
         self.failed = failed
         self.dropped = dropped
         self.setSizes = setSizes
+    }
+}
+
+/// An address a bypassed name shares with a name that is not bypassed, kept in the tunnel.
+public struct SharedAddressReport: Codable, Hashable, Sendable {
+    public var address: String
+    public var bypassed: String
+    public var tunneled: String
+    /// Until one of the two answers expires.
+    public var secondsLeft: UInt32
+
+    public init(address: String, bypassed: String, tunneled: String, secondsLeft: UInt32) {
+        self.address = address
+        self.bypassed = bypassed
+        self.tunneled = tunneled
+        self.secondsLeft = secondsLeft
     }
 }
 

@@ -10,7 +10,12 @@ import Addresses
 /// A query is checked, given a fresh random ID (the client's is restored in the reply) and
 /// forwarded; the answer is accepted only from a server it was sent to, with that ID and the
 /// same question, and checked whole. If a name of its CNAME chain is in a domain list, the
-/// answer's addresses come out as set elements to add before the reply is sent.
+/// answer's addresses come out as set elements to add before the reply is sent. With
+/// tunneled sets (a profile with bypass.domains), so do the addresses of every answer for a
+/// name that is not bypassed, into those sets: an address both kinds of name share then
+/// stays in the tunnel, in either order of the two lookups.
+///
+/// A proxy with domain lists answers Firefox's canary itself (`CanaryDomain`).
 public struct DNSProxy<Client: Hashable> {
     public let configuration: DNSProxyConfiguration
     public private(set) var counters = DNSProxyCounters()
@@ -20,6 +25,7 @@ public struct DNSProxy<Client: Hashable> {
     private var inFlight: InFlightQueries<Client>
     private var scan = AnswerScan()
     private var serviceTargets = ServiceTargets()
+    private var shared = SharedAddresses()
     /// The server new queries go to first: moves on when it lets a query time out.
     private var preferred = 0
     private let upstreamTimeout: UInt64
@@ -34,6 +40,9 @@ public struct DNSProxy<Client: Hashable> {
     }
 
     public var inFlightCount: Int { inFlight.count }
+
+    /// The addresses that bypassed and other names share now (most recent first, a few).
+    public func sharedAddresses(now: DNSInstant) -> [DNSSharedAddress] { shared.collisions(now: now) }
 
     /// When `tick` next has work (a query's upstream timeout), if any query is in flight.
     public mutating func nextDeadline() -> DNSInstant? { inFlight.nextDeadline() }
@@ -52,6 +61,10 @@ public struct DNSProxy<Client: Hashable> {
         guard let walker = try? MessageWalker(bytes), walker.questionCount == 1,
               (try? walker.walk(bytes, question: { _ in }, record: { _, _ in })) != nil else {
             return fail(bytes, .formatError, to: client, over: transport, into: &actions)
+        }
+        if !configuration.domainSets.isEmpty, CanaryDomain.isAsked(in: bytes), let reply = DNSErrorReply.make(answering: bytes, code: .nameError) {
+            counters.canaryAnswered += 1
+            return actions.append(.reply(response: reply, to: client, over: transport))
         }
         guard !configuration.servers.isEmpty else {
             return fail(bytes, .refused, to: client, over: transport, into: &actions)
@@ -98,16 +111,19 @@ public struct DNSProxy<Client: Hashable> {
                 lists.formUnion(serviceTargets.lists(of: name, now: now))
             }
         }
-        guard !lists.isEmpty else {
+        // Not bypassed: its addresses stay in the tunnel (a chain cut short still fills
+        // what it has; the name is in no list that needs all of it).
+        let tunneled = configuration.tunneledSets.map { !lists.contains(list: $0.bypassList) } ?? false
+        guard !lists.isEmpty || tunneled else {
             counters.answered += 1
             return actions.append(.reply(response: response, to: query.client, over: query.transport))
         }
-        guard scan.chainEnd == .complete else {
+        guard lists.isEmpty || scan.chainEnd == .complete else {
             // The chain is in a list but cannot be followed to its addresses: relaying it
             // would let the client connect somewhere the sets do not cover.
             return fail(response, .serverFailure, to: query.client, over: query.transport, into: &actions)
         }
-        let elements = fill(&response, lists: lists, now: now)
+        let elements = fill(&response, lists: lists, tunneled: tunneled, now: now)
         counters.answered += 1
         actions.append(elements.isEmpty ? .reply(response: response, to: query.client, over: query.transport)
                                         : .fillThenReply(elements: elements, response: response, to: query.client, over: query.transport))
@@ -163,8 +179,11 @@ public struct DNSProxy<Client: Hashable> {
     /// the CNAME longer would ask for the target's addresses directly, and the target need
     /// not be in any list). The target names of the service records are remembered for the
     /// lists as long as the records' elements live.
-    private mutating func fill(_ response: inout [UInt8], lists: DomainList.Membership, now: DNSInstant) -> [DNSSetElement] {
+    private mutating func fill(_ response: inout [UInt8], lists: DomainList.Membership, tunneled: Bool, now: DNSInstant) -> [DNSSetElement] {
         var elements: [DNSSetElement] = []
+        // Whose addresses these are, for the shared-address count: the question's name.
+        let asked = configuration.tunneledSets == nil || (scan.addressRecords.isEmpty && scan.serviceRecords.isEmpty) ? nil
+            : scan.chain.first.flatMap { try? DomainName(in: response, at: $0) }
         var shortest = UInt32.max
         let bounds = configuration.elementTimeout
         /// The record's timeout, its TTL lowered in the response if it outlives the ceiling.
@@ -181,6 +200,15 @@ public struct DNSProxy<Client: Hashable> {
                 let element = DNSSetElement(set: address.isIPv4 ? sets.ipv4Set : sets.ipv6Set, address: address, timeoutSeconds: timeout)
                 counters.addressesAdded[element.set, default: 0] += 1
                 elements.append(element)
+            }
+            if tunneled, let sets = configuration.tunneledSets {
+                let element = DNSSetElement(set: address.isIPv4 ? sets.ipv4Set : sets.ipv6Set, address: address, timeoutSeconds: timeout)
+                counters.addressesAdded[element.set, default: 0] += 1
+                elements.append(element)
+            }
+            if let asked {
+                shared.answered(address, name: asked, bypassed: !tunneled, until: now + .seconds(Int64(timeout)), now: now)
+                counters.sharedAddresses = shared.count
             }
         }
         for index in scan.addressRecords {

@@ -27,6 +27,22 @@ public struct DNSDomainSets: Hashable, Sendable {
     }
 }
 
+/// For a profile with bypass.domains: where the addresses of answers for every name NOT in
+/// its bypass list go (sets the ruleset checks before the bypass sets), so that an address
+/// a bypassed name shares with another name stays in the tunnel, whichever was asked first.
+public struct DNSTunneledSets: Hashable, Sendable {
+    /// The index of the bypass list in `domainSets`.
+    public var bypassList: Int
+    public var ipv4Set: String
+    public var ipv6Set: String
+
+    public init(bypassList: Int, ipv4Set: String, ipv6Set: String) {
+        self.bypassList = bypassList
+        self.ipv4Set = ipv4Set
+        self.ipv6Set = ipv6Set
+    }
+}
+
 public struct DNSProxyConfiguration: Hashable, Sendable {
     /// Tried in turn: a query goes to the server that last answered in time, and to the
     /// next one each time `upstreamTimeout` passes without an answer.
@@ -40,11 +56,13 @@ public struct DNSProxyConfiguration: Hashable, Sendable {
     public var upstreamTimeout: Duration
     /// Queries waiting for an upstream; past it the oldest is answered SERVFAIL.
     public var maxInFlight: Int
+    public var tunneledSets: DNSTunneledSets?
 
-    public init(servers: [DNSServer], domainSets: [DNSDomainSets] = [], elementTimeout: ClosedRange<UInt32> = 60...86_400,
-                upstreamTimeout: Duration = .seconds(2), maxInFlight: Int = 4096) {
+    public init(servers: [DNSServer], domainSets: [DNSDomainSets] = [], tunneledSets: DNSTunneledSets? = nil,
+                elementTimeout: ClosedRange<UInt32> = 60...86_400, upstreamTimeout: Duration = .seconds(2), maxInFlight: Int = 4096) {
         self.servers = servers
         self.domainSets = domainSets
+        self.tunneledSets = tunneledSets
         self.elementTimeout = elementTimeout
         self.upstreamTimeout = upstreamTimeout
         self.maxInFlight = maxInFlight
@@ -57,6 +75,10 @@ public struct DNSProxyConfiguration: Hashable, Sendable {
         guard domainSets.count <= DomainList.maxLists else { throw .init("at most \(DomainList.maxLists) domain lists, not \(domainSets.count)") }
         for sets in domainSets where sets.ipv4Set.isEmpty || sets.ipv6Set.isEmpty {
             throw .init("a domain list needs both an IPv4 and an IPv6 set name")
+        }
+        if let tunneledSets {
+            guard domainSets.indices.contains(tunneledSets.bypassList) else { throw .init("the bypass list \(tunneledSets.bypassList) of the tunneled sets is not a domain list") }
+            guard !tunneledSets.ipv4Set.isEmpty, !tunneledSets.ipv6Set.isEmpty else { throw .init("the tunneled sets need an IPv4 and an IPv6 set name") }
         }
         guard elementTimeout.lowerBound > 0 else { throw .init("the element timeout's floor must be at least 1 second") }
         guard upstreamTimeout > .zero else { throw .init("the upstream timeout must be positive") }

@@ -25,6 +25,12 @@ public struct DNSProxyCounters: Hashable, Sendable {
     /// Of `failed`: queries answered SERVFAIL because the in-flight table was full.
     public internal(set) var evicted: UInt64 = 0
     public internal(set) var dropped: [DNSDropReason: UInt64] = [:]
+    /// Firefox's canary (`use-application-dns.net`) answered NXDOMAIN by the proxy itself
+    /// (neither forwarded nor counted in `failed`).
+    public internal(set) var canaryAnswered: UInt64 = 0
+    /// Addresses answered for a bypassed name and, within both answers' lifetimes, for a
+    /// name that is not bypassed (each such pair once; see `DNSSharedAddress`).
+    public internal(set) var sharedAddresses: UInt64 = 0
     /// Elements handed out per set name.
     public internal(set) var addressesAdded: [String: UInt64] = [:]
 

@@ -3,6 +3,11 @@
 /// itself, which a policy lists separately if it means it). Case and a trailing dot do not
 /// matter. Internationalised names are written in their ASCII (punycode, `xn--`) form, as
 /// they travel in DNS; accepting Unicode here would need IDNA mapping rules we do not carry.
+/// A label is letters, digits, "-" and "_" and neither starts nor ends with "-" (RFC 1123's
+/// host names; "_" stays for the service names that use it, and "--" inside stays for
+/// `xn--` and hosts such as `r3---sn-x.googlevideo.com`). The last label is not all digits
+/// (RFC 3696: no top-level domain is), which is how an IPv4 address written here is caught:
+/// a name pattern would never match it.
 public struct DomainPattern: Hashable, Sendable, CustomStringConvertible {
     public enum Scope: Hashable, Sendable {
         /// The name itself.
@@ -38,8 +43,10 @@ public struct DomainPattern: Hashable, Sendable, CustomStringConvertible {
             for character in label.utf8 where !Self.allowed(character) {
                 throw refuse(character == UInt8(ascii: "*") ? .misplacedWildcard : .invalidCharacter(Character(UnicodeScalar(character))))
             }
+            if label.hasPrefix("-") || label.hasSuffix("-") { throw refuse(.hyphenAtLabelEdge(String(label))) }
             labels.append(label.utf8.map(Wire.lower))
         }
+        if let last = labels.last, last.allSatisfy({ (UInt8(ascii: "0")...UInt8(ascii: "9")).contains($0) }) { throw refuse(.numericTopLabel) }
         self.scope = scope
         self.domain = DomainName(labels: labels)!
     }
@@ -73,6 +80,8 @@ public struct DomainPatternError: Error, Hashable, Sendable, CustomStringConvert
         case notASCII
         case misplacedWildcard
         case wildcardAlone
+        case hyphenAtLabelEdge(String)
+        case numericTopLabel
     }
 
     public var pattern: String
@@ -97,6 +106,10 @@ public struct DomainPatternError: Error, Hashable, Sendable, CustomStringConvert
             return "\(quoted) has \"*\" where it cannot be; \"*\" is only allowed as the whole first label, as in \"*.corp.example\""
         case .wildcardAlone:
             return "\(quoted) would match every name; a wildcard needs a domain after it, as in \"*.corp.example\""
+        case let .hyphenAtLabelEdge(label):
+            return "\(quoted) has the label \"\(label)\", which starts or ends with \"-\"; a label starts and ends with a letter or digit"
+        case .numericTopLabel:
+            return "\(quoted) ends in an all-numeric label, as an IPv4 address does; a domain pattern is a name (addresses and networks go in route.networks)"
         }
     }
 }

@@ -27,6 +27,8 @@ final class DNSService {
     private var resolvers: [String: ProfileResolver] = [:]
     /// What each resolver was built from, to rebuild only what changed.
     private var built: [String: ResolverSettings] = [:]
+    /// Shared by every profile's resolver: they fill the same route.domains sets.
+    private let lifetimes = ElementLifetimes()
 
     struct ResolverSettings: Hashable {
         var configuration: DNSProxyConfiguration
@@ -42,7 +44,8 @@ final class DNSService {
 
     /// One resolver per profile, with the profile's servers (its `dns`, else its built-in
     /// tunnel's `DNS =`) and every list whose sets its answers can fill: its own
-    /// bypass.domains, and every profile's route.domains.
+    /// bypass.domains (and then the tunneled sets for every other name), and every
+    /// profile's route.domains.
     func configure(_ policy: Policy, builtInServers: [String: [IPAddress]]) {
         var wanted: [String: ResolverSettings] = [:]
         let routeLists = policy.profiles.filter { !$0.routeDomains.isEmpty }.map { profile in
@@ -53,11 +56,13 @@ final class DNSService {
             let names = ProfileObjectNames(profile.name)
             let servers = (profile.dnsServers.isEmpty ? builtInServers[profile.name] ?? [] : profile.dnsServers).map { DNSServer(address: $0) }
             var lists = routeLists
+            var tunneled: DNSTunneledSets?
             if !profile.bypassDomains.isEmpty {
                 lists.insert(DNSDomainSets(patterns: profile.bypassDomains, ipv4Set: names.bypassDomainSet(ipv4: true),
                                            ipv6Set: names.bypassDomainSet(ipv4: false)), at: 0)
+                tunneled = DNSTunneledSets(bypassList: 0, ipv4Set: names.tunneledDomainSet(ipv4: true), ipv6Set: names.tunneledDomainSet(ipv4: false))
             }
-            let configuration = DNSProxyConfiguration(servers: servers, domainSets: Array(lists.prefix(DomainList.maxLists)),
+            let configuration = DNSProxyConfiguration(servers: servers, domainSets: Array(lists.prefix(DomainList.maxLists)), tunneledSets: tunneled,
                                                       elementTimeout: policy.dns.minTTL...max(policy.dns.minTTL, policy.dns.maxTTL))
             wanted[profile.name] = ResolverSettings(configuration: configuration, port: policy.dns.port(for: profile),
                                                     mark: policy.routing.mark(forIndex: profile.index))
@@ -71,7 +76,7 @@ final class DNSService {
             let (configuration, port) = (settings.configuration, settings.port)
             do {
                 resolvers[name] = try ProfileResolver(profile: name, configuration: configuration, port: port, mark: settings.mark,
-                                                      loop: loop, io: io, applier: applier, log: log)
+                                                      loop: loop, io: io, applier: applier, lifetimes: lifetimes, log: log)
                 built[name] = settings
                 log.info("DNS proxy of profile \(name) on port \(port): \(configuration.servers.isEmpty ? "no resolvers (queries are refused; set dns = [...])" : "resolvers \(configuration.servers.map(\.description).joined(separator: ", "))")")
             } catch {
@@ -82,11 +87,20 @@ final class DNSService {
 
     func counters(of profile: String) -> DNSProxyCounters? { resolvers[profile]?.proxy.counters }
 
+    func sharedAddresses(of profile: String) -> [DNSSharedAddress] {
+        resolvers[profile]?.proxy.sharedAddresses(now: ProfileResolver.now()) ?? []
+    }
+
     func closeAll() {
         for resolver in resolvers.values { resolver.close() }
         resolvers = [:]
         built = [:]
     }
+}
+
+/// When the elements the proxies added expire (`DNSElementLifetimes`), shared by them.
+final class ElementLifetimes {
+    var table = DNSElementLifetimes()
 }
 
 /// One profile's proxy and its sockets.
@@ -96,6 +110,7 @@ final class ProfileResolver {
     private let loop: EventLoop
     private let io: DatagramIO
     private let applier: KernelApplier
+    private let lifetimes: ElementLifetimes
     private let log: Log
     private let mark: UInt32
     private var sockets: [Int32] = []
@@ -120,11 +135,12 @@ final class ProfileResolver {
     }
 
     init(profile: String, configuration: DNSProxyConfiguration, port: UInt16, mark: UInt32,
-         loop: EventLoop, io: DatagramIO, applier: KernelApplier, log: Log) throws {
+         loop: EventLoop, io: DatagramIO, applier: KernelApplier, lifetimes: ElementLifetimes, log: Log) throws {
         self.profile = profile
         self.loop = loop
         self.io = io
         self.applier = applier
+        self.lifetimes = lifetimes
         self.log = log
         self.mark = mark
         proxy = try DNSProxy(configuration: configuration, random: KernelRandom())
@@ -374,8 +390,11 @@ final class ProfileResolver {
     }
 
     /// The elements into their sets, acknowledged by the kernel; false if it refused. An
-    /// address asked for twice in the burst gets the longer timeout.
+    /// address asked for twice in the burst gets the longer timeout, and none gets a
+    /// shorter one than its element has left.
     private func fill(_ elements: [DNSSetElement]) -> Bool {
+        let now = Self.now()
+        let elements = lifetimes.table.lengthened(elements, now: now)
         var bySet: [String: [IPAddress: UInt32]] = [:]
         for element in elements { bySet[element.set, default: [:]][element.address] = max(bySet[element.set]?[element.address] ?? 0, element.timeoutSeconds) }
         let entries = bySet.mapValues { addresses in
@@ -383,6 +402,7 @@ final class ProfileResolver {
         }
         do {
             try applier.addRuntimeElements(entries)
+            lifetimes.table.added(elements, now: now)
             return true
         } catch {
             log.error("DNS proxy of profile \(profile): could not add \(elements.count) address(es) to \(bySet.keys.sorted().joined(separator: ", ")): \(error); the answers are refused")

@@ -6,23 +6,27 @@ import Policy
 
 /// `vpnctl status`: the kernel's counters and state, the engines', the proxies'.
 extension Daemon {
-    func dnsStatus(_ profile: Profile) -> DNSStatus? {
+    func dnsStatus(_ profile: Profile, counters nft: [String: NftCounter]) -> DNSStatus? {
         guard let counters = dns?.counters(of: profile.name) else { return nil }
         let names = ProfileObjectNames(profile.name)
         var sizes: [String: Int] = [:]
         for (set, used, ipv4) in [(names.bypassDomainSet(ipv4: true), !profile.bypassDomains.isEmpty, true),
                                   (names.bypassDomainSet(ipv4: false), !profile.bypassDomains.isEmpty, false),
+                                  (names.tunneledDomainSet(ipv4: true), !profile.bypassDomains.isEmpty, true),
+                                  (names.tunneledDomainSet(ipv4: false), !profile.bypassDomains.isEmpty, false),
                                   (names.routeDomainSet(ipv4: true), !profile.routeDomains.isEmpty, true),
                                   (names.routeDomainSet(ipv4: false), !profile.routeDomains.isEmpty, false)] where used {
             sizes[set] = (try? applier.elements(of: set, ipv4: ipv4).count) ?? 0
         }
         var servers = profile.dnsServers
         if servers.isEmpty, let loaded = tunnelFiles[profile.tunnel.interfaceName] { servers = loaded.config.interface.dnsServers }
-        return DNSStatus(port: policy.dns.port(for: profile), servers: servers.map(\.description),
-                         bypassDomains: profile.bypassDomains.prefix(DNSStatus.listedDomains).map(\.description), bypassDomainCount: profile.bypassDomains.count,
-                         routeDomains: profile.routeDomains.prefix(DNSStatus.listedDomains).map(\.description), routeDomainCount: profile.routeDomains.count,
-                         answered: counters.answered, forwarded: counters.forwarded, failed: counters.failed, dropped: counters.droppedTotal,
-                         setSizes: sizes)
+        var status = DNSStatus(port: policy.dns.port(for: profile), servers: servers.map(\.description),
+                               bypassDomains: profile.bypassDomains.prefix(DNSStatus.listedDomains).map(\.description), bypassDomainCount: profile.bypassDomains.count,
+                               routeDomains: profile.routeDomains.prefix(DNSStatus.listedDomains).map(\.description), routeDomainCount: profile.routeDomains.count,
+                               answered: counters.answered, forwarded: counters.forwarded, failed: counters.failed, dropped: counters.droppedTotal,
+                               setSizes: sizes)
+        addEncryptedAndShared(profile, counters: counters, nft: nft, to: &status)
+        return status
     }
 
     func exceptionStatus(_ profile: Profile, direct: Traffic) -> ExceptionStatus {
@@ -62,7 +66,7 @@ extension Daemon {
                 members: memberCount(of: profile),
                 tunnel: tunnel, sent: traffic(names.sentCounter), received: traffic(names.receivedCounter),
                 throughTunnel: traffic(names.tunnelCounter), droppedByKillswitch: traffic(names.droppedCounter),
-                exceptions: exceptionStatus(profile, direct: traffic(names.directCounter)), dns: dnsStatus(profile))
+                exceptions: exceptionStatus(profile, direct: traffic(names.directCounter)), dns: dnsStatus(profile, counters: counters))
             status.joinedCgroups = Array(memberCgroups(of: profile).dropFirst())
             return status
         }

@@ -79,6 +79,16 @@ enum NftExpressions {
             return expressions
         case .masquerade:
             return [expression("masq")]
+        case let .reject(kind):
+            let e = expression("reject")
+            switch kind {
+            case .tcpReset:
+                nftnl_expr_set_u32(e, attr(NFTNL_EXPR_REJECT_TYPE), UInt32(NFT_REJECT_TCP_RST.rawValue))
+            case .portUnreachable:
+                nftnl_expr_set_u32(e, attr(NFTNL_EXPR_REJECT_TYPE), UInt32(NFT_REJECT_ICMPX_UNREACH.rawValue))
+                nftnl_expr_set_u8(e, attr(NFTNL_EXPR_REJECT_CODE), UInt8(NFT_REJECT_ICMPX_PORT_UNREACH.rawValue))
+            }
+            return [e]
         case let .verdict(verdict):
             let e = expression("immediate")
             nftnl_expr_set_u32(e, attr(NFTNL_EXPR_IMM_DREG), verdictRegister)

@@ -49,7 +49,18 @@ public enum NftStatement: Hashable, Sendable {
     /// `icmpv6 type A-B` (or one type): IPv6 packets only.
     case icmpv6Types(ClosedRange<UInt8>)
     case masquerade
+    /// `reject with tcp reset` (after a TCP match) or `reject with icmpx port-unreachable`:
+    /// the packet is dropped and its sender told at once, so a refused connection fails
+    /// with "connection refused" instead of waiting for a timeout.
+    case reject(NftReject)
     case verdict(NftVerdict)
+}
+
+public enum NftReject: Hashable, Sendable {
+    /// A TCP reset to the sender; only for TCP packets (nft wants a TCP match before it).
+    case tcpReset
+    /// ICMP port unreachable for IPv4, ICMPv6 port unreachable for IPv6 (nft's icmpx).
+    case portUnreachable
 }
 
 /// A named object of the table that a rule uses: while a rule refers to it, the kernel

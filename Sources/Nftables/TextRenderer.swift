@@ -110,6 +110,10 @@ public struct NftTextRenderer: Sendable {
             return "icmpv6 type " + (types.count == 1 ? "\(types.lowerBound)" : "\(types.lowerBound)-\(types.upperBound)")
         case .masquerade:
             return "masquerade"
+        case .reject(.tcpReset):
+            return "reject with tcp reset"
+        case .reject(.portUnreachable):
+            return "reject with icmpx port-unreachable"
         case let .verdict(v):
             return verdict(v)
         }

@@ -134,6 +134,11 @@ public struct ProfileObjectNames: Sendable {
     public func routeDomainSet(ipv4: Bool) -> String { "route_dns\(ipv4 ? 4 : 6)_\(profile)" }
     /// Members' DNS queries go to the profile's proxy.
     public var dnsChain: String { "dns_\(profile)" }
+    /// Addresses the profile's proxy answered for names NOT in its bypass.domains: they stay
+    /// in the tunnel though a bypassed name shares them.
+    public func tunneledDomainSet(ipv4: Bool) -> String { "tunneled_dns\(ipv4 ? 4 : 6)_\(profile)" }
+    /// Members' DNS over TLS or QUIC refused.
+    public var encryptedDNSCounter: String { "\(profile)_encrypted_dns_refused" }
 }
 
 /// Identifies our rules and routes among everybody else's (rtm_protocol / FRA_PROTOCOL).

@@ -5,46 +5,71 @@ import Policy
 /// Holes in a profile, by destination, declared by the admin:
 /// - allow_lan: a member's packet to a private (RFC 1918, ULA) or link-local address, and
 ///   with allow_multicast to a multicast or broadcast one, goes direct. The ranges are
-///   fixed, never "whatever subnet the current network claims" (TunnelCrack's LocalNet),
-///   and the tunnel's own networks and the profile's route.networks stay in the tunnel
-///   even where they are private. Such packets get the bypass mark (so no profile rule
-///   routes them and the killswitch lets them pass), remembered by the connection.
+///   fixed, never "whatever subnet the current network claims" (TunnelCrack's LocalNet).
+///   Such packets get the bypass mark (so no profile rule routes them and the killswitch
+///   lets them pass), remembered by the connection.
 /// - bypass.domains: a member's packet to an address the profile's DNS proxy learned for
 ///   such a name goes direct, as the LAN does (DNS itself never does).
 /// - route.networks and route.domains: anyone's new connection to these networks, or to
 ///   an address learned for such a name, is the profile's (members of other profiles
 ///   excepted: they stay in their own).
+///
+/// Where two rules claim one destination, the tunnel wins for members: the tunnel's own
+/// networks and the profile's route.networks stay in the tunnel even where they are
+/// private or a bypassed name resolves into them, and an address the profile's proxy
+/// answered for a name that is not bypassed stays in the tunnel while that answer lives,
+/// even when a bypassed name shares it (a CDN or a shared host serves many names from one
+/// address, and the packet carries only the address). For non-members only the route
+/// lists count (bypass lists are members' holes), so there the route wins.
 enum ExceptionRules {
     static let lan4 = ["10.0.0.0/8", "172.16.0.0/12", "192.168.0.0/16", "169.254.0.0/16"]
     static let lan6 = ["fc00::/7", "fe80::/10"]
     static let multicast4 = ["224.0.0.0/4", "255.255.255.255/32"]
     static let multicast6 = ["ff00::/8"]
 
-    /// Whether some destinations of members go direct (so a classifier decides).
-    static func classifies(_ profile: Profile) -> Bool { profile.allowLAN || !profile.bypassDomains.isEmpty }
+    /// Whether some members' packets go direct by their destination.
+    static func goesDirect(_ profile: Profile) -> Bool { profile.allowLAN || !profile.bypassDomains.isEmpty }
+
+    /// Whether destinations decide (so a classifier chain runs for new packets): some go
+    /// direct, or encrypted DNS is refused.
+    static func classifies(_ profile: Profile, in policy: Policy) -> Bool {
+        goesDirect(profile) || EncryptedDNSRules.refuses(profile, in: policy)
+    }
 
     /// The chain a member's packet enters: the classifier when destinations decide, else
     /// straight to the member chain.
-    static func entryChain(_ profile: Profile) -> String {
+    static func entryChain(_ profile: Profile, in policy: Policy) -> String {
         let names = ProfileObjectNames(profile.name)
-        return classifies(profile) ? names.classifyChain : names.memberChain
+        return classifies(profile, in: policy) ? names.classifyChain : names.memberChain
     }
 
     static func add(_ policy: Policy, facts: RuntimeFacts, to table: inout NftTable) {
         let mask = policy.routing.markMask
         let bypass = policy.routing.bypassMark
         var multicastUsed = false
-        for profile in policy.profiles where classifies(profile) {
+        table.counters += EncryptedDNSRules.counters(policy)
+        for profile in policy.profiles where classifies(profile, in: policy) {
             let names = ProfileObjectNames(profile.name)
+            var classify = EncryptedDNSRules.rules(profile, in: policy)
+            guard goesDirect(profile) else {
+                table.chains.append(NftChain(name: names.classifyChain, rules: classify + [NftRule([.verdict(.goto(names.memberChain))])]))
+                continue
+            }
             // DNS is never direct: the profile's proxy answers it (DNSRules).
-            var classify = [NftTransport.udp, .tcp].map { NftRule([.destinationPort($0, 53), .verdict(.goto(names.memberChain))]) }
-            for ipv4 in [true, false] where profile.allowLAN {
+            classify += [NftTransport.udp, .tcp].map { NftRule([.destinationPort($0, 53), .verdict(.goto(names.memberChain))]) }
+            for ipv4 in [true, false] {
                 let stay = tunnelDestinations(profile, facts: facts, ipv4: ipv4)
                 guard !stay.isEmpty else { continue }
                 let set = names.tunnelDestinations(ipv4: ipv4)
                 table.sets.append(NftSet(name: set, key: .address(ipv4: ipv4), elements: stay.map { NftElement(key: .prefix($0)) },
-                                         comment: "profile \(profile.name): the tunnel's networks and route.networks, tunneled though private", interval: true))
+                                         comment: "profile \(profile.name): the tunnel's networks and route.networks, tunneled though private or bypassed", interval: true))
                 classify.append(NftRule([.destinationInSet(ipv4: ipv4, set: set, negated: false), .verdict(.goto(names.memberChain))]))
+            }
+            for ipv4 in [true, false] where !profile.bypassDomains.isEmpty {
+                let set = names.tunneledDomainSet(ipv4: ipv4)
+                table.sets.append(NftSet(name: set, key: .address(ipv4: ipv4), comment: "profile \(profile.name): addresses of names not bypassed, from DNS answers", timeout: true))
+                classify.append(NftRule([.destinationInSet(ipv4: ipv4, set: set, negated: false), .verdict(.goto(names.memberChain))],
+                                        comment: ipv4 ? "profile \(profile.name): an address a bypassed name shares stays in the tunnel" : nil))
             }
             for ipv4 in [true, false] where !profile.bypassDomains.isEmpty {
                 let set = names.bypassDomainSet(ipv4: ipv4)

@@ -47,7 +47,7 @@ enum MembershipRules {
                 ]),
             ]
         }
-        let members = CgroupMaps(policy, facts: facts, name: "cgroup_level_", bypass: .jump(bypassChain)) { .jump(ExceptionRules.entryChain($0)) }
+        let members = CgroupMaps(policy, facts: facts, name: "cgroup_level_", bypass: .jump(bypassChain)) { .jump(ExceptionRules.entryChain($0, in: policy)) }
         if policy.usesBypassSlice {
             table.counters.append(NftCounter(name: bypassCounter, comment: "packets of processes in vpn-bypass.slice (bypass.executables), sent direct"))
             table.chains.append(NftChain(name: bypassChain, rules: [

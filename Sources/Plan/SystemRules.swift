@@ -21,7 +21,7 @@ enum SystemRules {
             NftRule([.socketMarkMatch(value: 0, negated: true), .setConntrackMark(clear: mask, set: bypass), .verdict(.accept)],
                     comment: "system mode: a socket marked by privileged software (a tunnel's own) is not the system profile's"),
         ] + link(sending: true) + [
-            NftRule([.verdict(.jump(ExceptionRules.entryChain(system)))], comment: "system mode: everything else is profile \(system.name)'s"),
+            NftRule([.verdict(.jump(ExceptionRules.entryChain(system, in: policy)))], comment: "system mode: everything else is profile \(system.name)'s"),
         ]
     }
 

@@ -62,6 +62,10 @@ public struct Profile: Hashable, Sendable {
     public var routeDomains: [DomainPattern]
     /// Desktop application ids whose systemd scopes (`app-...-ID-....scope`) join the profile.
     public var apps: [String] = []
+    /// Members may use DNS over TLS or QUIC (port 853) though domain rules apply to them;
+    /// by default it is refused for such profiles (EncryptedDNSRules), since the proxy sees
+    /// none of it.
+    public var allowEncryptedDNS = false
 
     public init(name: String, location: SourceLocation, tunnel: Tunnel, access: Access, killswitch: Bool, index: UInt32, table: UInt32,
                 allowLAN: Bool = false, allowMulticast: Bool = false, routeNetworks: [IPPrefix] = [],

@@ -147,16 +147,18 @@ extension Policy {
                 log.error("profile \"\(draft.name)\" uses interface \(tunnel.interfaceName), which profile \"\(other.name)\" uses for \(other.tunnel.isBuiltIn ? "its built-in tunnel" : "its tunnel"); a built-in tunnel's interface belongs to one profile", at: draft.location)
                 continue
             }
-            profiles.append(Profile(name: draft.name, location: draft.location, tunnel: tunnel, access: draft.access,
-                                    killswitch: draft.killswitch, index: index, table: table,
-                                    allowLAN: draft.allowLAN, allowMulticast: draft.allowMulticast,
-                                    routeNetworks: IPPrefix.covering(draft.routeNetworks.map(\.0)),
-                                    bypassExecutables: Array(Set(draft.bypassExecutables.map(\.0))).sorted(),
-                                    routeExecutables: Array(Set(draft.routeExecutables.map(\.0))).sorted(),
-                                    dnsServers: draft.dnsServers,
-                                    bypassDomains: sortedUnique(draft.bypassDomains.map(\.0)),
-                                    routeDomains: sortedUnique(draft.routeDomains.map(\.0)), apps: Array(Set(draft.apps)).sorted()))
-            profiles[profiles.count - 1].executableLocations = Dictionary(draft.routeExecutables + draft.bypassExecutables, uniquingKeysWith: { first, _ in first })
+            var profile = Profile(name: draft.name, location: draft.location, tunnel: tunnel, access: draft.access,
+                                  killswitch: draft.killswitch, index: index, table: table,
+                                  allowLAN: draft.allowLAN, allowMulticast: draft.allowMulticast,
+                                  routeNetworks: IPPrefix.covering(draft.routeNetworks.map(\.0)),
+                                  bypassExecutables: Array(Set(draft.bypassExecutables.map(\.0))).sorted(),
+                                  routeExecutables: Array(Set(draft.routeExecutables.map(\.0))).sorted(),
+                                  dnsServers: draft.dnsServers,
+                                  bypassDomains: sortedUnique(draft.bypassDomains.map(\.0)),
+                                  routeDomains: sortedUnique(draft.routeDomains.map(\.0)), apps: Array(Set(draft.apps)).sorted())
+            profile.allowEncryptedDNS = draft.allowEncryptedDNS
+            profile.executableLocations = Dictionary(draft.routeExecutables + draft.bypassExecutables, uniquingKeysWith: { first, _ in first })
+            profiles.append(profile)
         }
         checkRouteNetworks(unique, log: log)
         checkExecutables(unique, log: log)
@@ -247,6 +249,7 @@ struct ProfileDraft {
     var bypassDomains: [(DomainPattern, SourceLocation)] = []
     var routeDomains: [(DomainPattern, SourceLocation)] = []
     var apps: [String] = []
+    var allowEncryptedDNS = false
 
     /// Profile names become cgroup/slice names and nft chain names. A dash would make
     /// systemd read "vpn-a-b.slice" as a child of "vpn-a.slice", so none are allowed.
@@ -320,6 +323,7 @@ struct ProfileDraft {
             bypassReader.reportUnknownKeys(unsupported: Policy.unsupportedListKeys)
         }
         let dnsServers = reader.addresses("dns") ?? []
+        let allowEncryptedDNS = reader.bool("allow_encrypted_dns") ?? false
         var apps: [String] = []
         for (app, appAt) in reader.strings("apps") ?? [] {
             if validAppID(app) { apps.append(app) } else {
@@ -332,7 +336,8 @@ struct ProfileDraft {
                             killswitch: killswitch, mark: mark, table: routingTable,
                             allowLAN: allowLAN, allowMulticast: allowMulticast, routeNetworks: routeNetworks,
                             bypassExecutables: bypassExecutables, routeExecutables: routeExecutables,
-                            dnsServers: dnsServers, bypassDomains: bypassDomains, routeDomains: routeDomains, apps: apps)
+                            dnsServers: dnsServers, bypassDomains: bypassDomains, routeDomains: routeDomains, apps: apps,
+                            allowEncryptedDNS: allowEncryptedDNS)
     }
 
     /// Desktop application ids (reverse DNS names, or plain names like "firefox").

@@ -59,6 +59,12 @@ enum MetricsText {
             add("dns_\(name)_total", "counter", "DNS queries \(what).",
                 proxies.map { Sample(labels: [("profile", $0.0)], value: Double($0.1[keyPath: count])) })
         }
+        add("dns_canary_answered_total", "counter", "Firefox's canary (use-application-dns.net) answered NXDOMAIN by the proxy.",
+            proxies.map { Sample(labels: [("profile", $0.0)], value: Double($0.1.canaryAnswered)) })
+        add("dns_encrypted_refused_packets_total", "counter", "Members' DNS over TLS/QUIC packets (port 853) refused.",
+            proxies.filter { $0.1.encryptedDNS == "refused" }.map { Sample(labels: [("profile", $0.0)], value: Double($0.1.encryptedDNSRefused)) })
+        add("dns_shared_addresses_total", "counter", "Addresses answered for a bypassed name and for another, kept in the tunnel.",
+            proxies.map { Sample(labels: [("profile", $0.0)], value: Double($0.1.sharedAddresses)) })
 
         add("unknown_cgroup_dropped_packets_total", "counter", "Packets of cgroups vpnd did not know yet where a profile cgroup could be, dropped.",
             [Sample(labels: [], value: Double(report.droppedUnknownCgroup.packets))])

@@ -81,6 +81,7 @@ enum StatusText {
         if !d.setSizes.isEmpty {
             lines.append("  learned   " + d.setSizes.sorted { $0.key < $1.key }.map { "\($0.key) \($0.value)" }.joined(separator: ", "))
         }
+        lines += encryptedAndShared(d)
         return lines
     }
 

@@ -22,10 +22,16 @@ import Testing
             WireGuardPeerReport(publicKey: "yg3J7/zNS/m6nJgh33oYCsD/sAZ+NOJ5tDZHWRRRYlM=", endpoint: "203.0.113.2:51821",
                                 latestHandshake: 1_700_000_000, rxBytes: 100, txBytes: 200, allowedIPs: ["0.0.0.0/0", "::/0"]),
         ], drops: drops)
+        var dns = DNSStatus(port: 5300, servers: ["10.64.0.1"], bypassDomains: ["bank.example"], bypassDomainCount: 1, routeDomains: ["*.corp.example"], routeDomainCount: 1,
+                            answered: 5, forwarded: 4, failed: 1, dropped: 0, setSizes: sizes)
+        dns.canaryAnswered = 2
+        dns.encryptedDNS = "refused"
+        dns.encryptedDNSRefused = 3
+        dns.sharedAddresses = 1
+        dns.sharedNow = [SharedAddressReport(address: "198.51.100.30", bypassed: "bankshare.test", tunneled: "corp.test", secondsLeft: 59)]
         let profile = ProfileStatus(name: "work", mark: 0x0100_0000, table: 7301, killswitch: true, cgroup: "vpn.slice/vpn-work.slice", members: 2,
                                     tunnel: tunnel, sent: traffic, received: traffic, throughTunnel: traffic, droppedByKillswitch: traffic,
-                                    dns: DNSStatus(port: 5300, servers: ["10.64.0.1"], bypassDomains: ["bank.example"], bypassDomainCount: 1, routeDomains: ["*.corp.example"], routeDomainCount: 1,
-                                                   answered: 5, forwarded: 4, failed: 1, dropped: 0, setSizes: sizes))
+                                    dns: dns)
         var report = StatusReport(daemonPID: 42, policyDirectory: "/etc/vpnexec/policy.d", cgroupRoot: "/sys/fs/cgroup", profiles: [profile], sandbox: "Landlock ABI 4 (verified)")
         var rules = ExecutableRulesStatus(enforcement: ExecutableRulesStatus.beforeExec, answerDeadlineMilliseconds: 1000)
         rules.refusedAtDeadline = 1

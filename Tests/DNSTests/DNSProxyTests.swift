@@ -18,12 +18,17 @@ struct ProxyHarness {
     var proxy: DNSProxy<String>
     var now = DNSInstant(nanoseconds: 1_000_000_000)
 
-    init(servers: [DNSServer] = servers, ids: [UInt64] = [0xa001, 0xa002, 0xa003, 0xa004, 0xa005], maxInFlight: Int = 16) throws {
-        let sets = [
+    /// `tunneled`: list 0 is a profile's bypass.domains, and the addresses of every other
+    /// name go to the tunneled sets. `lists`: false for a proxy with no domain list.
+    init(servers: [DNSServer] = servers, ids: [UInt64] = [0xa001, 0xa002, 0xa003, 0xa004, 0xa005], maxInFlight: Int = 16,
+         tunneled: Bool = false, lists: Bool = true) throws {
+        let sets = !lists ? [] : [
             DNSDomainSets(patterns: [try DomainPattern("bank.example"), try DomainPattern("*.cdn.example")], ipv4Set: "bypass_v4", ipv6Set: "bypass_v6"),
             DNSDomainSets(patterns: [try DomainPattern("*.corp.example")], ipv4Set: "route_v4", ipv6Set: "route_v6"),
         ]
-        proxy = try DNSProxy(configuration: DNSProxyConfiguration(servers: servers, domainSets: sets, elementTimeout: 60...3600, maxInFlight: maxInFlight),
+        proxy = try DNSProxy(configuration: DNSProxyConfiguration(servers: servers, domainSets: sets,
+                                                                  tunneledSets: tunneled ? DNSTunneledSets(bypassList: 0, ipv4Set: "tunneled_v4", ipv6Set: "tunneled_v6") : nil,
+                                                                  elementTimeout: 60...3600, maxInFlight: maxInFlight),
                              random: ScriptedRandom(values: ids))
     }
 

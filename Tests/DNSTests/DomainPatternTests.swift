@@ -37,6 +37,22 @@ import Testing
         #expect(reason("*.*.example") == .misplacedWildcard)
         #expect(reason("*") == .wildcardAlone)
         #expect(reason("*.") == .wildcardAlone)
+        #expect(reason("-bad.example") == .hyphenAtLabelEdge("-bad"))
+        #expect(reason("bad-.example") == .hyphenAtLabelEdge("bad-"))
+        #expect(reason("www.-.example") == .hyphenAtLabelEdge("-"))
+        #expect(reason("*.-bad.example") == .hyphenAtLabelEdge("-bad"))
+        #expect(reason("bank.example-") == .hyphenAtLabelEdge("example-"))
+        #expect(reason("192.0.2.1") == .numericTopLabel)
+        #expect(reason("*.0.2.1.") == .numericTopLabel)
+        #expect(reason("host.123") == .numericTopLabel)
+    }
+
+    /// What a hyphen or digit rule must not refuse: names that exist.
+    @Test func hyphensAndDigitsWhereNamesHaveThem() throws {
+        for text in ["a-b.example", "r3---sn-4g5e6nze.googlevideo.com", "xn--bcher-kva.example", "1.2.3.example", "123.example",
+                     "*.0-9.example", "_dmarc.bank.example", "b.xn--p1ai", "example.a1"] {
+            #expect((try? DomainPattern(text)) != nil, "\(text)")
+        }
     }
 
     @Test func errorsTellThePolicyAuthorWhatToWrite() {
@@ -50,6 +66,11 @@ import Testing
             _ = try DomainPattern("a.*.example")
         } catch {
             #expect(error.description == "domain \"a.*.example\" has \"*\" where it cannot be; \"*\" is only allowed as the whole first label, as in \"*.corp.example\"")
+        }
+        do {
+            _ = try DomainPattern("-bad.example")
+        } catch {
+            #expect(error.description == "domain \"-bad.example\" has the label \"-bad\", which starts or ends with \"-\"; a label starts and ends with a letter or digit")
         }
     }
 }

@@ -27,7 +27,10 @@ private let domainSets = [
 ]
 private let bounds: ClosedRange<UInt32> = 60...3600
 private let lists = DomainList(domainSets.map(\.patterns))
-private var proxy = try! DNSProxy<Int>(configuration: DNSProxyConfiguration(servers: servers, domainSets: domainSets, elementTimeout: bounds, maxInFlight: 64),
+/// With tunneled sets (list 0 is the bypass list), so every answer's addresses are read.
+private var proxy = try! DNSProxy<Int>(configuration: DNSProxyConfiguration(servers: servers, domainSets: domainSets,
+                                                                           tunneledSets: DNSTunneledSets(bypassList: 0, ipv4Set: "t4", ipv6Set: "t6"),
+                                                                           elementTimeout: bounds, maxInFlight: 64),
                                        random: FuzzRandom())
 /// "bank.example A", ID 0x1234, as a stub resolver asks it; scripts/fuzz seeds answers to it.
 private let question: [UInt8] = [0x12, 0x34, 0x01, 0x00, 0, 1, 0, 0, 0, 0, 0, 0, 4] + Array("bank".utf8) + [7] + Array("example".utf8) + [0, 0, 1, 0, 1]
@@ -80,9 +83,11 @@ public func fuzz(_ data: UnsafePointer<UInt8>, _ size: Int) -> Int32 {
         case let .fillThenReply(elements, response, client, _):
             check(response, client: client)
             for element in elements {
-                precondition(["b4", "b6", "r4", "r6"].contains(element.set) && bounds.contains(element.timeoutSeconds), "element \(element)")
+                precondition(["b4", "b6", "r4", "r6", "t4", "t6"].contains(element.set) && bounds.contains(element.timeoutSeconds), "element \(element)")
                 precondition(element.address.isIPv4 == element.set.hasSuffix("4"), "an address in the other family's set")
             }
+            precondition(elements.contains { $0.set.hasPrefix("b") } != elements.contains { $0.set.hasPrefix("t") },
+                         "an answer both bypassed and tunneled, or neither: \(elements)")
         }
     }
     return 0

@@ -8,7 +8,8 @@ import Testing
 final class TunnelResolver: @unchecked Sendable {
     let log: String
 
-    init(_ s: Scenario, cleanup: Cleanup) throws {
+    /// `records`: more dnsmasq options (e.g. `--host-record=NAME,ADDRESS`).
+    init(_ s: Scenario, cleanup: Cleanup, records: [String] = []) throws {
         log = NSTemporaryDirectory() + "vx-\(uniqueTag())-dnsmasq.log"
         let pidFile = NSTemporaryDirectory() + "vx-\(uniqueTag())-dnsmasq.pid"
         cleanup.add("remove \(log)") { [log] in try? FileManager.default.removeItem(atPath: log) }
@@ -21,7 +22,7 @@ final class TunnelResolver: @unchecked Sendable {
             "--host-record=www.corp.example,192.0.2.82", "--host-record=target.cdn.example,192.0.2.81",
             "--cname=alias.corp.example,target.cdn.example",
             "--log-queries", "--log-facility=\(log)",
-        ])
+        ] + records)
         cleanup.add("stop dnsmasq") {
             // SIGKILL: the test runner's children inherit SIGTERM blocked (seen: every
             // dnsmasq of a run outlived it).

@@ -55,6 +55,9 @@ import Testing
                     NftRule([.udpPorts(source: 68, destination: 67), .verdict(.accept)]),
                     NftRule([.sourceInSet(ipv4: true, set: "lan4", negated: false), .sourceInSet(ipv4: true, set: "zero4", negated: true), .verdict(.accept)]),
                     NftRule([.sourceInSet(ipv4: false, set: "lan6", negated: false), .verdict(.accept)]),
+                    // A reject in a route chain (the member path): the kernel takes it at the output hook.
+                    NftRule([.destinationPort(.tcp, 853), .reject(.tcpReset)]),
+                    NftRule([.destinationPort(.udp, 853), .reject(.portUnreachable)]),
                 ]),
                 NftChain(name: "dns_redirect", base: NftBaseChain(kind: .nat, hook: .output, priority: NftBaseChain.dstnat), rules: [
                     NftRule([.markMatch(mask: mask, value: mark, negated: false), .destinationPort(.udp, 53), .redirect(port: 5301)]),
@@ -106,6 +109,7 @@ import Testing
         #expect(listed == withoutExpiry(try viaCLI.run(["nft", "list", "table", "inet", "vpnexec"])))
         #expect(listed.contains("192.0.2.9 timeout 1h"), "\(listed)")
         #expect(listed.contains("socket cgroupv2 level 2 vmap @cgroup_level_2"))
+        #expect(listed.contains("tcp dport 853 reject with tcp reset") && listed.contains("udp dport 853 reject"), "\(listed)")
         // The id the kernel holds is the directory's inode, whatever the mount point.
         #expect(try NftCLI.cgroupKeys(in: viaNetlink, set: "cgroup_level_2") == [id])
     }

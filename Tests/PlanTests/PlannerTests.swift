@@ -242,17 +242,64 @@ func profile(_ name: String, tunnel: String, index: UInt32, killswitch: Bool = t
         ])
         #expect(state.nft.chain(named: "dns_home")?.rules.first?.statements == [.destinationPort(.udp, 53), .redirect(port: 5302)])
         #expect(state.nft.set(named: "bypass_dns4_work")?.timeout == true && state.nft.set(named: "bypass_dns6_work")?.key == .ipv6Address)
-        #expect(state.nft.chain(named: "classify_work")?.rules.map(\.statements) == [
+        let refuseDoT: (String) -> [[NftStatement]] = { profile in [
+            [.destinationPort(.tcp, 853), .namedCounter("\(profile)_encrypted_dns_refused"), .reject(.tcpReset)],
+            [.destinationPort(.udp, 853), .namedCounter("\(profile)_encrypted_dns_refused"), .reject(.portUnreachable)],
+        ] }
+        // The tunnel wins: an address answered for a name not bypassed is checked before
+        // the bypass set.
+        #expect(state.nft.chain(named: "classify_work")?.rules.map(\.statements) == refuseDoT("work") + [
             [.destinationPort(.udp, 53), .verdict(.goto("member_work"))],
             [.destinationPort(.tcp, 53), .verdict(.goto("member_work"))],
+            [.destinationInSet(ipv4: true, set: "tunneled_dns4_work", negated: false), .verdict(.goto("member_work"))],
+            [.destinationInSet(ipv4: false, set: "tunneled_dns6_work", negated: false), .verdict(.goto("member_work"))],
             [.destinationInSet(ipv4: true, set: "bypass_dns4_work", negated: false), .verdict(.goto("direct_work"))],
             [.destinationInSet(ipv4: false, set: "bypass_dns6_work", negated: false), .verdict(.goto("direct_work"))],
             [.verdict(.goto("member_work"))],
         ])
+        #expect(state.nft.set(named: "tunneled_dns4_work")?.timeout == true && state.nft.set(named: "tunneled_dns6_work")?.key == .ipv6Address)
         let output = try #require(state.nft.chain(named: "route_output"))
         #expect(output.rules.contains { $0.statements == [.conntrackStateNew, .destinationInSet(ipv4: true, set: "route_dns4_work", negated: false), .verdict(.jump("member_work"))] })
         #expect(state.nft.set(named: "route_dns6_work")?.timeout == true)
-        #expect(state.nft.chain(named: "classify_home") == nil)
+        // home's proxy fills work's route.domains sets too, so its members' DoT is refused;
+        // nothing of home goes direct, so that is all its classifier does.
+        #expect(state.nft.chain(named: "classify_home")?.rules.map(\.statements) == refuseDoT("home") + [[.verdict(.goto("member_home"))]])
+        #expect(state.nft.set(named: "cgroup_level_2")?.elements.map(\.verdict) == [.jump("classify_work")])
+        #expect(state.nft.set(named: "tunneled_dns4_home") == nil && state.nft.chain(named: "direct_home") == nil)
+        #expect(state.nft.counters.map(\.name).filter { $0.hasSuffix("_encrypted_dns_refused") } == ["work_encrypted_dns_refused", "home_encrypted_dns_refused"])
+    }
+
+    /// Encrypted DNS is refused only where domain rules apply, and not where the profile
+    /// allows it; without any domain rule no profile classifies for it.
+    @Test func encryptedDNSIsRefusedWhereDomainRulesApply() throws {
+        var work = profile("work", tunnel: "wg0", index: 1)
+        work.bypassDomains = [try DomainPattern("bank.example")]
+        work.allowEncryptedDNS = true
+        let home = profile("home", tunnel: "tun0", index: 2)
+        let allowed = Planner.plan(Policy(profiles: [work, home]), facts: RuntimeFacts(cgroupIDs: ["vpn.slice/vpn-work.slice": 101]))
+        #expect(allowed.nft.chain(named: "classify_work")?.rules.first?.statements == [.destinationPort(.udp, 53), .verdict(.goto("member_work"))])
+        #expect(allowed.nft.chain(named: "classify_home") == nil, "home's proxy fills no set")
+        #expect(allowed.nft.counters.allSatisfy { !$0.name.hasSuffix("_encrypted_dns_refused") })
+
+        work.allowEncryptedDNS = false
+        let refused = Planner.plan(Policy(profiles: [work, home], system: SystemSettings(profile: "work")), facts: RuntimeFacts())
+        #expect(refused.nft.chain(named: "classify_work")?.rules.first?.statements == [.destinationPort(.tcp, 853), .namedCounter("work_encrypted_dns_refused"), .reject(.tcpReset)])
+        #expect(refused.nft.chain(named: "route_output")?.rules.last?.statements == [.verdict(.jump("classify_work"))], "system mode's members too")
+        #expect(refused.nft.chain(named: "classify_home") == nil)
+    }
+
+    /// With bypass.domains, the tunnel's own networks and route.networks stay in the tunnel
+    /// (with or without allow_lan): an address both bypassed and routed is not bypassed.
+    @Test func routeNetworksWinOverBypassedNamesForMembers() throws {
+        var work = profile("work", tunnel: "wg0", index: 1)
+        work.bypassDomains = [try DomainPattern("bank.example")]
+        work.routeNetworks = [IPPrefix("192.0.2.0/24")!]
+        let state = Planner.plan(Policy(profiles: [work]), facts: RuntimeFacts(tunnelNetworks: ["wg0": [IPPrefix("10.99.1.0/24")!]]))
+        let rules = try #require(state.nft.chain(named: "classify_work")).rules.map(\.statements)
+        let stays = try #require(rules.firstIndex(of: [.destinationInSet(ipv4: true, set: "tunnel_dst4_work", negated: false), .verdict(.goto("member_work"))]))
+        let bypassed = try #require(rules.firstIndex(of: [.destinationInSet(ipv4: true, set: "bypass_dns4_work", negated: false), .verdict(.goto("direct_work"))]))
+        #expect(stays < bypassed)
+        #expect(state.nft.set(named: "tunnel_dst4_work")?.elements.map(\.key) == [.prefix(IPPrefix("10.99.1.0/24")!), .prefix(IPPrefix("192.0.2.0/24")!)])
     }
 
     /// System mode: whatever no map placed is the system profile's, at the end of the

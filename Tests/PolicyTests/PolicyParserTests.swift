@@ -239,8 +239,12 @@ func diagnostics(_ files: [(String, String)]) -> [String] {
             dns = ["10.64.0.1", "fd00::53"]
             bypass.domains = ["Bank.Example.", "*.cdn.example"]
             route.domains = ["*.corp.example"]
+            allow_encrypted_dns = true
+            [profile.b]
+            tunnel.interface = "wg1"
             """)])
         let a = try #require(policy.profile(named: "a"))
+        #expect(a.allowEncryptedDNS && policy.profile(named: "b")?.allowEncryptedDNS == false, "refused unless allowed")
         #expect(a.dnsServers.map(\.description) == ["10.64.0.1", "fd00::53"])
         #expect(a.bypassDomains.map(\.description) == ["*.cdn.example", "bank.example"])
         #expect(a.routeDomains.map(\.description) == ["*.corp.example"])
@@ -256,12 +260,30 @@ func diagnostics(_ files: [(String, String)]) -> [String] {
             [profile.b]
             tunnel.interface = "wg1"
             route.domains = ["*.corp.example"]
+            allow_encrypted_dns = "yes"
             """)])
-        #expect(errors.count == 4, "\(errors)")
+        #expect(errors.count == 5, "\(errors)")
+        #expect(errors.contains { $0.hasPrefix("/p/a.toml:10:23: error: [profile.b] allow_encrypted_dns must be") }, "\(errors)")
         #expect(errors.contains { $0.hasPrefix("/p/a.toml:2:11: error: [dns] min_ttl 0 must be 1 to 86400 seconds") })
         #expect(errors.contains { $0.hasPrefix("/p/a.toml:5:8: error: [profile.a] dns: items must be IP addresses") })
         #expect(errors.contains { $0.hasPrefix("/p/a.toml:6:19: error: [profile.a] bypass domains: ") })
         #expect(errors.contains { $0.contains("bypass.domains *.corp.example is routed into profile \"b\"") })
+    }
+
+    /// A name no DNS answer can carry is refused where it is written (`vpnctl check` said
+    /// nothing about `-bad.example`), and nothing else of the policy is taken.
+    @Test func invalidDomainLabelsAreRefusedWithTheirLine() throws {
+        let errors = diagnostics([("/p/a.toml", """
+            [profile.a]
+            tunnel.interface = "wg0"
+            route.domains = ["ok.example", "-bad.example"]
+            bypass.domains = ["*.cdn-.example", "192.0.2.7"]
+            """)])
+        #expect(errors == [
+            "/p/a.toml:3:32: error: [profile.a] route domains: domain \"-bad.example\" has the label \"-bad\", which starts or ends with \"-\"; a label starts and ends with a letter or digit",
+            "/p/a.toml:4:19: error: [profile.a] bypass domains: domain \"*.cdn-.example\" has the label \"cdn-\", which starts or ends with \"-\"; a label starts and ends with a letter or digit",
+            "/p/a.toml:4:37: error: [profile.a] bypass domains: domain \"192.0.2.7\" ends in an all-numeric label, as an IPv4 address does; a domain pattern is a name (addresses and networks go in route.networks)",
+        ], "\(errors)")
     }
 
     @Test func lanAndRouteNetworks() throws {
