@@ -68,6 +68,8 @@ public final class Daemon {
     /// Follows exec events for bypass.executables and route.executables.
     let executables: ExecutableFollower?
     private var execEventsUnavailable: String?
+    /// Why sockets are not born marked (the program could not be loaded), if so.
+    var birthMarksUnavailable: String?
     /// The profiles' DNS proxies (while vpnd serves).
     var dns: DNSService?
     /// Launches through systemd, where it owns the cgroup tree.
@@ -92,6 +94,8 @@ public final class Daemon {
             executables = nil
             execEventsUnavailable = "\(error)"
         }
+        // Loading the socket mark program needs CAP_BPF, attaching it later none: before the drop.
+        let socketMarkProgram = Result { () throws(SocketMarkProgram.Failure) in try SocketMarkProgram() }
         if options.dropPrivileges {
             let keep = Privileges.directoryOverrideNeeded(RuntimeFacts.directoriesAlong(parent: options.cgroupParent).map(hierarchy.absolute))
             try Privileges.dropToMinimum(permitted: keep ? Privileges.permitted : Privileges.effective)
@@ -103,8 +107,13 @@ public final class Daemon {
         tunnels = BuiltInTunnels(log: log, uapiDirectory: options.wireguardSocketDirectory)
         let socketDirectory = String(options.socketPath[..<(options.socketPath.lastIndex(of: "/") ?? options.socketPath.startIndex)])
         lock = try NamespaceLock(directory: socketDirectory.isEmpty ? "." : socketDirectory)
-        applier = try KernelApplier()
+        applier = try KernelApplier(socketMarks: try? SocketMarkAttacher(program: socketMarkProgram.get(), hierarchy: hierarchy))
+        if case let .failure(error) = socketMarkProgram {
+            birthMarksUnavailable = error.description
+            log.warning("sockets are not born marked (nftables marks, re-routes and NATs them): \(error)")
+        }
         rtnl = try Rtnetlink()
+        applier.onSocketMarkFailure = { [log] in log.warning("sockets are not born marked there: \($0)") }
         applier.onTableRestored = { [log] in log.warning("the nft table inet \(vpnexecTableName) was deleted by someone else; put back") }
         if options.sandbox {
             // Before any thread exists (built-in tunnels start below): all inherit it.

@@ -80,6 +80,7 @@ public final class Rtnetlink {
             switch Int(header.rtm_type) {
             case Int(cint(RTN_UNREACHABLE)): kind = .unreachable
             case Int(cint(RTN_BLACKHOLE)): kind = .blackhole
+            case Int(cint(RTN_THROW)): kind = .fallThrough
             case Int(cint(RTN_UNICAST)):
                 guard let index = attributes.u32(UInt16(cint(RTA_OIF))) else { return nil }
                 kind = .device(index: Int32(bitPattern: index))
@@ -113,6 +114,8 @@ public final class Rtnetlink {
             header.rtm_type = UInt8(cint(RTN_UNREACHABLE))
         case .blackhole:
             header.rtm_type = UInt8(cint(RTN_BLACKHOLE))
+        case .fallThrough:
+            header.rtm_type = UInt8(cint(RTN_THROW))
         }
         message.putFamilyHeader(header)
         message.put(UInt16(cint(RTA_TABLE)), u32: route.table)

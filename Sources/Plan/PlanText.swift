@@ -21,6 +21,7 @@ public enum PlanText {
             case let .device(index): what = "\(destination) dev \(interfaceNames[index] ?? "#\(index)")"
             case .unreachable: what = "unreachable \(destination)"
             case .blackhole: what = "blackhole \(destination)"
+            case .fallThrough: what = "throw \(destination)"
             }
             lines.append("# ip -\(family) route add \(what) table \(route.table) metric \(route.metric) proto \(route.protocolNumber)")
         }
@@ -31,6 +32,10 @@ public enum PlanText {
         if !state.cgroups.isEmpty {
             lines.append("# profile cgroups (relative to the cgroup2 mount)")
             lines += state.cgroups.map { "# \($0)" }
+        }
+        if !state.socketMarks.isEmpty {
+            lines.append("# sockets born marked (cgroup socket program at inet_sock_create)")
+            lines += state.socketMarks.map { "# \($0.cgroup) (id \($0.id)): mark \(hex($0.mark))" }
         }
         return lines.joined(separator: "\n") + "\n"
     }

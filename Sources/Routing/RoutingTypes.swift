@@ -44,6 +44,9 @@ public struct Route: Hashable, Sendable, CustomStringConvertible {
         case device(index: Int32)
         case unreachable
         case blackhole
+        /// RTN_THROW (`ip route add throw`): the lookup leaves this table and goes on with
+        /// the next rule, as if the table had no route for the destination.
+        case fallThrough
     }
 
     public var destination: IPPrefix
@@ -66,6 +69,7 @@ public struct Route: Hashable, Sendable, CustomStringConvertible {
         case let .device(index): what = "\(destination) dev #\(index)"
         case .unreachable: what = "unreachable \(destination)"
         case .blackhole: what = "blackhole \(destination)"
+        case .fallThrough: what = "throw \(destination)"
         }
         return "\(what) table \(table) metric \(metric) proto \(protocolNumber)"
     }
