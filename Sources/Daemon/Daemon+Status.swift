@@ -66,10 +66,12 @@ extension Daemon {
             status.joinedCgroups = Array(memberCgroups(of: profile).dropFirst())
             return status
         }
-        return StatusReport(daemonPID: getpid(), policyDirectory: options.policyDirectory,
+        var report = StatusReport(daemonPID: getpid(), policyDirectory: options.policyDirectory,
                             cgroupRoot: hierarchy.mountPoint, profiles: profiles,
                             droppedUnknownCgroup: traffic(unknownCgroupCounter), refusedConnections: server?.refusedConnections ?? 0,
                             sandbox: sandboxSummary, bypassMoves: executables?.moves[Policy.bypassSliceName] ?? 0,
                             bypassed: traffic(bypassedCounter), systemProfile: policy.systemProfile?.name)
+        report.birthMarks = birthMarksSummary
+        return report
     }
 }
