@@ -101,4 +101,38 @@ import Testing
         #expect(try from("tcp-name") == "\(s.tunnel.clientAddress4) \(s.tunnel.clientAddress4)")
         #expect(try from("udp-name", to: Topology.service6) == "\(s.tunnel.clientAddress6) \(s.tunnel.clientAddress6)")
     }
+
+    /// Nested attached cgroups: the deepest one's mark wins (its program runs first and
+    /// the ancestors' leave a marked socket alone), as the nft maps look up the deepest
+    /// level first. A listed app's scope inside a user's vpn-home.slice is work's; a unit
+    /// of that slice without an attachment of its own is home's.
+    @Test func theDeepestCgroupWins() throws {
+        let cleanup = Cleanup()
+        defer { cleanup.run() }
+        let alice = try TestUser("vxd\(uniqueTag())", cleanup: cleanup)
+        let s = try Scenario(cleanup: cleanup, tunnels: 2) {
+            "[profile.work]\ntunnel.interface = \"\($0[0])\"\nusers = [\"\(alice.name)\"]\napps = [\"org.example.App\"]\n"
+                + "[profile.home]\ntunnel.interface = \"\($0[1])\"\nusers = [\"\(alice.name)\"]\n"
+        }
+        let root = try TestCgroups.cgroupRoot()
+        let madeUserSlice = !FileManager.default.fileExists(atPath: "\(root)/user.slice")
+        cleanup.add("remove user.slice") { if madeUserSlice { try TestCgroups.removeTree("user.slice") } }
+        let uid = try Command.run(["id", "-u", alice.name]).trimmed
+        cleanup.add("remove \(alice.name)'s cgroups") { try TestCgroups.removeTree("user.slice/user-\(uid).slice") }
+        let home = "user.slice/user-\(uid).slice/user@\(uid).service/vpn.slice/vpn-home.slice"
+        let app = home + "/app-gnome-org.example.App-4242.scope", unit = home + "/run-u7.service"
+        for path in [app, unit] { try FileManager.default.createDirectory(atPath: "\(root)/\(path)", withIntermediateDirectories: true) }
+        try eventually("vpnd to find both") {
+            let profiles = try s.daemon.status().profiles
+            return profiles[0].joinedCgroups == [app] && profiles[1].joinedCgroups == [home]
+        }
+        func from(_ cgroup: String, _ mode: String) throws -> String {
+            try Command.run(s.net.client.enter + ["sh", "-c", "echo $$ > \(root)/\(cgroup)/cgroup.procs && exec \"$@\"", "sh"]
+                            + TestUser.become(alice.name) + ["python3", s.probe, mode, Topology.service4, "8080"]).trimmed
+        }
+        #expect(try from(app, "mark") == Self.profileMark, "the app's scope: work's mark")
+        #expect(try from(app, "tcp-name") == "\(s.tunnels[0].clientAddress4) \(s.tunnels[0].clientAddress4)")
+        #expect(try from(unit, "mark") == "0x2000000", "a unit of vpn-home.slice: home's")
+        #expect(try from(unit, "tcp-name") == "\(s.tunnels[1].clientAddress4) \(s.tunnels[1].clientAddress4)")
+    }
 }
