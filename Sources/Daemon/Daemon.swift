@@ -29,6 +29,9 @@ public struct DaemonOptions: Sendable {
     /// Where the last policy that applied is kept (`policy.d` inside), for the killswitch at
     /// boot (`vpnd --oneshot --policy-dir STATE/policy.d` before the network); nil: not kept.
     public var stateDirectory: String?
+    /// Load the socket mark program (sockets born in their tunnel): not for `--oneshot`,
+    /// whose attachments would end with it.
+    public var birthMarks = true
 
     public init(policyDirectory: String, socketPath: String, cgroupParent: String = "vpn.slice", dropPrivileges: Bool = true,
                 sandbox: Bool = true, wireguardSocketDirectory: String = "/var/run/wireguard") {
@@ -95,7 +98,7 @@ public final class Daemon {
             execEventsUnavailable = "\(error)"
         }
         // Loading the socket mark program needs CAP_BPF, attaching it later none: before the drop.
-        let socketMarkProgram = Result { () throws(SocketMarkProgram.Failure) in try SocketMarkProgram() }
+        let socketMarkProgram = options.birthMarks ? Result { () throws(SocketMarkProgram.Failure) in try SocketMarkProgram() } : nil
         if options.dropPrivileges {
             let keep = Privileges.directoryOverrideNeeded(RuntimeFacts.directoriesAlong(parent: options.cgroupParent).map(hierarchy.absolute))
             try Privileges.dropToMinimum(permitted: keep ? Privileges.permitted : Privileges.effective)
@@ -107,8 +110,8 @@ public final class Daemon {
         tunnels = BuiltInTunnels(log: log, uapiDirectory: options.wireguardSocketDirectory)
         let socketDirectory = String(options.socketPath[..<(options.socketPath.lastIndex(of: "/") ?? options.socketPath.startIndex)])
         lock = try NamespaceLock(directory: socketDirectory.isEmpty ? "." : socketDirectory)
-        applier = try KernelApplier(socketMarks: try? SocketMarkAttacher(program: socketMarkProgram.get(), hierarchy: hierarchy))
-        if case let .failure(error) = socketMarkProgram {
+        applier = try KernelApplier(socketMarks: (try? socketMarkProgram?.get()).map { [hierarchy] in SocketMarkAttacher(program: $0, hierarchy: hierarchy) })
+        if case let .failure(error)? = socketMarkProgram {
             birthMarksUnavailable = error.description
             log.warning("sockets are not born marked (nftables marks, re-routes and NATs them): \(error)")
         }

@@ -64,6 +64,7 @@ struct VPND: ParsableCommand {
             cgroupParent: cgroupParent)
         options.initialNetworkNamespace = initialNetworkNamespace
         options.stateDirectory = stateDirectory
+        options.birthMarks = !oneshot
         do {
             let daemon = try Daemon(options: options, log: log)
             if !oneshot { try daemon.run() }
