@@ -64,20 +64,24 @@ import Testing
                 try rt.add(device)
                 try rt.add(lastResort)
                 try rt.add(network)
-                #expect(Set(try rt.routes(ipv4: ipv4, table: 7301)) == [device, lastResort, network])
+                // allow_lan's ranges, thrown out of the profile's table (LANRoutes).
+                let lan = Route(destination: IPPrefix(ipv4 ? "10.0.0.0/8" : "fc00::/7")!, table: 7301, kind: .fallThrough, metric: .max - 1, protocolNumber: 118)
+                try rt.add(lan)
+                #expect(Set(try rt.routes(ipv4: ipv4, table: 7301)) == [device, lastResort, network, lan])
                 #expect(try rt.routes(ipv4: ipv4, table: 7302).isEmpty)
                 try rt.delete(network)
-                #expect(Set(try rt.routes(ipv4: ipv4, table: 7301)) == [device, lastResort])
+                #expect(Set(try rt.routes(ipv4: ipv4, table: 7301)) == [device, lastResort, lan])
             }
         }
         let routes = try #require(try namespace.json(["ip", "-j", "route", "show", "table", "7301"]) as? [[String: Any]])
         #expect(routes.contains { $0["dst"] as? String == "default" && $0["dev"] as? String == "vxa" })
         #expect(routes.contains { $0["type"] as? String == "unreachable" && $0["dst"] as? String == "default" })
-        // Deleting the interface takes its device routes; the dead end stays.
+        #expect(routes.contains { $0["type"] as? String == "throw" && $0["dst"] as? String == "10.0.0.0/8" })
+        // Deleting the interface takes its device routes; the dead end and the throw stay.
         try namespace.run(["ip", "link", "del", "vxa"])
         try namespace.within {
             let remaining = try Rtnetlink().routes(ipv4: true, table: 7301)
-            #expect(remaining.map(\.kind) == [.unreachable])
+            #expect(Set(remaining.map(\.kind)) == [.unreachable, .fallThrough])
         }
     }
 
