@@ -43,7 +43,7 @@ import Testing
             .init(units + "/vpnd.service", at: "/etc/systemd/system/vpnd.service"),
             .init(units + "/vpn.slice", at: "/etc/systemd/system/vpn.slice"),
             .init(etc, at: "/etc/vpnexec"),
-        ], cleanup: cleanup, systemCalls: ["landlock_create_ruleset", "landlock_add_rule", "landlock_restrict_self"])
+        ], cleanup: cleanup, systemCalls: ["landlock_create_ruleset", "landlock_add_rule", "landlock_restrict_self", "bpf"])
 
         let started = try container.run(["systemctl", "start", "vpnd.service"])
         let journal = { (try? container.run(["journalctl", "-u", "vpnd.service", "--no-pager", "-o", "cat"]).stdout) ?? "" }
@@ -55,7 +55,13 @@ import Testing
         // The container's cgroup tree is delegated to it and writable by its root: vpnd
         // keeps no CAP_DAC_OVERRIDE, not even permitted.
         #expect(status.contains("CapPrm:\t0000000000001000"), "\(status)")
-        #expect(status.contains("CapBnd:\t0000000000001002"), "the unit's bound: CAP_NET_ADMIN and CAP_DAC_OVERRIDE: \(status)")
+        // The unit's bound: CAP_NET_ADMIN, CAP_DAC_OVERRIDE and CAP_BPF (the socket mark
+        // program is loaded at start; with no_new_privs nothing regains CAP_BPF later).
+        #expect(status.contains("CapBnd:\t0000008000001002"), "the unit's bound: \(status)")
+        // vpnd's own status: sockets are born marked (the program loaded under the unit's
+        // system call filter and bound).
+        let marks = try container.run(["vpnctl", "status"]).stdout
+        #expect(marks.contains("sockets born marked: ") && !marks.contains("sockets born marked: off"), "\(marks)")
 
         #expect(try container.properties("vpnd.service", ["WatchdogUSec"]) == ["WatchdogUSec": "10s"])
         // ExecReload (vpnctl reload, inside the unit's sandbox) reloads and reports success.
