@@ -152,7 +152,7 @@ public final class KernelApplier {
         for ipv4 in [true, false] {
             actualRules += try rtnl.rules(ipv4: ipv4).filter { $0.protocolNumber == vpnexecRouteProtocol }
         }
-        let tables = knownTables.union(actualRules.map(\.table)).union(desiredRoutes.map(\.table)).union(desiredRules.map(\.table))
+        let tables = knownTables.union(actualRules.map(\.table)).union(desiredRoutes.map(\.table)).union(desiredRules.map(\.table)).subtracting([0])
         var actualRoutes: [Route] = []
         for table in tables.sorted() {
             for ipv4 in [true, false] {
@@ -163,7 +163,7 @@ public final class KernelApplier {
         for rule in desiredRules where !actualRules.contains(rule) { try rtnl.add(rule) }
         for rule in actualRules where !desiredRules.contains(rule) { try ignoreMissing { try rtnl.delete(rule) } }
         for route in actualRoutes where !desiredRoutes.contains(route) { try ignoreMissing { try rtnl.delete(route) } }
-        knownTables = Set(desiredRoutes.map(\.table)).union(desiredRules.map(\.table))
+        knownTables = Set(desiredRoutes.map(\.table)).union(desiredRules.map(\.table)).subtracting([0])
     }
 
     /// Deleting what is already gone (the kernel removed a route with its interface) is done.

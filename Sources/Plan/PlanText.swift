@@ -10,7 +10,14 @@ public enum PlanText {
         lines.append(NftTextRenderer().render(state.nft))
         lines.append("# policy routing rules (proto \(vpnexecRouteProtocol) marks them as vpnexec's)")
         for rule in state.rules {
-            lines.append("# ip -\(rule.ipv4 ? 4 : 6) rule add priority \(rule.priority) fwmark \(hex(rule.mark))/\(hex(rule.mask)) table \(rule.table) proto \(rule.protocolNumber)")
+            let selector = rule.mask == 0 ? "" : " fwmark \(hex(rule.mark))/\(hex(rule.mask))"
+            let what: String
+            switch rule.action {
+            case .lookup: what = "table \(rule.table)"
+            case let .goto(target): what = "goto \(target)"
+            case .nop: what = "nop"
+            }
+            lines.append("# ip -\(rule.ipv4 ? 4 : 6) rule add priority \(rule.priority)\(selector) \(what) proto \(rule.protocolNumber)")
         }
         lines.append("# routes")
         for route in state.routes {

@@ -57,7 +57,12 @@ func profile(_ name: String, tunnel: String, index: UInt32, killswitch: Bool = t
                                                    .namedCounter("work_sent"), .verdict(.accept)])
 
         // mark -> table (v4 and v6), table -> tunnel with a dead end of last resort
+        // Unmarked lookups skip the profiles' rules: a goto past them, to a nop right after.
         #expect(state.rules == [
+            RoutingRule(ipv4: true, priority: 7301, mark: 0, mask: 0, table: 0, protocolNumber: 118, action: .nop),
+            RoutingRule(ipv4: true, priority: 7299, mark: 0, mask: 0x7f00_0000, table: 0, protocolNumber: 118, action: .goto(priority: 7301)),
+            RoutingRule(ipv4: false, priority: 7301, mark: 0, mask: 0, table: 0, protocolNumber: 118, action: .nop),
+            RoutingRule(ipv4: false, priority: 7299, mark: 0, mask: 0x7f00_0000, table: 0, protocolNumber: 118, action: .goto(priority: 7301)),
             RoutingRule(ipv4: true, priority: 7300, mark: 0x0100_0000, mask: 0x7f00_0000, table: 7301, protocolNumber: 118),
             RoutingRule(ipv4: false, priority: 7300, mark: 0x0100_0000, mask: 0x7f00_0000, table: 7301, protocolNumber: 118),
             RoutingRule(ipv4: true, priority: 7300, mark: 0x0200_0000, mask: 0x7f00_0000, table: 7302, protocolNumber: 118),
