@@ -61,6 +61,9 @@ public struct StatusReport: Codable, Hashable, Sendable {
     public var refusedConnections: Int
     /// What confines vpnd itself (Landlock), or why nothing does.
     public var sandbox: String
+    /// Which cgroups' sockets are born with their mark (the cgroup socket program), or why
+    /// none are ("off: ...").
+    public var birthMarks = "off"
     /// Processes moved into vpn-bypass.slice (bypass.executables) and their packets.
     public var bypassMoves: Int
     public var bypassed: Traffic

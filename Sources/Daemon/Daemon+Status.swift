@@ -70,19 +70,13 @@ extension Daemon {
             status.joinedCgroups = Array(memberCgroups(of: profile).dropFirst())
             return status
         }
-        return StatusReport(daemonPID: getpid(), policyDirectory: options.policyDirectory,
+        var report = StatusReport(daemonPID: getpid(), policyDirectory: options.policyDirectory,
                             cgroupRoot: hierarchy.mountPoint, profiles: profiles,
                             droppedUnknownCgroup: traffic(unknownCgroupCounter), refusedConnections: server?.refusedConnections ?? 0,
                             sandbox: sandboxSummary, bypassMoves: executables.moves(Policy.bypassSliceName),
                             bypassed: traffic(bypassedCounter), systemProfile: policy.systemProfile?.name)
-            .with(executableRules: executables.status(policy))
-    }
-}
-
-private extension StatusReport {
-    func with(executableRules: ExecutableRulesStatus?) -> StatusReport {
-        var copy = self
-        copy.executableRules = executableRules
-        return copy
+        report.birthMarks = birthMarksSummary
+        report.executableRules = executables.status(policy)
+        return report
     }
 }

@@ -32,6 +32,9 @@ public struct DaemonOptions: Sendable {
     /// Applies and exits (`--oneshot`, the killswitch at boot): exec rules, which only a
     /// serving vpnd enforces, need not be enforceable then.
     public var oneshot = false
+    /// Load the socket mark program (sockets born in their tunnel): not for `--oneshot`,
+    /// whose attachments would end with it.
+    public var birthMarks = true
 
     public init(policyDirectory: String, socketPath: String, cgroupParent: String = "vpn.slice", dropPrivileges: Bool = true,
                 sandbox: Bool = true, wireguardSocketDirectory: String = "/var/run/wireguard") {
@@ -70,6 +73,8 @@ public final class Daemon {
     private var lastFollowError: String?
     /// bypass.executables and route.executables: fanotify before the exec, exec events after.
     let executables: ExecutableEnforcement
+    /// Why sockets are not born marked (the program could not be loaded), if so.
+    var birthMarksUnavailable: String?
     /// The profiles' DNS proxies (while vpnd serves).
     var dns: DNSService?
     /// Launches through systemd, where it owns the cgroup tree.
@@ -89,6 +94,8 @@ public final class Daemon {
         // Exec events may have to be opened in another network namespace, and fanotify
         // permission events need CAP_SYS_ADMIN: before the drop.
         executables = ExecutableEnforcement(initialNetworkNamespace: options.initialNetworkNamespace, open: !options.oneshot, log: log)
+        // Loading the socket mark program needs CAP_BPF, attaching it later none: before the drop.
+        let socketMarkProgram = options.birthMarks ? Result { () throws(SocketMarkProgram.Failure) in try SocketMarkProgram() } : nil
         if options.dropPrivileges {
             let keep = Privileges.directoryOverrideNeeded(RuntimeFacts.directoriesAlong(parent: options.cgroupParent).map(hierarchy.absolute))
             try Privileges.dropToMinimum(permitted: keep ? Privileges.permitted : Privileges.effective)
@@ -100,8 +107,13 @@ public final class Daemon {
         tunnels = BuiltInTunnels(log: log, uapiDirectory: options.wireguardSocketDirectory)
         let socketDirectory = String(options.socketPath[..<(options.socketPath.lastIndex(of: "/") ?? options.socketPath.startIndex)])
         lock = try NamespaceLock(directory: socketDirectory.isEmpty ? "." : socketDirectory)
-        applier = try KernelApplier()
+        applier = try KernelApplier(socketMarks: (try? socketMarkProgram?.get()).map { [hierarchy] in SocketMarkAttacher(program: $0, hierarchy: hierarchy) })
+        if case let .failure(error)? = socketMarkProgram {
+            birthMarksUnavailable = error.description
+            log.warning("sockets are not born marked (nftables marks, re-routes and NATs them): \(error)")
+        }
         rtnl = try Rtnetlink()
+        applier.onSocketMarkFailure = { [log] in log.warning("sockets are not born marked there: \($0)") }
         applier.onTableRestored = { [log] in log.warning("the nft table inet \(vpnexecTableName) was deleted by someone else; put back") }
         if options.sandbox {
             // Before any thread exists (built-in tunnels start below): all inherit it.

@@ -8,7 +8,8 @@ import Routing
 /// the same value and then changes nothing; each step is ordered so that no instant
 /// exists in which a profile's traffic could leave outside its tunnel:
 /// 1. nftables (the killswitch) in one atomic batch, 2. routes added, 3. rules added,
-/// 4. stale rules removed, 5. stale routes removed, 6. sysctls.
+/// 4. stale rules removed, 5. stale routes removed, 6. sysctls, 7. birth marks (once the
+/// marks' rules and tables exist; nothing depends on them for the killswitch).
 public final class KernelApplier {
     private let nft: NftablesClient
     private let rtnl: Rtnetlink
@@ -19,21 +20,30 @@ public final class KernelApplier {
     /// Called when our table, once applied, was found missing (someone deleted it) and
     /// was put back.
     public var onTableRestored: (() -> Void)?
+    /// Where sockets are born marked; nil where the program could not be loaded.
+    let socketMarks: SocketMarkAttacher?
+    /// Called with each new failure to attach a cgroup's birth mark.
+    public var onSocketMarkFailure: ((String) -> Void)?
 
-    public init() throws {
+    init(socketMarks: SocketMarkAttacher?) throws {
         nft = try NftablesClient()
         rtnl = try Rtnetlink()
+        self.socketMarks = socketMarks
     }
+
+    public convenience init() throws { try self.init(socketMarks: nil) }
 
     public func apply(_ state: DesiredState) throws {
         try applyTable(state.nft)
         try reconcileRouting(rules: state.rules, routes: state.routes)
         for sysctl in state.sysctls { try write(sysctl) }
+        for failure in socketMarks?.reconcile(state.socketMarks) ?? [] { onSocketMarkFailure?(failure) }
     }
 
     /// Everything of ours out of the kernel: the nft table (killswitch included), our
     /// rules and the routes in their tables.
     public func teardown() throws {
+        _ = socketMarks?.reconcile([])
         try nft.delete(family: .inet, table: vpnexecTableName)
         applied = nil
         try reconcileRouting(rules: [], routes: [])
@@ -142,7 +152,7 @@ public final class KernelApplier {
         for ipv4 in [true, false] {
             actualRules += try rtnl.rules(ipv4: ipv4).filter { $0.protocolNumber == vpnexecRouteProtocol }
         }
-        let tables = knownTables.union(actualRules.map(\.table)).union(desiredRoutes.map(\.table)).union(desiredRules.map(\.table))
+        let tables = knownTables.union(actualRules.map(\.table)).union(desiredRoutes.map(\.table)).union(desiredRules.map(\.table)).subtracting([0])
         var actualRoutes: [Route] = []
         for table in tables.sorted() {
             for ipv4 in [true, false] {
@@ -153,7 +163,7 @@ public final class KernelApplier {
         for rule in desiredRules where !actualRules.contains(rule) { try rtnl.add(rule) }
         for rule in actualRules where !desiredRules.contains(rule) { try ignoreMissing { try rtnl.delete(rule) } }
         for route in actualRoutes where !desiredRoutes.contains(route) { try ignoreMissing { try rtnl.delete(route) } }
-        knownTables = Set(desiredRoutes.map(\.table)).union(desiredRules.map(\.table))
+        knownTables = Set(desiredRoutes.map(\.table)).union(desiredRules.map(\.table)).subtracting([0])
     }
 
     /// Deleting what is already gone (the kernel removed a route with its interface) is done.

@@ -8,6 +8,9 @@ import Glibc
 /// read-only even for its owner on some hosts (mode 0555). Everything else, cgroup.procs
 /// writes included, works as uid 0 owning the files. All other capabilities leave every
 /// set, the bounding set included, and no_new_privs forbids regaining any through exec.
+/// CAP_BPF is used before the drop only: the socket mark program (SocketMarkProgram) is
+/// loaded once at start; attaching it to cgroups and changing their marks later needs
+/// no capability, only the program's and its storage's descriptors, so it is not kept.
 public enum Privileges {
     public struct Failure: Error, CustomStringConvertible {
         public var description: String

@@ -77,6 +77,12 @@ enum NftExpressions {
                 expressions += [compare([types.lowerBound], operation: NFT_CMP_GTE), compare([types.upperBound], operation: NFT_CMP_LTE)]
             }
             return expressions
+        case let .sourceIsOutputInterfaceAddress(negated):
+            let fib = expression("fib")
+            nftnl_expr_set_u32(fib, attr(NFTNL_EXPR_FIB_DREG), reg1)
+            nftnl_expr_set_u32(fib, attr(NFTNL_EXPR_FIB_RESULT), UInt32(NFT_FIB_RESULT_ADDRTYPE.rawValue))
+            nftnl_expr_set_u32(fib, attr(NFTNL_EXPR_FIB_FLAGS), UInt32(NFTA_FIB_F_SADDR.rawValue | NFTA_FIB_F_OIF.rawValue))
+            return [fib, compare(UInt32(2).bytes /* RTN_LOCAL */, negated: negated)]
         case .masquerade:
             return [expression("masq")]
         case let .reject(kind):

@@ -31,7 +31,9 @@ public final class Rtnetlink {
                 table: attributes.u32(UInt16(cint(FRA_TABLE))) ?? UInt32(header.table),
                 protocolNumber: attributes.u8(UInt16(cint(FRA_PROTOCOL))) ?? 0,
                 invert: header.flags & Self.fibRuleInvert != 0,
-                suppressPrefixLength: attributes.u32(UInt16(cint(FRA_SUPPRESS_PREFIXLEN))).flatMap { $0 == UInt32.max ? nil : $0 })
+                suppressPrefixLength: attributes.u32(UInt16(cint(FRA_SUPPRESS_PREFIXLEN))).flatMap { $0 == UInt32.max ? nil : $0 },
+                action: Int(header.action) == Int(cint(FR_ACT_GOTO)) ? .goto(priority: attributes.u32(UInt16(cint(FRA_GOTO))) ?? 0)
+                    : Int(header.action) == Int(cint(FR_ACT_NOP)) ? .nop : .lookup)
         }
     }
 
@@ -48,16 +50,25 @@ public final class Rtnetlink {
 
     private func ruleMessage(_ rule: RoutingRule, type: Int, flags: Int32) -> NetlinkMessage {
         let message = NetlinkMessage(type: UInt16(type), flags: flags)
-        message.putFamilyHeader(fib_rule_hdr(family: family(rule.ipv4), dst_len: 0, src_len: 0, tos: 0,
-                                             table: UInt8(cint(RT_TABLE_UNSPEC)), res1: 0, res2: 0,
-                                             action: UInt8(cint(FR_ACT_TO_TBL)), flags: rule.invert ? Self.fibRuleInvert : 0))
+        var header = fib_rule_hdr(family: family(rule.ipv4), dst_len: 0, src_len: 0, tos: 0, table: UInt8(cint(RT_TABLE_UNSPEC)), res1: 0, res2: 0,
+                                  action: UInt8(cint(FR_ACT_TO_TBL)), flags: rule.invert ? Self.fibRuleInvert : 0)
+        switch rule.action {
+        case .lookup: break
+        case .goto: header.action = UInt8(cint(FR_ACT_GOTO))
+        case .nop: header.action = UInt8(cint(FR_ACT_NOP))
+        }
+        message.putFamilyHeader(header)
         message.put(UInt16(cint(FRA_PRIORITY)), u32: rule.priority)
         if rule.mask != 0 {
             message.put(UInt16(cint(FRA_FWMARK)), u32: rule.mark)
             message.put(UInt16(cint(FRA_FWMASK)), u32: rule.mask)
         }
         if let length = rule.suppressPrefixLength { message.put(UInt16(cint(FRA_SUPPRESS_PREFIXLEN)), u32: length) }
-        message.put(UInt16(cint(FRA_TABLE)), u32: rule.table)
+        switch rule.action {
+        case .lookup: message.put(UInt16(cint(FRA_TABLE)), u32: rule.table)
+        case let .goto(target): message.put(UInt16(cint(FRA_GOTO)), u32: target)
+        case .nop: break
+        }
         message.put(UInt16(cint(FRA_PROTOCOL)), u8: rule.protocolNumber)
         return message
     }
@@ -80,6 +91,7 @@ public final class Rtnetlink {
             switch Int(header.rtm_type) {
             case Int(cint(RTN_UNREACHABLE)): kind = .unreachable
             case Int(cint(RTN_BLACKHOLE)): kind = .blackhole
+            case Int(cint(RTN_THROW)): kind = .fallThrough
             case Int(cint(RTN_UNICAST)):
                 guard let index = attributes.u32(UInt16(cint(RTA_OIF))) else { return nil }
                 kind = .device(index: Int32(bitPattern: index))
@@ -113,6 +125,8 @@ public final class Rtnetlink {
             header.rtm_type = UInt8(cint(RTN_UNREACHABLE))
         case .blackhole:
             header.rtm_type = UInt8(cint(RTN_BLACKHOLE))
+        case .fallThrough:
+            header.rtm_type = UInt8(cint(RTN_THROW))
         }
         message.putFamilyHeader(header)
         message.put(UInt16(cint(RTA_TABLE)), u32: route.table)

@@ -48,6 +48,10 @@ public enum NftStatement: Hashable, Sendable {
     case udpPorts(source: UInt16, destination: UInt16)
     /// `icmpv6 type A-B` (or one type): IPv6 packets only.
     case icmpv6Types(ClosedRange<UInt8>)
+    /// `fib saddr . oif type local` (or `!= local`): the packet's source address is one of
+    /// the output interface's own (a socket born marked chose it from the interface's
+    /// table, so source NAT would change nothing).
+    case sourceIsOutputInterfaceAddress(negated: Bool)
     case masquerade
     /// `reject with tcp reset` (after a TCP match) or `reject with icmpx port-unreachable`:
     /// the packet is dropped and its sender told at once, so a refused connection fails

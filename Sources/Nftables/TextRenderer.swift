@@ -108,6 +108,8 @@ public struct NftTextRenderer: Sendable {
             return "udp sport \(source) udp dport \(destination)"
         case let .icmpv6Types(types):
             return "icmpv6 type " + (types.count == 1 ? "\(types.lowerBound)" : "\(types.lowerBound)-\(types.upperBound)")
+        case let .sourceIsOutputInterfaceAddress(negated):
+            return "fib saddr . oif type \(negated ? "!= " : "")local"
         case .masquerade:
             return "masquerade"
         case .reject(.tcpReset):

@@ -13,13 +13,16 @@ public struct DesiredState: Hashable, Sendable {
     public var sysctls: [Sysctl]
     /// Profile cgroups (relative to the cgroup2 root) that must exist.
     public var cgroups: [String]
+    /// Cgroups whose sockets are born with a mark (BirthMarks).
+    public var socketMarks: [SocketMarkAttachment]
 
-    public init(nft: NftTable, rules: [RoutingRule], routes: [Route], sysctls: [Sysctl], cgroups: [String]) {
+    public init(nft: NftTable, rules: [RoutingRule], routes: [Route], sysctls: [Sysctl], cgroups: [String], socketMarks: [SocketMarkAttachment] = []) {
         self.nft = nft
         self.rules = rules
         self.routes = routes
         self.sysctls = sysctls
         self.cgroups = cgroups
+        self.socketMarks = socketMarks
     }
 }
 

@@ -123,7 +123,7 @@ enum ExceptionRules {
     static func routeNetworksMap(ipv4: Bool) -> String { "route_networks\(ipv4 ? 4 : 6)" }
 
     /// Private networks that stay in the tunnel: the tunnel's own and route.networks.
-    private static func tunnelDestinations(_ profile: Profile, facts: RuntimeFacts, ipv4: Bool) -> [IPPrefix] {
+    static func tunnelDestinations(_ profile: Profile, facts: RuntimeFacts, ipv4: Bool) -> [IPPrefix] {
         IPPrefix.covering((profile.routeNetworks + (facts.tunnelNetworks[profile.tunnel.interfaceName] ?? [])).filter { $0.isIPv4 == ipv4 })
     }
 

@@ -7,7 +7,8 @@ import Policy
 /// counted and dropped. These rules live in the kernel, not in the daemon: they hold when
 /// vpnd stops or dies and while the tunnel is down or deleted (matching is by interface
 /// name, so a re-created tunnel matches again). Marked packets leaving through the tunnel
-/// get the tunnel's address as source (they were addressed before the re-route).
+/// get the tunnel's address as source when they were addressed before a re-route (a
+/// socket made before its process joined, route.networks); a socket born marked has it.
 /// The connection's mark is checked too: it is set from the cgroup and no socket option
 /// reaches it, so a member's packet whose mark something changed after the route chain
 /// is still held. (`socket cgroupv2` itself is not available in postrouting.)
@@ -33,9 +34,16 @@ enum KillswitchRules {
                                      comment: "profile \(profile.name): killswitch"))
             }
             table.chains.append(NftChain(name: names.egressChain, rules: rules))
+            // A socket born with the mark has the tunnel's address already: no NAT binding.
             nat.append(NftRule([.markMatch(mask: mask, value: mark, negated: false),
-                                .outputInterfaceName(tunnel, negated: false), .masquerade]))
+                                .outputInterfaceName(tunnel, negated: false), .sourceIsOutputInterfaceAddress(negated: true), .masquerade]))
         }
+        // A socket born with a profile's mark that went direct (allow_lan, bypass.domains)
+        // chose the tunnel's address when it connected: leaving through another interface
+        // it needs that interface's. Others that go direct have it already (no binding).
+        nat.append(NftRule([.markMatch(mask: mask, value: policy.routing.bypassMark, negated: false), .outputInterfaceName("lo", negated: true),
+                            .sourceIsOutputInterfaceAddress(negated: true), .masquerade],
+                           comment: "direct, from a socket born in a profile"))
         table.sets.append(NftSet(name: "egress_marks", key: .mark, data: .verdict, elements: egressMarks))
         table.chains += [
             NftChain(name: "killswitch", base: NftBaseChain(kind: .filter, hook: .postrouting, priority: NftBaseChain.filter), rules: [

@@ -68,6 +68,11 @@ enum MembershipRules {
             NftRule([.conntrackMarkMatch(mask: mask, value: bypass, negated: false), .markMatch(mask: mask, value: value, negated: false),
                      .verdict(.accept)], comment: value == 0 ? "decided direct before" : nil)
         }
+        // A socket born with its profile's mark (BirthMarks) whose connection went direct
+        // (allow_lan, bypass.domains, from the LAN to its listener): its packets get the
+        // bypass mark for the rest of the connection, as the first one did.
+        output.append(NftRule([.conntrackMarkMatch(mask: mask, value: bypass, negated: false), .setMark(clear: mask, set: bypass), .verdict(.accept)],
+                              comment: "decided direct before, a socket born marked"))
         output.append(NftRule([.conntrackMarkVerdictMap(mask: mask, map: "connection_marks")]))
         output += members.lookups(prefix: [])
         let unknown = UnknownCgroups(policy, facts: facts)

@@ -10,7 +10,14 @@ public enum PlanText {
         lines.append(NftTextRenderer().render(state.nft))
         lines.append("# policy routing rules (proto \(vpnexecRouteProtocol) marks them as vpnexec's)")
         for rule in state.rules {
-            lines.append("# ip -\(rule.ipv4 ? 4 : 6) rule add priority \(rule.priority) fwmark \(hex(rule.mark))/\(hex(rule.mask)) table \(rule.table) proto \(rule.protocolNumber)")
+            let selector = rule.mask == 0 ? "" : " fwmark \(hex(rule.mark))/\(hex(rule.mask))"
+            let what: String
+            switch rule.action {
+            case .lookup: what = "table \(rule.table)"
+            case let .goto(target): what = "goto \(target)"
+            case .nop: what = "nop"
+            }
+            lines.append("# ip -\(rule.ipv4 ? 4 : 6) rule add priority \(rule.priority)\(selector) \(what) proto \(rule.protocolNumber)")
         }
         lines.append("# routes")
         for route in state.routes {
@@ -21,6 +28,7 @@ public enum PlanText {
             case let .device(index): what = "\(destination) dev \(interfaceNames[index] ?? "#\(index)")"
             case .unreachable: what = "unreachable \(destination)"
             case .blackhole: what = "blackhole \(destination)"
+            case .fallThrough: what = "throw \(destination)"
             }
             lines.append("# ip -\(family) route add \(what) table \(route.table) metric \(route.metric) proto \(route.protocolNumber)")
         }
@@ -31,6 +39,10 @@ public enum PlanText {
         if !state.cgroups.isEmpty {
             lines.append("# profile cgroups (relative to the cgroup2 mount)")
             lines += state.cgroups.map { "# \($0)" }
+        }
+        if !state.socketMarks.isEmpty {
+            lines.append("# sockets born marked (cgroup socket program at inet_sock_create)")
+            lines += state.socketMarks.map { "# \($0.cgroup) (id \($0.id)): mark \(hex($0.mark))" }
         }
         return lines.joined(separator: "\n") + "\n"
     }

@@ -27,8 +27,9 @@ public enum Planner {
         return DesiredState(
             nft: table,
             rules: RoutingPlan.rules(policy.profiles, routing: routing),
-            routes: RoutingPlan.routes(policy.profiles, links: facts.links),
+            routes: RoutingPlan.routes(policy.profiles, links: facts.links) + LANRoutes.routes(policy.profiles, facts: facts),
             sysctls: sysctls,
-            cgroups: cgroups(policy, parent: facts.cgroupParent))
+            cgroups: cgroups(policy, parent: facts.cgroupParent),
+            socketMarks: BirthMarks.attachments(policy, facts: facts))
     }
 }

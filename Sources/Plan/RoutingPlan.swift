@@ -11,12 +11,24 @@ enum RoutingPlan {
     static let lastResortMetric: UInt32 = .max
 
     static func rules(_ profiles: [Profile], routing: RoutingSettings) -> [RoutingRule] {
-        profiles.flatMap { profile in
+        let lookups = profiles.flatMap { profile in
             [true, false].map { ipv4 in
                 RoutingRule(ipv4: ipv4, priority: routing.rulePriority, mark: routing.mark(forIndex: profile.index),
                             mask: routing.markMask, table: profile.table, protocolNumber: vpnexecRouteProtocol)
             }
         }
+        // Route lookups of packets that carry none of our marks (everything but members: a
+        // tunnel's own encrypted datagrams, every packet received) skip the profiles' rules
+        // in one step: the kernel tries rules one by one, and with 64 profiles the walk was
+        // 1% of a tunnel's cycles (perf). The goto needs a rule at its target: a nop right
+        // after ours. Not where the priorities around ours are the local or main table's.
+        let priority = routing.rulePriority
+        guard !profiles.isEmpty, priority > 1, priority < 32765 else { return lookups }
+        return [true, false].flatMap { ipv4 in
+            [RoutingRule(ipv4: ipv4, priority: priority + 1, mark: 0, mask: 0, table: 0, protocolNumber: vpnexecRouteProtocol, action: .nop),
+             RoutingRule(ipv4: ipv4, priority: priority - 1, mark: 0, mask: routing.markMask, table: 0, protocolNumber: vpnexecRouteProtocol,
+                         action: .goto(priority: priority + 1))]
+        } + lookups
     }
 
     static func routes(_ profiles: [Profile], links: [String: Link]) -> [Route] {

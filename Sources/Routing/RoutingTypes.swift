@@ -2,8 +2,18 @@
 
 // Routing state as values: what the planner wants and what rtnetlink reads back.
 
-/// `ip rule`: packets whose mark matches under the mask look up `table`.
+/// `ip rule`: packets whose mark matches under the mask look up `table` (or, by `action`,
+/// go on at another priority, or do nothing).
 public struct RoutingRule: Hashable, Sendable, CustomStringConvertible {
+    public enum Action: Hashable, Sendable {
+        /// `lookup TABLE`.
+        case lookup
+        /// `goto PRIORITY`: matching packets skip the rules before it (`table` is 0).
+        case goto(priority: UInt32)
+        /// `nop`: does nothing; a goto's target (`table` is 0).
+        case nop
+    }
+
     public var ipv4: Bool
     public var priority: UInt32
     public var mark: UInt32
@@ -16,10 +26,12 @@ public struct RoutingRule: Hashable, Sendable, CustomStringConvertible {
     /// `suppress_prefixlength N`: ignore routes from the table with prefixes this short or
     /// shorter (wg-quick's "main table, but not its default route").
     public var suppressPrefixLength: UInt32?
+    public var action: Action
 
     /// A mask of 0 matches every packet (no fwmark selector).
     public init(ipv4: Bool, priority: UInt32, mark: UInt32, mask: UInt32, table: UInt32, protocolNumber: UInt8,
-                invert: Bool = false, suppressPrefixLength: UInt32? = nil) {
+                invert: Bool = false, suppressPrefixLength: UInt32? = nil, action: Action = .lookup) {
+        self.action = action
         self.ipv4 = ipv4
         self.priority = priority
         self.mark = mark
@@ -33,7 +45,13 @@ public struct RoutingRule: Hashable, Sendable, CustomStringConvertible {
     public var description: String {
         let selector = mask == 0 ? "all" : "\(invert ? "not " : "")fwmark 0x\(String(mark, radix: 16))/0x\(String(mask, radix: 16))"
         let suppress = suppressPrefixLength.map { " suppress_prefixlength \($0)" } ?? ""
-        return "\(ipv4 ? "ipv4" : "ipv6") rule \(priority): \(selector) lookup \(table)\(suppress) proto \(protocolNumber)"
+        let what: String
+        switch action {
+        case .lookup: what = "lookup \(table)"
+        case let .goto(target): what = "goto \(target)"
+        case .nop: what = "nop"
+        }
+        return "\(ipv4 ? "ipv4" : "ipv6") rule \(priority): \(selector) \(what)\(suppress) proto \(protocolNumber)"
     }
 }
 
@@ -44,6 +62,9 @@ public struct Route: Hashable, Sendable, CustomStringConvertible {
         case device(index: Int32)
         case unreachable
         case blackhole
+        /// RTN_THROW (`ip route add throw`): the lookup leaves this table and goes on with
+        /// the next rule, as if the table had no route for the destination.
+        case fallThrough
     }
 
     public var destination: IPPrefix
@@ -66,6 +87,7 @@ public struct Route: Hashable, Sendable, CustomStringConvertible {
         case let .device(index): what = "\(destination) dev #\(index)"
         case .unreachable: what = "unreachable \(destination)"
         case .blackhole: what = "blackhole \(destination)"
+        case .fallThrough: what = "throw \(destination)"
         }
         return "\(what) table \(table) metric \(metric) proto \(protocolNumber)"
     }

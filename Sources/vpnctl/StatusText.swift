@@ -5,7 +5,8 @@ import Glibc
 enum StatusText {
     static func render(_ report: StatusReport, now: Double = Double(time(nil))) -> String {
         var lines = ["vpnd pid \(report.daemonPID), policy \(report.policyDirectory), cgroup2 at \(report.cgroupRoot)",
-                     "sandbox: \(report.sandbox)"]
+                     "sandbox: \(report.sandbox)",
+                     "sockets born marked: \(report.birthMarks)"]
         if let system = report.systemProfile {
             lines.append("system mode: every process outside the profiles' cgroups and vpn-bypass.slice is in profile \(system)")
         }

@@ -65,6 +65,7 @@ struct VPND: ParsableCommand {
         options.initialNetworkNamespace = initialNetworkNamespace
         options.stateDirectory = stateDirectory
         options.oneshot = oneshot
+        options.birthMarks = !oneshot
         do {
             let daemon = try Daemon(options: options, log: log)
             if !oneshot { try daemon.run() }

@@ -52,7 +52,7 @@ import Testing
         let other = String(decoding: ControlCoding.encode(Self.report(reversed: true)), as: UTF8.self)
         #expect(one == golden, "\(one)")
         #expect(other == golden, "\(other)")
-        #expect(!one.contains("\\/") && one.contains("\"mark\":\"0x1000000\"") && one.hasPrefix("{\"bypassMoves\":0,"))
+        #expect(!one.contains("\\/") && one.contains("\"mark\":\"0x1000000\"") && one.hasPrefix("{\"birthMarks\":\"off\",\"bypassMoves\":0,"))
         #expect(one.contains("\"schema\":\(StatusReport.currentSchema)"))
         let decoded = try ControlCoding.decode(StatusReport.self, from: Array(one.utf8.dropLast()))
         #expect(decoded == Self.report(reversed: false))

@@ -37,9 +37,11 @@ import Testing
         let capture = try s.captureCleartext()
 
         try s.tunnel.setClientLink(up: false)
-        let sentBefore = try s.daemon.status().profiles[0].sent.packets
         Thread.sleep(forTimeInterval: 1)
-        #expect(try s.daemon.status().profiles[0].sent.packets > sentBefore + 20, "the member kept sending while the tunnel was down")
+        // The member's sockets are born with the profile's mark: with the tunnel down its
+        // table holds only the unreachable route, so a send fails at once, before any packet
+        // exists (the sender above goes on trying; the capture below counts what left).
+        #expect(throws: CommandError.self, "a member's datagram socket cannot even connect") { try s.member(mode: "udp-name") }
         #expect(try s.connect() == Topology.clientAddress4)
         #expect(try s.daemon.status().profiles[0].tunnel.state == "down")
 

@@ -34,6 +34,10 @@ import Testing
         #expect(try s.daemon.vpnctl(["reload"]).status == 0)
         #expect(try s.member(to: Self.lanHost4) == Self.lanClient4, "a member reaches the LAN directly")
         #expect(try s.member(to: Self.lanHost6) == Self.lanClient6)
+        // A member's socket is born with the profile's mark; the LAN's route and address are
+        // its own all the same (getsockname), not the tunnel's NATted afterwards.
+        #expect(try s.member(mode: "tcp-name", to: Self.lanHost4) == "\(Self.lanClient4) \(Self.lanClient4)")
+        #expect(try s.member(mode: "udp-name", to: Self.lanHost6) == "\(Self.lanClient6) \(Self.lanClient6)")
         #expect(try s.member(to: Topology.service4) == s.tunnel.clientAddress4, "everything else is tunneled")
         #expect(try s.member(to: Topology.service6) == s.tunnel.clientAddress6)
         #expect(try s.daemon.status().profiles[0].tunnel.state == "up")
@@ -48,6 +52,7 @@ import Testing
         #expect(viaTunnel == s.tunnel.clientAddress4)
         let capture = try Capture(on: s.net.clientUplink, in: s.net.client, filter: "dst host 10.99.1.1", cleanup: cleanup)
         try s.tunnel.setClientLink(up: false)
+        #expect(try s.member(mode: "tcp-name", to: Self.lanHost4) == "\(Self.lanClient4) \(Self.lanClient4)", "the LAN with the tunnel down")
         let member = try BackgroundProcess(try s.daemon.vpnexec(profile: "work", ["python3", s.probe, "udp-loop", "10.99.1.1", "8081"]), cleanup: cleanup)
         Thread.sleep(forTimeInterval: 1)
         try s.tunnel.deleteClientInterface()

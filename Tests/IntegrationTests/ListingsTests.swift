@@ -45,7 +45,7 @@ import Testing
 
         // The same bytes twice: sorted keys, nothing that depends on a dictionary's order.
         let first = try vpnctl(nil, ["status", "--json"]), second = try vpnctl(nil, ["status", "--json"])
-        #expect(first.status == 0 && first.stdout == second.stdout && first.stdout.hasPrefix("{\"bypassMoves\":"), "\(first.stdout)\n\(second.stdout)")
+        #expect(first.status == 0 && first.stdout == second.stdout && first.stdout.hasPrefix("{\"birthMarks\":"), "\(first.stdout)\n\(second.stdout)")
 
         // members: a user's process in work, listed with its user, command and start.
         let member = try BackgroundProcess(try daemon.vpnexec(profile: "work", user: user.name, ["sleep", "60"]), cleanup: cleanup)

@@ -47,7 +47,7 @@ import Testing
             .init(units + "/vpn.slice", at: "/etc/systemd/system/vpn.slice"),
             .init(etc, at: "/etc/vpnexec"),
             .init(connect, at: "/usr/local/bin/vx-connect"),
-        ], cleanup: cleanup, systemCalls: ["landlock_create_ruleset", "landlock_add_rule", "landlock_restrict_self", "fanotify_init", "fanotify_mark"])
+        ], cleanup: cleanup, systemCalls: ["landlock_create_ruleset", "landlock_add_rule", "landlock_restrict_self", "fanotify_init", "fanotify_mark", "bpf"])
 
         let started = try container.run(["systemctl", "start", "vpnd.service"])
         let journal = { (try? container.run(["journalctl", "-u", "vpnd.service", "--no-pager", "-o", "cat"]).stdout) ?? "" }
@@ -59,9 +59,14 @@ import Testing
         // The container's cgroup tree is delegated to it and writable by its root: vpnd
         // keeps no CAP_DAC_OVERRIDE, not even permitted.
         #expect(status.contains("CapPrm:\t0000000000001000"), "\(status)")
-        // CAP_SYS_ADMIN in the bound is for fanotify_init only: vpnd holds it in no set but
-        // the bound (which only systemd could shrink; no_new_privs keeps any exec from it).
-        #expect(status.contains("CapBnd:\t0000000000201002"), "the unit's bound: CAP_NET_ADMIN, CAP_DAC_OVERRIDE, CAP_SYS_ADMIN: \(status)")
+        // CAP_SYS_ADMIN (fanotify_init) and CAP_BPF (the socket mark program) in the bound are
+        // for vpnd's start only: it holds them in no set but the bound (which only systemd
+        // could shrink; no_new_privs keeps any exec from them).
+        #expect(status.contains("CapBnd:\t0000008000201002"), "the unit's bound: CAP_NET_ADMIN, CAP_DAC_OVERRIDE, CAP_SYS_ADMIN, CAP_BPF: \(status)")
+        // vpnd's own status: sockets are born marked (the program loaded under the unit's
+        // system call filter and bound).
+        let marks = try container.run(["vpnctl", "status"]).stdout
+        #expect(marks.contains("sockets born marked: ") && !marks.contains("sockets born marked: off"), "\(marks)")
 
         #expect(try container.properties("vpnd.service", ["WatchdogUSec"]) == ["WatchdogUSec": "10s"])
         // ExecReload (vpnctl reload, inside the unit's sandbox) reloads and reports success.

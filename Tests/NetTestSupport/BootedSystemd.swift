@@ -70,7 +70,7 @@ public final class BootedSystemd: @unchecked Sendable {
                 bootArguments: [String] = []) throws {
         try requireRoot()
         let arguments = ["systemd-nspawn", "--register=no", "--keep-unit", "-q", "--console=read-only", "-D", root,
-                         "--volatile=overlay", "--boot", "--capability=CAP_NET_ADMIN", "--network-namespace-path=\(namespace.path)"]
+                         "--volatile=overlay", "--boot", "--capability=CAP_NET_ADMIN,CAP_BPF", "--network-namespace-path=\(namespace.path)"]
             + (systemCalls.isEmpty ? [] : ["--system-call-filter=\(systemCalls.joined(separator: " "))"])
             + binds.map { "--bind\($0.readOnly ? "-ro" : "")=\($0.host):\($0.container)" } + bootArguments
         let nspawn = try BackgroundProcess(arguments, cleanup: cleanup, environment: [

@@ -83,6 +83,8 @@ import Testing
                 NftChain(name: "nat", base: NftBaseChain(kind: .nat, hook: .postrouting, priority: NftBaseChain.srcnat), rules: [
                     NftRule([.markMatch(mask: mask, value: mark, negated: false), .outputInterfaceName("wg0", negated: false), .masquerade]),
                     NftRule([.outputInterfaceName("wg1", negated: true), .verdict(.goto("killswitch_work"))]),
+                    NftRule([.markMatch(mask: mask, value: mark, negated: false), .sourceIsOutputInterfaceAddress(negated: true), .masquerade]),
+                    NftRule([.sourceIsOutputInterfaceAddress(negated: false), .verdict(.accept)]),
                 ]),
             ])
     }

@@ -36,6 +36,39 @@ import Testing
         }
     }
 
+    /// What lets unmarked lookups skip the profiles' rules: a goto past them to a nop.
+    @Test func gotoAndNopRulesRoundTripAndWork() throws {
+        let cleanup = Cleanup()
+        defer { cleanup.run() }
+        let namespace = try NetworkNamespace("vx\(uniqueTag())rt", cleanup: cleanup)
+        let rules = [true, false].flatMap { ipv4 in
+            [RoutingRule(ipv4: ipv4, priority: 7301, mark: 0, mask: 0, table: 0, protocolNumber: 118, action: .nop),
+             RoutingRule(ipv4: ipv4, priority: 7299, mark: 0, mask: 0x7f00_0000, table: 0, protocolNumber: 118, action: .goto(priority: 7301)),
+             // Every lookup that reaches it goes to table 7400 (unreachable, below).
+             RoutingRule(ipv4: ipv4, priority: 7300, mark: 0, mask: 0, table: 7400, protocolNumber: 118)]
+        }
+        try namespace.within {
+            let rt = try Rtnetlink()
+            for rule in rules { try rt.add(rule) }
+            for ipv4 in [true, false] {
+                #expect(Set(try rt.rules(ipv4: ipv4).filter { $0.protocolNumber == 118 }) == Set(rules.filter { $0.ipv4 == ipv4 }))
+            }
+        }
+        let shown = try namespace.run(["ip", "-4", "rule"])
+        #expect(shown.contains("7299:\tfrom all fwmark 0/0x7f000000 goto 7301 proto 118"), "\(shown)")
+        #expect(shown.contains("7301:\tfrom all nop proto 118"), "\(shown)")
+        // The goto works: an unmarked lookup never reaches the rule at 7300 (whose table
+        // would send it nowhere), a marked one still does.
+        try namespace.run(["ip", "link", "add", "vxa", "type", "veth", "peer", "name", "vxb"])
+        try namespace.run(["ip", "link", "set", "vxa", "up"])
+        try namespace.run(["ip", "link", "set", "vxb", "up"])
+        try namespace.run(["ip", "route", "add", "default", "dev", "vxa"])
+        try namespace.run(["ip", "route", "add", "unreachable", "default", "table", "7400"])
+        #expect(try namespace.run(["ip", "route", "get", "192.0.2.1"]).contains("dev vxa"))
+        #expect(try Command.status(namespace.enter + ["ip", "route", "get", "192.0.2.1", "mark", "0x1000000"]).status != 0,
+                "a marked lookup is not skipped (table 7400 is unreachable)")
+    }
+
     @Test func routesLinksAndAddresses() throws {
         let cleanup = Cleanup()
         defer { cleanup.run() }
@@ -64,20 +97,24 @@ import Testing
                 try rt.add(device)
                 try rt.add(lastResort)
                 try rt.add(network)
-                #expect(Set(try rt.routes(ipv4: ipv4, table: 7301)) == [device, lastResort, network])
+                // allow_lan's ranges, thrown out of the profile's table (LANRoutes).
+                let lan = Route(destination: IPPrefix(ipv4 ? "10.0.0.0/8" : "fc00::/7")!, table: 7301, kind: .fallThrough, metric: .max - 1, protocolNumber: 118)
+                try rt.add(lan)
+                #expect(Set(try rt.routes(ipv4: ipv4, table: 7301)) == [device, lastResort, network, lan])
                 #expect(try rt.routes(ipv4: ipv4, table: 7302).isEmpty)
                 try rt.delete(network)
-                #expect(Set(try rt.routes(ipv4: ipv4, table: 7301)) == [device, lastResort])
+                #expect(Set(try rt.routes(ipv4: ipv4, table: 7301)) == [device, lastResort, lan])
             }
         }
         let routes = try #require(try namespace.json(["ip", "-j", "route", "show", "table", "7301"]) as? [[String: Any]])
         #expect(routes.contains { $0["dst"] as? String == "default" && $0["dev"] as? String == "vxa" })
         #expect(routes.contains { $0["type"] as? String == "unreachable" && $0["dst"] as? String == "default" })
-        // Deleting the interface takes its device routes; the dead end stays.
+        #expect(routes.contains { $0["type"] as? String == "throw" && $0["dst"] as? String == "10.0.0.0/8" })
+        // Deleting the interface takes its device routes; the dead end and the throw stay.
         try namespace.run(["ip", "link", "del", "vxa"])
         try namespace.within {
             let remaining = try Rtnetlink().routes(ipv4: true, table: 7301)
-            #expect(remaining.map(\.kind) == [.unreachable])
+            #expect(Set(remaining.map(\.kind)) == [.unreachable, .fallThrough])
         }
     }
 

@@ -37,6 +37,8 @@ func profile(_ name: String, tunnel: String, index: UInt32, killswitch: Bool = t
             // Connections decided direct before are not looked at again.
             [.conntrackMarkMatch(mask: mask, value: bypass, negated: false), .markMatch(mask: mask, value: 0, negated: false), .verdict(.accept)],
             [.conntrackMarkMatch(mask: mask, value: bypass, negated: false), .markMatch(mask: mask, value: bypass, negated: false), .verdict(.accept)],
+            // ...also a socket born with a profile's mark (its packets get the bypass mark).
+            [.conntrackMarkMatch(mask: mask, value: bypass, negated: false), .setMark(clear: mask, set: bypass), .verdict(.accept)],
             [.conntrackMarkVerdictMap(mask: mask, map: "connection_marks")],
             // Level 5 is empty until a user manager's unit joins (UnitCgroups.usualLevels).
             [.cgroupVerdictMap(level: 5, map: "cgroup_level_5")],
@@ -55,7 +57,12 @@ func profile(_ name: String, tunnel: String, index: UInt32, killswitch: Bool = t
                                                    .namedCounter("work_sent"), .verdict(.accept)])
 
         // mark -> table (v4 and v6), table -> tunnel with a dead end of last resort
+        // Unmarked lookups skip the profiles' rules: a goto past them, to a nop right after.
         #expect(state.rules == [
+            RoutingRule(ipv4: true, priority: 7301, mark: 0, mask: 0, table: 0, protocolNumber: 118, action: .nop),
+            RoutingRule(ipv4: true, priority: 7299, mark: 0, mask: 0x7f00_0000, table: 0, protocolNumber: 118, action: .goto(priority: 7301)),
+            RoutingRule(ipv4: false, priority: 7301, mark: 0, mask: 0, table: 0, protocolNumber: 118, action: .nop),
+            RoutingRule(ipv4: false, priority: 7299, mark: 0, mask: 0x7f00_0000, table: 0, protocolNumber: 118, action: .goto(priority: 7301)),
             RoutingRule(ipv4: true, priority: 7300, mark: 0x0100_0000, mask: 0x7f00_0000, table: 7301, protocolNumber: 118),
             RoutingRule(ipv4: false, priority: 7300, mark: 0x0100_0000, mask: 0x7f00_0000, table: 7301, protocolNumber: 118),
             RoutingRule(ipv4: true, priority: 7300, mark: 0x0200_0000, mask: 0x7f00_0000, table: 7302, protocolNumber: 118),
@@ -92,7 +99,7 @@ func profile(_ name: String, tunnel: String, index: UInt32, killswitch: Bool = t
         ])
         let nat = try #require(state.nft.chain(named: "source_nat"))
         #expect(nat.rules.first?.statements == [.markMatch(mask: 0x7f00_0000, value: 0x0100_0000, negated: false),
-                                                .outputInterfaceName("wg0", negated: false), .masquerade])
+                                                .outputInterfaceName("wg0", negated: false), .sourceIsOutputInterfaceAddress(negated: true), .masquerade])
     }
 
     @Test func tunnelDownKeepsOnlyTheDeadEnd() {
@@ -132,7 +139,7 @@ func profile(_ name: String, tunnel: String, index: UInt32, killswitch: Bool = t
         ])
         let output = try #require(state.nft.chain(named: "route_output"))
         let parent = NftElementKey.cgroup(id: 100, path: "vpn.slice")
-        #expect(Array(output.rules.map(\.statements).dropFirst(5).prefix(2)) == [
+        #expect(Array(output.rules.map(\.statements).dropFirst(6).prefix(2)) == [
             [.cgroupInSet(level: 1, set: "known_level_1", negated: true), .verdict(.jump("unknown_cgroup"))],
             [.cgroupMatch(level: 1, cgroup: parent, negated: false), .verdict(.jump("unknown_cgroup"))],
         ])
@@ -148,7 +155,7 @@ func profile(_ name: String, tunnel: String, index: UInt32, killswitch: Bool = t
         let deep = RuntimeFacts(cgroupParent: "a.slice/vpn.slice", cgroupIDs: ["a.slice/vpn.slice/vpn-work.slice": 101],
                                 cgroupsAlongParent: ["a.slice": 1, "b.slice": 2, "a.slice/vpn.slice": 3, "a.slice/x.service": 4])
         let deepOutput = try #require(Planner.plan(policy, facts: deep).nft.chain(named: "route_output"))
-        #expect(Array(deepOutput.rules.map(\.statements).dropFirst(6).prefix(3)) == [
+        #expect(Array(deepOutput.rules.map(\.statements).dropFirst(7).prefix(3)) == [
             [.cgroupInSet(level: 1, set: "known_level_1", negated: true), .verdict(.jump("unknown_cgroup"))],
             [.cgroupMatch(level: 1, cgroup: .cgroup(id: 1, path: "a.slice"), negated: false),
              .cgroupInSet(level: 2, set: "known_level_2", negated: true), .verdict(.jump("unknown_cgroup"))],
@@ -383,7 +390,7 @@ func profile(_ name: String, tunnel: String, index: UInt32, killswitch: Bool = t
         #expect(text.contains("# ip -4 route add unreachable default table 7301 metric 4294967295 proto 118"))
         #expect(text.contains("# net.ipv4.conf.all.src_valid_mark = 1"))
         #expect(text.contains("oifname \"wg0\" counter name \"work_tunnel\" accept"))
-        #expect(text.contains("meta mark & 0x7f000000 == 0x01000000 oifname \"wg0\" masquerade"))
+        #expect(text.contains("meta mark & 0x7f000000 == 0x01000000 oifname \"wg0\" fib saddr . oif type != local masquerade"))
     }
 }
 

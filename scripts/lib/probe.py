@@ -7,7 +7,14 @@ usage: probe.py MODE HOST PORT
   tcp-fork    the same from a forked child
   udp-loop    a datagram every 10 ms, forever
   hold        connection A; on a line from stdin connection B; prints
-              "A <src>", "B <src>", "A-again <src>" (A reused after B)"""
+              "A <src>", "B <src>", "A-again <src>" (A reused after B)
+  tcp-name    one connection; prints its own address (getsockname) and the one the
+              server saw: "<local> <seen>"
+  udp-name    the same with a connected UDP socket (one datagram and its answer)
+  mark        prints the mark (SO_MARK) a new socket has from its creation, in hex
+  made-before a TCP and a UDP socket made at once; prints "ready"; on a line from stdin
+              connects both and prints "tcp <local> <seen>" and "udp <local> <seen>"
+              (sockets made before their process was moved)"""
 import os, socket, sys, threading, time
 mode, host, port = sys.argv[1], sys.argv[2], int(sys.argv[3])
 fam = socket.AF_INET6 if ":" in host else socket.AF_INET
@@ -29,6 +36,29 @@ elif mode == "tcp-fork":
         os.write(w, ask().encode()); os._exit(0)
     os.waitpid(pid, 0)
     print(os.read(r, 200).decode(), flush=True)
+elif mode in ("tcp-name", "udp-name", "made-before"):
+    def named(s, tcp):
+        s.settimeout(3)
+        s.connect((host, port))
+        if tcp:
+            seen = s.makefile("rb").readline().decode().strip()
+        else:
+            s.send(b"x")
+            seen = s.recv(200).decode().strip()
+        local = s.getsockname()[0]
+        s.close()
+        return f"{local} {seen}"
+    if mode == "made-before":
+        t, u = socket.socket(fam, socket.SOCK_STREAM), socket.socket(fam, socket.SOCK_DGRAM)
+        print("ready", flush=True)
+        sys.stdin.readline()
+        print("tcp", named(t, True), flush=True)
+        print("udp", named(u, False), flush=True)
+    else:
+        print(named(socket.socket(fam, socket.SOCK_STREAM if mode == "tcp-name" else socket.SOCK_DGRAM), mode == "tcp-name"), flush=True)
+elif mode == "mark":
+    s = socket.socket(fam, socket.SOCK_DGRAM)
+    print(hex(s.getsockopt(socket.SOL_SOCKET, 36)), flush=True)  # SO_MARK
 elif mode == "udp-loop":
     s = socket.socket(fam, socket.SOCK_DGRAM)
     while True:
