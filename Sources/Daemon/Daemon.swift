@@ -76,6 +76,9 @@ public final class Daemon {
     var scopes: SystemdScopes?
     /// Every network a tunnel interface has been seen on (allow_lan keeps them tunneled).
     private var seenTunnelNetworks: [String: [IPPrefix]] = [:]
+    /// Where the profile tunnels' own transports are learned (TransportRules keeps them out).
+    var transportReader: TransportReader { TransportReader(wireguard: WireGuardSocketReader(directory: options.wireguardSocketDirectory)) }
+    var transportWatch = TransportWatch()
 
     /// Loads and applies the policy. Throws a PolicyError (nothing was touched) or the
     /// error of the first kernel operation that failed.
@@ -165,7 +168,10 @@ public final class Daemon {
     // MARK: state
 
     func facts(for policy: Policy? = nil) throws -> RuntimeFacts {
-        var facts = try FactsReader(hierarchy: hierarchy, netlink: rtnl).read(policy ?? self.policy, cgroupParent: options.cgroupParent)
+        var reader = FactsReader(hierarchy: hierarchy, netlink: rtnl)
+        reader.transports = transportReader.transport(of:)
+        var facts = try reader.read(policy ?? self.policy, cgroupParent: options.cgroupParent)
+        for interface in tunnelFiles.keys { facts.tunnelTransports[interface] = tunnels.transport(interface: interface) }
         // A tunnel's own networks stay in the tunnel (allow_lan) also while it is down or
         // gone: a built-in tunnel's from its file, any other's as last seen.
         for (interface, loaded) in tunnelFiles {
@@ -192,6 +198,7 @@ public final class Daemon {
     /// tunnel starts), then the built-in tunnels, then again for the routes to their new
     /// interfaces. A built-in tunnel that cannot start leaves its profile fail-closed.
     func applyPolicy() throws {
+        defer { followTransports() }
         try ensureCgroups()
         try apply(try facts())
         guard !tunnelFiles.isEmpty || tunnels.isRunningAny else { return }

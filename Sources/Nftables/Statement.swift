@@ -1,3 +1,5 @@
+import Addresses
+
 /// One step of a rule, in the order nft evaluates it. The cases are exactly what the
 /// policy compiler needs; each has one text form and one expression encoding.
 public enum NftStatement: Hashable, Sendable {
@@ -46,6 +48,14 @@ public enum NftStatement: Hashable, Sendable {
     case transportProtocol(UInt8)
     /// `udp sport S udp dport D`.
     case udpPorts(source: UInt16, destination: UInt16)
+    /// `udp sport @set` / `tcp sport @set`: UDP (or TCP) packets whose source port is in the set.
+    case sourcePortInSet(NftTransport, set: String)
+    /// `udp dport @set` / `tcp dport @set`.
+    case destinationPortInSet(NftTransport, set: String)
+    /// `meta skuid @set`: the packet's socket belongs to one of these users.
+    case socketUserInSet(String)
+    /// `ip daddr A` / `ip6 daddr A`: packets of the address's family to that address.
+    case destinationAddress(IPAddress)
     /// `icmpv6 type A-B` (or one type): IPv6 packets only.
     case icmpv6Types(ClosedRange<UInt8>)
     case masquerade
@@ -78,7 +88,8 @@ extension NftStatement {
         case let .cgroupVerdictMap(_, map), let .destinationVerdictMap(_, map), let .markVerdictMap(_, map),
              let .conntrackMarkVerdictMap(_, map):
             return .set(map)
-        case let .cgroupInSet(_, set, _), let .destinationInSet(_, set, _), let .sourceInSet(_, set, _): return .set(set)
+        case let .cgroupInSet(_, set, _), let .destinationInSet(_, set, _), let .sourceInSet(_, set, _),
+             let .sourcePortInSet(_, set), let .destinationPortInSet(_, set), let .socketUserInSet(set): return .set(set)
         case let .verdict(.jump(chain)), let .verdict(.goto(chain)): return .chain(chain)
         default: return nil
         }

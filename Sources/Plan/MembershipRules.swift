@@ -64,7 +64,9 @@ enum MembershipRules {
         // A connection decided direct before (a non-member's, a member's to the LAN) is not
         // looked at again, as long as its packets carry none of our bits but the bypass
         // mark (a built-in tunnel's own socket carries it).
-        var output = [0, bypass].map { value in
+        // A tunnel's own transport first: it must win over a connection's earlier verdict.
+        var output = TransportRules.output(policy)
+        output += [0, bypass].map { value in
             NftRule([.conntrackMarkMatch(mask: mask, value: bypass, negated: false), .markMatch(mask: mask, value: value, negated: false),
                      .verdict(.accept)], comment: value == 0 ? "decided direct before" : nil)
         }

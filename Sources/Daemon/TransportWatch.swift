@@ -1,0 +1,110 @@
+import Control
+import Glibc
+import Netlink
+import Nftables
+import Plan
+import Policy
+
+/// What vpnd remembers between two looks at the profile tunnels' own transports.
+struct TransportWatch {
+    /// The transports as last logged, by interface.
+    var known: [String: TunnelTransport] = [:]
+    /// UDP ports whose earlier connections were forgotten when they became known.
+    var cleaned: Set<UInt16> = []
+    /// Each profile's loop counter when last looked at, and when a loop was last logged.
+    var loopPackets: [String: UInt64] = [:]
+    var loggedLoop: [String: (time: Int, packets: UInt64)] = [:]
+    var conntrack: ConntrackClient?
+
+    /// A loop that goes on is logged again after this many seconds at most (never a flood).
+    static let repeatSeconds = 10
+}
+
+/// After each apply: a transport port newly kept out of the profiles forgets the tracked
+/// connections that had carried it into a tunnel (their source NAT to the tunnel's
+/// address would stick), and a loop the guard dropped is logged within the second it
+/// happened (vpnd looks at least once a second), then at most every 10 s while it lasts.
+extension Daemon {
+    func followTransports() {
+        guard let facts = appliedFacts else { return }
+        for profile in policy.profiles {
+            let interface = profile.tunnel.interfaceName
+            let transport = facts.tunnelTransports[interface]
+            if transport != transportWatch.known[interface], let transport {
+                log.info("tunnel \(interface) (profile \(profile.name)): transport \(Self.describe(transport)); \(Self.consequence(transport))")
+            }
+            transportWatch.known[interface] = transport
+        }
+        forgetConnectionsOfNewTransports(facts)
+        logLoops(facts)
+    }
+
+    private func forgetConnectionsOfNewTransports(_ facts: RuntimeFacts) {
+        let ports = Set(policy.profiles.compactMap { facts.tunnelTransports[$0.tunnel.interfaceName]?.udpPort })
+        let fresh = ports.subtracting(transportWatch.cleaned)
+        transportWatch.cleaned = ports
+        guard !fresh.isEmpty else { return }
+        let routing = policy.routing
+        let profileMarks = Set(policy.profiles.map { routing.mark(forIndex: $0.index) })
+        do {
+            if transportWatch.conntrack == nil { transportWatch.conntrack = try ConntrackClient() }
+            let deleted = try transportWatch.conntrack!.deleteUDP(sourcePorts: fresh) { profileMarks.contains($0 & routing.markMask) }
+            if deleted > 0 {
+                log.notice("forgot \(deleted) tracked connection(s) from UDP port(s) \(fresh.sorted().map(String.init).joined(separator: ", ")) that had been routed into a profile: a tunnel's own transport, now kept out of every profile")
+            }
+        } catch {
+            log.warning("could not forget the tracked connections of UDP port(s) \(fresh.sorted()): \(error); they stay direct but keep their old source address until conntrack expires them")
+        }
+    }
+
+    private func logLoops(_ facts: RuntimeFacts) {
+        guard let counters = try? applier.counters() else { return }
+        let now = Int(time(nil))
+        for profile in policy.profiles {
+            let name = ProfileObjectNames(profile.name).loopCounter
+            let packets = counters[name]?.packets ?? 0
+            let before = transportWatch.loopPackets[profile.name] ?? packets
+            transportWatch.loopPackets[profile.name] = packets
+            guard packets > before else { continue }
+            let last = transportWatch.loggedLoop[profile.name]
+            if let last, now - last.time < TransportWatch.repeatSeconds { continue }
+            transportWatch.loggedLoop[profile.name] = (now, packets)
+            let interface = profile.tunnel.interfaceName
+            let transport = facts.tunnelTransports[interface] ?? TunnelTransport(source: .unknown)
+            let hint = transport.source == .unknown
+                ? "vpnd cannot tell which of its sockets is its transport (\(transport.detail ?? "nobody to ask")): give that socket a mark of its own (wg's fwmark, OpenVPN's --mark), which keeps it out of the profiles"
+                : "its socket moved to a port vpnd did not know yet; vpnd keeps the port it knows now (\(Self.describe(transport))) out of every profile"
+            log.warning("loop: tunnel \(interface) (profile \(profile.name)): \(packets - (last?.packets ?? before)) packet(s) of its own transport were about to enter it and were dropped (\(packets) in all); \(hint)")
+        }
+    }
+
+    static func describe(_ transport: TunnelTransport) -> String {
+        var text: String
+        if let port = transport.udpPort {
+            text = "udp \(port) (\(transport.source.rawValue)\(transport.heldBy.map { ", pid \($0)" } ?? "")\(transport.owner.map { ", uid \($0)" } ?? ""))"
+        } else {
+            text = transport.source == .unknown ? "unknown" : "\(transport.source.rawValue), no socket"
+            if let detail = transport.detail { text += " (\(detail))" }
+        }
+        if let mark = transport.fwmark { text += ", fwmark 0x\(String(mark, radix: 16))" }
+        if !transport.endpoints.isEmpty { text += ", peers at " + transport.endpoints.map(\.description).joined(separator: ", ") }
+        let guarded = transport.guardUDPPorts.map { "udp \($0)" } + transport.guardTCPPorts.map { "tcp \($0)" }
+        if !guarded.isEmpty { text += "; guarded: \(guarded.joined(separator: ", ")) of pid \(transport.heldBy.map(String.init) ?? "?"), which holds the device" }
+        return text
+    }
+
+    static func consequence(_ transport: TunnelTransport) -> String {
+        if transport.udpPort != nil { return "kept out of every profile" }
+        if !transport.guardUDPPorts.isEmpty || !transport.guardTCPPorts.isEmpty { return "the guarded ports never enter the tunnel (dropped, logged)" }
+        return "a socket of it without a mark of its own would be routed like any process's"
+    }
+
+    func transportStatus(_ profile: Profile, counters: [String: NftCounter]) -> TransportStatus? {
+        guard let transport = appliedFacts?.tunnelTransports[profile.tunnel.interfaceName] else { return nil }
+        let loop = counters[ProfileObjectNames(profile.name).loopCounter]
+        return TransportStatus(source: transport.source.rawValue, udpPort: transport.udpPort, owner: transport.owner, pid: transport.heldBy,
+                               fwmark: transport.fwmark, endpoints: transport.endpoints.map(\.description),
+                               guardedUDPPorts: transport.guardUDPPorts, guardedTCPPorts: transport.guardTCPPorts, detail: transport.detail,
+                               loopDropped: Traffic(packets: loop?.packets ?? 0, bytes: loop?.bytes ?? 0))
+    }
+}

@@ -1,0 +1,95 @@
+import Nftables
+import Policy
+
+/// No tunnel is routed into itself. A tunnel daemon's socket is a process's socket like
+/// any other: in system mode it is a member, and route.networks can cover its server. If
+/// it carries no mark of its own (wireguard-go without `fwmark`, any new socket after
+/// `wg set IFACE listen-port N`), its encrypted packets would be routed into its own
+/// tunnel, read back, encrypted again: a loop that fills the link. So:
+/// - exclusion: the first rule of route_output takes a packet from a profile tunnel's
+///   known transport port (UDP, sent by a socket of the user that holds that socket)
+///   out of every profile: the bypass mark, and the connection's mark cleared, so it wins
+///   over whatever the connection decided before (a loop already under way stops at its
+///   next packet) and the connection is looked at afresh once the port is no longer the
+///   tunnel's. Ports are elements of a set: a port that moves is an element edit.
+/// - guard: a profile's packet about to leave through its tunnel that is that tunnel's own
+///   transport (from the tunnel's port or the ports of the process holding the tunnel
+///   device, or to one of its peers' endpoints) is counted and dropped: the window after a
+///   socket moved and before vpnd knows the new port, and tunnels vpnd cannot ask.
+///   Dropped in postrouting, the connection is never confirmed: nothing of it sticks.
+/// A member cannot use the exclusion: the port is bound by the tunnel's socket (no other
+/// socket can bind it while it is held, but with SO_REUSEADDR or SO_REUSEPORT on both, and
+/// SO_REUSEPORT only for the same user), and the packet's socket must belong to the user
+/// that holds it (root for every tunnel daemon we know; a member that is root can set the
+/// bypass mark itself anyway). A port the tunnel left is out of the set within a second.
+enum TransportRules {
+    static let portsSet = "tunnel_transport"
+    static let ownersSet = "tunnel_transport_owners"
+    static let counter = "tunnel_transport"
+
+    static func add(_ policy: Policy, facts: RuntimeFacts, to table: inout NftTable) {
+        guard !policy.profiles.isEmpty else { return }
+        let known = policy.profiles.compactMap { facts.tunnelTransports[$0.tunnel.interfaceName] }.filter { $0.udpPort != nil }
+        table.sets += [
+            NftSet(name: portsSet, key: .port, elements: Set(known.compactMap(\.udpPort)).sorted().map { NftElement(key: .port($0)) },
+                   comment: "the UDP ports of the profile tunnels' own sockets"),
+            NftSet(name: ownersSet, key: .uid, elements: Set(known.compactMap(\.owner)).sorted().map { NftElement(key: .uid($0)) },
+                   comment: "the users that hold them"),
+        ]
+        table.counters.append(NftCounter(name: counter, comment: "packets of the profile tunnels' own transport, kept out of every profile"))
+        for profile in policy.profiles {
+            let names = ProfileObjectNames(profile.name)
+            let transport = facts.tunnelTransports[profile.tunnel.interfaceName]
+            table.counters.append(NftCounter(name: names.loopCounter, comment: "profile \(profile.name): packets of \(profile.tunnel.interfaceName)'s own transport that would have entered it"))
+            table.sets.append(NftSet(name: names.loopSet(.udp), key: .port, elements: (transport?.loopUDPPorts ?? []).map { NftElement(key: .port($0)) },
+                                     comment: "profile \(profile.name): UDP ports of \(profile.tunnel.interfaceName)'s own transport"))
+            if let tcp = transport?.guardTCPPorts, !tcp.isEmpty {
+                table.sets.append(NftSet(name: names.loopSet(.tcp), key: .port, elements: Set(tcp).sorted().map { NftElement(key: .port($0)) },
+                                         comment: "profile \(profile.name): TCP ports of the process holding \(profile.tunnel.interfaceName)"))
+            }
+        }
+    }
+
+    /// First in route_output: the known transport goes direct, whatever decided before.
+    static func output(_ policy: Policy) -> [NftRule] {
+        guard !policy.profiles.isEmpty else { return [] }
+        let mask = policy.routing.markMask
+        return [NftRule([.sourcePortInSet(.udp, set: portsSet), .socketUserInSet(ownersSet),
+                         .setMark(clear: mask, set: policy.routing.bypassMark), .setConntrackMark(clear: mask, set: 0),
+                         .namedCounter(counter), .verdict(.accept)],
+                        comment: "a profile tunnel's own transport: no profile's, whatever its connection decided before")]
+    }
+
+    /// Input, system mode: a tunnel's peer may send to its transport first.
+    static func inbound() -> [NftRule] {
+        [NftRule([.conntrackStateNew, .destinationPortInSet(.udp, set: portsSet), .verdict(.accept)],
+                 comment: "a profile tunnel's own transport: its peers may send first")]
+    }
+
+    /// First in the profile's egress chain (postrouting): its tunnel's own transport never
+    /// enters it.
+    static func guardRules(_ profile: Profile, facts: RuntimeFacts) -> [NftRule] {
+        let names = ProfileObjectNames(profile.name)
+        let tunnel = profile.tunnel.interfaceName
+        let transport = facts.tunnelTransports[tunnel]
+        let drop: [NftStatement] = [.namedCounter(names.loopCounter), .verdict(.drop)]
+        var rules = [NftRule([.outputInterfaceName(tunnel, negated: false), .sourcePortInSet(.udp, set: names.loopSet(.udp))] + drop,
+                             comment: "profile \(profile.name): \(tunnel)'s own transport never enters it")]
+        if let tcp = transport?.guardTCPPorts, !tcp.isEmpty {
+            rules.append(NftRule([.outputInterfaceName(tunnel, negated: false), .sourcePortInSet(.tcp, set: names.loopSet(.tcp))] + drop))
+        }
+        for endpoint in Set(transport?.endpoints ?? []).sorted(by: { $0.description < $1.description }) {
+            rules.append(NftRule([.outputInterfaceName(tunnel, negated: false), .destinationAddress(endpoint.address),
+                                  .destinationPort(.udp, endpoint.port)] + drop,
+                                 comment: "profile \(profile.name): to \(tunnel)'s peer at \(endpoint)"))
+        }
+        return rules
+    }
+}
+
+extension ProfileObjectNames {
+    /// Packets of the tunnel's own transport that were about to enter it.
+    public var loopCounter: String { "\(profile)_loop" }
+    /// Ports of the tunnel's own transport, by protocol.
+    public func loopSet(_ transport: NftTransport) -> String { "loop_\(transport.rawValue)_\(profile)" }
+}

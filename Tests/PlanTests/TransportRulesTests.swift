@@ -1,0 +1,92 @@
+import Addresses
+import Nftables
+import Plan
+import Policy
+import Testing
+
+/// No tunnel is routed into itself: a profile tunnel's known transport leaves every profile
+/// first thing in route_output (whatever its connection decided before), and what would
+/// enter a tunnel as its own transport is dropped and counted.
+@Suite struct TransportRulesTests {
+    let mask: UInt32 = 0x7f00_0000, bypass: UInt32 = 0x7f00_0000
+
+    func facts(port: UInt16 = 51820) -> RuntimeFacts {
+        var facts = RuntimeFacts(cgroupIDs: ["vpn.slice/vpn-work.slice": 101])
+        facts.tunnelTransports["wg0"] = TunnelTransport(source: .wireguardSocket, udpPort: port, owner: 0,
+                                                        endpoints: [.init(address: IPAddress("203.0.113.2")!, port: 51821),
+                                                                    .init(address: IPAddress("2001:db8:2::2")!, port: 51821)])
+        var unknown = TunnelTransport(source: .unknown, detail: "no wg socket")
+        unknown.guardUDPPorts = [1194]
+        unknown.guardTCPPorts = [40022]
+        unknown.heldBy = 77
+        facts.tunnelTransports["tun0"] = unknown
+        return facts
+    }
+
+    var policy: Policy {
+        var work = profile("work", tunnel: "wg0", index: 1)
+        work.routeNetworks = [IPPrefix("203.0.113.0/24")!]
+        return Policy(profiles: [work, profile("home", tunnel: "tun0", index: 2)], system: SystemSettings(profile: "work"))
+    }
+
+    @Test func theKnownTransportLeavesEveryProfileBeforeAnyVerdict() throws {
+        let state = Planner.plan(policy, facts: facts())
+        let output = try #require(state.nft.chain(named: "route_output")).rules.map(\.statements)
+        #expect(output.first == [.sourcePortInSet(.udp, set: "tunnel_transport"), .socketUserInSet("tunnel_transport_owners"),
+                                 .setMark(clear: mask, set: bypass), .setConntrackMark(clear: mask, set: 0),
+                                 .namedCounter("tunnel_transport"), .verdict(.accept)])
+        // Before the connection's verdict is restored, before any cgroup, route.networks
+        // (which covers the tunnel's server here) and system mode.
+        let restore = try #require(output.firstIndex(of: [.conntrackMarkVerdictMap(mask: mask, map: "connection_marks")]))
+        let networks = try #require(output.firstIndex { $0.contains(.destinationVerdictMap(ipv4: true, map: "route_networks4")) })
+        #expect(restore > 0 && networks > 0)
+        #expect(state.nft.set(named: "tunnel_transport")?.elements == [NftElement(key: .port(51820))],
+                "only the port vpnd knows: a guarded one (tun0's) is not let out")
+        #expect(state.nft.set(named: "tunnel_transport")?.key == .port)
+        #expect(state.nft.set(named: "tunnel_transport_owners")?.elements == [NftElement(key: .uid(0))])
+        // System mode: a peer may send to the transport first.
+        let input = try #require(state.nft.chain(named: "inbound")).rules.map(\.statements)
+        #expect(input.contains([.conntrackStateNew, .destinationPortInSet(.udp, set: "tunnel_transport"), .verdict(.accept)]))
+    }
+
+    @Test func whatWouldEnterItsOwnTunnelIsDropped() throws {
+        let state = Planner.plan(policy, facts: facts())
+        let work = try #require(state.nft.chain(named: "egress_work")).rules.map(\.statements)
+        let drop: [NftStatement] = [.namedCounter("work_loop"), .verdict(.drop)]
+        #expect(Array(work.prefix(3)) == [
+            [.outputInterfaceName("wg0", negated: false), .sourcePortInSet(.udp, set: "loop_udp_work")] + drop,
+            [.outputInterfaceName("wg0", negated: false), .destinationAddress(IPAddress("203.0.113.2")!), .destinationPort(.udp, 51821)] + drop,
+            [.outputInterfaceName("wg0", negated: false), .destinationAddress(IPAddress("2001:db8:2::2")!), .destinationPort(.udp, 51821)] + drop,
+        ])
+        #expect(state.nft.set(named: "loop_udp_work")?.elements == [NftElement(key: .port(51820))])
+        let home = try #require(state.nft.chain(named: "egress_home")).rules.map(\.statements)
+        #expect(Array(home.prefix(2)) == [
+            [.outputInterfaceName("tun0", negated: false), .sourcePortInSet(.udp, set: "loop_udp_home"), .namedCounter("home_loop"), .verdict(.drop)],
+            [.outputInterfaceName("tun0", negated: false), .sourcePortInSet(.tcp, set: "loop_tcp_home"), .namedCounter("home_loop"), .verdict(.drop)],
+        ])
+        #expect(state.nft.set(named: "loop_udp_home")?.elements == [NftElement(key: .port(1194))])
+        #expect(state.nft.set(named: "loop_tcp_home")?.elements == [NftElement(key: .port(40022))])
+        #expect(state.nft.counters.contains { $0.name == "home_loop" } && state.nft.counters.contains { $0.name == "work_loop" })
+    }
+
+    /// Nothing known: the rules are there with empty sets, so learning a port later is an
+    /// element edit, like a new cgroup.
+    @Test func aPortThatMovesChangesOnlyElements() throws {
+        var nothing = RuntimeFacts()
+        nothing.tunnelTransports["wg0"] = TunnelTransport(source: .unknown, detail: "no wg socket")
+        let before = Planner.plan(Policy(profiles: [profile("work", tunnel: "wg0", index: 1)]), facts: nothing).nft
+        var known = nothing
+        known.tunnelTransports["wg0"] = TunnelTransport(source: .wireguardSocket, udpPort: 40000, owner: 0)
+        let after = Planner.plan(Policy(profiles: [profile("work", tunnel: "wg0", index: 1)]), facts: known).nft
+        #expect(before.chains == after.chains)
+        #expect(before.sets.map(\.name) == after.sets.map(\.name))
+        #expect(before.set(named: "tunnel_transport")?.elements == [])
+        #expect(after.set(named: "tunnel_transport")?.elements == [NftElement(key: .port(40000))])
+    }
+
+    @Test func noProfilesNoTransportRules() {
+        let state = Planner.plan(Policy(profiles: []), facts: RuntimeFacts())
+        #expect(state.nft.set(named: "tunnel_transport") == nil)
+        #expect(state.nft.chain(named: "route_output") == nil)
+    }
+}
