@@ -169,7 +169,9 @@ public final class Daemon {
 
     func facts(for policy: Policy? = nil) throws -> RuntimeFacts {
         var reader = FactsReader(hierarchy: hierarchy, netlink: rtnl)
-        reader.transports = transportReader.transport(of:)
+        reader.transports = { [transportReader, known = transportWatch.known] in
+            TransportReader.keepingKnown(transportReader.transport(of: $0), previous: known[$0])
+        }
         var facts = try reader.read(policy ?? self.policy, cgroupParent: options.cgroupParent)
         for interface in tunnelFiles.keys { facts.tunnelTransports[interface] = tunnels.transport(interface: interface) }
         // A tunnel's own networks stay in the tunnel (allow_lan) also while it is down or

@@ -11,6 +11,7 @@ struct TransportWatch {
     var known: [String: TunnelTransport] = [:]
     /// UDP ports whose earlier connections were forgotten when they became known.
     var cleaned: Set<UInt16> = []
+    var lastConntrackError: String?
     /// Each profile's loop counter when last looked at, and when a loop was last logged.
     var loopPackets: [String: UInt64] = [:]
     var loggedLoop: [String: (time: Int, packets: UInt64)] = [:]
@@ -21,8 +22,8 @@ struct TransportWatch {
 }
 
 /// After each apply: a transport port newly kept out of the profiles forgets the tracked
-/// connections that had carried it into a tunnel (their source NAT to the tunnel's
-/// address would stick), and a loop the guard dropped is logged within the second it
+/// connections that had carried it into a tunnel (with a profile's mark, or a source NAT:
+/// the masquerade to the tunnel's address would stick), and a loop the guard dropped is logged within the second it
 /// happened (vpnd looks at least once a second), then at most every 10 s while it lasts.
 extension Daemon {
     func followTransports() {
@@ -41,19 +42,29 @@ extension Daemon {
 
     private func forgetConnectionsOfNewTransports(_ facts: RuntimeFacts) {
         let ports = Set(policy.profiles.compactMap { facts.tunnelTransports[$0.tunnel.interfaceName]?.udpPort })
+        transportWatch.cleaned.formIntersection(ports)
         let fresh = ports.subtracting(transportWatch.cleaned)
-        transportWatch.cleaned = ports
         guard !fresh.isEmpty else { return }
         let routing = policy.routing
         let profileMarks = Set(policy.profiles.map { routing.mark(forIndex: $0.index) })
         do {
             if transportWatch.conntrack == nil { transportWatch.conntrack = try ConntrackClient() }
+            // By the mark, or by the source NAT alone: the first rule of route_output may
+            // already have cleared the mark of the connection's latest packet.
             let deleted = try transportWatch.conntrack!.deleteUDP(sourcePorts: fresh) { profileMarks.contains($0 & routing.markMask) }
+            transportWatch.cleaned.formUnion(fresh)
+            transportWatch.lastConntrackError = nil
             if deleted > 0 {
                 log.notice("forgot \(deleted) tracked connection(s) from UDP port(s) \(fresh.sorted().map(String.init).joined(separator: ", ")) that had been routed into a profile: a tunnel's own transport, now kept out of every profile")
             }
         } catch {
-            log.warning("could not forget the tracked connections of UDP port(s) \(fresh.sorted()): \(error); they stay direct but keep their old source address until conntrack expires them")
+            // Tried again at the next look; said once. Until then the connection's packets
+            // are dropped (TransportRules), never sent with the tunnel's address.
+            let text = "\(error)"
+            if text != transportWatch.lastConntrackError {
+                log.warning("could not forget the tracked connections of UDP port(s) \(fresh.sorted()): \(text); a connection a profile had carried into its tunnel stays blocked until this succeeds")
+            }
+            transportWatch.lastConntrackError = text
         }
     }
 
@@ -83,7 +94,7 @@ extension Daemon {
         if let port = transport.udpPort {
             text = "udp \(port) (\(transport.source.rawValue)\(transport.heldBy.map { ", pid \($0)" } ?? "")\(transport.owner.map { ", uid \($0)" } ?? ""))"
         } else {
-            text = transport.source == .unknown ? "unknown" : "\(transport.source.rawValue), no socket"
+            text = transport.source == .unknown ? "unknown" : "\(transport.source.rawValue), port not known"
             if let detail = transport.detail { text += " (\(detail))" }
         }
         if let mark = transport.fwmark { text += ", fwmark 0x\(String(mark, radix: 16))" }

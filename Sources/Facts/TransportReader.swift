@@ -17,4 +17,14 @@ public struct TransportReader: Sendable {
         if let known = wireguard.transport(of: interface) { return known }
         return TunnelTransport(source: .unknown, detail: "no wg socket at \(wireguard.directory)/\(interface).sock")
     }
+
+    /// A `wg` socket that is there but did not answer this time (its daemon busy, perhaps
+    /// in the very loop this prevents) keeps the port it answered last: forgetting it would
+    /// let the tunnel's socket into a profile. Gone sockets and new answers replace it.
+    public static func keepingKnown(_ fresh: TunnelTransport, previous: TunnelTransport?) -> TunnelTransport {
+        guard fresh.source == .wireguardSocket, fresh.udpPort == nil,
+              var kept = previous, kept.source == .wireguardSocket, kept.udpPort != nil else { return fresh }
+        kept.detail = "as last answered; now: \(fresh.detail ?? "no answer")"
+        return kept
+    }
 }

@@ -16,7 +16,8 @@ public struct WireGuardSocketReader: Sendable {
     }
 
     /// nil when the interface has no socket there (not a userspace WireGuard, or one that
-    /// serves no `wg` socket); else what the daemon answered, or why it could not be read.
+    /// serves no `wg` socket); else what the daemon answered, or why it could not be read
+    /// (source `wireguardSocket` without a port: see `TransportReader.keepingKnown`).
     public func transport(of interface: String) -> TunnelTransport? {
         let path = directory + "/" + interface + ".sock"
         var info = stat()
@@ -27,7 +28,7 @@ public struct WireGuardSocketReader: Sendable {
         do {
             return try ask(path)
         } catch {
-            return TunnelTransport(source: .unknown, detail: "\(path): \(error)")
+            return TunnelTransport(source: .wireguardSocket, detail: "\(path) did not answer: \(error)")
         }
     }
 

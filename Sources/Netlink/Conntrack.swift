@@ -18,6 +18,7 @@ public final class ConntrackClient {
     private static let tupleProtocol: UInt16 = 2        // CTA_TUPLE_PROTO
     private static let protocolNumber: UInt16 = 1       // CTA_PROTO_NUM
     private static let protocolSourcePort: UInt16 = 2   // CTA_PROTO_SRC_PORT
+    private static let statusAttribute: UInt16 = 3      // CTA_STATUS
     private static let markAttribute: UInt16 = 8        // CTA_MARK
     private static let zoneAttribute: UInt16 = 18       // CTA_ZONE
     private static let nested: UInt16 = 0x8000          // NLA_F_NESTED
@@ -33,18 +34,21 @@ public final class ConntrackClient {
         var transport: UInt8
         var sourcePort: UInt16
         var mark: UInt32
+        /// Its source was rewritten (IPS_SRC_NAT): a masquerade that sticks to it.
+        var sourceNAT: Bool
         /// CTA_TUPLE_ORIG's payload and CTA_ZONE's, as the kernel sent them: what names
         /// the entry in a delete.
         var tuple: [UInt8]
         var zone: [UInt8]?
     }
 
-    /// Deletes the UDP connections whose original source port is in `ports` and whose
-    /// mark satisfies `mark`; returns how many went (an entry gone meanwhile is not counted).
-    public func deleteUDP(sourcePorts ports: Set<UInt16>, where mark: (UInt32) -> Bool) throws -> Int {
+    /// Deletes the UDP connections whose original source port is in `ports` and that either
+    /// had their source rewritten or carry a mark that satisfies `mark`; returns how many
+    /// went (an entry gone meanwhile is not counted).
+    public func deleteUDP(sourcePorts ports: Set<UInt16>, natOrMark mark: (UInt32) -> Bool) throws -> Int {
         guard !ports.isEmpty else { return 0 }
         var deleted = 0
-        for entry in try entries() where entry.transport == UInt8(IPPROTO_UDP) && ports.contains(entry.sourcePort) && mark(entry.mark) {
+        for entry in try entries() where entry.transport == UInt8(IPPROTO_UDP) && ports.contains(entry.sourcePort) && (entry.sourceNAT || mark(entry.mark)) {
             let message = NetlinkMessage(type: Self.subsystem << 8 | Self.delete, flags: 0)
             message.putFamilyHeader(nfgenmsg(nfgen_family: entry.family, version: UInt8(NFNETLINK_V0), res_id: 0))
             message.put(Self.tupleOriginal | Self.nested, bytes: entry.tuple)
@@ -72,7 +76,9 @@ public final class ConntrackClient {
                   let number = proto.u8(Self.protocolNumber) else { return nil }
             let port = proto[Self.protocolSourcePort].map { $0.count >= 2 ? UInt16($0[0]) << 8 | UInt16($0[1]) : 0 } ?? 0
             let mark = attributes.u32(Self.markAttribute).map { UInt32(bigEndian: $0) } ?? 0
-            return Entry(family: family, transport: number, sourcePort: port, mark: mark, tuple: tuple, zone: attributes[Self.zoneAttribute])
+            let status = attributes.u32(Self.statusAttribute).map { UInt32(bigEndian: $0) } ?? 0
+            return Entry(family: family, transport: number, sourcePort: port, mark: mark, sourceNAT: status & 1 << 4 != 0,  // IPS_SRC_NAT
+                         tuple: tuple, zone: attributes[Self.zoneAttribute])
         }
     }
 }

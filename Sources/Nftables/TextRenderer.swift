@@ -110,6 +110,8 @@ public struct NftTextRenderer: Sendable {
             return "\(transport.rawValue) sport @\(set)"
         case let .destinationPortInSet(transport, set):
             return "\(transport.rawValue) dport @\(set)"
+        case let .conntrackMarkInSet(mask, set):
+            return "ct mark & \(hex(mask)) @\(set)"
         case let .socketUserInSet(set):
             return "meta skuid @\(set)"
         case let .destinationAddress(address):

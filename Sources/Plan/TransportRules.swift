@@ -25,6 +25,7 @@ import Policy
 enum TransportRules {
     static let portsSet = "tunnel_transport"
     static let ownersSet = "tunnel_transport_owners"
+    static let profileMarksSet = "profile_marks"
     static let counter = "tunnel_transport"
 
     static func add(_ policy: Policy, facts: RuntimeFacts, to table: inout NftTable) {
@@ -35,6 +36,8 @@ enum TransportRules {
                    comment: "the UDP ports of the profile tunnels' own sockets"),
             NftSet(name: ownersSet, key: .uid, elements: Set(known.compactMap(\.owner)).sorted().map { NftElement(key: .uid($0)) },
                    comment: "the users that hold them"),
+            NftSet(name: profileMarksSet, key: .mark, elements: policy.profiles.map { NftElement(key: .mark(policy.routing.mark(forIndex: $0.index))) },
+                   comment: "every profile's mark"),
         ]
         table.counters.append(NftCounter(name: counter, comment: "packets of the profile tunnels' own transport, kept out of every profile"))
         for profile in policy.profiles {
@@ -51,10 +54,17 @@ enum TransportRules {
     }
 
     /// First in route_output: the known transport goes direct, whatever decided before.
+    /// A connection a profile had carried into a tunnel (a loop under way when vpnd learned
+    /// the port) holds a source NAT to the tunnel's address that would send that address
+    /// out on the physical link (and make the peer roam to it): its packets are dropped
+    /// until vpnd has forgotten the connection, which it does right after applying.
     static func output(_ policy: Policy) -> [NftRule] {
         guard !policy.profiles.isEmpty else { return [] }
         let mask = policy.routing.markMask
-        return [NftRule([.sourcePortInSet(.udp, set: portsSet), .socketUserInSet(ownersSet),
+        let transport: [NftStatement] = [.sourcePortInSet(.udp, set: portsSet), .socketUserInSet(ownersSet)]
+        return [NftRule(transport + [.conntrackMarkInSet(mask: mask, set: profileMarksSet), .verdict(.drop)],
+                        comment: "a tunnel's own transport carried into a profile before vpnd knew it: until vpnd forgets the connection"),
+                NftRule([.sourcePortInSet(.udp, set: portsSet), .socketUserInSet(ownersSet),
                          .setMark(clear: mask, set: policy.routing.bypassMark), .setConntrackMark(clear: mask, set: 0),
                          .namedCounter(counter), .verdict(.accept)],
                         comment: "a profile tunnel's own transport: no profile's, whatever its connection decided before")]

@@ -61,7 +61,7 @@ enum StatusText {
             let who = [t.source] + (t.pid.map { ["pid \($0)"] } ?? []) + (t.owner.map { ["uid \($0)"] } ?? [])
             text += "udp \(port) (\(who.joined(separator: ", "))): kept out of every profile"
         } else {
-            text += (t.source == "unknown" ? "unknown" : "\(t.source), no socket") + (t.detail.map { " (\($0))" } ?? "")
+            text += (t.source == "unknown" ? "unknown" : "\(t.source), port not known") + (t.detail.map { " (\($0))" } ?? "")
         }
         if let mark = t.fwmark { text += "; fwmark 0x\(String(mark, radix: 16))" }
         if !t.endpoints.isEmpty { text += "; peers at \(t.endpoints.joined(separator: ", "))" }

@@ -36,6 +36,7 @@ import Testing
                        elements: [NftElement(key: .prefix(IPPrefix("203.0.113.0/24")!), verdict: .jump("member_work"))], interval: true),
                 NftSet(name: "transport", key: .port, elements: [NftElement(key: .port(51820)), NftElement(key: .port(443))], comment: "ports"),
                 NftSet(name: "owners", key: .uid, elements: [NftElement(key: .uid(0)), NftElement(key: .uid(1000))]),
+                NftSet(name: "marks", key: .mark, elements: [NftElement(key: .mark(mark))]),
             ],
             chains: [
                 NftChain(name: "route_output", base: NftBaseChain(kind: .route, hook: .output, priority: NftBaseChain.mangle), rules: [
@@ -63,6 +64,7 @@ import Testing
                     NftRule([.sourcePortInSet(.udp, set: "transport"), .socketUserInSet("owners"), .setMark(clear: mask, set: mask),
                              .setConntrackMark(clear: mask, set: 0), .verdict(.accept)]),
                     NftRule([.sourcePortInSet(.tcp, set: "transport"), .verdict(.drop)]),
+                    NftRule([.conntrackMarkInSet(mask: mask, set: "marks"), .verdict(.drop)]),
                     NftRule([.conntrackStateNew, .destinationPortInSet(.udp, set: "transport"), .verdict(.accept)]),
                     NftRule([.destinationAddress(IPAddress("203.0.113.2")!), .destinationPort(.udp, 51821), .verdict(.drop)]),
                     NftRule([.destinationAddress(IPAddress("2001:db8:2::2")!), .destinationPort(.udp, 51821), .verdict(.drop)]),

@@ -36,6 +36,8 @@ func profile(_ name: String, tunnel: String, index: UInt32, killswitch: Bool = t
         #expect(output.rules.map(\.statements) == [
             // A profile tunnel's own transport first, whatever its connection decided (TransportRules).
             [.sourcePortInSet(.udp, set: "tunnel_transport"), .socketUserInSet("tunnel_transport_owners"),
+             .conntrackMarkInSet(mask: mask, set: "profile_marks"), .verdict(.drop)],
+            [.sourcePortInSet(.udp, set: "tunnel_transport"), .socketUserInSet("tunnel_transport_owners"),
              .setMark(clear: mask, set: bypass), .setConntrackMark(clear: mask, set: 0), .namedCounter("tunnel_transport"), .verdict(.accept)],
             // Connections decided direct before are not looked at again.
             [.conntrackMarkMatch(mask: mask, value: bypass, negated: false), .markMatch(mask: mask, value: 0, negated: false), .verdict(.accept)],
@@ -138,7 +140,7 @@ func profile(_ name: String, tunnel: String, index: UInt32, killswitch: Bool = t
         ])
         let output = try #require(state.nft.chain(named: "route_output"))
         let parent = NftElementKey.cgroup(id: 100, path: "vpn.slice")
-        #expect(Array(output.rules.map(\.statements).dropFirst(6).prefix(2)) == [
+        #expect(Array(output.rules.map(\.statements).dropFirst(7).prefix(2)) == [
             [.cgroupInSet(level: 1, set: "known_level_1", negated: true), .verdict(.jump("unknown_cgroup"))],
             [.cgroupMatch(level: 1, cgroup: parent, negated: false), .verdict(.jump("unknown_cgroup"))],
         ])
@@ -154,7 +156,7 @@ func profile(_ name: String, tunnel: String, index: UInt32, killswitch: Bool = t
         let deep = RuntimeFacts(cgroupParent: "a.slice/vpn.slice", cgroupIDs: ["a.slice/vpn.slice/vpn-work.slice": 101],
                                 cgroupsAlongParent: ["a.slice": 1, "b.slice": 2, "a.slice/vpn.slice": 3, "a.slice/x.service": 4])
         let deepOutput = try #require(Planner.plan(policy, facts: deep).nft.chain(named: "route_output"))
-        #expect(Array(deepOutput.rules.map(\.statements).dropFirst(7).prefix(3)) == [
+        #expect(Array(deepOutput.rules.map(\.statements).dropFirst(8).prefix(3)) == [
             [.cgroupInSet(level: 1, set: "known_level_1", negated: true), .verdict(.jump("unknown_cgroup"))],
             [.cgroupMatch(level: 1, cgroup: .cgroup(id: 1, path: "a.slice"), negated: false),
              .cgroupInSet(level: 2, set: "known_level_2", negated: true), .verdict(.jump("unknown_cgroup"))],

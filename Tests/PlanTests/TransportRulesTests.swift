@@ -32,9 +32,14 @@ import Testing
     @Test func theKnownTransportLeavesEveryProfileBeforeAnyVerdict() throws {
         let state = Planner.plan(policy, facts: facts())
         let output = try #require(state.nft.chain(named: "route_output")).rules.map(\.statements)
-        #expect(output.first == [.sourcePortInSet(.udp, set: "tunnel_transport"), .socketUserInSet("tunnel_transport_owners"),
-                                 .setMark(clear: mask, set: bypass), .setConntrackMark(clear: mask, set: 0),
-                                 .namedCounter("tunnel_transport"), .verdict(.accept)])
+        let transport: [NftStatement] = [.sourcePortInSet(.udp, set: "tunnel_transport"), .socketUserInSet("tunnel_transport_owners")]
+        #expect(Array(output.prefix(2)) == [
+            // A connection a profile carried into a tunnel keeps a NAT to the tunnel's address:
+            // dropped until vpnd forgets it.
+            transport + [.conntrackMarkInSet(mask: mask, set: "profile_marks"), .verdict(.drop)],
+            transport + [.setMark(clear: mask, set: bypass), .setConntrackMark(clear: mask, set: 0), .namedCounter("tunnel_transport"), .verdict(.accept)],
+        ])
+        #expect(state.nft.set(named: "profile_marks")?.elements == [NftElement(key: .mark(0x0100_0000)), NftElement(key: .mark(0x0200_0000))])
         // Before the connection's verdict is restored, before any cgroup, route.networks
         // (which covers the tunnel's server here) and system mode.
         let restore = try #require(output.firstIndex(of: [.conntrackMarkVerdictMap(mask: mask, map: "connection_marks")]))
