@@ -77,7 +77,15 @@ public final class Daemon {
     /// Every network a tunnel interface has been seen on (allow_lan keeps them tunneled).
     private var seenTunnelNetworks: [String: [IPPrefix]] = [:]
     /// Where the profile tunnels' own transports are learned (TransportRules keeps them out).
-    var transportReader: TransportReader { TransportReader(wireguard: WireGuardSocketReader(directory: options.wireguardSocketDirectory)) }
+    var transportReader: TransportReader {
+        var reader = TransportReader(wireguard: WireGuardSocketReader(directory: options.wireguardSocketDirectory))
+        if let inspector = executables.follower?.reader {
+            reader.holders = { [holderCache] in holderCache.holders(of: $0, link: $1, inspector: inspector) }
+            reader.sockets = { [holderCache] in holderCache.sockets() }
+        }
+        return reader
+    }
+    let holderCache = TunnelHolderCache()
     var transportWatch = TransportWatch()
 
     /// Loads and applies the policy. Throws a PolicyError (nothing was touched) or the
@@ -170,7 +178,7 @@ public final class Daemon {
     func facts(for policy: Policy? = nil) throws -> RuntimeFacts {
         var reader = FactsReader(hierarchy: hierarchy, netlink: rtnl)
         reader.transports = { [transportReader, known = transportWatch.known] in
-            TransportReader.keepingKnown(transportReader.transport(of: $0), previous: known[$0])
+            TransportReader.keepingKnown(transportReader.transport(of: $0, link: $1), previous: known[$0])
         }
         var facts = try reader.read(policy ?? self.policy, cgroupParent: options.cgroupParent)
         for interface in tunnelFiles.keys { facts.tunnelTransports[interface] = tunnels.transport(interface: interface) }

@@ -112,4 +112,45 @@ import Testing
         let log = try #require(s.daemon.process).output
         #expect(log.contains("forgot") && log.contains("UDP port(s) \(moved)"), "the looping connection was forgotten: \(log.suffix(2000))")
     }
+
+    /// A tunnel vpnd cannot ask (wireguard-go whose `wg` socket is out of vpnd's sight, as
+    /// OpenVPN's tun0 has none): vpnd finds the process holding the device and its sockets'
+    /// ports, and what would enter the tunnel from them is dropped, counted in status and
+    /// logged: the tunnel does not work (it needs a mark of its own), but it does not loop.
+    /// Once its socket is back in sight, vpnd knows the port and the tunnel works.
+    @Test func aTunnelVpndCannotAskIsGuarded() throws {
+        let cleanup = Cleanup()
+        defer { cleanup.run() }
+        let s = try Scenario(cleanup: cleanup, start: false, policy: Self.systemMode)
+        let tunnel = s.tunnel.clientInterface
+        let port = try Self.listenPort(s)
+        let socket = "/var/run/wireguard/\(tunnel).sock", hidden = "/var/run/vx-hidden-\(s.net.tag)"
+        try FileManager.default.createDirectory(atPath: hidden, withIntermediateDirectories: true)
+        cleanup.add("remove \(hidden)") { try? FileManager.default.removeItem(atPath: hidden) }
+        try FileManager.default.moveItem(atPath: socket, toPath: hidden + "/\(tunnel).sock")
+        try s.daemon.start()
+        let wireguardGo = try #require(try s.net.client.run(["ss", "-uanpH", "sport", "= :\(port)"]).firstMatch(of: /pid=(\d+)/).flatMap { Int32($0.1) })
+        try eventually("vpnd to find the process holding \(tunnel)") { try Self.transport(s)?.pid == wireguardGo }
+        let guarded = try #require(try Self.transport(s))
+        #expect(guarded.source == "unknown" && guarded.udpPort == nil && guarded.guardedUDPPorts == [port], "\(guarded)")
+
+        let before = try Self.tunnelBytes(s)
+        let sender = try BackgroundProcess(s.net.client.enter + ["python3", s.probe, "udp-loop", Topology.service4, "8080"], cleanup: cleanup)
+        try eventually("the guard to drop the tunnel's own transport") { try Self.transport(s)?.loopDropped.packets ?? 0 > 0 }
+        Thread.sleep(forTimeInterval: 5)
+        let carried = try Self.tunnelBytes(s) - before
+        #expect(carried < 3 << 20, "the tunnel carried \(carried) bytes: its own transport looped into it")
+        try eventually("the loop in the log") { try #require(s.daemon.process).output.contains("loop: tunnel \(tunnel) (profile work)") }
+        let text = try s.daemon.vpnctl(["status"]).stdout
+        #expect(text.contains("transport unknown (no wg socket at \(socket)"), "\(text)")
+        #expect(text.contains("guarded udp \(port) of pid \(wireguardGo),"), "\(text)")
+        #expect(text.contains("of its own transport dropped before entering it"), "\(text)")
+
+        // The socket in sight again: the port is known, the transport leaves direct.
+        try FileManager.default.moveItem(atPath: hidden + "/\(tunnel).sock", toPath: socket)
+        try eventually("vpnd to know the port") { try Self.transport(s)?.udpPort == port }
+        try eventually("a member to reach the server through the tunnel", seconds: 20) { try s.connect() == s.tunnel.clientAddress4 }
+        sender.stop()
+    }
 }
+
