@@ -8,8 +8,8 @@ public struct TransportStatus: Codable, Hashable, Sendable {
     /// The user that holds it, and the process that answered for it (or holds the device).
     public var owner: UInt32?
     public var pid: Int32?
-    /// The mark the tunnel's socket carries (nil: none).
-    public var fwmark: UInt32?
+    /// The mark the tunnel's socket carries, "0x..." as marks are written (nil: none).
+    public var fwmark: String?
     /// Its peers' endpoints: packets to them never enter the tunnel.
     public var endpoints: [String]
     /// Ports of the process holding the tunnel device, for a tunnel vpnd cannot ask.
@@ -20,7 +20,7 @@ public struct TransportStatus: Codable, Hashable, Sendable {
     /// Packets of the tunnel's own transport that would have entered it (a loop), dropped.
     public var loopDropped: Traffic
 
-    public init(source: String, udpPort: UInt16? = nil, owner: UInt32? = nil, pid: Int32? = nil, fwmark: UInt32? = nil,
+    public init(source: String, udpPort: UInt16? = nil, owner: UInt32? = nil, pid: Int32? = nil, fwmark: String? = nil,
                 endpoints: [String] = [], guardedUDPPorts: [UInt16] = [], guardedTCPPorts: [UInt16] = [], detail: String? = nil,
                 loopDropped: Traffic = Traffic(packets: 0, bytes: 0)) {
         self.source = source

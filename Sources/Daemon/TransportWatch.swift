@@ -114,7 +114,7 @@ extension Daemon {
         guard let transport = appliedFacts?.tunnelTransports[profile.tunnel.interfaceName] else { return nil }
         let loop = counters[ProfileObjectNames(profile.name).loopCounter]
         return TransportStatus(source: transport.source.rawValue, udpPort: transport.udpPort, owner: transport.owner, pid: transport.heldBy,
-                               fwmark: transport.fwmark, endpoints: transport.endpoints.map(\.description),
+                               fwmark: transport.fwmark.map { "0x" + String($0, radix: 16) }, endpoints: transport.endpoints.map(\.description),
                                guardedUDPPorts: transport.guardUDPPorts, guardedTCPPorts: transport.guardTCPPorts, detail: transport.detail,
                                loopDropped: Traffic(packets: loop?.packets ?? 0, bytes: loop?.bytes ?? 0))
     }

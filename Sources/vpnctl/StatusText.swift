@@ -63,7 +63,7 @@ enum StatusText {
         } else {
             text += (t.source == "unknown" ? "unknown" : "\(t.source), port not known") + (t.detail.map { " (\($0))" } ?? "")
         }
-        if let mark = t.fwmark { text += "; fwmark 0x\(String(mark, radix: 16))" }
+        if let mark = t.fwmark { text += "; fwmark \(mark)" }
         if !t.endpoints.isEmpty { text += "; peers at \(t.endpoints.joined(separator: ", "))" }
         let guarded = t.guardedUDPPorts.map { "udp \($0)" } + t.guardedTCPPorts.map { "tcp \($0)" }
         if !guarded.isEmpty { text += "; guarded \(guarded.joined(separator: ", ")) of pid \(t.pid.map(String.init) ?? "?"), which holds the device" }

@@ -70,6 +70,8 @@ import Testing
         #expect(drops.allSatisfy { $0.type == "counter" })
         #expect(sample("vpnexec_tunnel_transmit_bytes_total", ["profile": "work", "interface": interface]).map { $0.value > 0 } == true,
                 "the handshake went out through the tunnel's engine")
+        #expect(sample("vpnexec_tunnel_loop_dropped_packets_total", ["profile": "work", "interface": interface])?.value == 0,
+                "the built-in engine's transport never loops")
         #expect(!json.stdout.contains(clientKey), "no private key in the status")
         _ = clientPublic
     }
