@@ -11,6 +11,9 @@ struct TransportWatch {
     var known: [String: TunnelTransport] = [:]
     /// UDP ports whose earlier connections were forgotten when they became known.
     var cleaned: Set<UInt16> = []
+    /// Ports newly known, and since when (monotonic seconds): their earlier connections
+    /// are forgotten only after `drainSeconds`, while route_output drops their packets.
+    var held: [UInt16: Double] = [:]
     var lastConntrackError: String?
     /// Each profile's loop counter when last looked at, and when a loop was last logged.
     var loopPackets: [String: UInt64] = [:]
@@ -19,11 +22,23 @@ struct TransportWatch {
 
     /// A loop that goes on is logged again after this many seconds at most (never a flood).
     static let repeatSeconds = 10
+    /// What a loop leaves behind drains meanwhile: the tunnel's daemon still holds packets
+    /// it read from its own tunnel, each one of its own transport packets wrapped once more.
+    /// Sent to the peer once the connection goes direct, the peer would unwrap them and take
+    /// the tunnel's own address for the client's endpoint (seen: the server then looped
+    /// into its own tunnel). Held in the drop, they never leave.
+    static let drainSeconds = 1.0
+
+    static func now() -> Double {
+        var time = timespec()
+        clock_gettime(CLOCK_MONOTONIC, &time)
+        return Double(time.tv_sec) + Double(time.tv_nsec) / 1e9
+    }
 }
 
-/// After each apply: a transport port newly kept out of the profiles forgets the tracked
-/// connections that had carried it into a tunnel (with a profile's mark, or a source NAT:
-/// the masquerade to the tunnel's address would stick), and a loop the guard dropped is logged within the second it
+/// After each apply: a transport port newly kept out of the profiles forgets, a second
+/// later, the tracked connections that had carried it into a tunnel (with a profile's mark,
+/// or a source NAT: the masquerade to the tunnel's address would stick), and a loop the guard dropped is logged within the second it
 /// happened (vpnd looks at least once a second), then at most every 10 s while it lasts.
 extension Daemon {
     func followTransports() {
@@ -43,7 +58,10 @@ extension Daemon {
     private func forgetConnectionsOfNewTransports(_ facts: RuntimeFacts) {
         let ports = Set(policy.profiles.compactMap { facts.tunnelTransports[$0.tunnel.interfaceName]?.udpPort })
         transportWatch.cleaned.formIntersection(ports)
-        let fresh = ports.subtracting(transportWatch.cleaned)
+        transportWatch.held = transportWatch.held.filter { ports.contains($0.key) }
+        let now = TransportWatch.now()
+        for port in ports.subtracting(transportWatch.cleaned) where transportWatch.held[port] == nil { transportWatch.held[port] = now }
+        let fresh = Set(transportWatch.held.filter { now - $0.value >= TransportWatch.drainSeconds }.keys)
         guard !fresh.isEmpty else { return }
         let routing = policy.routing
         let profileMarks = Set(policy.profiles.map { routing.mark(forIndex: $0.index) })
@@ -53,6 +71,7 @@ extension Daemon {
             // already have cleared the mark of the connection's latest packet.
             let deleted = try transportWatch.conntrack!.deleteUDP(sourcePorts: fresh) { profileMarks.contains($0 & routing.markMask) }
             transportWatch.cleaned.formUnion(fresh)
+            for port in fresh { transportWatch.held[port] = nil }
             transportWatch.lastConntrackError = nil
             if deleted > 0 {
                 log.notice("forgot \(deleted) tracked connection(s) from UDP port(s) \(fresh.sorted().map(String.init).joined(separator: ", ")) that had been routed into a profile: a tunnel's own transport, now kept out of every profile")

@@ -57,7 +57,8 @@ enum TransportRules {
     /// A connection a profile had carried into a tunnel (a loop under way when vpnd learned
     /// the port) holds a source NAT to the tunnel's address that would send that address
     /// out on the physical link (and make the peer roam to it): its packets are dropped
-    /// until vpnd has forgotten the connection, which it does right after applying.
+    /// until vpnd has forgotten the connection, a second after it learned the port (what
+    /// the loop left in the daemon's queues drains into the drop meanwhile).
     static func output(_ policy: Policy) -> [NftRule] {
         guard !policy.profiles.isEmpty else { return [] }
         let mask = policy.routing.markMask

@@ -111,6 +111,10 @@ import Testing
         sender.stop()
         let log = try #require(s.daemon.process).output
         #expect(log.contains("forgot") && log.contains("UDP port(s) \(moved)"), "the looping connection was forgotten: \(log.suffix(2000))")
+        // What the loop left in wireguard-go drained into the drop: no packet reached the
+        // server from the tunnel's own address, which it would have roamed to.
+        let endpoints = try s.net.server.run(["wg", "show", s.tunnel.serverInterface, "endpoints"])
+        #expect(endpoints.contains("[\(Topology.clientAddress6)]:\(moved)"), "the server's endpoint for the client: \(endpoints)")
     }
 
     /// A tunnel vpnd cannot ask (wireguard-go whose `wg` socket is out of vpnd's sight, as
