@@ -77,9 +77,6 @@ enum NftExpressions {
             return [loadConntrack(NFT_CT_MARK), bitwise(and: mask, xor: 0), setLookup(set, negated: false)]
         case let .socketUserInSet(set):
             return [loadMeta(NFT_META_SKUID), setLookup(set, negated: false)]
-        case let .destinationAddress(address):
-            let ipv4 = address.isIPv4
-            return loadAddress(source: false, ipv4: ipv4) + [compare(address.bytes, negated: false)]
         case let .icmpv6Types(types):
             var expressions = [loadMeta(NFT_META_NFPROTO), compare([10], negated: false),  // NFPROTO_IPV6
                                loadMeta(NFT_META_L4PROTO), compare([58], negated: false),  // IPPROTO_ICMPV6

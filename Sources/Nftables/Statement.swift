@@ -1,5 +1,3 @@
-import Addresses
-
 /// One step of a rule, in the order nft evaluates it. The cases are exactly what the
 /// policy compiler needs; each has one text form and one expression encoding.
 public enum NftStatement: Hashable, Sendable {
@@ -56,8 +54,6 @@ public enum NftStatement: Hashable, Sendable {
     case conntrackMarkInSet(mask: UInt32, set: String)
     /// `meta skuid @set`: the packet's socket belongs to one of these users.
     case socketUserInSet(String)
-    /// `ip daddr A` / `ip6 daddr A`: packets of the address's family to that address.
-    case destinationAddress(IPAddress)
     /// `icmpv6 type A-B` (or one type): IPv6 packets only.
     case icmpv6Types(ClosedRange<UInt8>)
     case masquerade

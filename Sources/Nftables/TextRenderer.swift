@@ -114,8 +114,6 @@ public struct NftTextRenderer: Sendable {
             return "ct mark & \(hex(mask)) @\(set)"
         case let .socketUserInSet(set):
             return "meta skuid @\(set)"
-        case let .destinationAddress(address):
-            return "\(address.isIPv4 ? "ip" : "ip6") daddr \(address)"
         case let .icmpv6Types(types):
             return "icmpv6 type " + (types.count == 1 ? "\(types.lowerBound)" : "\(types.lowerBound)-\(types.upperBound)")
         case .masquerade:

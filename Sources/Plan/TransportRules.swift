@@ -1,3 +1,4 @@
+import Addresses
 import Nftables
 import Policy
 
@@ -46,6 +47,17 @@ enum TransportRules {
             table.counters.append(NftCounter(name: names.loopCounter, comment: "profile \(profile.name): packets of \(profile.tunnel.interfaceName)'s own transport that would have entered it"))
             table.sets.append(NftSet(name: names.loopSet(.udp), key: .port, elements: (transport?.loopUDPPorts ?? []).map { NftElement(key: .port($0)) },
                                      comment: "profile \(profile.name): UDP ports of \(profile.tunnel.interfaceName)'s own transport"))
+            // Its peers' endpoints, as addresses and ports apart (a peer's address with
+            // another peer's port counts too): sets, so that a tunnel with many roaming
+            // peers costs members two lookups and a roam an element edit.
+            let endpoints = transport?.endpoints ?? []
+            for ipv4 in [true, false] {
+                let addresses = Set(endpoints.map(\.address).filter { $0.isIPv4 == ipv4 }).sorted { $0.description < $1.description }
+                table.sets.append(NftSet(name: names.loopPeers(ipv4: ipv4), key: .address(ipv4: ipv4),
+                                         elements: addresses.map { NftElement(key: .prefix(IPPrefix(address: $0, length: $0.bitCount)!)) },
+                                         comment: ipv4 ? "profile \(profile.name): where \(profile.tunnel.interfaceName)'s peers are" : nil))
+            }
+            table.sets.append(NftSet(name: names.loopPeerPorts, key: .port, elements: Set(endpoints.map(\.port)).sorted().map { NftElement(key: .port($0)) }))
             if let tcp = transport?.guardTCPPorts, !tcp.isEmpty {
                 table.sets.append(NftSet(name: names.loopSet(.tcp), key: .port, elements: Set(tcp).sorted().map { NftElement(key: .port($0)) },
                                          comment: "profile \(profile.name): TCP ports of the process holding \(profile.tunnel.interfaceName)"))
@@ -89,10 +101,10 @@ enum TransportRules {
         if let tcp = transport?.guardTCPPorts, !tcp.isEmpty {
             rules.append(NftRule([.outputInterfaceName(tunnel, negated: false), .sourcePortInSet(.tcp, set: names.loopSet(.tcp))] + drop))
         }
-        for endpoint in Set(transport?.endpoints ?? []).sorted(by: { $0.description < $1.description }) {
-            rules.append(NftRule([.outputInterfaceName(tunnel, negated: false), .destinationAddress(endpoint.address),
-                                  .destinationPort(.udp, endpoint.port)] + drop,
-                                 comment: "profile \(profile.name): to \(tunnel)'s peer at \(endpoint)"))
+        for ipv4 in [true, false] {
+            rules.append(NftRule([.outputInterfaceName(tunnel, negated: false), .destinationInSet(ipv4: ipv4, set: names.loopPeers(ipv4: ipv4), negated: false),
+                                  .destinationPortInSet(.udp, set: names.loopPeerPorts)] + drop,
+                                 comment: ipv4 ? "profile \(profile.name): to \(tunnel)'s peers" : nil))
         }
         return rules
     }
@@ -103,4 +115,7 @@ extension ProfileObjectNames {
     public var loopCounter: String { "\(profile)_loop" }
     /// Ports of the tunnel's own transport, by protocol.
     public func loopSet(_ transport: NftTransport) -> String { "loop_\(transport.rawValue)_\(profile)" }
+    /// The addresses and ports of the tunnel's peers.
+    public func loopPeers(ipv4: Bool) -> String { "loop_peer\(ipv4 ? 4 : 6)_\(profile)" }
+    public var loopPeerPorts: String { "loop_peerport_\(profile)" }
 }

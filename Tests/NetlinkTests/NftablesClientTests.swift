@@ -66,8 +66,6 @@ import Testing
                     NftRule([.sourcePortInSet(.tcp, set: "transport"), .verdict(.drop)]),
                     NftRule([.conntrackMarkInSet(mask: mask, set: "marks"), .verdict(.drop)]),
                     NftRule([.conntrackStateNew, .destinationPortInSet(.udp, set: "transport"), .verdict(.accept)]),
-                    NftRule([.destinationAddress(IPAddress("203.0.113.2")!), .destinationPort(.udp, 51821), .verdict(.drop)]),
-                    NftRule([.destinationAddress(IPAddress("2001:db8:2::2")!), .destinationPort(.udp, 51821), .verdict(.drop)]),
                 ]),
                 NftChain(name: "dns_redirect", base: NftBaseChain(kind: .nat, hook: .output, priority: NftBaseChain.dstnat), rules: [
                     NftRule([.markMatch(mask: mask, value: mark, negated: false), .destinationPort(.udp, 53), .redirect(port: 5301)]),

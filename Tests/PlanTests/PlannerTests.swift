@@ -82,6 +82,10 @@ func profile(_ name: String, tunnel: String, index: UInt32, killswitch: Bool = t
         #expect(work.rules.map(\.statements) == [
             // The tunnel's own transport never enters it (TransportRules).
             [.outputInterfaceName("wg0", negated: false), .sourcePortInSet(.udp, set: "loop_udp_work"), .namedCounter("work_loop"), .verdict(.drop)],
+            [.outputInterfaceName("wg0", negated: false), .destinationInSet(ipv4: true, set: "loop_peer4_work", negated: false),
+             .destinationPortInSet(.udp, set: "loop_peerport_work"), .namedCounter("work_loop"), .verdict(.drop)],
+            [.outputInterfaceName("wg0", negated: false), .destinationInSet(ipv4: false, set: "loop_peer6_work", negated: false),
+             .destinationPortInSet(.udp, set: "loop_peerport_work"), .namedCounter("work_loop"), .verdict(.drop)],
             [.outputInterfaceName("wg0", negated: false), .namedCounter("work_tunnel"), .verdict(.accept)],
             [.outputInterfaceName("lo", negated: false), .verdict(.accept)],
             [.namedCounter("work_dropped"), .verdict(.drop)],

@@ -60,11 +60,17 @@ import Testing
         let drop: [NftStatement] = [.namedCounter("work_loop"), .verdict(.drop)]
         #expect(Array(work.prefix(3)) == [
             [.outputInterfaceName("wg0", negated: false), .sourcePortInSet(.udp, set: "loop_udp_work")] + drop,
-            [.outputInterfaceName("wg0", negated: false), .destinationAddress(IPAddress("203.0.113.2")!), .destinationPort(.udp, 51821)] + drop,
-            [.outputInterfaceName("wg0", negated: false), .destinationAddress(IPAddress("2001:db8:2::2")!), .destinationPort(.udp, 51821)] + drop,
+            [.outputInterfaceName("wg0", negated: false), .destinationInSet(ipv4: true, set: "loop_peer4_work", negated: false),
+             .destinationPortInSet(.udp, set: "loop_peerport_work")] + drop,
+            [.outputInterfaceName("wg0", negated: false), .destinationInSet(ipv4: false, set: "loop_peer6_work", negated: false),
+             .destinationPortInSet(.udp, set: "loop_peerport_work")] + drop,
         ])
         #expect(state.nft.set(named: "loop_udp_work")?.elements == [NftElement(key: .port(51820))])
+        #expect(state.nft.set(named: "loop_peer4_work")?.elements == [NftElement(key: .prefix(IPPrefix("203.0.113.2/32")!))])
+        #expect(state.nft.set(named: "loop_peer6_work")?.elements == [NftElement(key: .prefix(IPPrefix("2001:db8:2::2/128")!))])
+        #expect(state.nft.set(named: "loop_peerport_work")?.elements == [NftElement(key: .port(51821))])
         let home = try #require(state.nft.chain(named: "egress_home")).rules.map(\.statements)
+        #expect(home.count == 7, "its UDP and TCP ports, its peers (v4, v6: none known), then the tunnel, lo and the killswitch: \(home)")
         #expect(Array(home.prefix(2)) == [
             [.outputInterfaceName("tun0", negated: false), .sourcePortInSet(.udp, set: "loop_udp_home"), .namedCounter("home_loop"), .verdict(.drop)],
             [.outputInterfaceName("tun0", negated: false), .sourcePortInSet(.tcp, set: "loop_tcp_home"), .namedCounter("home_loop"), .verdict(.drop)],
