@@ -28,6 +28,7 @@ enum TransportRules {
     static let ownersSet = "tunnel_transport_owners"
     static let profileMarksSet = "profile_marks"
     static let counter = "tunnel_transport"
+    static let chain = "tunnel_transport"
 
     static func add(_ policy: Policy, facts: RuntimeFacts, to table: inout NftTable) {
         guard !policy.profiles.isEmpty else { return }
@@ -41,10 +42,18 @@ enum TransportRules {
                    comment: "every profile's mark"),
         ]
         table.counters.append(NftCounter(name: counter, comment: "packets of the profile tunnels' own transport, kept out of every profile"))
+        let mask = policy.routing.markMask
+        table.chains.append(NftChain(name: chain, rules: [
+            NftRule([.conntrackMarkInSet(mask: mask, set: profileMarksSet), .verdict(.drop)],
+                    comment: "carried into a profile before vpnd knew it: until vpnd forgets the connection"),
+            NftRule([.setMark(clear: mask, set: policy.routing.bypassMark), .setConntrackMark(clear: mask, set: 0),
+                     .namedCounter(counter), .verdict(.accept)], comment: "no profile's, whatever its connection decided before"),
+        ]))
         for profile in policy.profiles {
             let names = ProfileObjectNames(profile.name)
             let transport = facts.tunnelTransports[profile.tunnel.interfaceName]
             table.counters.append(NftCounter(name: names.loopCounter, comment: "profile \(profile.name): packets of \(profile.tunnel.interfaceName)'s own transport that would have entered it"))
+            table.chains.append(NftChain(name: names.loopChain, rules: loopRules(profile)))
             table.sets.append(NftSet(name: names.loopSet(.udp), key: .port, elements: (transport?.loopUDPPorts ?? []).map { NftElement(key: .port($0)) },
                                      comment: "profile \(profile.name): UDP ports of \(profile.tunnel.interfaceName)'s own transport"))
             // Its peers' endpoints, as addresses and ports apart (a peer's address with
@@ -73,14 +82,8 @@ enum TransportRules {
     /// the loop left in the daemon's queues drains into the drop meanwhile).
     static func output(_ policy: Policy) -> [NftRule] {
         guard !policy.profiles.isEmpty else { return [] }
-        let mask = policy.routing.markMask
-        let transport: [NftStatement] = [.sourcePortInSet(.udp, set: portsSet), .socketUserInSet(ownersSet)]
-        return [NftRule(transport + [.conntrackMarkInSet(mask: mask, set: profileMarksSet), .verdict(.drop)],
-                        comment: "a tunnel's own transport carried into a profile before vpnd knew it: until vpnd forgets the connection"),
-                NftRule([.sourcePortInSet(.udp, set: portsSet), .socketUserInSet(ownersSet),
-                         .setMark(clear: mask, set: policy.routing.bypassMark), .setConntrackMark(clear: mask, set: 0),
-                         .namedCounter(counter), .verdict(.accept)],
-                        comment: "a profile tunnel's own transport: no profile's, whatever its connection decided before")]
+        return [NftRule([.sourcePortInSet(.udp, set: portsSet), .socketUserInSet(ownersSet), .verdict(.jump(chain))],
+                        comment: "a profile tunnel's own transport")]
     }
 
     /// Input, system mode: a tunnel's peer may send to its transport first.
@@ -90,29 +93,38 @@ enum TransportRules {
     }
 
     /// First in the profile's egress chain (postrouting): its tunnel's own transport never
-    /// enters it.
+    /// enters it. A member's TCP packet, the usual bulk, costs one comparison here.
     static func guardRules(_ profile: Profile, facts: RuntimeFacts) -> [NftRule] {
         let names = ProfileObjectNames(profile.name)
         let tunnel = profile.tunnel.interfaceName
-        let transport = facts.tunnelTransports[tunnel]
-        let drop: [NftStatement] = [.namedCounter(names.loopCounter), .verdict(.drop)]
-        var rules = [NftRule([.outputInterfaceName(tunnel, negated: false), .sourcePortInSet(.udp, set: names.loopSet(.udp))] + drop,
+        var rules = [NftRule([.transportProtocol(NftTransport.udp.number), .outputInterfaceName(tunnel, negated: false), .verdict(.jump(names.loopChain))],
                              comment: "profile \(profile.name): \(tunnel)'s own transport never enters it")]
-        if let tcp = transport?.guardTCPPorts, !tcp.isEmpty {
-            rules.append(NftRule([.outputInterfaceName(tunnel, negated: false), .sourcePortInSet(.tcp, set: names.loopSet(.tcp))] + drop))
-        }
-        for ipv4 in [true, false] {
-            rules.append(NftRule([.outputInterfaceName(tunnel, negated: false), .destinationInSet(ipv4: ipv4, set: names.loopPeers(ipv4: ipv4), negated: false),
-                                  .destinationPortInSet(.udp, set: names.loopPeerPorts)] + drop,
-                                 comment: ipv4 ? "profile \(profile.name): to \(tunnel)'s peers" : nil))
+        if let tcp = facts.tunnelTransports[tunnel]?.guardTCPPorts, !tcp.isEmpty {
+            rules.append(NftRule([.outputInterfaceName(tunnel, negated: false), .sourcePortInSet(.tcp, set: names.loopSet(.tcp)),
+                                  .namedCounter(names.loopCounter), .verdict(.drop)]))
         }
         return rules
+    }
+
+    /// The profile's loop chain: UDP about to enter its tunnel from the tunnel's own ports or
+    /// to its peers.
+    private static func loopRules(_ profile: Profile) -> [NftRule] {
+        let names = ProfileObjectNames(profile.name)
+        let drop: [NftStatement] = [.namedCounter(names.loopCounter), .verdict(.drop)]
+        return [NftRule([.sourcePortInSet(.udp, set: names.loopSet(.udp))] + drop, comment: "from its own ports")]
+            + [true, false].map { ipv4 in
+                NftRule([.destinationPortInSet(.udp, set: names.loopPeerPorts),
+                         .destinationInSet(ipv4: ipv4, set: names.loopPeers(ipv4: ipv4), negated: false)] + drop,
+                        comment: ipv4 ? "to its peers" : nil)
+            }
     }
 }
 
 extension ProfileObjectNames {
     /// Packets of the tunnel's own transport that were about to enter it.
     public var loopCounter: String { "\(profile)_loop" }
+    /// UDP about to enter the profile's tunnel is checked here.
+    public var loopChain: String { "loop_\(profile)" }
     /// Ports of the tunnel's own transport, by protocol.
     public func loopSet(_ transport: NftTransport) -> String { "loop_\(transport.rawValue)_\(profile)" }
     /// The addresses and ports of the tunnel's peers.

@@ -35,10 +35,7 @@ func profile(_ name: String, tunnel: String, index: UInt32, killswitch: Bool = t
         let (mask, bypass): (UInt32, UInt32) = (0x7f00_0000, 0x7f00_0000)
         #expect(output.rules.map(\.statements) == [
             // A profile tunnel's own transport first, whatever its connection decided (TransportRules).
-            [.sourcePortInSet(.udp, set: "tunnel_transport"), .socketUserInSet("tunnel_transport_owners"),
-             .conntrackMarkInSet(mask: mask, set: "profile_marks"), .verdict(.drop)],
-            [.sourcePortInSet(.udp, set: "tunnel_transport"), .socketUserInSet("tunnel_transport_owners"),
-             .setMark(clear: mask, set: bypass), .setConntrackMark(clear: mask, set: 0), .namedCounter("tunnel_transport"), .verdict(.accept)],
+            [.sourcePortInSet(.udp, set: "tunnel_transport"), .socketUserInSet("tunnel_transport_owners"), .verdict(.jump("tunnel_transport"))],
             // Connections decided direct before are not looked at again.
             [.conntrackMarkMatch(mask: mask, value: bypass, negated: false), .markMatch(mask: mask, value: 0, negated: false), .verdict(.accept)],
             [.conntrackMarkMatch(mask: mask, value: bypass, negated: false), .markMatch(mask: mask, value: bypass, negated: false), .verdict(.accept)],
@@ -81,18 +78,13 @@ func profile(_ name: String, tunnel: String, index: UInt32, killswitch: Bool = t
         let work = try #require(state.nft.chain(named: "egress_work"))
         #expect(work.rules.map(\.statements) == [
             // The tunnel's own transport never enters it (TransportRules).
-            [.outputInterfaceName("wg0", negated: false), .sourcePortInSet(.udp, set: "loop_udp_work"), .namedCounter("work_loop"), .verdict(.drop)],
-            [.outputInterfaceName("wg0", negated: false), .destinationInSet(ipv4: true, set: "loop_peer4_work", negated: false),
-             .destinationPortInSet(.udp, set: "loop_peerport_work"), .namedCounter("work_loop"), .verdict(.drop)],
-            [.outputInterfaceName("wg0", negated: false), .destinationInSet(ipv4: false, set: "loop_peer6_work", negated: false),
-             .destinationPortInSet(.udp, set: "loop_peerport_work"), .namedCounter("work_loop"), .verdict(.drop)],
+            [.transportProtocol(17), .outputInterfaceName("wg0", negated: false), .verdict(.jump("loop_work"))],
             [.outputInterfaceName("wg0", negated: false), .namedCounter("work_tunnel"), .verdict(.accept)],
             [.outputInterfaceName("lo", negated: false), .verdict(.accept)],
             [.namedCounter("work_dropped"), .verdict(.drop)],
         ])
         let home = try #require(state.nft.chain(named: "egress_home"))
-        #expect(!home.rules.contains { $0.statements.contains(.verdict(.drop)) && !$0.statements.contains(.namedCounter("home_loop")) },
-                "no killswitch: only the loop guard drops")
+        #expect(!home.rules.contains { $0.statements.contains(.verdict(.drop)) })
         let killswitch = try #require(state.nft.chain(named: "killswitch"))
         #expect(killswitch.base == NftBaseChain(kind: .filter, hook: .postrouting, priority: 0))
         // The packet's mark, then the connection's (which no socket option reaches).
@@ -144,7 +136,7 @@ func profile(_ name: String, tunnel: String, index: UInt32, killswitch: Bool = t
         ])
         let output = try #require(state.nft.chain(named: "route_output"))
         let parent = NftElementKey.cgroup(id: 100, path: "vpn.slice")
-        #expect(Array(output.rules.map(\.statements).dropFirst(7).prefix(2)) == [
+        #expect(Array(output.rules.map(\.statements).dropFirst(6).prefix(2)) == [
             [.cgroupInSet(level: 1, set: "known_level_1", negated: true), .verdict(.jump("unknown_cgroup"))],
             [.cgroupMatch(level: 1, cgroup: parent, negated: false), .verdict(.jump("unknown_cgroup"))],
         ])
@@ -160,7 +152,7 @@ func profile(_ name: String, tunnel: String, index: UInt32, killswitch: Bool = t
         let deep = RuntimeFacts(cgroupParent: "a.slice/vpn.slice", cgroupIDs: ["a.slice/vpn.slice/vpn-work.slice": 101],
                                 cgroupsAlongParent: ["a.slice": 1, "b.slice": 2, "a.slice/vpn.slice": 3, "a.slice/x.service": 4])
         let deepOutput = try #require(Planner.plan(policy, facts: deep).nft.chain(named: "route_output"))
-        #expect(Array(deepOutput.rules.map(\.statements).dropFirst(8).prefix(3)) == [
+        #expect(Array(deepOutput.rules.map(\.statements).dropFirst(7).prefix(3)) == [
             [.cgroupInSet(level: 1, set: "known_level_1", negated: true), .verdict(.jump("unknown_cgroup"))],
             [.cgroupMatch(level: 1, cgroup: .cgroup(id: 1, path: "a.slice"), negated: false),
              .cgroupInSet(level: 2, set: "known_level_2", negated: true), .verdict(.jump("unknown_cgroup"))],
