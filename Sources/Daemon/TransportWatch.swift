@@ -9,11 +9,19 @@ import Policy
 struct TransportWatch {
     /// The transports as last logged, by interface.
     var known: [String: TunnelTransport] = [:]
-    /// UDP ports whose earlier connections were forgotten when they became known.
-    var cleaned: Set<UInt16> = []
-    /// Ports newly known, and since when (monotonic seconds): their earlier connections
-    /// are forgotten only after `drainSeconds`, while route_output drops their packets.
-    var held: [UInt16: Double] = [:]
+    /// A transport's port: the known one, or one the loop guard holds.
+    struct Port: Hashable, Comparable, CustomStringConvertible {
+        var tcp: Bool
+        var number: UInt16
+        static func < (a: Port, b: Port) -> Bool { (a.tcp ? 1 : 0, a.number) < (b.tcp ? 1 : 0, b.number) }
+        var description: String { "\(tcp ? "tcp" : "udp") \(number)" }
+    }
+    /// Ports whose earlier connections were forgotten when they became known or guarded.
+    var cleaned: Set<Port> = []
+    /// Ports newly known or guarded, and since when (monotonic seconds): their earlier
+    /// connections are forgotten only after `drainSeconds`, while their packets are dropped
+    /// (route_output for a known port, the loop guard for a guarded one).
+    var held: [Port: Double] = [:]
     var lastConntrackError: String?
     /// Each profile's loop counter when last looked at, and when a loop was last logged.
     var loopPackets: [String: UInt64] = [:]
@@ -56,7 +64,13 @@ extension Daemon {
     }
 
     private func forgetConnectionsOfNewTransports(_ facts: RuntimeFacts) {
-        let ports = Set(policy.profiles.compactMap { facts.tunnelTransports[$0.tunnel.interfaceName]?.udpPort })
+        // A guarded port's connection a profile carried into the tunnel (a loop under way) is
+        // forgotten too: else, once its daemon marks its socket, the connection's old mark
+        // would keep it in the guard's drop for as long as the daemon keeps sending.
+        let transports = policy.profiles.compactMap { facts.tunnelTransports[$0.tunnel.interfaceName] }
+        let ports = Set(transports.flatMap { transport in
+            transport.loopUDPPorts.map { TransportWatch.Port(tcp: false, number: $0) } + transport.guardTCPPorts.map { TransportWatch.Port(tcp: true, number: $0) }
+        })
         transportWatch.cleaned.formIntersection(ports)
         transportWatch.held = transportWatch.held.filter { ports.contains($0.key) }
         let now = TransportWatch.now()
@@ -69,19 +83,23 @@ extension Daemon {
             if transportWatch.conntrack == nil { transportWatch.conntrack = try ConntrackClient() }
             // By the mark, or by the source NAT alone: the first rule of route_output may
             // already have cleared the mark of the connection's latest packet.
-            let deleted = try transportWatch.conntrack!.deleteUDP(sourcePorts: fresh) { profileMarks.contains($0 & routing.markMask) }
+            var deleted = 0
+            for tcp in [false, true] {
+                let numbers = Set(fresh.filter { $0.tcp == tcp }.map(\.number))
+                deleted += try transportWatch.conntrack!.delete(tcp: tcp, sourcePorts: numbers) { profileMarks.contains($0 & routing.markMask) }
+            }
             transportWatch.cleaned.formUnion(fresh)
             for port in fresh { transportWatch.held[port] = nil }
             transportWatch.lastConntrackError = nil
             if deleted > 0 {
-                log.notice("forgot \(deleted) tracked connection(s) from UDP port(s) \(fresh.sorted().map(String.init).joined(separator: ", ")) that had been routed into a profile: a tunnel's own transport, now kept out of every profile")
+                log.notice("forgot \(deleted) tracked connection(s) from \(fresh.sorted().map(\.description).joined(separator: ", ")) that a profile had carried into a tunnel: that tunnel's own transport")
             }
         } catch {
             // Tried again at the next look; said once. Until then the connection's packets
             // are dropped (TransportRules), never sent with the tunnel's address.
             let text = "\(error)"
             if text != transportWatch.lastConntrackError {
-                log.warning("could not forget the tracked connections of UDP port(s) \(fresh.sorted()): \(text); a connection a profile had carried into its tunnel stays blocked until this succeeds")
+                log.warning("could not forget the tracked connections of \(fresh.sorted().map(\.description).joined(separator: ", ")): \(text); a connection a profile had carried into its tunnel stays blocked until this succeeds")
             }
             transportWatch.lastConntrackError = text
         }

@@ -42,13 +42,14 @@ public final class ConntrackClient {
         var zone: [UInt8]?
     }
 
-    /// Deletes the UDP connections whose original source port is in `ports` and that either
-    /// had their source rewritten or carry a mark that satisfies `mark`; returns how many
-    /// went (an entry gone meanwhile is not counted).
-    public func deleteUDP(sourcePorts ports: Set<UInt16>, natOrMark mark: (UInt32) -> Bool) throws -> Int {
+    /// Deletes the UDP (or TCP) connections whose original source port is in `ports` and
+    /// that either had their source rewritten or carry a mark that satisfies `mark`; returns
+    /// how many went (an entry gone meanwhile is not counted).
+    public func delete(tcp: Bool, sourcePorts ports: Set<UInt16>, natOrMark mark: (UInt32) -> Bool) throws -> Int {
         guard !ports.isEmpty else { return 0 }
+        let transport = UInt8(tcp ? IPPROTO_TCP : IPPROTO_UDP)
         var deleted = 0
-        for entry in try entries() where entry.transport == UInt8(IPPROTO_UDP) && ports.contains(entry.sourcePort) && (entry.sourceNAT || mark(entry.mark)) {
+        for entry in try entries() where entry.transport == transport && ports.contains(entry.sourcePort) && (entry.sourceNAT || mark(entry.mark)) {
             let message = NetlinkMessage(type: Self.subsystem << 8 | Self.delete, flags: 0)
             message.putFamilyHeader(nfgenmsg(nfgen_family: entry.family, version: UInt8(NFNETLINK_V0), res_id: 0))
             message.put(Self.tupleOriginal | Self.nested, bytes: entry.tuple)

@@ -55,5 +55,5 @@ public struct TunnelTransport: Hashable, Sendable {
     }
 
     /// The tunnel's own ports that must never enter it: the known one and the guarded ones.
-    var loopUDPPorts: [UInt16] { Array(Set((udpPort.map { [$0] } ?? []) + guardUDPPorts)).sorted() }
+    public var loopUDPPorts: [UInt16] { Array(Set((udpPort.map { [$0] } ?? []) + guardUDPPorts)).sorted() }
 }
