@@ -177,11 +177,12 @@ public final class Daemon {
 
     func facts(for policy: Policy? = nil) throws -> RuntimeFacts {
         var reader = FactsReader(hierarchy: hierarchy, netlink: rtnl)
-        reader.transports = { [transportReader, known = transportWatch.known] in
-            TransportReader.keepingKnown(transportReader.transport(of: $0, link: $1), previous: known[$0])
+        // A built-in tunnel's transport is vpnd's own socket: known without asking its wg socket.
+        reader.transports = { [transportReader, known = transportWatch.known, tunnels, builtIn = Set(tunnelFiles.keys)] interface, link in
+            builtIn.contains(interface) ? tunnels.transport(interface: interface)
+                : TransportReader.keepingKnown(transportReader.transport(of: interface, link: link), previous: known[interface])
         }
         var facts = try reader.read(policy ?? self.policy, cgroupParent: options.cgroupParent)
-        for interface in tunnelFiles.keys { facts.tunnelTransports[interface] = tunnels.transport(interface: interface) }
         // A tunnel's own networks stay in the tunnel (allow_lan) also while it is down or
         // gone: a built-in tunnel's from its file, any other's as last seen.
         for (interface, loaded) in tunnelFiles {

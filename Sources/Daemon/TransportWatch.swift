@@ -54,7 +54,7 @@ extension Daemon {
         for profile in policy.profiles {
             let interface = profile.tunnel.interfaceName
             let transport = facts.tunnelTransports[interface]
-            if transport != transportWatch.known[interface], let transport {
+            if let transport, !Self.sameButDetail(transport, transportWatch.known[interface]) {
                 log.info("tunnel \(interface) (profile \(profile.name)): transport \(Self.describe(transport)); \(Self.consequence(transport))")
             }
             transportWatch.known[interface] = transport
@@ -124,6 +124,14 @@ extension Daemon {
                 : "its socket moved to a port vpnd did not know yet; vpnd keeps the port it knows now (\(Self.describe(transport))) out of every profile"
             log.warning("loop: tunnel \(interface) (profile \(profile.name)): \(packets - (last?.packets ?? before)) packet(s) of its own transport were about to enter it and were dropped (\(packets) in all); \(hint)")
         }
+    }
+
+    /// Whether the log has said all there is: a detail that changes (why a busy daemon did
+    /// not answer this time) is not news.
+    static func sameButDetail(_ a: TunnelTransport, _ b: TunnelTransport?) -> Bool {
+        guard var b else { return false }
+        b.detail = a.detail
+        return a == b
     }
 
     static func describe(_ transport: TunnelTransport) -> String {

@@ -15,9 +15,10 @@ public struct WireGuardSocketReader: Sendable {
         self.directory = directory
     }
 
-    /// nil when the interface has no socket there (not a userspace WireGuard, or one that
-    /// serves no `wg` socket); else what the daemon answered, or why it could not be read
-    /// (source `wireguardSocket` without a port: see `TransportReader.keepingKnown`).
+    /// nil when the interface has no socket there (not a userspace WireGuard, one that serves
+    /// no `wg` socket, or one whose socket nobody listens on any more: its daemon is gone);
+    /// else what the daemon answered, or why it did not (source `wireguardSocket` without a
+    /// port: see `TransportReader.keepingKnown`).
     public func transport(of interface: String) -> TunnelTransport? {
         let path = directory + "/" + interface + ".sock"
         var info = stat()
@@ -27,6 +28,8 @@ public struct WireGuardSocketReader: Sendable {
         }
         do {
             return try ask(path)
+        } catch let failure as Failure where failure.nobodyListens {
+            return nil
         } catch {
             return TunnelTransport(source: .wireguardSocket, detail: "\(path) did not answer: \(error)")
         }
@@ -44,6 +47,8 @@ public struct WireGuardSocketReader: Sendable {
 
     struct Failure: Error, CustomStringConvertible {
         var description: String
+        /// The socket is a file nobody listens on (its daemon died without removing it).
+        var nobodyListens = false
     }
 
     private func ask(_ path: String) throws -> TunnelTransport {
@@ -60,7 +65,9 @@ public struct WireGuardSocketReader: Sendable {
         let connected = withUnsafePointer(to: &address) {
             connect(fd, UnsafeRawPointer($0).assumingMemoryBound(to: sockaddr.self), socklen_t(MemoryLayout<sockaddr_un>.size))
         }
-        guard connected == 0 else { throw Failure(description: "connect: \(String(cString: strerror(errno)))") }
+        guard connected == 0 else {
+            throw Failure(description: "connect: \(String(cString: strerror(errno)))", nobodyListens: errno == ECONNREFUSED || errno == ENOENT)
+        }
         var peer = vx_ucred()
         guard vx_peer_credentials(fd, &peer) == 0 else {
             throw Failure(description: "SO_PEERCRED: \(String(cString: strerror(errno)))")

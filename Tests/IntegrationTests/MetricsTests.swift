@@ -72,6 +72,9 @@ import Testing
                 "the handshake went out through the tunnel's engine")
         #expect(sample("vpnexec_tunnel_loop_dropped_packets_total", ["profile": "work", "interface": interface])?.value == 0,
                 "the built-in engine's transport never loops")
+        let work = try #require(try daemon.status().profiles.first { $0.name == "work" })
+        #expect(work.tunnel.transport?.source == "built-in" && work.tunnel.transport?.udpPort == work.tunnel.wireguard?.listenPort
+                && work.tunnel.transport?.owner == 0, "vpnd's own engine: its socket kept out of every profile: \(String(describing: work.tunnel.transport))")
         #expect(!json.stdout.contains(clientKey), "no private key in the status")
         _ = clientPublic
     }
