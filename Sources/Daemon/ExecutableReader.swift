@@ -68,7 +68,8 @@ final class ExecutableReader {
     /// request is skipped, never taken for the answer to this one.
     func answer(to request: Int32) -> [UInt8]? {
         var asked = request
-        guard write(socket, &asked, 4) == 4 else { return nil }
+        // A helper that died (it could not keep CAP_SYS_PTRACE) must not take vpnd with it.
+        guard send(socket, &asked, 4, Int32(MSG_NOSIGNAL)) == 4 else { return nil }
         for _ in 0..<16 {
             var echo: Int32 = 0, length: UInt32 = 0
             guard readExactly(&echo, 4), readExactly(&length, 4), length <= 1 << 16 else { return nil }

@@ -25,7 +25,7 @@ public struct TransportReader {
         // No device, no loop: a tunnel that is not there has nothing to guard.
         guard let link else { return transport }
         guard let holders, let found = holders(interface, link) else {
-            transport.detail! += "; vpnd cannot look into processes"
+            transport.detail! += "; vpnd cannot look into processes (its inspector needs CAP_SYS_PTRACE)"
             return transport
         }
         guard let first = found.first else {

@@ -73,7 +73,9 @@ public struct WireGuardSocketReader: Sendable {
             throw Failure(description: "SO_PEERCRED: \(String(cString: strerror(errno)))")
         }
         let request = Array("get=1\n\n".utf8)
-        guard write(fd, request, request.count) == request.count else { throw Failure(description: "write: \(String(cString: strerror(errno)))") }
+        guard send(fd, request, request.count, Int32(MSG_NOSIGNAL)) == request.count else {
+            throw Failure(description: "send: \(String(cString: strerror(errno)))")
+        }
         var answer = [UInt8](repeating: 0, count: 1 << 16)
         defer { UAPI.wipe(&answer) }
         var used = 0

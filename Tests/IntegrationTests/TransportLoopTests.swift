@@ -158,5 +158,27 @@ import Testing
         #expect(try Self.transport(s)?.source == "unknown")
         sender.stop()
     }
+
+    /// The same tunnel with vpnd unable to look into processes (CAP_SYS_PTRACE outside its
+    /// bounding set, as under systemd/vpnd.service): its inspector cannot start, vpnd runs
+    /// on and says so in status. (The tunnel's socket carries a mark here, so it does not loop.)
+    @Test func withoutThePtraceCapabilityStatusSaysSo() throws {
+        let cleanup = Cleanup()
+        defer { cleanup.run() }
+        let s = try Scenario(cleanup: cleanup, start: false, policy: Self.systemMode)
+        let tunnel = s.tunnel.clientInterface
+        try s.net.client.run(["wg", "set", tunnel, "fwmark", "51820"])
+        let socket = "/var/run/wireguard/\(tunnel).sock", hidden = "/var/run/vx-hidden-\(s.net.tag)"
+        try FileManager.default.createDirectory(atPath: hidden, withIntermediateDirectories: true)
+        cleanup.add("remove \(hidden)") { try? FileManager.default.removeItem(atPath: hidden) }
+        try FileManager.default.moveItem(atPath: socket, toPath: hidden + "/\(tunnel).sock")
+        s.daemon.launcher = ["setpriv", "--bounding-set", "-sys_ptrace", "--"]
+        let vpnd = try s.daemon.start()
+        let transport = try #require(try Self.transport(s))
+        #expect(transport.source == "unknown" && transport.guardedUDPPorts.isEmpty
+                && transport.detail?.contains("vpnd cannot look into processes") == true, "\(transport)")
+        #expect(try s.connect() == s.tunnel.clientAddress4, "the marked tunnel works")
+        #expect(vpnd.isRunning, "vpnd runs on without its inspector: \(vpnd.output)")
+    }
 }
 
