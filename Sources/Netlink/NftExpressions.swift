@@ -73,8 +73,6 @@ enum NftExpressions {
         case let .destinationPortInSet(transport, set):
             return [loadMeta(NFT_META_L4PROTO), compare([transport.number], negated: false),
                     loadTransport(offset: 2, length: 2), setLookup(set, negated: false)]
-        case let .conntrackMarkInSet(mask, set):
-            return [loadConntrack(NFT_CT_MARK), bitwise(and: mask, xor: 0), setLookup(set, negated: false)]
         case let .socketUserInSet(set):
             return [loadMeta(NFT_META_SKUID), setLookup(set, negated: false)]
         case let .icmpv6Types(types):

@@ -50,8 +50,6 @@ public enum NftStatement: Hashable, Sendable {
     case sourcePortInSet(NftTransport, set: String)
     /// `udp dport @set` / `tcp dport @set`.
     case destinationPortInSet(NftTransport, set: String)
-    /// `ct mark & mask @set`: the connection's mark, under the mask, is in the set.
-    case conntrackMarkInSet(mask: UInt32, set: String)
     /// `meta skuid @set`: the packet's socket belongs to one of these users.
     case socketUserInSet(String)
     /// `icmpv6 type A-B` (or one type): IPv6 packets only.
@@ -87,8 +85,7 @@ extension NftStatement {
              let .conntrackMarkVerdictMap(_, map):
             return .set(map)
         case let .cgroupInSet(_, set, _), let .destinationInSet(_, set, _), let .sourceInSet(_, set, _),
-             let .sourcePortInSet(_, set), let .destinationPortInSet(_, set), let .socketUserInSet(set),
-             let .conntrackMarkInSet(_, set): return .set(set)
+             let .sourcePortInSet(_, set), let .destinationPortInSet(_, set), let .socketUserInSet(set): return .set(set)
         case let .verdict(.jump(chain)), let .verdict(.goto(chain)): return .chain(chain)
         default: return nil
         }

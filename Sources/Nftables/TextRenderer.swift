@@ -110,8 +110,6 @@ public struct NftTextRenderer: Sendable {
             return "\(transport.rawValue) sport @\(set)"
         case let .destinationPortInSet(transport, set):
             return "\(transport.rawValue) dport @\(set)"
-        case let .conntrackMarkInSet(mask, set):
-            return "ct mark & \(hex(mask)) @\(set)"
         case let .socketUserInSet(set):
             return "meta skuid @\(set)"
         case let .icmpv6Types(types):

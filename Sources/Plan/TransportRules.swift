@@ -26,7 +26,8 @@ import Policy
 enum TransportRules {
     static let portsSet = "tunnel_transport"
     static let ownersSet = "tunnel_transport_owners"
-    static let profileMarksSet = "profile_marks"
+    /// A connection's profile mark -> that profile's chain that counts it as a loop and drops.
+    static let heldMap = "transport_held"
     static let counter = "tunnel_transport"
     static let chain = "tunnel_transport"
 
@@ -38,14 +39,15 @@ enum TransportRules {
                    comment: "the UDP ports of the profile tunnels' own sockets"),
             NftSet(name: ownersSet, key: .uid, elements: Set(known.compactMap(\.owner)).sorted().map { NftElement(key: .uid($0)) },
                    comment: "the users that hold them"),
-            NftSet(name: profileMarksSet, key: .mark, elements: policy.profiles.map { NftElement(key: .mark(policy.routing.mark(forIndex: $0.index))) },
-                   comment: "every profile's mark"),
+            NftSet(name: heldMap, key: .mark, data: .verdict,
+                   elements: policy.profiles.map { NftElement(key: .mark(policy.routing.mark(forIndex: $0.index)), verdict: .jump(ProfileObjectNames($0.name).heldChain)) },
+                   comment: "a transport connection a profile carried into its tunnel: counted as that profile's loop"),
         ]
         table.counters.append(NftCounter(name: counter, comment: "packets of the profile tunnels' own transport, kept out of every profile"))
         let mask = policy.routing.markMask
         table.chains.append(NftChain(name: chain, rules: [
-            NftRule([.conntrackMarkInSet(mask: mask, set: profileMarksSet), .verdict(.drop)],
-                    comment: "carried into a profile before vpnd knew it: until vpnd forgets the connection"),
+            NftRule([.conntrackMarkVerdictMap(mask: mask, map: heldMap)],
+                    comment: "carried into a profile before vpnd knew it: dropped until vpnd forgets the connection"),
             NftRule([.setMark(clear: mask, set: policy.routing.bypassMark), .setConntrackMark(clear: mask, set: 0),
                      .namedCounter(counter), .verdict(.accept)], comment: "no profile's, whatever its connection decided before"),
         ]))
@@ -53,7 +55,10 @@ enum TransportRules {
             let names = ProfileObjectNames(profile.name)
             let transport = facts.tunnelTransports[profile.tunnel.interfaceName]
             table.counters.append(NftCounter(name: names.loopCounter, comment: "profile \(profile.name): packets of \(profile.tunnel.interfaceName)'s own transport that would have entered it"))
-            table.chains.append(NftChain(name: names.loopChain, rules: loopRules(profile)))
+            table.chains += [
+                NftChain(name: names.loopChain, rules: loopRules(profile)),
+                NftChain(name: names.heldChain, rules: [NftRule([.namedCounter(names.loopCounter), .verdict(.drop)])]),
+            ]
             table.sets.append(NftSet(name: names.loopSet(.udp), key: .port, elements: (transport?.loopUDPPorts ?? []).map { NftElement(key: .port($0)) },
                                      comment: "profile \(profile.name): UDP ports of \(profile.tunnel.interfaceName)'s own transport"))
             // Its peers' endpoints, as addresses and ports apart (a peer's address with
@@ -125,6 +130,8 @@ extension ProfileObjectNames {
     public var loopCounter: String { "\(profile)_loop" }
     /// UDP about to enter the profile's tunnel is checked here.
     public var loopChain: String { "loop_\(profile)" }
+    /// A loop that was under way when vpnd learned the transport's port: counted, dropped.
+    public var heldChain: String { "held_\(profile)" }
     /// Ports of the tunnel's own transport, by protocol.
     public func loopSet(_ transport: NftTransport) -> String { "loop_\(transport.rawValue)_\(profile)" }
     /// The addresses and ports of the tunnel's peers.

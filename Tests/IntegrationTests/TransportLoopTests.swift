@@ -111,6 +111,8 @@ import Testing
         sender.stop()
         let log = try #require(s.daemon.process).output
         #expect(log.contains("forgot") && log.contains("tracked connection(s) from udp \(moved)"), "the looping connection was forgotten: \(log.suffix(2000))")
+        #expect(log.contains("loop: tunnel \(tunnel) (profile work)"), "the loop it stopped is in the log: \(log.suffix(2000))")
+        #expect(try Self.transport(s)?.loopDropped.packets ?? 0 > 0, "and counted in status")
         // What the loop left in wireguard-go drained into the drop: no packet reached the
         // server from the tunnel's own address, which it would have roamed to.
         let endpoints = try s.net.server.run(["wg", "show", s.tunnel.serverInterface, "endpoints"])

@@ -36,7 +36,6 @@ import Testing
                        elements: [NftElement(key: .prefix(IPPrefix("203.0.113.0/24")!), verdict: .jump("member_work"))], interval: true),
                 NftSet(name: "transport", key: .port, elements: [NftElement(key: .port(51820)), NftElement(key: .port(443))], comment: "ports"),
                 NftSet(name: "owners", key: .uid, elements: [NftElement(key: .uid(0)), NftElement(key: .uid(1000))]),
-                NftSet(name: "marks", key: .mark, elements: [NftElement(key: .mark(mark))]),
             ],
             chains: [
                 NftChain(name: "route_output", base: NftBaseChain(kind: .route, hook: .output, priority: NftBaseChain.mangle), rules: [
@@ -64,7 +63,6 @@ import Testing
                     NftRule([.sourcePortInSet(.udp, set: "transport"), .socketUserInSet("owners"), .setMark(clear: mask, set: mask),
                              .setConntrackMark(clear: mask, set: 0), .verdict(.accept)]),
                     NftRule([.sourcePortInSet(.tcp, set: "transport"), .verdict(.drop)]),
-                    NftRule([.conntrackMarkInSet(mask: mask, set: "marks"), .verdict(.drop)]),
                     NftRule([.conntrackStateNew, .destinationPortInSet(.udp, set: "transport"), .verdict(.accept)]),
                 ]),
                 NftChain(name: "dns_redirect", base: NftBaseChain(kind: .nat, hook: .output, priority: NftBaseChain.dstnat), rules: [

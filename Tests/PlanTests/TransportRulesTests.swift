@@ -37,10 +37,13 @@ import Testing
         #expect(try #require(state.nft.chain(named: "tunnel_transport")).rules.map(\.statements) == [
             // A connection a profile carried into a tunnel keeps a NAT to the tunnel's address:
             // dropped until vpnd forgets it.
-            [.conntrackMarkInSet(mask: mask, set: "profile_marks"), .verdict(.drop)],
+            [.conntrackMarkVerdictMap(mask: mask, map: "transport_held")],
             [.setMark(clear: mask, set: bypass), .setConntrackMark(clear: mask, set: 0), .namedCounter("tunnel_transport"), .verdict(.accept)],
         ])
-        #expect(state.nft.set(named: "profile_marks")?.elements == [NftElement(key: .mark(0x0100_0000)), NftElement(key: .mark(0x0200_0000))])
+        #expect(state.nft.set(named: "transport_held")?.elements == [NftElement(key: .mark(0x0100_0000), verdict: .jump("held_work")),
+                                                                     NftElement(key: .mark(0x0200_0000), verdict: .jump("held_home"))])
+        #expect(state.nft.chain(named: "held_work")?.rules.map(\.statements) == [[.namedCounter("work_loop"), .verdict(.drop)]],
+                "counted as the profile's loop")
         // Before the connection's verdict is restored, before any cgroup, route.networks
         // (which covers the tunnel's server here) and system mode.
         let restore = try #require(output.firstIndex(of: [.conntrackMarkVerdictMap(mask: mask, map: "connection_marks")]))
