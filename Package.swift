@@ -46,7 +46,7 @@ let package = Package(
         .target(name: "Cgroups", dependencies: ["CLinux"]),
         .target(name: "TrustedFiles", dependencies: ["Policy"]),
         .target(name: "TunnelFiles", dependencies: ["Policy", "TrustedFiles", "WireGuard"]),
-        .target(name: "Facts", dependencies: ["Addresses", "Cgroups", "Netlink", "Plan", "Policy", "Routing"]),
+        .target(name: "Facts", dependencies: ["Addresses", "Cgroups", "Netlink", "Plan", "Policy", "Routing", "WireGuard", "CLinux"]),
         .target(name: "WireGuardDevice", dependencies: ["WireGuard", "CLinux", "Addresses", "Netlink", "Routing"]),
         .target(name: "Daemon", dependencies: ["Addresses", "CCap", "DNS", "CLinux", "CSystemd", "Cgroups", "Control", "Facts", "TrustedFiles", "Netlink", "Nftables", "Plan", "Policy", "Routing", "TunnelFiles", "WireGuard", "WireGuardDevice"]),
 

@@ -221,63 +221,19 @@ static inline int vx_landlock_allow_beneath(int ruleset, int fd, uint64_t access
 }
 static inline int vx_landlock_restrict_self(int ruleset) { return (int)syscall(446, ruleset, 0UL); }
 
-// --- the executable reader's confinement: a seccomp filter allowing only what it uses ---
+// --- the process inspector (its filter and loop are in inspector.h) ---
 #include <linux/filter.h>
 #include <linux/seccomp.h>
 #include <linux/audit.h>
 #include <stddef.h>
 #include <stdio.h>
 
-/// Allows read, write, readlinkat, close, exit(_group) and rt_sigreturn; everything else
-/// kills the process. Needs no_new_privs set first. Returns 0 or -1 with errno.
-static inline int vx_seccomp_reader_only(void) {
-#if defined(__x86_64__)
-    const unsigned int arch = AUDIT_ARCH_X86_64;
-#elif defined(__aarch64__)
-    const unsigned int arch = AUDIT_ARCH_AARCH64;
-#else
-    errno = ENOSYS;
-    return -1;
-#endif
-    struct sock_filter filter[] = {
-        BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, arch)),
-        BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, arch, 1, 0),
-        BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_KILL_PROCESS),
-        BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr)),
-        BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, __NR_read, 7, 0),
-        BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, __NR_write, 6, 0),
-        BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, __NR_readlinkat, 5, 0),
-        BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, __NR_close, 4, 0),
-        BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, __NR_exit_group, 3, 0),
-        BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, __NR_exit, 2, 0),
-        BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, __NR_rt_sigreturn, 1, 0),
-        BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_KILL_PROCESS),
-        BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
-    };
-    struct sock_fprog program = { (unsigned short)(sizeof filter / sizeof filter[0]), filter };
-    return prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &program, 0, 0);
-}
-
-/// The reader's loop, all in C so that nothing between two system calls can need another
-/// (a Swift runtime lock, malloc): reads a pid (4 bytes), answers the length of
-/// /proc/PID/exe's target (4 bytes, 0 when it cannot be read) and the bytes. Returns when
-/// vpnd closes its end.
-static inline void vx_executable_reader_loop(int sock) {
-    char path[32];
-    char target[4096];
-    for (;;) {
-        int32_t pid;
-        if (read(sock, &pid, sizeof pid) != sizeof pid) return;
-        int n = snprintf(path, sizeof path, "/proc/%d/exe", (int)pid);
-        ssize_t length = (n > 0 && pid > 0) ? readlinkat(AT_FDCWD, path, target, sizeof target) : -1;
-        uint32_t reply = length > 0 ? (uint32_t)length : 0;
-        if (write(sock, &reply, sizeof reply) != sizeof reply) return;
-        if (reply && write(sock, target, reply) != (ssize_t)reply) return;
-    }
-}
 static inline int vx_set_parent_death_signal(int sig) { return prctl(PR_SET_PDEATHSIG, sig, 0, 0, 0); }
 /// Allows `access` (LANDLOCK_ACCESS_NET_BIND_TCP 1, _CONNECT_TCP 2) on one TCP port (ABI 4).
 static inline int vx_landlock_allow_port(int ruleset, uint16_t port, uint64_t access) {
     struct { uint64_t allowed_access; uint64_t port; } rule = { access, port };
     return (int)syscall(445, ruleset, 2 /* LANDLOCK_RULE_NET_PORT */, &rule, 0UL);
 }
+
+// --- the process inspector (vpnd's helper with CAP_SYS_PTRACE) ---
+#include "inspector.h"

@@ -216,6 +216,8 @@ public struct TunnelStatus: Codable, Hashable, Sendable {
     public var txBytes: UInt64
     /// The built-in engine's view, for a profile with `tunnel.wireguard`.
     public var wireguard: WireGuardReport?
+    /// The tunnel's own transport, kept out of every profile (TransportStatus).
+    public var transport: TransportStatus?
 
     public init(interface: String, state: String, addresses: [String], rxBytes: UInt64, txBytes: UInt64, wireguard: WireGuardReport? = nil) {
         self.interface = interface

@@ -1,6 +1,7 @@
 import Control
 import Glibc
 import Netlink
+import Plan
 import Policy
 import TunnelFiles
 import WireGuard
@@ -56,6 +57,16 @@ final class BuiltInTunnels {
     }
 
     var isRunningAny: Bool { !running.isEmpty }
+
+    /// A built-in tunnel's own transport: its socket is ours (and carries the bypass mark).
+    func transport(interface: String) -> TunnelTransport {
+        guard let tunnel = running[interface]?.tunnel else {
+            return TunnelTransport(source: .builtIn, detail: "not running")
+        }
+        let status = tunnel.engine.status
+        return TunnelTransport(source: .builtIn, udpPort: tunnel.udp.port, owner: geteuid(), fwmark: status.fwmark,
+                               endpoints: status.peers.compactMap { $0.endpoint.map { TunnelTransport.Endpoint(address: $0.address, port: $0.port) } })
+    }
 
     func status(interface: String) -> EngineStatus? { running[interface]?.tunnel.engine.status }
 

@@ -56,6 +56,7 @@ extension Daemon {
                 interface: profile.tunnel.interfaceName, state: Self.tunnelState(link),
                 addresses: link.map { l in addresses.filter { $0.interfaceIndex == l.index }.map(\.prefix.description) } ?? [],
                 rxBytes: link?.statistics.rxBytes ?? 0, txBytes: link?.statistics.txBytes ?? 0)
+            tunnel.transport = transportStatus(profile, counters: counters)
             if profile.tunnel.isBuiltIn {
                 tunnel.wireguard = tunnels.status(interface: profile.tunnel.interfaceName).map(WireGuardReport.init)
                     ?? WireGuardReport(publicKey: nil, listenPort: nil, peers: [], drops: [:])

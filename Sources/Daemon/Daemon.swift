@@ -81,6 +81,17 @@ public final class Daemon {
     var scopes: SystemdScopes?
     /// Every network a tunnel interface has been seen on (allow_lan keeps them tunneled).
     private var seenTunnelNetworks: [String: [IPPrefix]] = [:]
+    /// Where the profile tunnels' own transports are learned (TransportRules keeps them out).
+    var transportReader: TransportReader {
+        var reader = TransportReader(wireguard: WireGuardSocketReader(directory: options.wireguardSocketDirectory))
+        if let inspector = executables.follower?.reader {
+            reader.holders = { [holderCache] in holderCache.holders(of: $0, link: $1, inspector: inspector) }
+            reader.sockets = { [holderCache] in holderCache.sockets() }
+        }
+        return reader
+    }
+    let holderCache = TunnelHolderCache()
+    var transportWatch = TransportWatch()
 
     /// Loads and applies the policy. Throws a PolicyError (nothing was touched) or the
     /// error of the first kernel operation that failed.
@@ -177,7 +188,13 @@ public final class Daemon {
     // MARK: state
 
     func facts(for policy: Policy? = nil) throws -> RuntimeFacts {
-        var facts = try FactsReader(hierarchy: hierarchy, netlink: rtnl).read(policy ?? self.policy, cgroupParent: options.cgroupParent)
+        var reader = FactsReader(hierarchy: hierarchy, netlink: rtnl)
+        // A built-in tunnel's transport is vpnd's own socket: known without asking its wg socket.
+        reader.transports = { [transportReader, known = transportWatch.known, tunnels, builtIn = Set(tunnelFiles.keys)] interface, link in
+            builtIn.contains(interface) ? tunnels.transport(interface: interface)
+                : TransportReader.keepingKnown(transportReader.transport(of: interface, link: link), previous: known[interface])
+        }
+        var facts = try reader.read(policy ?? self.policy, cgroupParent: options.cgroupParent)
         // A tunnel's own networks stay in the tunnel (allow_lan) also while it is down or
         // gone: a built-in tunnel's from its file, any other's as last seen.
         for (interface, loaded) in tunnelFiles {
@@ -204,6 +221,7 @@ public final class Daemon {
     /// tunnel starts), then the built-in tunnels, then again for the routes to their new
     /// interfaces. A built-in tunnel that cannot start leaves its profile fail-closed.
     func applyPolicy() throws {
+        defer { followTransports() }
         try ensureCgroups()
         try apply(try facts())
         guard !tunnelFiles.isEmpty || tunnels.isRunningAny else { return }

@@ -19,7 +19,8 @@ import Policy
 /// matched only by the guard.
 final class ExecutableFollower {
     let events: ExecEvents
-    private let reader: ExecutableReader
+    /// Also asked which processes hold tunnel devices (TunnelHolderCache).
+    let reader: ExecutableReader
     private let log: Log
     private var listening = true
     /// Moves made, by target ("work", or "bypass"), for status.

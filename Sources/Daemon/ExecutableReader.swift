@@ -2,13 +2,18 @@ import CCap
 import CLinux
 import Glibc
 
-/// Which program a process runs (/proc/PID/exe), asked of a helper process. vpnd cannot
-/// read that link itself: it is guarded like ptrace, which needs CAP_SYS_PTRACE for other
-/// users' processes and for root's privileged ones, and vpnd's Landlock domain forbids it
-/// for every process outside it. So vpnd forks, before it confines itself, a helper that
-/// keeps CAP_SYS_PTRACE and nothing else, has no_new_privs, and under a seccomp filter can
-/// only read a pid from vpnd, read that one link and answer (not even ptrace itself); it
-/// dies with vpnd. A vpnd taken over can learn which program a process runs, nothing more.
+/// vpnd's process inspector: which program a process runs (/proc/PID/exe), and which
+/// processes hold a TUN device and with which sockets (TunnelHolders). vpnd cannot look
+/// itself: /proc/PID/exe and /proc/PID/fd are guarded like ptrace, which needs
+/// CAP_SYS_PTRACE for other users' processes and for root's privileged ones, and vpnd's
+/// Landlock domain forbids it for every process outside it. So vpnd forks, before it
+/// confines itself, a helper that keeps CAP_SYS_PTRACE and nothing else, has no_new_privs,
+/// and dies with vpnd. Its seccomp filter (CLinux/inspector.h) lets it read requests from
+/// vpnd and answer on that one socket, read links, list directories (opened read-only as
+/// directories: no file's contents), and copy another process's descriptor only to ask a
+/// TUN device its name; not even ptrace itself. A vpnd taken over can learn which program
+/// a process runs, which processes hold TUN devices, and the names of any directory's
+/// entries and any link's target; nothing more.
 final class ExecutableReader {
     private let socket: Int32
     let pid: Int32
@@ -51,21 +56,40 @@ final class ExecutableReader {
 
     /// The path of the program `pid` runs, or nil (a kernel thread, a process gone).
     func executable(of pid: Int32) -> String? {
-        var request = pid
-        // MSG_NOSIGNAL: a helper that died must not take vpnd with it (SIGPIPE).
-        guard send(socket, &request, 4, Int32(MSG_NOSIGNAL)) == 4 else { return nil }
-        var length: UInt32 = 0
-        guard read(socket, &length, 4) == 4, length > 0, length <= 4096 else { return nil }
-        var bytes = [UInt8](repeating: 0, count: Int(length))
-        var received = 0
-        while received < bytes.count {
-            let count = bytes[received...].withUnsafeMutableBytes { read(socket, $0.baseAddress, $0.count) }
-            guard count > 0 else { return nil }
-            received += count
-        }
+        guard pid > 0, let bytes = answer(to: pid), !bytes.isEmpty, bytes.count <= 4096 else { return nil }
         let path = String(decoding: bytes, as: UTF8.self)
         // A program replaced or removed since it started reads "PATH (deleted)".
         return path.hasSuffix(" (deleted)") ? String(path.dropLast(" (deleted)".count)) : path
+    }
+
+    /// The helper's answer to one request (vx_inspector_loop): nil when it did not answer
+    /// (gone, or slower than the socket's timeout), empty when it had nothing to say. Each
+    /// answer starts with the request it answers: one that came too late for an earlier
+    /// request is skipped, never taken for the answer to this one.
+    func answer(to request: Int32) -> [UInt8]? {
+        var asked = request
+        // A helper that died (it could not keep CAP_SYS_PTRACE) must not take vpnd with it.
+        guard send(socket, &asked, 4, Int32(MSG_NOSIGNAL)) == 4 else { return nil }
+        for _ in 0..<16 {
+            var echo: Int32 = 0, length: UInt32 = 0
+            guard readExactly(&echo, 4), readExactly(&length, 4), length <= 1 << 16 else { return nil }
+            var bytes = [UInt8](repeating: 0, count: Int(length))
+            if length > 0 {
+                guard bytes.withUnsafeMutableBytes({ readExactly($0.baseAddress!, $0.count) }) else { return nil }
+            }
+            if echo == request { return bytes }
+        }
+        return nil
+    }
+
+    private func readExactly(_ buffer: UnsafeMutableRawPointer, _ count: Int) -> Bool {
+        var received = 0
+        while received < count {
+            let n = read(socket, buffer + received, count - received)
+            guard n > 0 else { return false }
+            received += n
+        }
+        return true
     }
 
     /// The helper's whole life; never returns.
@@ -78,8 +102,8 @@ final class ExecutableReader {
         } catch {
             _exit(1)
         }
-        guard vx_seccomp_reader_only() == 0 else { _exit(1) }
-        vx_executable_reader_loop(socket)
+        guard vx_seccomp_inspector(socket) == 0 else { _exit(1) }
+        vx_inspector_loop(socket)
         _exit(0)
     }
 }

@@ -13,6 +13,9 @@ public struct FactsReader {
     let hierarchy: CgroupHierarchy?
     let links: () throws -> [Link]
     let addresses: () throws -> [InterfaceAddress]
+    /// Each profile tunnel's own transport (TransportReader), given its link if there is
+    /// one; nil: not read.
+    public var transports: ((_ interface: String, _ link: Link?) -> TunnelTransport)?
 
     public init(hierarchy: CgroupHierarchy?, links: @escaping () throws -> [Link], addresses: @escaping () throws -> [InterfaceAddress]) {
         self.hierarchy = hierarchy
@@ -61,6 +64,9 @@ public struct FactsReader {
         }
         let wanted = Set(policy.profiles.map(\.tunnel.interfaceName))
         for link in try links() where wanted.contains(link.name) { facts.links[link.name] = link }
+        if let transports {
+            for interface in wanted.sorted() { facts.tunnelTransports[interface] = transports(interface, facts.links[interface]) }
+        }
         // Only allow_lan needs to know which (private) networks the tunnels are on.
         let lan = Set(policy.profiles.filter(\.allowLAN).map(\.tunnel.interfaceName))
         if !lan.isEmpty {

@@ -67,6 +67,14 @@ enum NftExpressions {
             // One load of both ports, as nft merges the two matches.
             return [loadMeta(NFT_META_L4PROTO), compare([NftTransport.udp.number], negated: false),
                     loadTransport(offset: 0, length: 4), compare(source.bigEndianBytes + destination.bigEndianBytes, negated: false)]
+        case let .sourcePortInSet(transport, set):
+            return [loadMeta(NFT_META_L4PROTO), compare([transport.number], negated: false),
+                    loadTransport(offset: 0, length: 2), setLookup(set, negated: false)]
+        case let .destinationPortInSet(transport, set):
+            return [loadMeta(NFT_META_L4PROTO), compare([transport.number], negated: false),
+                    loadTransport(offset: 2, length: 2), setLookup(set, negated: false)]
+        case let .socketUserInSet(set):
+            return [loadMeta(NFT_META_SKUID), setLookup(set, negated: false)]
         case let .icmpv6Types(types):
             var expressions = [loadMeta(NFT_META_NFPROTO), compare([10], negated: false),  // NFPROTO_IPV6
                                loadMeta(NFT_META_L4PROTO), compare([58], negated: false),  // IPPROTO_ICMPV6
@@ -247,6 +255,8 @@ extension NftElementKey {
         case let .cgroup(id, _): return withUnsafeBytes(of: id) { Array($0) }
         case let .mark(mark): return mark.bytes
         case let .prefix(prefix): return prefix.network.address.bytes
+        case let .port(port): return port.bigEndianBytes
+        case let .uid(uid): return uid.bytes
         }
     }
 }

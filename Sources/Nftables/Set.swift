@@ -34,6 +34,10 @@ public enum NftSetKeyType: String, Hashable, Sendable {
     case mark = "mark"
     case ipv4Address = "ipv4_addr"
     case ipv6Address = "ipv6_addr"
+    /// A TCP or UDP port (`udp sport @set`).
+    case port = "inet_service"
+    /// A socket's owner (`meta skuid @set`).
+    case uid = "uid"
 
     /// nft's datatype number (TYPE_* in nftables' datatype.h), stored in the set so that
     /// `nft list` prints keys in their own notation.
@@ -43,6 +47,8 @@ public enum NftSetKeyType: String, Hashable, Sendable {
         case .mark: return 19
         case .ipv4Address: return 7
         case .ipv6Address: return 8
+        case .port: return 13
+        case .uid: return 24
         }
     }
 
@@ -52,11 +58,13 @@ public enum NftSetKeyType: String, Hashable, Sendable {
         case .mark: return 4
         case .ipv4Address: return 4
         case .ipv6Address: return 16
+        case .port: return 2
+        case .uid: return 4
         }
     }
 
-    /// Addresses are compared in network order; marks and cgroup ids in the host's.
-    public var isBigEndian: Bool { self == .ipv4Address || self == .ipv6Address }
+    /// Addresses and ports are compared in network order; marks, uids and cgroup ids in the host's.
+    public var isBigEndian: Bool { self == .ipv4Address || self == .ipv6Address || self == .port }
 
     public static func address(ipv4: Bool) -> NftSetKeyType { ipv4 ? .ipv4Address : .ipv6Address }
 }
@@ -85,4 +93,8 @@ public enum NftElementKey: Hashable, Sendable {
     case mark(UInt32)
     /// An address prefix, in an interval set (a host prefix is one address).
     case prefix(IPPrefix)
+    /// A TCP or UDP port.
+    case port(UInt16)
+    /// A user id.
+    case uid(UInt32)
 }

@@ -46,6 +46,12 @@ public enum NftStatement: Hashable, Sendable {
     case transportProtocol(UInt8)
     /// `udp sport S udp dport D`.
     case udpPorts(source: UInt16, destination: UInt16)
+    /// `udp sport @set` / `tcp sport @set`: UDP (or TCP) packets whose source port is in the set.
+    case sourcePortInSet(NftTransport, set: String)
+    /// `udp dport @set` / `tcp dport @set`.
+    case destinationPortInSet(NftTransport, set: String)
+    /// `meta skuid @set`: the packet's socket belongs to one of these users.
+    case socketUserInSet(String)
     /// `icmpv6 type A-B` (or one type): IPv6 packets only.
     case icmpv6Types(ClosedRange<UInt8>)
     /// `fib saddr . oif type local` (or `!= local`): the packet's source address is one of
@@ -82,7 +88,8 @@ extension NftStatement {
         case let .cgroupVerdictMap(_, map), let .destinationVerdictMap(_, map), let .markVerdictMap(_, map),
              let .conntrackMarkVerdictMap(_, map):
             return .set(map)
-        case let .cgroupInSet(_, set, _), let .destinationInSet(_, set, _), let .sourceInSet(_, set, _): return .set(set)
+        case let .cgroupInSet(_, set, _), let .destinationInSet(_, set, _), let .sourceInSet(_, set, _),
+             let .sourcePortInSet(_, set), let .destinationPortInSet(_, set), let .socketUserInSet(set): return .set(set)
         case let .verdict(.jump(chain)), let .verdict(.goto(chain)): return .chain(chain)
         default: return nil
         }

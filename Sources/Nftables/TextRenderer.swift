@@ -106,6 +106,12 @@ public struct NftTextRenderer: Sendable {
             return "meta l4proto \(number)"
         case let .udpPorts(source, destination):
             return "udp sport \(source) udp dport \(destination)"
+        case let .sourcePortInSet(transport, set):
+            return "\(transport.rawValue) sport @\(set)"
+        case let .destinationPortInSet(transport, set):
+            return "\(transport.rawValue) dport @\(set)"
+        case let .socketUserInSet(set):
+            return "meta skuid @\(set)"
         case let .icmpv6Types(types):
             return "icmpv6 type " + (types.count == 1 ? "\(types.lowerBound)" : "\(types.lowerBound)-\(types.upperBound)")
         case let .sourceIsOutputInterfaceAddress(negated):
@@ -132,6 +138,8 @@ public struct NftTextRenderer: Sendable {
         case let .mark(mark): return hex(mark)
         case let .prefix(prefix):
             return prefix.length == prefix.address.bitCount ? prefix.address.description : prefix.network.description
+        case let .port(port): return String(port)
+        case let .uid(uid): return String(uid)
         }
     }
 

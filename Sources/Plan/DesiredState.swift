@@ -57,6 +57,8 @@ public struct RuntimeFacts: Hashable, Sendable {
     public var joinedCgroups: [String: JoinedCgroup] = [:]
     /// Cgroups named like a profile's whose user may not use it: path -> why (for the log).
     public var refusedCgroups: [String: String] = [:]
+    /// Each profile tunnel's own transport as vpnd knows it, by interface (TransportRules).
+    public var tunnelTransports: [String: TunnelTransport] = [:]
 
     public struct JoinedCgroup: Hashable, Sendable {
         public var profile: String

@@ -11,9 +11,10 @@ import Policy
 /// socket made before its process joined, route.networks); a socket born marked has it.
 /// The connection's mark is checked too: it is set from the cgroup and no socket option
 /// reaches it, so a member's packet whose mark something changed after the route chain
-/// is still held. (`socket cgroupv2` itself is not available in postrouting.)
+/// is still held. (`socket cgroupv2` itself is not available in postrouting.) Before all
+/// that, the tunnel's own transport is kept from entering it (TransportRules).
 enum KillswitchRules {
-    static func add(_ policy: Policy, to table: inout NftTable) {
+    static func add(_ policy: Policy, facts: RuntimeFacts, to table: inout NftTable) {
         guard !policy.profiles.isEmpty else { return }
         let mask = policy.routing.markMask
         var egressMarks: [NftElement] = []
@@ -24,7 +25,7 @@ enum KillswitchRules {
             let tunnel = profile.tunnel.interfaceName
             egressMarks.append(NftElement(key: .mark(mark), verdict: .jump(names.egressChain)))
             table.counters.append(NftCounter(name: names.tunnelCounter, comment: "profile \(profile.name): packets that left through \(tunnel)"))
-            var rules = [
+            var rules = TransportRules.guardRules(profile, facts: facts) + [
                 NftRule([.outputInterfaceName(tunnel, negated: false), .namedCounter(names.tunnelCounter), .verdict(.accept)]),
                 NftRule([.outputInterfaceName("lo", negated: false), .verdict(.accept)]),
             ]

@@ -61,10 +61,12 @@ enum MembershipRules {
             NftSet(name: "inbound_marks", key: .mark, data: .verdict, elements: inboundMarks),
         ]
         let bypass = policy.routing.bypassMark
+        // A tunnel's own transport first: it must win over a connection's earlier verdict.
+        var output = TransportRules.output(policy)
         // A connection decided direct before (a non-member's, a member's to the LAN) is not
         // looked at again, as long as its packets carry none of our bits but the bypass
         // mark (a built-in tunnel's own socket carries it).
-        var output = [0, bypass].map { value in
+        output += [0, bypass].map { value in
             NftRule([.conntrackMarkMatch(mask: mask, value: bypass, negated: false), .markMatch(mask: mask, value: value, negated: false),
                      .verdict(.accept)], comment: value == 0 ? "decided direct before" : nil)
         }

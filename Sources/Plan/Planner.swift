@@ -13,10 +13,11 @@ public enum Planner {
         let routing = policy.routing
         var table = NftTable(family: .inet, name: vpnexecTableName)
         ExceptionRules.add(policy, facts: facts, to: &table)
+        TransportRules.add(policy, facts: facts, to: &table)
         MembershipRules.add(policy, facts: facts, to: &table)
         InboundRules.add(policy, facts: facts, to: &table)
         DNSRules.add(policy, facts: facts, to: &table)
-        KillswitchRules.add(policy, to: &table)
+        KillswitchRules.add(policy, facts: facts, to: &table)
         var sysctls: [Sysctl] = []
         if !policy.profiles.isEmpty {
             // Replies on a member connection carry the profile's mark (restored from the

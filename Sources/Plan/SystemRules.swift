@@ -27,7 +27,8 @@ enum SystemRules {
 
     /// Input: new connections to sockets no profile map placed, and to no socket at all.
     static func inbound(_ system: Profile) -> [NftRule] {
-        [NftRule([.conntrackStateNew, .socketMarkMatch(value: 0, negated: true), .verdict(.accept)])]
+        TransportRules.inbound()
+            + [NftRule([.conntrackStateNew, .socketMarkMatch(value: 0, negated: true), .verdict(.accept)])]
             + link(sending: false)
             + [NftRule([.conntrackStateNew, .verdict(.jump(ProfileObjectNames(system.name).listenChain))],
                        comment: "system mode: profile \(system.name)'s listeners")]

@@ -11,8 +11,12 @@ enum LocalPlan {
     static func render(policyDirectory: String, cgroupParent: String) throws -> String {
         let policy = try Policy.parse(try PolicyDirectory.read(policyDirectory), resolver: SystemNameResolver())
         let netlink = try? Rtnetlink()
-        let reader = FactsReader(hierarchy: try? CgroupHierarchy.system(), links: { (try? netlink?.links()) ?? [] },
+        var reader = FactsReader(hierarchy: try? CgroupHierarchy.system(), links: { (try? netlink?.links()) ?? [] },
                                  addresses: { (try? netlink?.addresses()) ?? [] })
+        var transports = TransportReader()
+        transports.holders = { interface, _ in TunnelHolder.scanHere().filter { $0.interface == interface } }
+        transports.sockets = { (try? SocketDiag().sockets()) ?? [] }
+        reader.transports = transports.transport(of:link:)
         let facts = try reader.read(policy, cgroupParent: cgroupParent)
         let names = Dictionary(facts.links.values.map { ($0.index, $0.name) }, uniquingKeysWith: { a, _ in a })
         return PlanText.render(Planner.plan(policy, facts: facts), interfaceNames: names)

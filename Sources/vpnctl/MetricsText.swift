@@ -41,6 +41,8 @@ enum MetricsText {
             zip(tunnels, profiles).map { Sample(labels: $0, value: Double($1.tunnel.rxBytes)) })
         add("tunnel_transmit_bytes_total", "counter", "Bytes the tunnel interface sent.",
             zip(tunnels, profiles).map { Sample(labels: $0, value: Double($1.tunnel.txBytes)) })
+        add("tunnel_loop_dropped_packets_total", "counter", "Packets of the tunnel's own transport that would have entered it (a loop), dropped.",
+            zip(tunnels, profiles).compactMap { labels, profile in profile.tunnel.transport.map { Sample(labels: labels, value: Double($0.loopDropped.packets)) } })
 
         let engines = profiles.compactMap { profile in profile.tunnel.wireguard.map { (profile.name, $0) } }
         add("peer_last_handshake_age_seconds", "gauge", "Seconds since the built-in engine's latest handshake with the peer (peers with one).",

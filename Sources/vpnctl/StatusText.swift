@@ -16,6 +16,7 @@ enum StatusText {
             lines.append("profile \(profile.name): mark 0x\(String(profile.mark, radix: 16)), table \(profile.table), killswitch \(profile.killswitch ? "on" : "off")")
             let addresses = profile.tunnel.addresses.isEmpty ? "" : " (" + profile.tunnel.addresses.joined(separator: ", ") + ")"
             lines.append("  tunnel    \(profile.tunnel.interface): \(profile.tunnel.state)\(addresses), rx \(bytes(profile.tunnel.rxBytes)), tx \(bytes(profile.tunnel.txBytes))")
+            if let transport = profile.tunnel.transport { lines.append(self.transport(transport)) }
             if let wg = profile.tunnel.wireguard { lines += wireguard(wg, now: now) }
             lines.append("  members   \(profile.members) process(es) in \(([profile.cgroup] + profile.joinedCgroups).joined(separator: ", "))")
             lines.append("  sent      \(traffic(profile.sent)); through the tunnel \(traffic(profile.throughTunnel))")
@@ -52,6 +53,22 @@ enum StatusText {
         let drops = wg.drops.filter { $0.value > 0 }.sorted { $0.key < $1.key }.map { "\($0.key) \($0.value)" }
         lines.append("  drops     \(drops.isEmpty ? "none" : drops.joined(separator: ", "))")
         return lines
+    }
+
+    /// The tunnel's own transport as vpnd knows it, and what its loop guard dropped.
+    static func transport(_ t: TransportStatus) -> String {
+        var text = "  transport "
+        if let port = t.udpPort {
+            let who = [t.source] + (t.pid.map { ["pid \($0)"] } ?? []) + (t.owner.map { ["uid \($0)"] } ?? [])
+            text += "udp \(port) (\(who.joined(separator: ", "))): kept out of every profile"
+        } else {
+            text += (t.source == "unknown" ? "unknown" : "\(t.source), port not known") + (t.detail.map { " (\($0))" } ?? "")
+        }
+        if let mark = t.fwmark { text += "; fwmark \(mark)" }
+        if !t.endpoints.isEmpty { text += "; peers at \(t.endpoints.joined(separator: ", "))" }
+        let guarded = t.guardedUDPPorts.map { "udp \($0)" } + t.guardedTCPPorts.map { "tcp \($0)" }
+        if !guarded.isEmpty { text += "; guarded \(guarded.joined(separator: ", ")) of pid \(t.pid.map(String.init) ?? "?"), which holds the device" }
+        return text + "; loop: \(t.loopDropped.packets == 0 ? "none" : "\(traffic(t.loopDropped)) of its own transport dropped before entering it")"
     }
 
     /// The profile's holes, one line each, only those it has.

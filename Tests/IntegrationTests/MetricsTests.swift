@@ -70,6 +70,11 @@ import Testing
         #expect(drops.allSatisfy { $0.type == "counter" })
         #expect(sample("vpnexec_tunnel_transmit_bytes_total", ["profile": "work", "interface": interface]).map { $0.value > 0 } == true,
                 "the handshake went out through the tunnel's engine")
+        #expect(sample("vpnexec_tunnel_loop_dropped_packets_total", ["profile": "work", "interface": interface])?.value == 0,
+                "the built-in engine's transport never loops")
+        let work = try #require(try daemon.status().profiles.first { $0.name == "work" })
+        #expect(work.tunnel.transport?.source == "built-in" && work.tunnel.transport?.udpPort == work.tunnel.wireguard?.listenPort
+                && work.tunnel.transport?.owner == 0, "vpnd's own engine: its socket kept out of every profile: \(String(describing: work.tunnel.transport))")
         #expect(!json.stdout.contains(clientKey), "no private key in the status")
         _ = clientPublic
     }

@@ -34,6 +34,8 @@ import Testing
                 NftSet(name: "learned6", key: .ipv6Address, timeout: true),
                 NftSet(name: "networks4", key: .ipv4Address, data: .verdict,
                        elements: [NftElement(key: .prefix(IPPrefix("203.0.113.0/24")!), verdict: .jump("member_work"))], interval: true),
+                NftSet(name: "transport", key: .port, elements: [NftElement(key: .port(51820)), NftElement(key: .port(443))], comment: "ports"),
+                NftSet(name: "owners", key: .uid, elements: [NftElement(key: .uid(0)), NftElement(key: .uid(1000))]),
             ],
             chains: [
                 NftChain(name: "route_output", base: NftBaseChain(kind: .route, hook: .output, priority: NftBaseChain.mangle), rules: [
@@ -58,6 +60,10 @@ import Testing
                     // A reject in a route chain (the member path): the kernel takes it at the output hook.
                     NftRule([.destinationPort(.tcp, 853), .reject(.tcpReset)]),
                     NftRule([.destinationPort(.udp, 853), .reject(.portUnreachable)]),
+                    NftRule([.sourcePortInSet(.udp, set: "transport"), .socketUserInSet("owners"), .setMark(clear: mask, set: mask),
+                             .setConntrackMark(clear: mask, set: 0), .verdict(.accept)]),
+                    NftRule([.sourcePortInSet(.tcp, set: "transport"), .verdict(.drop)]),
+                    NftRule([.conntrackStateNew, .destinationPortInSet(.udp, set: "transport"), .verdict(.accept)]),
                 ]),
                 NftChain(name: "dns_redirect", base: NftBaseChain(kind: .nat, hook: .output, priority: NftBaseChain.dstnat), rules: [
                     NftRule([.markMatch(mask: mask, value: mark, negated: false), .destinationPort(.udp, 53), .redirect(port: 5301)]),

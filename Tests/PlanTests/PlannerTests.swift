@@ -34,6 +34,8 @@ func profile(_ name: String, tunnel: String, index: UInt32, killswitch: Bool = t
         #expect(output.base == NftBaseChain(kind: .route, hook: .output, priority: -150))
         let (mask, bypass): (UInt32, UInt32) = (0x7f00_0000, 0x7f00_0000)
         #expect(output.rules.map(\.statements) == [
+            // A profile tunnel's own transport first, whatever its connection decided (TransportRules).
+            [.sourcePortInSet(.udp, set: "tunnel_transport"), .socketUserInSet("tunnel_transport_owners"), .verdict(.jump("tunnel_transport"))],
             // Connections decided direct before are not looked at again.
             [.conntrackMarkMatch(mask: mask, value: bypass, negated: false), .markMatch(mask: mask, value: 0, negated: false), .verdict(.accept)],
             [.conntrackMarkMatch(mask: mask, value: bypass, negated: false), .markMatch(mask: mask, value: bypass, negated: false), .verdict(.accept)],
@@ -82,6 +84,8 @@ func profile(_ name: String, tunnel: String, index: UInt32, killswitch: Bool = t
         let state = Planner.plan(policy, facts: RuntimeFacts())
         let work = try #require(state.nft.chain(named: "egress_work"))
         #expect(work.rules.map(\.statements) == [
+            // The tunnel's own transport never enters it (TransportRules).
+            [.transportProtocol(17), .outputInterfaceName("wg0", negated: false), .verdict(.jump("loop_work"))],
             [.outputInterfaceName("wg0", negated: false), .namedCounter("work_tunnel"), .verdict(.accept)],
             [.outputInterfaceName("lo", negated: false), .verdict(.accept)],
             [.namedCounter("work_dropped"), .verdict(.drop)],

@@ -33,13 +33,24 @@ import Testing
             cleanup.add("remove \(path)") { try hierarchy.remove(path) }
         }
         // System mode on p1, which also has allow_lan: every chain gets its system rules.
-        let state = Planner.plan(Policy(profiles: profiles, system: SystemSettings(profile: "p1")), facts: RuntimeFacts(cgroupParent: parent, cgroupIDs: ids))
+        var facts = RuntimeFacts(cgroupParent: parent, cgroupIDs: ids)
+        // Transports: one known with peers on both families, one guarded by the ports of
+        // the process holding its device.
+        facts.tunnelTransports["wg1"] = TunnelTransport(source: .wireguardSocket, udpPort: 51820, owner: 0, endpoints: [
+            .init(address: IPAddress("203.0.113.2")!, port: 51821), .init(address: IPAddress("2001:db8:2::2")!, port: 51821)])
+        var guarded = TunnelTransport(source: .unknown)
+        guarded.guardUDPPorts = [1194]
+        guarded.guardTCPPorts = [40022, 443]
+        facts.tunnelTransports["wg2"] = guarded
+        let state = Planner.plan(Policy(profiles: profiles, system: SystemSettings(profile: "p1")), facts: facts)
         let text = PlanText.render(state)
         try NftCLI.apply(text, in: namespace, checkOnly: true)
         // And applied for real, then listed: every profile's chain is there.
         try NftCLI.apply(text, in: namespace)
         let listed = try namespace.run(["nft", "list", "table", "inet", "vpnexec"])
         for p in profiles { #expect(listed.contains("chain member_\(p.name) {")) }
+        #expect(listed.contains("udp sport @tunnel_transport meta skuid @tunnel_transport_owners"), "\(listed)")
+        #expect(listed.contains("elements = { 2001:db8:2::2 }") && listed.contains("tcp sport @loop_tcp_p2"), "\(listed)")
         #expect(try NftCLI.cgroupKeys(in: namespace, set: "cgroup_level_2") == ids.values.sorted())
     }
 }

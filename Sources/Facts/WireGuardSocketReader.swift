@@ -1,0 +1,97 @@
+import CLinux
+import Glibc
+import Plan
+import WireGuard
+
+/// Asks a userspace WireGuard (wireguard-go, boringtun, vpn-server) for its transport over
+/// its `wg` socket, DIRECTORY/IFACE.sock: `get=1`, then `listen_port`, `fwmark` and the
+/// peers' endpoints from the answer, and the answering daemon's uid (SO_PEERCRED). The
+/// answer carries the private key: it is parsed in place and wiped. Short timeouts: vpnd
+/// asks from its event loop, and a daemon busy in a loop may answer late.
+public struct WireGuardSocketReader: Sendable {
+    public let directory: String
+
+    public init(directory: String = "/var/run/wireguard") {
+        self.directory = directory
+    }
+
+    /// nil when the interface has no socket there (not a userspace WireGuard, one that serves
+    /// no `wg` socket, or one whose socket nobody listens on any more: its daemon is gone);
+    /// else what the daemon answered, or why it did not (source `wireguardSocket` without a
+    /// port: see `TransportReader.keepingKnown`).
+    public func transport(of interface: String) -> TunnelTransport? {
+        let path = directory + "/" + interface + ".sock"
+        var info = stat()
+        guard lstat(path, &info) == 0, info.st_mode & S_IFMT == S_IFSOCK else { return nil }
+        if let untrusted = untrustedDirectory() {
+            return TunnelTransport(source: .unknown, detail: "\(path) not read: \(untrusted)")
+        }
+        do {
+            return try ask(path)
+        } catch let failure as Failure where failure.nobodyListens {
+            return nil
+        } catch {
+            return TunnelTransport(source: .wireguardSocket, detail: "\(path) did not answer: \(error)")
+        }
+    }
+
+    /// Whoever can make a socket in the directory could name any port as a tunnel's: it
+    /// must be root's and writable by root alone.
+    private func untrustedDirectory() -> String? {
+        var info = stat()
+        guard stat(directory, &info) == 0 else { return "cannot stat \(directory)" }
+        if info.st_uid != 0 { return "\(directory) is not root's" }
+        if info.st_mode & (S_IWGRP | S_IWOTH) != 0 { return "\(directory) is writable by others than root" }
+        return nil
+    }
+
+    struct Failure: Error, CustomStringConvertible {
+        var description: String
+        /// The socket is a file nobody listens on (its daemon died without removing it).
+        var nobodyListens = false
+    }
+
+    private func ask(_ path: String) throws -> TunnelTransport {
+        let fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
+        guard fd >= 0 else { throw Failure(description: "socket: \(String(cString: strerror(errno)))") }
+        defer { close(fd) }
+        var timeout = timeval(tv_sec: 0, tv_usec: 300_000)
+        setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
+        setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
+        var address = sockaddr_un()
+        address.sun_family = sa_family_t(AF_UNIX)
+        guard path.utf8.count < MemoryLayout.size(ofValue: address.sun_path) else { throw Failure(description: "path too long") }
+        withUnsafeMutableBytes(of: &address.sun_path) { $0.copyBytes(from: Array(path.utf8) + [0]) }
+        let connected = withUnsafePointer(to: &address) {
+            connect(fd, UnsafeRawPointer($0).assumingMemoryBound(to: sockaddr.self), socklen_t(MemoryLayout<sockaddr_un>.size))
+        }
+        guard connected == 0 else {
+            throw Failure(description: "connect: \(String(cString: strerror(errno)))", nobodyListens: errno == ECONNREFUSED || errno == ENOENT)
+        }
+        var peer = vx_ucred()
+        guard vx_peer_credentials(fd, &peer) == 0 else {
+            throw Failure(description: "SO_PEERCRED: \(String(cString: strerror(errno)))")
+        }
+        let request = Array("get=1\n\n".utf8)
+        guard send(fd, request, request.count, Int32(MSG_NOSIGNAL)) == request.count else {
+            throw Failure(description: "send: \(String(cString: strerror(errno)))")
+        }
+        var answer = [UInt8](repeating: 0, count: 1 << 16)
+        defer { UAPI.wipe(&answer) }
+        var used = 0
+        // The answer ends with an empty line (after errno=N).
+        while !(used >= 2 && answer[used - 1] == 10 && answer[used - 2] == 10) {
+            guard used < answer.count else { throw Failure(description: "answer longer than \(answer.count) bytes") }
+            let count = answer[used...].withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
+            guard count > 0 else { throw Failure(description: count == 0 ? "closed before answering" : "read: \(String(cString: strerror(errno)))") }
+            used += count
+        }
+        let parsed = try answer.withUnsafeBytes { buffer throws(UAPI.ProtocolError) in
+            try UAPI.Transport.parse(UnsafeRawBufferPointer(rebasing: buffer[..<used]))
+        }
+        var transport = TunnelTransport(source: .wireguardSocket, udpPort: parsed.listenPort, owner: peer.uid, fwmark: parsed.fwmark,
+                                        endpoints: parsed.endpoints.map { TunnelTransport.Endpoint(address: $0.address, port: $0.port) })
+        transport.heldBy = peer.pid
+        return transport
+    }
+}
