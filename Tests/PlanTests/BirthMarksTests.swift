@@ -81,6 +81,9 @@ import Testing
              .sourceIsOutputInterfaceAddress(negated: true), .masquerade],
         ])
         let output = try #require(state.nft.chain(named: "route_output")).rules.map(\.statements)
-        #expect(output[2] == [.conntrackMarkMatch(mask: mask, value: bypass, negated: false), .setMark(clear: mask, set: bypass), .verdict(.accept)])
+        // Before the connection's verdict is looked up (the transport exclusion may come first).
+        let sticky = try #require(output.firstIndex(of: [.conntrackMarkMatch(mask: mask, value: bypass, negated: false), .setMark(clear: mask, set: bypass), .verdict(.accept)]))
+        let verdicts = try #require(output.firstIndex(of: [.conntrackMarkVerdictMap(mask: mask, map: "connection_marks")]))
+        #expect(sticky < verdicts)
     }
 }

@@ -143,7 +143,10 @@ func profile(_ name: String, tunnel: String, index: UInt32, killswitch: Bool = t
         ])
         let output = try #require(state.nft.chain(named: "route_output"))
         let parent = NftElementKey.cgroup(id: 100, path: "vpn.slice")
-        #expect(Array(output.rules.map(\.statements).dropFirst(6).prefix(2)) == [
+        // Right after the deepest-first member lookups (the last is level 2's).
+        let rules = output.rules.map(\.statements)
+        let afterLookups = try #require(rules.firstIndex(of: [.cgroupVerdictMap(level: 2, map: "cgroup_level_2")])) + 1
+        #expect(Array(rules[afterLookups...].prefix(2)) == [
             [.cgroupInSet(level: 1, set: "known_level_1", negated: true), .verdict(.jump("unknown_cgroup"))],
             [.cgroupMatch(level: 1, cgroup: parent, negated: false), .verdict(.jump("unknown_cgroup"))],
         ])
@@ -159,7 +162,9 @@ func profile(_ name: String, tunnel: String, index: UInt32, killswitch: Bool = t
         let deep = RuntimeFacts(cgroupParent: "a.slice/vpn.slice", cgroupIDs: ["a.slice/vpn.slice/vpn-work.slice": 101],
                                 cgroupsAlongParent: ["a.slice": 1, "b.slice": 2, "a.slice/vpn.slice": 3, "a.slice/x.service": 4])
         let deepOutput = try #require(Planner.plan(policy, facts: deep).nft.chain(named: "route_output"))
-        #expect(Array(deepOutput.rules.map(\.statements).dropFirst(7).prefix(3)) == [
+        let deepRules = deepOutput.rules.map(\.statements)
+        let deepAfterLookups = try #require(deepRules.firstIndex(of: [.cgroupVerdictMap(level: 2, map: "cgroup_level_2")])) + 1
+        #expect(Array(deepRules[deepAfterLookups...].prefix(3)) == [
             [.cgroupInSet(level: 1, set: "known_level_1", negated: true), .verdict(.jump("unknown_cgroup"))],
             [.cgroupMatch(level: 1, cgroup: .cgroup(id: 1, path: "a.slice"), negated: false),
              .cgroupInSet(level: 2, set: "known_level_2", negated: true), .verdict(.jump("unknown_cgroup"))],
