@@ -53,7 +53,7 @@ let package = Package(
         // Executables: thin commands over the libraries.
         .executableTarget(name: "vpnd", dependencies: ["BuildVersion", "Daemon", "Control", "Policy", "TrustedFiles", .product(name: "ArgumentParser", package: "swift-argument-parser")]),
         .executableTarget(name: "vpnexec", dependencies: ["BuildVersion", "Control"]),
-        .executableTarget(name: "vpn-server", dependencies: ["BuildVersion", "WireGuard", "WireGuardDevice", "Daemon", "Netlink", "Nftables", "Plan", "CSystemd", "CLinux", .product(name: "ArgumentParser", package: "swift-argument-parser")]),
+        .executableTarget(name: "vpn-server", dependencies: ["BuildVersion", "Addresses", "WireGuard", "WireGuardDevice", "Daemon", "Netlink", "Nftables", "Plan", "CSystemd", "CLinux", .product(name: "ArgumentParser", package: "swift-argument-parser")]),
         .executableTarget(name: "vpnctl", dependencies: ["BuildVersion", "Control", "Facts", "Plan", "Policy", "TrustedFiles", "TunnelFiles", "Cgroups", "Netlink", .product(name: "ArgumentParser", package: "swift-argument-parser")]),
 
         // Tests. NetTestSupport builds namespaces, runs tools and cleans up after them.
@@ -67,7 +67,7 @@ let package = Package(
         .testTarget(name: "CgroupsTests", dependencies: ["Cgroups", "NetTestSupport"]),
         .testTarget(name: "WireGuardTests", dependencies: ["WireGuard", "Addresses"]),
         .testTarget(name: "DNSTests", dependencies: ["DNS", "Addresses"]),
-        .testTarget(name: "WireGuardDeviceTests", dependencies: ["WireGuardDevice"]),
+        .testTarget(name: "WireGuardDeviceTests", dependencies: ["WireGuardDevice", "Addresses"]),
         .testTarget(name: "DaemonTests", dependencies: ["Daemon", "Plan", "Nftables", "Netlink", "Addresses", "NetTestSupport"]),
         .testTarget(name: "ControlTests", dependencies: ["Control"], exclude: ["Fixtures"]),
         .testTarget(name: "IntegrationTests", dependencies: ["NetTestSupport", "Control"]),

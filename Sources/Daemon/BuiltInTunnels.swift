@@ -1,3 +1,4 @@
+import Addresses
 import Control
 import Glibc
 import Netlink
@@ -65,7 +66,7 @@ final class BuiltInTunnels {
         }
         let status = tunnel.engine.status
         return TunnelTransport(source: .builtIn, udpPort: tunnel.udp.port, owner: geteuid(), fwmark: status.fwmark,
-                               endpoints: status.peers.compactMap { $0.endpoint.map { TunnelTransport.Endpoint(address: $0.address, port: $0.port) } })
+                               endpoints: status.peers.compactMap(\.endpoint))
     }
 
     func status(interface: String) -> EngineStatus? { running[interface]?.tunnel.engine.status }

@@ -1,3 +1,4 @@
+import Addresses
 import CLinux
 import Glibc
 import Plan
@@ -90,7 +91,7 @@ public struct WireGuardSocketReader: Sendable {
             try UAPI.Transport.parse(UnsafeRawBufferPointer(rebasing: buffer[..<used]))
         }
         var transport = TunnelTransport(source: .wireguardSocket, udpPort: parsed.listenPort, owner: peer.uid, fwmark: parsed.fwmark,
-                                        endpoints: parsed.endpoints.map { TunnelTransport.Endpoint(address: $0.address, port: $0.port) })
+                                        endpoints: parsed.endpoints)
         transport.heldBy = peer.pid
         return transport
     }

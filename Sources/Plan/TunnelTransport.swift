@@ -35,16 +35,6 @@ public struct TunnelTransport: Hashable, Sendable {
     /// Why vpnd knows no more (for status and the log).
     public var detail: String?
 
-    public struct Endpoint: Hashable, Sendable, CustomStringConvertible {
-        public var address: IPAddress
-        public var port: UInt16
-        public init(address: IPAddress, port: UInt16) {
-            self.address = address
-            self.port = port
-        }
-        public var description: String { address.isIPv4 ? "\(address):\(port)" : "[\(address)]:\(port)" }
-    }
-
     public init(source: Source, udpPort: UInt16? = nil, owner: UInt32? = nil, fwmark: UInt32? = nil, endpoints: [Endpoint] = [], detail: String? = nil) {
         self.source = source
         self.udpPort = udpPort

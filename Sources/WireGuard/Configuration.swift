@@ -1,18 +1,5 @@
 import Addresses
 
-/// Where a peer's UDP datagrams come from and go to.
-public struct Endpoint: Hashable, Sendable, CustomStringConvertible {
-    public var address: IPAddress
-    public var port: UInt16
-
-    public init(address: IPAddress, port: UInt16) {
-        self.address = address
-        self.port = port
-    }
-
-    public var description: String { address.isIPv4 ? "\(address):\(port)" : "[\(address)]:\(port)" }
-}
-
 /// The protocol's constants (WireGuard paper, section 6), gathered so tests can shorten them.
 public struct Timing: Sendable {
     public var rekeyAfterMessages: UInt64 = 1 << 60

@@ -1,3 +1,4 @@
+import Addresses
 /// The cryptography of one transport message, split from the engine's bookkeeping so that a
 /// batch's messages can be encrypted or decrypted on several threads at once: the engine
 /// decides (under its lock, in the batch's order) which session, counter and destination a

@@ -10,15 +10,6 @@ extension UAPI {
         public var fwmark: UInt32?
         public var endpoints: [Endpoint]
 
-        public struct Endpoint: Sendable, Hashable {
-            public var address: IPAddress
-            public var port: UInt16
-            public init(address: IPAddress, port: UInt16) {
-                self.address = address
-                self.port = port
-            }
-        }
-
         public init(listenPort: UInt16, fwmark: UInt32?, endpoints: [Endpoint]) {
             self.listenPort = listenPort
             self.fwmark = fwmark

@@ -1,3 +1,4 @@
+import Addresses
 import CLinux
 import Glibc
 import Synchronization

@@ -1,3 +1,4 @@
+import Addresses
 import ArgumentParser
 import BuildVersion
 import Daemon

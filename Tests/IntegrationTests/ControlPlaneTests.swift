@@ -17,9 +17,9 @@ import Testing
         let attacker = try TestUser("vxp\(tag)", cleanup: cleanup)
         let victim = try TestUser("vxv\(tag)", cleanup: cleanup)
         let s = try Scenario(cleanup: cleanup, start: false) { "[profile.work]\ntunnel.interface = \"\($0[0])\"\nusers = [\"\(attacker.name)\"]\n" }
-        let noPeerPidfd = try PythonScript.write("no-peerpidfd.py", cleanup: cleanup)
+        let oldKernel = try PythonScript.write("oldkernel.py", cleanup: cleanup)
         let race = try PythonScript.write("pidreuse.py", cleanup: cleanup)
-        s.daemon.launcher = ["python3", noPeerPidfd]
+        s.daemon.launcher = ["python3", oldKernel, "peerpidfd"]
         try s.daemon.start()
         #expect(try s.member(user: attacker.name) == s.tunnel.clientAddress4, "vpnexec works without SO_PEERPIDFD: it sends its own pidfd")
 

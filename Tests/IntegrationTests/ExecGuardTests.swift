@@ -198,7 +198,7 @@ struct ConnectingPrograms {
         try FileManager.default.copyItem(atPath: "/bin/sleep", toPath: routed)
         chmod(routed, 0o755)
         try s.daemon.writePolicy("[profile.work]\ntunnel.interface = \"\(s.tunnel.clientInterface)\"\nroute.executables = [\"\(routed)\"]\n")
-        s.daemon.launcher = ["python3", try PythonScript.write("no-fanotify.py", cleanup: cleanup)]
+        s.daemon.launcher = ["python3", try PythonScript.write("oldkernel.py", cleanup: cleanup), "fanotify"]
         try s.daemon.start()
 
         let rules = try #require(try s.daemon.status().executableRules)
@@ -318,7 +318,7 @@ struct ConnectingPrograms {
         let routed = try ConnectingPrograms(in: "/tmp/vx-\(net.tag)/bin").copy("routed")
         let daemon = try DaemonHarness(topology: net, policy: "[profile.work]\ntunnel.interface = \"wg-none\"\nroute.executables = [\"\(routed)\"]\n", cleanup: cleanup)
         let bound = ["setpriv", "--bounding-set", "-sys_ptrace,-setpcap"]
-        daemon.launcher = bound + ["python3", try PythonScript.write("no-fanotify.py", cleanup: cleanup)]
+        daemon.launcher = bound + ["python3", try PythonScript.write("oldkernel.py", cleanup: cleanup), "fanotify"]
         // The initial network namespace, opened through a process bounded alike (a process
         // with more capabilities than vpnd's would need CAP_SYS_PTRACE to be looked into).
         let anchor = try BackgroundProcess(bound + ["sleep", "60"], cleanup: cleanup)
