@@ -3,7 +3,6 @@ import PackageDescription
 
 let package = Package(
     name: "vpnexec",
-    platforms: [.macOS(.v13)],
     products: [
         .executable(name: "vpnd", targets: ["vpnd"]),
         .executable(name: "vpnexec", targets: ["vpnexec"]),
@@ -34,7 +33,7 @@ let package = Package(
         .target(name: "Nftables", dependencies: ["Addresses"]),
         .target(name: "Routing", dependencies: ["Addresses"]),
         .target(name: "Plan", dependencies: ["Policy", "Nftables", "Routing", "Addresses"]),
-        .target(name: "Control", dependencies: ["CLinux"]),
+        .target(name: "Control", dependencies: ["CLinux", "Addresses"]),
         // The WireGuard protocol: crypto, handshake, cookies, replay, timers, cryptokey routing.
         .target(name: "WireGuard", dependencies: ["CSodium", "Addresses"]),
         // The proxy is generic over its client type; specialized across modules, its hot

@@ -1,3 +1,4 @@
+import Addresses
 import CLinux
 import Glibc
 
@@ -12,18 +13,9 @@ public enum ControlClient {
         let fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
         guard fd >= 0 else { throw ControlClientError(description: "cannot create a socket: \(String(cString: strerror(errno)))") }
         defer { close(fd) }
-        var address = sockaddr_un()
-        address.sun_family = sa_family_t(AF_UNIX)
-        let pathBytes = Array(socketPath.utf8)
-        guard pathBytes.count < MemoryLayout.size(ofValue: address.sun_path) else {
-            throw ControlClientError(description: "socket path too long: \(socketPath)")
-        }
-        withUnsafeMutableBytes(of: &address.sun_path) { raw in
-            raw.copyBytes(from: pathBytes)
-        }
-        let connected = withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size)) }
-        }
+        let address: UnixSocketAddress
+        do { address = try UnixSocketAddress(path: socketPath) } catch { throw ControlClientError(description: "\(error)") }
+        let connected = address.withSockaddr { connect(fd, $0, $1) }
         guard connected == 0 else {
             let code = errno
             switch code {

@@ -1,3 +1,4 @@
+import Addresses
 import CLinux
 import Control
 import Glibc
@@ -71,16 +72,15 @@ final class ControlServer {
         if !directory.isEmpty {
             mkdir(directory, 0o755)
         }
-        if Self.somebodyListens(path) {
+        let address: UnixSocketAddress
+        do { address = try UnixSocketAddress(path: path) } catch { throw ApplyError("cannot listen for requests: \(error)") }
+        if Self.somebodyListens(address) {
             throw ApplyError("another vpnd already listens on \(path)")
         }
         unlink(path)
         listener = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue) | Int32(SOCK_NONBLOCK.rawValue), 0)
         guard listener >= 0 else { throw ApplyError("cannot create control socket: \(String(cString: strerror(errno)))") }
-        var address = Self.address(path)
-        let bound = withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(listener, $0, socklen_t(MemoryLayout<sockaddr_un>.size)) }
-        }
+        let bound = address.withSockaddr { bind(listener, $0, $1) }
         guard bound == 0 else { throw ApplyError("cannot bind \(path): \(String(cString: strerror(errno)))") }
         chmod(path, 0o666)
         guard listen(listener, 128) == 0 else { throw ApplyError("cannot listen on \(path): \(String(cString: strerror(errno)))") }
@@ -95,21 +95,11 @@ final class ControlServer {
         unlink(path)
     }
 
-    static func address(_ path: String) -> sockaddr_un {
-        var address = sockaddr_un()
-        address.sun_family = sa_family_t(AF_UNIX)
-        withUnsafeMutableBytes(of: &address.sun_path) { $0.copyBytes(from: Array(path.utf8.prefix(107))) }
-        return address
-    }
-
-    static func somebodyListens(_ path: String) -> Bool {
+    static func somebodyListens(_ address: UnixSocketAddress) -> Bool {
         let fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
         guard fd >= 0 else { return false }
         defer { Glibc.close(fd) }
-        var address = address(path)
-        return withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size)) == 0 }
-        }
+        return address.withSockaddr { connect(fd, $0, $1) == 0 }
     }
 
     // MARK: admission

@@ -59,13 +59,9 @@ public struct WireGuardSocketReader: Sendable {
         var timeout = timeval(tv_sec: 0, tv_usec: 300_000)
         setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
         setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
-        var address = sockaddr_un()
-        address.sun_family = sa_family_t(AF_UNIX)
-        guard path.utf8.count < MemoryLayout.size(ofValue: address.sun_path) else { throw Failure(description: "path too long") }
-        withUnsafeMutableBytes(of: &address.sun_path) { $0.copyBytes(from: Array(path.utf8) + [0]) }
-        let connected = withUnsafePointer(to: &address) {
-            connect(fd, UnsafeRawPointer($0).assumingMemoryBound(to: sockaddr.self), socklen_t(MemoryLayout<sockaddr_un>.size))
-        }
+        let address: UnixSocketAddress
+        do { address = try UnixSocketAddress(path: path) } catch { throw Failure(description: "\(error)") }
+        let connected = address.withSockaddr { connect(fd, $0, $1) }
         guard connected == 0 else {
             throw Failure(description: "connect: \(String(cString: strerror(errno)))", nobodyListens: errno == ECONNREFUSED || errno == ENOENT)
         }

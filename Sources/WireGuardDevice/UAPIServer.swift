@@ -17,21 +17,15 @@ final class UAPIServer: @unchecked Sendable {
         path = "\(directory)/\(interface).sock"
         fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
         guard fd >= 0 else { throw SystemCallError("create \(path)") }
-        var address = sockaddr_un()
-        address.sun_family = sa_family_t(AF_UNIX)
-        guard path.utf8.count < MemoryLayout.size(ofValue: address.sun_path) else {
+        let address: UnixSocketAddress
+        do { address = try UnixSocketAddress(path: path) } catch {
             Glibc.close(fd)
-            throw SystemCallError("socket path \(path) is too long", code: ENAMETOOLONG)
-        }
-        withUnsafeMutableBytes(of: &address.sun_path) { raw in
-            raw.copyBytes(from: Array(path.utf8) + [0])
+            throw SystemCallError("\(error)", code: ENAMETOOLONG)
         }
         unlink(path)
         // Owner only: the socket hands out the private key.
         let previous = umask(0o077)
-        let rc = withUnsafePointer(to: &address) {
-            bind(fd, UnsafeRawPointer($0).assumingMemoryBound(to: sockaddr.self), socklen_t(MemoryLayout<sockaddr_un>.size))
-        }
+        let rc = address.withSockaddr { bind(fd, $0, $1) }
         umask(previous)
         guard rc == 0, listen(fd, 16) == 0 else {
             let code = errno
