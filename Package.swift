@@ -43,16 +43,19 @@ let package = Package(
         // Effects: the kernel behind typed Swift.
         .target(name: "Netlink", dependencies: ["CNetlink", "Addresses", "Nftables", "Routing"]),
         .target(name: "Cgroups", dependencies: ["CLinux"]),
+        // What vpnd and vpn-server both are: a service that logs for journald and keeps
+        // only the capabilities it needs.
+        .target(name: "ServiceSupport", dependencies: ["CCap", "CLinux", "Control"]),
         .target(name: "TrustedFiles", dependencies: ["Policy"]),
         .target(name: "TunnelFiles", dependencies: ["Policy", "TrustedFiles", "WireGuard"]),
         .target(name: "Facts", dependencies: ["Addresses", "Cgroups", "Netlink", "Plan", "Policy", "Routing", "WireGuard", "CLinux"]),
         .target(name: "WireGuardDevice", dependencies: ["WireGuard", "CLinux", "Addresses", "Netlink", "Routing"]),
-        .target(name: "Daemon", dependencies: ["Addresses", "CCap", "DNS", "CLinux", "CSystemd", "Cgroups", "Control", "Facts", "TrustedFiles", "Netlink", "Nftables", "Plan", "Policy", "Routing", "TunnelFiles", "WireGuard", "WireGuardDevice"]),
+        .target(name: "Daemon", dependencies: ["Addresses", "ServiceSupport", "CCap", "DNS", "CLinux", "CSystemd", "Cgroups", "Control", "Facts", "TrustedFiles", "Netlink", "Nftables", "Plan", "Policy", "Routing", "TunnelFiles", "WireGuard", "WireGuardDevice"]),
 
         // Executables: thin commands over the libraries.
-        .executableTarget(name: "vpnd", dependencies: ["BuildVersion", "Daemon", "Control", "Policy", "TrustedFiles", .product(name: "ArgumentParser", package: "swift-argument-parser")]),
+        .executableTarget(name: "vpnd", dependencies: ["BuildVersion", "Daemon", "ServiceSupport", "Control", "Policy", "TrustedFiles", .product(name: "ArgumentParser", package: "swift-argument-parser")]),
         .executableTarget(name: "vpnexec", dependencies: ["BuildVersion", "Control"]),
-        .executableTarget(name: "vpn-server", dependencies: ["BuildVersion", "Addresses", "WireGuard", "WireGuardDevice", "Daemon", "Netlink", "Nftables", "Plan", "CSystemd", "CLinux", .product(name: "ArgumentParser", package: "swift-argument-parser")]),
+        .executableTarget(name: "vpn-server", dependencies: ["BuildVersion", "Addresses", "WireGuard", "WireGuardDevice", "ServiceSupport", "Netlink", "Nftables", "Plan", "CSystemd", "CLinux", .product(name: "ArgumentParser", package: "swift-argument-parser")]),
         .executableTarget(name: "vpnctl", dependencies: ["BuildVersion", "Control", "Facts", "Plan", "Policy", "TrustedFiles", "TunnelFiles", "Cgroups", "Netlink", .product(name: "ArgumentParser", package: "swift-argument-parser")]),
 
         // Tests. NetTestSupport builds namespaces, runs tools and cleans up after them.
@@ -67,7 +70,7 @@ let package = Package(
         .testTarget(name: "WireGuardTests", dependencies: ["WireGuard", "Addresses"]),
         .testTarget(name: "DNSTests", dependencies: ["DNS", "Addresses"]),
         .testTarget(name: "WireGuardDeviceTests", dependencies: ["WireGuardDevice", "Addresses"]),
-        .testTarget(name: "DaemonTests", dependencies: ["Daemon", "Plan", "Nftables", "Netlink", "Addresses", "NetTestSupport"]),
+        .testTarget(name: "DaemonTests", dependencies: ["Daemon", "ServiceSupport", "Plan", "Nftables", "Netlink", "Addresses", "NetTestSupport"]),
         .testTarget(name: "ControlTests", dependencies: ["Control"], exclude: ["Fixtures"]),
         .testTarget(name: "IntegrationTests", dependencies: ["NetTestSupport", "Control"]),
     ]

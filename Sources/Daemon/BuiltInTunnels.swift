@@ -7,6 +7,7 @@ import Policy
 import TunnelFiles
 import WireGuard
 import WireGuardDevice
+import ServiceSupport
 
 /// vpnd's own WireGuard tunnels: one running engine per profile with `tunnel.wireguard`.
 /// Files are read and checked with the policy (an error names file:line and changes

@@ -5,6 +5,7 @@ import Glibc
 import Nftables
 import Plan
 import Policy
+import ServiceSupport
 
 /// Who asked the proxy: a UDP client (by the socket it wrote to and its address) or a TCP
 /// connection.

@@ -12,6 +12,7 @@ import Policy
 import TrustedFiles
 import TunnelFiles
 import Routing
+import ServiceSupport
 
 public struct DaemonOptions: Sendable {
     public var policyDirectory: String

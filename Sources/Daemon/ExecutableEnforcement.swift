@@ -2,6 +2,7 @@ import Cgroups
 import Control
 import Policy
 import TrustedFiles
+import ServiceSupport
 
 /// bypass.executables and route.executables, enforced two ways at once:
 /// - before the program runs, where the kernel has fanotify permission events: the listed

@@ -4,6 +4,7 @@ import Glibc
 import Netlink
 import Plan
 import Policy
+import ServiceSupport
 
 /// bypass.executables and route.executables after the fact: vpnd follows every exec (the
 /// kernel's process connector) and moves a process that ran a listed program at once,

@@ -5,6 +5,7 @@ import Plan
 import Policy
 import Synchronization
 import WireGuardDevice
+import ServiceSupport
 
 /// route.executables and bypass.executables without a window: an exec of a listed file
 /// waits in the kernel (fanotify FAN_OPEN_EXEC_PERM, ExecutableMarks marks the files) while

@@ -1,4 +1,5 @@
 import Glibc
+import ServiceSupport
 
 /// TEST ONLY: `VPND_TEST_EXEC_ANSWER_DELAY_MS=N` in vpnd's environment makes its exec guard
 /// wait N milliseconds before it decides each exec of a listed program, as a stuck vpnd

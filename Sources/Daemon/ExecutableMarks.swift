@@ -2,6 +2,7 @@ import CLinux
 import Glibc
 import Policy
 import TrustedFiles
+import ServiceSupport
 
 /// The files the policy's executable lists name, as the file system has them now, and —
 /// where fanotify is in force — marked, so that their execs wait for vpnd. A rule is about

@@ -1,6 +1,7 @@
 import CCap
 import CLinux
 import Glibc
+import ServiceSupport
 
 /// vpnd's process inspector: which program a process runs (/proc/PID/exe), and which
 /// processes hold a TUN device and with which sockets (TunnelHolders). vpnd cannot look

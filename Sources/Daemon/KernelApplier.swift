@@ -172,14 +172,7 @@ public final class KernelApplier {
     }
 
     private func write(_ sysctl: Sysctl) throws {
-        let path = "/proc/sys/" + sysctl.path
-        let fd = open(path, O_WRONLY | O_CLOEXEC)
-        guard fd >= 0 else { throw ApplyError("cannot open \(path): \(String(cString: strerror(errno)))") }
-        defer { close(fd) }
-        let bytes = Array(sysctl.value.utf8)
-        guard Glibc.write(fd, bytes, bytes.count) == bytes.count else {
-            throw ApplyError("cannot write \(sysctl.value) to \(path): \(String(cString: strerror(errno)))")
-        }
+        try SysctlWriter.write(sysctl.path, sysctl.value)
     }
 }
 

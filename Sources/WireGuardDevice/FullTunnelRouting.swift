@@ -38,8 +38,7 @@ public struct FullTunnelRouting: Sendable {
         for route in routes { try netlink.add(route) }
         for rule in rules { try netlink.add(rule) }
         // Replies to marked packets must pass the reverse-path check against the same table.
-        let fd = open("/proc/sys/net/ipv4/conf/all/src_valid_mark", O_WRONLY | O_CLOEXEC)
-        if fd >= 0 { _ = write(fd, "1\n", 2); close(fd) }
+        try SysctlWriter.write("net/ipv4/conf/all/src_valid_mark", "1")
     }
 
     /// The rules go; the routes went with the interface.

@@ -1,6 +1,6 @@
 import Addresses
 import ArgumentParser
-import Daemon
+import ServiceSupport
 import Glibc
 import Netlink
 import Nftables
@@ -93,13 +93,6 @@ struct ConfiguredTunnel {
     }
 
     static func enableForwarding() throws {
-        for path in ["/proc/sys/net/ipv4/ip_forward", "/proc/sys/net/ipv6/conf/all/forwarding"] {
-            let fd = open(path, O_WRONLY | O_CLOEXEC)
-            guard fd >= 0, write(fd, "1\n", 2) == 2 else {
-                if fd >= 0 { close(fd) }
-                throw SystemCallError("enable forwarding (\(path))")
-            }
-            close(fd)
-        }
+        for path in ["net/ipv4/ip_forward", "net/ipv6/conf/all/forwarding"] { try SysctlWriter.write(path, "1") }
     }
 }

@@ -1,6 +1,6 @@
 import CLinux
 import CSystemd
-import Daemon
+import ServiceSupport
 import Glibc
 import WireGuardDevice
 

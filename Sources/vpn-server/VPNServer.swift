@@ -1,7 +1,7 @@
 import Addresses
 import ArgumentParser
 import BuildVersion
-import Daemon
+import ServiceSupport
 import Glibc
 import WireGuard
 

@@ -1,5 +1,5 @@
 import ArgumentParser
-import Daemon
+import ServiceSupport
 import Glibc
 import WireGuard
 import WireGuardDevice

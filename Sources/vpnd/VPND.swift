@@ -5,6 +5,7 @@ import Daemon
 import Glibc
 import Policy
 import TrustedFiles
+import ServiceSupport
 
 @main
 struct VPND: ParsableCommand {

@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 @testable import Daemon
+import ServiceSupport
 
 @Suite struct PrivilegesTests {
     @Test func sandboxAllowsWritesInVpndsPlacesOnly() {

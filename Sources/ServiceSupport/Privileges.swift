@@ -54,7 +54,7 @@ public enum Privileges {
         }
     }
 
-    static func hasEffective(_ capability: cap_value_t) -> Bool {
+    public static func hasEffective(_ capability: cap_value_t) -> Bool {
         guard let caps = cap_get_proc() else { return false }
         defer { cap_free(UnsafeMutableRawPointer(caps)) }
         var value = cap_flag_value_t(0)
