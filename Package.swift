@@ -42,15 +42,17 @@ let package = Package(
 
         // Effects: the kernel behind typed Swift.
         .target(name: "Netlink", dependencies: ["CNetlink", "Addresses", "Nftables", "Routing"]),
-        .target(name: "Cgroups", dependencies: ["CLinux"]),
+        // One owner per open descriptor, and the errno of a failed call as a typed error.
+        .target(name: "Descriptors"),
+        .target(name: "Cgroups", dependencies: ["CLinux", "Descriptors"]),
         // What vpnd and vpn-server both are: a service that logs for journald and keeps
         // only the capabilities it needs.
         .target(name: "ServiceSupport", dependencies: ["CCap", "CLinux", "Control"]),
-        .target(name: "TrustedFiles", dependencies: ["Policy"]),
+        .target(name: "TrustedFiles", dependencies: ["Policy", "Descriptors"]),
         .target(name: "TunnelFiles", dependencies: ["Policy", "TrustedFiles", "WireGuard"]),
         .target(name: "Facts", dependencies: ["Addresses", "Cgroups", "Netlink", "Plan", "Policy", "Routing", "WireGuard", "CLinux"]),
         .target(name: "WireGuardDevice", dependencies: ["WireGuard", "CLinux", "Addresses", "Netlink", "Routing"]),
-        .target(name: "Daemon", dependencies: ["Addresses", "ServiceSupport", "CCap", "DNS", "CLinux", "CSystemd", "Cgroups", "Control", "Facts", "TrustedFiles", "Netlink", "Nftables", "Plan", "Policy", "Routing", "TunnelFiles", "WireGuard", "WireGuardDevice"]),
+        .target(name: "Daemon", dependencies: ["Addresses", "Descriptors", "ServiceSupport", "CCap", "DNS", "CLinux", "CSystemd", "Cgroups", "Control", "Facts", "TrustedFiles", "Netlink", "Nftables", "Plan", "Policy", "Routing", "TunnelFiles", "WireGuard", "WireGuardDevice"]),
 
         // Executables: thin commands over the libraries.
         .executableTarget(name: "vpnd", dependencies: ["BuildVersion", "Daemon", "ServiceSupport", "Control", "Policy", "TrustedFiles", .product(name: "ArgumentParser", package: "swift-argument-parser")]),

@@ -1,4 +1,5 @@
 import CLinux
+import Descriptors
 import Glibc
 
 public struct CgroupError: Error, CustomStringConvertible, Sendable {
@@ -10,6 +11,10 @@ public struct CgroupError: Error, CustomStringConvertible, Sendable {
         self.code = code
     }
     public init(_ description: String) { self.description = description }
+    init(_ error: SystemError) {
+        description = error.description
+        code = error.code
+    }
 }
 
 /// The cgroup v2 tree as the daemon uses it: cgroups are named by their path relative to
@@ -71,12 +76,10 @@ public struct CgroupHierarchy: Sendable {
     /// Writes a pid into cgroup.procs: the whole process (all threads) moves.
     public func move(pid: Int32, to relative: String) throws {
         let path = absolute(relative) + "/cgroup.procs"
-        let fd = open(path, O_WRONLY | O_CLOEXEC)
-        guard fd >= 0 else { throw CgroupError("open", path: path) }
-        defer { close(fd) }
-        let text = Array(String(pid).utf8)
-        guard write(fd, text, text.count) == text.count else {
-            throw CgroupError("move process \(pid) into", path: path)
+        do {
+            try FileDescriptor.open(path, O_WRONLY).writeAll(Array(String(pid).utf8), "move process \(pid) into \(path)")
+        } catch {
+            throw CgroupError(error)
         }
     }
 
@@ -115,16 +118,7 @@ public struct CgroupHierarchy: Sendable {
 
     /// A whole (small) file as text: cgroup and /proc files.
     public static func readFile(_ path: String) -> String? {
-        let fd = open(path, O_RDONLY | O_CLOEXEC)
-        guard fd >= 0 else { return nil }
-        defer { close(fd) }
-        var data: [UInt8] = []
-        var buffer = [UInt8](repeating: 0, count: 65536)
-        while true {
-            let count = read(fd, &buffer, buffer.count)
-            guard count > 0 else { break }
-            data += buffer[0..<count]
-        }
-        return String(decoding: data, as: UTF8.self)
+        guard let file = try? FileDescriptor.open(path, O_RDONLY) else { return nil }
+        return String(decoding: file.readToEnd(), as: UTF8.self)
     }
 }

@@ -1,4 +1,5 @@
 import CLinux
+import Descriptors
 import Glibc
 
 /// Watches the directories where profile cgroups (and the parent holding them) live: the
@@ -8,7 +9,9 @@ import Glibc
 /// after each event and on the daemon's periodic tick (a directory made again gets a new
 /// watch; one that is still there keeps its own, inotify hands back the same descriptor).
 public final class CgroupWatcher {
-    public let fileDescriptor: Int32
+    private let inotify: FileDescriptor
+    /// For poll().
+    public var fileDescriptor: Int32 { inotify.raw }
     /// The directories to watch, asked again at every rewatch (the users' trees grow).
     private let paths: () -> [String]
     /// Watch descriptors handed out so far (the kernel does not reuse them soon).
@@ -16,12 +19,9 @@ public final class CgroupWatcher {
 
     public init(paths: @escaping () -> [String]) throws {
         self.paths = paths
-        fileDescriptor = inotify_init1(Int32(IN_NONBLOCK | IN_CLOEXEC))
-        guard fileDescriptor >= 0 else { throw CgroupError("inotify_init1", path: "") }
+        do { inotify = try FileDescriptor("inotify_init1", returned: inotify_init1(Int32(IN_NONBLOCK | IN_CLOEXEC))) } catch { throw CgroupError(error) }
         rewatch()
     }
-
-    deinit { close(fileDescriptor) }
 
     /// (Re-)adds every watch; a path that does not exist (yet) is skipped until next time.
     /// True if a directory got its first watch: what was made inside it before the watch

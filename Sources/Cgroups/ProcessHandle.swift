@@ -1,13 +1,14 @@
 import CLinux
+import Descriptors
 import Glibc
 
 /// A process held by a pidfd: it names exactly one process for as long as we hold it, so
 /// "is it still alive?" after an action proves the pid still meant that process.
 public final class ProcessHandle {
     public let pid: Int32
-    private let fd: Int32
+    private let fd: FileDescriptor
 
-    public init(pid: Int32, pidfd: Int32) {
+    public init(pid: Int32, pidfd: consuming FileDescriptor) {
         self.pid = pid
         fd = pidfd
     }
@@ -28,8 +29,10 @@ public final class ProcessHandle {
         guard named == pid else {
             return .failure(Mismatch(description: named < 0 ? "names a process that has exited" : "names pid \(named), not the connecting pid \(pid)"))
         }
-        let own = fcntl(pidfd, F_DUPFD_CLOEXEC, 3)
-        guard own >= 0 else { return .failure(Mismatch(description: "cannot be duplicated: \(String(cString: strerror(errno)))")) }
+        let own: FileDescriptor
+        do { own = try FileDescriptor("duplicate", returned: fcntl(pidfd, F_DUPFD_CLOEXEC, 3)) } catch {
+            return .failure(Mismatch(description: "cannot be duplicated: \(error.reason)"))
+        }
         let process = ProcessHandle(pid: pid, pidfd: own)
         let owner = process.realUID()
         guard process.isAlive else { return .failure(Mismatch(description: "names a process that has exited")) }
@@ -40,19 +43,17 @@ public final class ProcessHandle {
     }
 
     public static func open(pid: Int32) throws -> ProcessHandle {
-        let fd = vx_pidfd_open(pid)
-        guard fd >= 0 else {
-            throw CgroupError(errno == ESRCH ? "no process \(pid)" : "cannot open process \(pid): \(String(cString: strerror(errno)))")
+        do {
+            return ProcessHandle(pid: pid, pidfd: try FileDescriptor("open process \(pid)", returned: vx_pidfd_open(pid)))
+        } catch {
+            throw CgroupError(error.code == ESRCH ? "no process \(pid)" : "cannot open process \(pid): \(error.reason)")
         }
-        return ProcessHandle(pid: pid, pidfd: fd)
     }
-
-    deinit { close(fd) }
 
     /// Signal 0 checks existence only; EPERM (another user's process, and vpnd keeps no
     /// CAP_KILL) still means it exists.
     public var isAlive: Bool {
-        vx_pidfd_send_signal(fd, 0) == 0 || errno == EPERM
+        vx_pidfd_send_signal(fd.raw, 0) == 0 || errno == EPERM
     }
 
     /// Real uid from /proc/PID/status (meaningful only while isAlive holds afterwards).

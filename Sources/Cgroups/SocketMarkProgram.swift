@@ -1,4 +1,5 @@
 import CLinux
+import Descriptors
 import Glibc
 
 /// The cgroup socket program that gives sockets their mark at creation ("birth marks"):
@@ -19,41 +20,34 @@ public final class SocketMarkProgram {
             self.code = code
             description = "\(operation): \(String(cString: strerror(code)))" + (detail.isEmpty ? "" : " (\(detail))")
         }
+        init(_ error: SystemError) { self.init(error.operation, code: error.code) }
     }
 
-    private let program: Int32
-    private let storage: Int32
+    private let program: FileDescriptor
+    private let storage: FileDescriptor
 
     public init() throws(Failure) {
-        let storage = vx_socket_mark_storage()
-        guard storage >= 0 else { throw Failure("bpf: creating the cgroup storage for socket marks") }
+        let storage: FileDescriptor
+        do { storage = try FileDescriptor("bpf: creating the cgroup storage for socket marks", returned: vx_socket_mark_storage()) } catch { throw Failure(error) }
         var log = [CChar](repeating: 0, count: 4096)
-        let program = vx_socket_mark_program(storage, &log, UInt32(log.count))
+        let program = vx_socket_mark_program(storage.raw, &log, UInt32(log.count))
         guard program >= 0 else {
-            let code = errno
-            close(storage)
-            throw Failure("bpf: loading the socket mark program", code: code, detail: String(cString: log).split(separator: "\n").suffix(2).joined(separator: "; "))
+            throw Failure("bpf: loading the socket mark program", code: errno, detail: String(cString: log).split(separator: "\n").suffix(2).joined(separator: "; "))
         }
-        self.program = program
+        self.program = FileDescriptor(adopting: program)
         self.storage = storage
-    }
-
-    deinit {
-        close(program)
-        close(storage)
     }
 
     /// Attaches to the cgroup directory at `path` if it still is the cgroup `id` (a
     /// cgroup made again under the same path has a new one), with `mark` for its sockets.
     public func attach(path: String, id: UInt64, mark: UInt32) throws(Failure) -> SocketMarkLink {
-        let directory = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
-        guard directory >= 0 else { throw Failure("open \(path)") }
-        defer { close(directory) }
+        let directory: FileDescriptor
+        do { directory = try .open(path, O_RDONLY | O_DIRECTORY) } catch { throw Failure(error) }
         var info = stat()
-        guard fstat(directory, &info) == 0 else { throw Failure("stat \(path)") }
+        guard fstat(directory.raw, &info) == 0 else { throw Failure("stat \(path)") }
         guard UInt64(info.st_ino) == id else { throw Failure("attach to \(path)", code: ESTALE, detail: "its id is \(info.st_ino), not \(id)") }
-        let link = vx_socket_mark_link(program, directory)
-        guard link >= 0 else { throw Failure("bpf: attaching the socket mark program to \(path)") }
+        let link: FileDescriptor
+        do { link = try FileDescriptor("bpf: attaching the socket mark program to \(path)", returned: vx_socket_mark_link(program.raw, directory.raw)) } catch { throw Failure(error) }
         let attached = SocketMarkLink(descriptor: link, id: id, mark: mark)
         try setMark(mark, cgroup: id)
         return attached
@@ -66,7 +60,7 @@ public final class SocketMarkProgram {
     }
 
     private func setMark(_ mark: UInt32, cgroup id: UInt64) throws(Failure) {
-        guard vx_socket_mark_set(storage, id, mark) == 0 else { throw Failure("bpf: storing mark \(mark) for cgroup \(id)") }
+        guard vx_socket_mark_set(storage.raw, id, mark) == 0 else { throw Failure("bpf: storing mark \(mark) for cgroup \(id)") }
     }
 }
 
@@ -74,15 +68,13 @@ public final class SocketMarkProgram {
 /// (closing a BPF link's last descriptor detaches it), and ends by itself if the cgroup is
 /// removed.
 public final class SocketMarkLink {
-    private let descriptor: Int32
+    private let descriptor: FileDescriptor
     public let id: UInt64
     public fileprivate(set) var mark: UInt32
 
-    fileprivate init(descriptor: Int32, id: UInt64, mark: UInt32) {
+    fileprivate init(descriptor: consuming FileDescriptor, id: UInt64, mark: UInt32) {
         self.descriptor = descriptor
         self.id = id
         self.mark = mark
     }
-
-    deinit { close(descriptor) }
 }

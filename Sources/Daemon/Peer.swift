@@ -1,5 +1,6 @@
 import CLinux
 import Cgroups
+import Descriptors
 import Glibc
 
 /// Who is on the other end of a control connection, as the kernel tells it.
@@ -36,7 +37,7 @@ public struct Peer {
         var pidfd: Int32 = -1
         var size = socklen_t(MemoryLayout<Int32>.size)
         if usePeerPidfd, getsockopt(fd, SOL_SOCKET, vx_so_peerpidfd(), &pidfd, &size) == 0, pidfd >= 0 {
-            let process = ProcessHandle(pid: credentials.pid, pidfd: pidfd)
+            let process = ProcessHandle(pid: credentials.pid, pidfd: FileDescriptor(adopting: pidfd))
             if process.isAlive {
                 peer.process = process
             } else {

@@ -1,3 +1,4 @@
+import Descriptors
 import Glibc
 import Policy
 
@@ -56,10 +57,8 @@ public struct SystemExecutableInspector: ExecutableInspector {
 
     /// "#!": the kernel runs the interpreter it names, and /proc/PID/exe names that.
     static func startsWithShebang(_ path: String) -> Bool {
-        let fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK)
-        guard fd >= 0 else { return false }
-        defer { close(fd) }
+        guard let file = try? FileDescriptor.open(path, O_RDONLY | O_NONBLOCK) else { return false }
         var bytes: [UInt8] = [0, 0]
-        return read(fd, &bytes, 2) == 2 && bytes == [UInt8(ascii: "#"), UInt8(ascii: "!")]
+        return read(file.raw, &bytes, 2) == 2 && bytes == [UInt8(ascii: "#"), UInt8(ascii: "!")]
     }
 }

@@ -1,3 +1,4 @@
+import Descriptors
 import Glibc
 
 /// A file or directory that root must not trust, and why.
@@ -21,39 +22,33 @@ public final class TrustedDirectory {
     static let pathOnly: Int32 = 0o10000000
 
     public let path: String
-    private let fd: Int32
+    private let fd: FileDescriptor
 
     /// Opens `path` (relative paths are taken from the working directory).
     public init(_ path: String) throws(TrustedFileError) {
         let absolute = Self.absolute(path)
         self.path = absolute
-        var current = open("/", O_RDONLY | O_DIRECTORY | O_CLOEXEC)
-        guard current >= 0 else { throw TrustedFileError(path: "/", reason: "cannot open: \(Self.errorText())") }
+        var current: FileDescriptor
+        do { current = try .open("/", O_RDONLY | O_DIRECTORY) } catch {
+            throw TrustedFileError(path: "/", reason: "cannot open: \(error.reason)")
+        }
         var walked = ""
-        do throws(TrustedFileError) {
-            try Self.checkDirectory(current, path: "/")
-            let components = absolute.split(separator: "/").map(String.init)
-            for (index, component) in components.enumerated() {
-                walked += "/" + component
-                let last = index == components.count - 1
-                let next = openat(current, component, (last ? O_RDONLY : Self.pathOnly) | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)
-                guard next >= 0 else { throw Self.openFailure(current, component, path: walked, wanted: "a directory") }
-                close(current)
-                current = next
-                try Self.checkDirectory(current, path: walked)
-            }
-        } catch {
-            close(current)
-            throw error
+        try Self.checkDirectory(current, path: "/")
+        let components = absolute.split(separator: "/").map(String.init)
+        for (index, component) in components.enumerated() {
+            walked += "/" + component
+            let last = index == components.count - 1
+            let next = openat(current.raw, component, (last ? O_RDONLY : Self.pathOnly) | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)
+            guard next >= 0 else { throw Self.openFailure(current, component, path: walked, wanted: "a directory") }
+            current = FileDescriptor(adopting: next)
+            try Self.checkDirectory(current, path: walked)
         }
         fd = current
     }
 
-    deinit { close(fd) }
-
     /// Names of the entries ending in `suffix`, hidden ones left out, sorted.
     public func entries(endingIn suffix: String) -> [String] {
-        let copy = fcntl(fd, F_DUPFD_CLOEXEC, 3)
+        let copy = fcntl(fd.raw, F_DUPFD_CLOEXEC, 3)
         guard copy >= 0, let handle = fdopendir(copy) else { return [] }
         defer { closedir(handle) }
         rewinddir(handle)
@@ -69,11 +64,11 @@ public final class TrustedDirectory {
     /// read access.
     public func read(_ name: String, holdsSecret: Bool = false, limit: Int = 1 << 20) throws(TrustedFileError) -> String {
         let path = (self.path == "/" ? "" : self.path) + "/" + name
-        let file = openat(fd, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC)
-        guard file >= 0 else { throw Self.openFailure(fd, name, path: path, wanted: "a file") }
-        defer { close(file) }
+        let opened = openat(fd.raw, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC)
+        guard opened >= 0 else { throw Self.openFailure(fd, name, path: path, wanted: "a file") }
+        let file = FileDescriptor(adopting: opened)
         var info = stat()
-        guard fstat(file, &info) == 0 else { throw TrustedFileError(path: path, reason: "cannot stat: \(Self.errorText())") }
+        guard fstat(file.raw, &info) == 0 else { throw TrustedFileError(path: path, reason: "cannot stat: \(Self.errorText())") }
         guard info.st_mode & S_IFMT == S_IFREG else { throw TrustedFileError(path: path, reason: "is not a regular file") }
         if let problem = Self.ownershipProblem(info, kind: "file") { throw TrustedFileError(path: path, reason: problem) }
         if holdsSecret && info.st_mode & (S_IRGRP | S_IROTH) != 0 {
@@ -82,7 +77,7 @@ public final class TrustedDirectory {
         var bytes: [UInt8] = []
         var buffer = [UInt8](repeating: 0, count: 65536)
         while true {
-            let count = Glibc.read(file, &buffer, buffer.count)
+            let count = Glibc.read(file.raw, &buffer, buffer.count)
             if count < 0 && errno == EINTR { continue }
             guard count >= 0 else { throw TrustedFileError(path: path, reason: "cannot read: \(Self.errorText())") }
             if count == 0 { break }
@@ -94,9 +89,9 @@ public final class TrustedDirectory {
 
     // MARK: checks
 
-    static func checkDirectory(_ fd: Int32, path: String) throws(TrustedFileError) {
+    static func checkDirectory(_ fd: borrowing FileDescriptor, path: String) throws(TrustedFileError) {
         var info = stat()
-        guard fstat(fd, &info) == 0 else { throw TrustedFileError(path: path, reason: "cannot stat: \(errorText())") }
+        guard fstat(fd.raw, &info) == 0 else { throw TrustedFileError(path: path, reason: "cannot stat: \(errorText())") }
         if let problem = ownershipProblem(info, kind: "directory") { throw TrustedFileError(path: path, reason: problem) }
     }
 
@@ -114,10 +109,10 @@ public final class TrustedDirectory {
     }
 
     /// Why `component` could not be opened as `wanted`: a link is named as such.
-    static func openFailure(_ directory: Int32, _ component: String, path: String, wanted: String) -> TrustedFileError {
+    static func openFailure(_ directory: borrowing FileDescriptor, _ component: String, path: String, wanted: String) -> TrustedFileError {
         let code = errno
         var info = stat()
-        if fstatat(directory, component, &info, AT_SYMLINK_NOFOLLOW) == 0, info.st_mode & S_IFMT == S_IFLNK {
+        if fstatat(directory.raw, component, &info, AT_SYMLINK_NOFOLLOW) == 0, info.st_mode & S_IFMT == S_IFLNK {
             return TrustedFileError(path: path, reason: "is a symbolic link; links are not followed (one could be pointed elsewhere after the check): name the real path")
         }
         if code == ENOTDIR || (code == ELOOP && wanted == "a directory") {
