@@ -33,7 +33,7 @@ let package = Package(
         .target(name: "Nftables", dependencies: ["Addresses"]),
         .target(name: "Routing", dependencies: ["Addresses"]),
         .target(name: "Plan", dependencies: ["Policy", "Nftables", "Routing", "Addresses"]),
-        .target(name: "Control", dependencies: ["CLinux", "Addresses"]),
+        .target(name: "Control", dependencies: ["CLinux", "Addresses", "Descriptors"]),
         // The WireGuard protocol: crypto, handshake, cookies, replay, timers, cryptokey routing.
         .target(name: "WireGuard", dependencies: ["CSodium", "Addresses"]),
         // The proxy is generic over its client type; specialized across modules, its hot
@@ -41,7 +41,7 @@ let package = Package(
         .target(name: "DNS", dependencies: ["Addresses"], swiftSettings: [.unsafeFlags(["-cross-module-optimization"])]),
 
         // Effects: the kernel behind typed Swift.
-        .target(name: "Netlink", dependencies: ["CNetlink", "Addresses", "Nftables", "Routing"]),
+        .target(name: "Netlink", dependencies: ["CNetlink", "Addresses", "Descriptors", "Nftables", "Routing"]),
         // One owner per open descriptor, and the errno of a failed call as a typed error.
         .target(name: "Descriptors"),
         .target(name: "Cgroups", dependencies: ["CLinux", "Descriptors"]),
@@ -50,7 +50,7 @@ let package = Package(
         .target(name: "ServiceSupport", dependencies: ["CCap", "CLinux", "Control"]),
         .target(name: "TrustedFiles", dependencies: ["Policy", "Descriptors"]),
         .target(name: "TunnelFiles", dependencies: ["Policy", "TrustedFiles", "WireGuard"]),
-        .target(name: "Facts", dependencies: ["Addresses", "Cgroups", "Netlink", "Plan", "Policy", "Routing", "WireGuard", "CLinux"]),
+        .target(name: "Facts", dependencies: ["Addresses", "Descriptors", "Cgroups", "Netlink", "Plan", "Policy", "Routing", "WireGuard", "CLinux"]),
         .target(name: "WireGuardDevice", dependencies: ["WireGuard", "CLinux", "Addresses", "Netlink", "Routing"]),
         .target(name: "Daemon", dependencies: ["Addresses", "Descriptors", "ServiceSupport", "CCap", "DNS", "CLinux", "CSystemd", "Cgroups", "Control", "Facts", "TrustedFiles", "Netlink", "Nftables", "Plan", "Policy", "Routing", "TunnelFiles", "WireGuard", "WireGuardDevice"]),
 

@@ -1,5 +1,6 @@
 import Addresses
 import CLinux
+import Descriptors
 import Glibc
 
 public struct ControlClientError: Error, CustomStringConvertible, Sendable {
@@ -9,13 +10,17 @@ public struct ControlClientError: Error, CustomStringConvertible, Sendable {
 /// Sends one request to vpnd and returns its answer.
 public enum ControlClient {
     /// `passing` is a descriptor sent along with the request (vpnexec's pidfd of itself).
+    private static func unixStream() throws(ControlClientError) -> FileDescriptor {
+        do { return try .socket(AF_UNIX, Int32(SOCK_STREAM.rawValue)) } catch {
+            throw ControlClientError(description: "cannot create a socket: \(error.reason)")
+        }
+    }
+
     public static func send(_ request: ControlRequest, socketPath: String, passing: Int32? = nil) throws(ControlClientError) -> ControlResponse {
-        let fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
-        guard fd >= 0 else { throw ControlClientError(description: "cannot create a socket: \(String(cString: strerror(errno)))") }
-        defer { close(fd) }
+        let connection = try unixStream()
         let address: UnixSocketAddress
         do { address = try UnixSocketAddress(path: socketPath) } catch { throw ControlClientError(description: "\(error)") }
-        let connected = address.withSockaddr { connect(fd, $0, $1) }
+        let connected = address.withSockaddr { connect(connection.raw, $0, $1) }
         guard connected == 0 else {
             let code = errno
             switch code {
@@ -31,14 +36,14 @@ public enum ControlClient {
         var sent = 0
         while sent < bytes.count {
             // The descriptor travels with the first bytes.
-            let count = bytes[sent...].withUnsafeBytes { vx_send_with_fd(fd, $0.baseAddress, $0.count, sent == 0 ? (passing ?? -1) : -1) }
+            let count = bytes[sent...].withUnsafeBytes { vx_send_with_fd(connection.raw, $0.baseAddress, $0.count, sent == 0 ? (passing ?? -1) : -1) }
             guard count > 0 else { throw ControlClientError(description: "vpnd closed the connection: \(String(cString: strerror(errno)))") }
             sent += count
         }
         var answer: [UInt8] = []
         var buffer = [UInt8](repeating: 0, count: 65536)
         while true {
-            let count = read(fd, &buffer, buffer.count)
+            let count = read(connection.raw, &buffer, buffer.count)
             if count < 0 && errno == EINTR { continue }
             guard count > 0 else { break }
             answer += buffer[0..<count]

@@ -43,6 +43,11 @@ public struct FileDescriptor: ~Copyable {
         try FileDescriptor("open \(path ?? name)", returned: openat(directory.raw, name, flags | O_CLOEXEC, mode))
     }
 
+    /// A new socket (close-on-exec).
+    public static func socket(_ domain: Int32, _ type: Int32, _ protocolNumber: Int32 = 0) throws(SystemError) -> FileDescriptor {
+        try FileDescriptor("socket", returned: Glibc.socket(domain, type | Int32(SOCK_CLOEXEC.rawValue), protocolNumber))
+    }
+
     // MARK: reading and writing whole (small) buffers
 
     /// Writes all of `bytes` in one write(2) (cgroup, /proc and /sys files take one write).

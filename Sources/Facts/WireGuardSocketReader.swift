@@ -1,5 +1,6 @@
 import Addresses
 import CLinux
+import Descriptors
 import Glibc
 import Plan
 import WireGuard
@@ -53,24 +54,22 @@ public struct WireGuardSocketReader: Sendable {
     }
 
     private func ask(_ path: String) throws -> TunnelTransport {
-        let fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
-        guard fd >= 0 else { throw Failure(description: "socket: \(String(cString: strerror(errno)))") }
-        defer { close(fd) }
+        let connection = try FileDescriptor.socket(AF_UNIX, Int32(SOCK_STREAM.rawValue))
         var timeout = timeval(tv_sec: 0, tv_usec: 300_000)
-        setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
-        setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
+        setsockopt(connection.raw, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
+        setsockopt(connection.raw, SOL_SOCKET, SO_SNDTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
         let address: UnixSocketAddress
         do { address = try UnixSocketAddress(path: path) } catch { throw Failure(description: "\(error)") }
-        let connected = address.withSockaddr { connect(fd, $0, $1) }
+        let connected = address.withSockaddr { connect(connection.raw, $0, $1) }
         guard connected == 0 else {
             throw Failure(description: "connect: \(String(cString: strerror(errno)))", nobodyListens: errno == ECONNREFUSED || errno == ENOENT)
         }
         var peer = vx_ucred()
-        guard vx_peer_credentials(fd, &peer) == 0 else {
+        guard vx_peer_credentials(connection.raw, &peer) == 0 else {
             throw Failure(description: "SO_PEERCRED: \(String(cString: strerror(errno)))")
         }
         let request = Array("get=1\n\n".utf8)
-        guard send(fd, request, request.count, Int32(MSG_NOSIGNAL)) == request.count else {
+        guard send(connection.raw, request, request.count, Int32(MSG_NOSIGNAL)) == request.count else {
             throw Failure(description: "send: \(String(cString: strerror(errno)))")
         }
         var answer = [UInt8](repeating: 0, count: 1 << 16)
@@ -79,7 +78,7 @@ public struct WireGuardSocketReader: Sendable {
         // The answer ends with an empty line (after errno=N).
         while !(used >= 2 && answer[used - 1] == 10 && answer[used - 2] == 10) {
             guard used < answer.count else { throw Failure(description: "answer longer than \(answer.count) bytes") }
-            let count = answer[used...].withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
+            let count = answer[used...].withUnsafeMutableBytes { read(connection.raw, $0.baseAddress, $0.count) }
             guard count > 0 else { throw Failure(description: count == 0 ? "closed before answering" : "read: \(String(cString: strerror(errno)))") }
             used += count
         }

@@ -1,3 +1,4 @@
+import Descriptors
 import Glibc
 
 /// Writes a kernel setting below /proc/sys (no netlink for these): vpnd's, the built-in
@@ -12,10 +13,10 @@ public enum SysctlWriter {
 
     /// `path` is below /proc/sys, e.g. "net/ipv4/conf/all/src_valid_mark".
     public static func write(_ path: String, _ value: String) throws(Failure) {
-        let fd = open("/proc/sys/" + path, O_WRONLY | O_CLOEXEC)
-        guard fd >= 0 else { throw Failure(path: path, value: value, code: errno) }
-        defer { close(fd) }
-        let bytes = Array((value + "\n").utf8)
-        guard Glibc.write(fd, bytes, bytes.count) == bytes.count else { throw Failure(path: path, value: value, code: errno) }
+        do {
+            try FileDescriptor.open("/proc/sys/" + path, O_WRONLY).writeAll(Array((value + "\n").utf8), "write")
+        } catch {
+            throw Failure(path: path, value: value, code: error.code)
+        }
     }
 }
