@@ -169,40 +169,34 @@ extension Policy {
     /// An executable has one fate: joining one profile (route), or leaving the profiles that
     /// list it as bypass; never both, never two profiles.
     private static func checkExecutables(_ drafts: [ProfileDraft], log: DiagnosticLog) {
-        var routed: [String: (profile: String, at: SourceLocation)] = [:]
-        for draft in drafts {
-            for (path, at) in draft.routeExecutables {
-                if let other = routed[path], other.profile != draft.name {
-                    log.error("profile \"\(draft.name)\": route.executables \(path) is already routed into profile \"\(other.profile)\" (\(other.at)); an executable joins one profile", at: at)
-                }
-                routed[path] = (draft.name, at)
-            }
-        }
-        for draft in drafts {
-            for (path, at) in draft.bypassExecutables {
-                if let other = routed[path] {
-                    log.error("profile \"\(draft.name)\": bypass.executables \(path) is routed into profile \"\(other.profile)\" (\(other.at)); an executable either bypasses or is routed", at: at)
-                }
-            }
-        }
+        checkOneFate(drafts, routed: \.routeExecutables, bypassed: \.bypassExecutables, list: "executables",
+                     one: "an executable joins one profile", either: "an executable either bypasses or is routed", log: log)
     }
 
     /// A name has one fate, as an executable: routed into one profile, or bypassed by the
     /// profiles that list it, never both.
     private static func checkDomains(_ drafts: [ProfileDraft], log: DiagnosticLog) {
-        var routed: [DomainPattern: (profile: String, at: SourceLocation)] = [:]
+        checkOneFate(drafts, routed: \.routeDomains, bypassed: \.bypassDomains, list: "domains",
+                     one: "a name goes into one tunnel", either: "a name either bypasses or is routed", log: log)
+    }
+
+    private static func checkOneFate<Item: Hashable & CustomStringConvertible>(
+        _ drafts: [ProfileDraft], routed routeList: KeyPath<ProfileDraft, [(Item, SourceLocation)]>,
+        bypassed bypassList: KeyPath<ProfileDraft, [(Item, SourceLocation)]>, list: String, one: String, either: String, log: DiagnosticLog
+    ) {
+        var routed: [Item: (profile: String, at: SourceLocation)] = [:]
         for draft in drafts {
-            for (pattern, at) in draft.routeDomains {
-                if let other = routed[pattern], other.profile != draft.name {
-                    log.error("profile \"\(draft.name)\": route.domains \(pattern) is already routed into profile \"\(other.profile)\" (\(other.at)); a name goes into one tunnel", at: at)
+            for (item, at) in draft[keyPath: routeList] {
+                if let other = routed[item], other.profile != draft.name {
+                    log.error("profile \"\(draft.name)\": route.\(list) \(item) is already routed into profile \"\(other.profile)\" (\(other.at)); \(one)", at: at)
                 }
-                routed[pattern] = (draft.name, at)
+                routed[item] = (draft.name, at)
             }
         }
         for draft in drafts {
-            for (pattern, at) in draft.bypassDomains {
-                if let other = routed[pattern] {
-                    log.error("profile \"\(draft.name)\": bypass.domains \(pattern) is routed into profile \"\(other.profile)\" (\(other.at)); a name either bypasses or is routed", at: at)
+            for (item, at) in draft[keyPath: bypassList] {
+                if let other = routed[item] {
+                    log.error("profile \"\(draft.name)\": bypass.\(list) \(item) is routed into profile \"\(other.profile)\" (\(other.at)); \(either)", at: at)
                 }
             }
         }
