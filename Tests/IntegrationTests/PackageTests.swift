@@ -59,7 +59,8 @@ import Testing
                      "/usr/share/bash-completion/completions/vpnexec", "/usr/share/bash-completion/completions/vpnctl",
                      "/usr/share/zsh/vendor-completions/_vpnexec", "/usr/share/zsh/vendor-completions/_vpnctl",
                      "/usr/share/fish/vendor_completions.d/vpnexec.fish", "/usr/share/fish/vendor_completions.d/vpnctl.fish",
-                     "/usr/share/doc/vpnexec/examples/10-work.toml", "/usr/share/doc/vpnexec/README.md", "/etc/vpnexec/policy.d"] {
+                     "/usr/share/doc/vpnexec/examples/10-work.toml", "/usr/share/doc/vpnexec/README.md", "/usr/share/doc/vpnexec/bench/README.md",
+                     "/usr/share/doc/vpnexec/bench/results/wireguard.md", "/etc/vpnexec/policy.d"] {
             #expect(files.contains(file), "the package holds \(file)")
         }
         // Installed, nothing enabled or started; vpnexec gains no privilege.
