@@ -56,12 +56,13 @@ extension Rtnetlink {
         let message = NetlinkMessage(type: UInt16(RTM_GETNEIGH), flags: 0)
         var header = ndmsg()
         header.ndm_family = UInt8(ipv4 ? AF_INET : AF_INET6)
-        header.ndm_ifindex = interfaceIndex
         message.putFamilyHeader(header)
+        // With strict checking the header's index must be 0; the attribute filters.
+        message.put(UInt16(cint(NDA_IFINDEX)), u32: UInt32(bitPattern: interfaceIndex))
         return try netlink.dump(message, operation: "list neighbours").compactMap { reply -> Neighbour? in
             let header = reply.familyHeader(as: ndmsg.self)
             let attributes = reply.attributes(familyHeaderSize: MemoryLayout<ndmsg>.size)
-            // Without strict checking the kernel sends every interface's.
+            // Without strict checking the kernel ignores the filter and sends every interface's.
             guard header.ndm_ifindex == interfaceIndex,
                   let address = attributes[UInt16(cint(NDA_DST))].flatMap({ IPAddress(bytes: $0) }) else { return nil }
             return Neighbour(interfaceIndex: header.ndm_ifindex, address: address,
