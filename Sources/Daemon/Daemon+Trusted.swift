@@ -29,6 +29,7 @@ extension Daemon {
     /// After an apply: logs each profile whose action changed, with the rule and the values.
     func noteTrusted(_ facts: RuntimeFacts) {
         let now = Self.wallClock()
+        for name in trustedState.verdicts.keys where policy.profile(named: name) == nil { trustedState.verdicts[name] = nil }
         for profile in policy.profiles {
             guard let verdict = facts.trusted[profile.name] else {
                 trustedState.verdicts[profile.name] = nil

@@ -116,7 +116,10 @@ import Testing
                 work.allowLAN = allowLAN
                 var facts = RuntimeFacts()
                 facts.trusted["work"] = TrustedVerdict(action: action, rule: 1)
-                try NftCLI.apply(PlanText.render(Planner.plan(Policy(profiles: [work]), facts: facts)), in: namespace, checkOnly: true)
+                for system in [nil, "work"] {
+                    let policy = Policy(profiles: [work], system: SystemSettings(profile: system))
+                    try NftCLI.apply(PlanText.render(Planner.plan(policy, facts: facts)), in: namespace, checkOnly: true)
+                }
             }
         }
     }
