@@ -94,6 +94,14 @@ public enum TrustedEvaluator {
     }
 }
 
+extension TrustedEvaluator {
+    /// Comment lines for `vpnctl plan`: a plan holds for the networks the host is on, so it
+    /// says which verdicts it was made for (empty without rules).
+    public static func planHeader(_ facts: RuntimeFacts) -> String {
+        facts.trusted.sorted { $0.key < $1.key }.map { "# trusted networks: profile \($0.key) \($0.value.action.rawValue) (\($0.value.reason))\n" }.joined()
+    }
+}
+
 extension RuntimeFacts {
     /// The trusted-network action in force for a profile (connect without rules).
     public func trustedAction(_ profile: Profile) -> TrustedAction { trusted[profile.name]?.action ?? .connect }

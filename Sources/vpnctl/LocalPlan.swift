@@ -20,6 +20,6 @@ enum LocalPlan {
         if let netlink { reader.network = NetworkFactsReader(netlink: netlink).read }
         let facts = try reader.read(policy, cgroupParent: cgroupParent)
         let names = Dictionary(facts.links.values.map { ($0.index, $0.name) }, uniquingKeysWith: { a, _ in a })
-        return PlanText.render(Planner.plan(policy, facts: facts), interfaceNames: names)
+        return TrustedEvaluator.planHeader(facts) + PlanText.render(Planner.plan(policy, facts: facts), interfaceNames: names)
     }
 }
