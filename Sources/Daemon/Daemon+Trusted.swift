@@ -10,6 +10,9 @@ import TunnelFiles
 struct TrustedState {
     var verdicts: [String: (verdict: TrustedVerdict, since: Double)] = [:]
     var network = NetworkFacts()
+    /// The gateway whose resolution was asked for last, so that it is looked at again once
+    /// soon after (its answer sends no event vpnd listens to), not every time.
+    var resolving: String?
 }
 
 /// Trusted networks at the daemon's edge: the host's networks are read with the other
@@ -23,6 +26,13 @@ extension Daemon {
         reader.resolve = true
         let network = reader.read()
         trustedState.network = network
+        let unresolved = network.gatewayMAC == nil ? network.gateway.map { "\($0)%\(network.interface ?? "")" } : nil
+        if let unresolved, unresolved != trustedState.resolving, let loop {
+            // An ARP or neighbour solicitation is answered in milliseconds on a LAN: look
+            // again then rather than at the next periodic check.
+            _ = loop.after(0.2) { [unowned self] in try? applyPolicy() }
+        }
+        trustedState.resolving = unresolved
         return network
     }
 
