@@ -78,6 +78,9 @@ import Testing
         #expect(text.contains("trusted   disconnect (members go direct) for ") && text.contains("rule 1 of 2 (") && text.contains("matched gateway_mac = \(Self.macA)"), "\(text)")
         #expect(text.contains("network   default route \(routerA.clientLink) via 198.51.100.1 (\(Self.macA))"), "\(text)")
         #expect(scenario.daemon.process?.output.contains("trusted networks: profile work disconnects, members go direct (no tunnel, no killswitch): rule 1 (") == true)
+        let metrics = try scenario.daemon.vpnctl(["metrics"]).stdout
+        #expect(metrics.contains("vpnexec_profile_trusted_action{profile=\"work\",action=\"disconnect\"} 1")
+                && metrics.contains("vpnexec_profile_trusted_action{profile=\"work\",action=\"connect\"} 0"), "\(metrics)")
         let plan = try scenario.daemon.vpnctl(["plan"]).stdout
         #expect(plan.hasPrefix("# trusted networks: profile work disconnect (rule 1 (") && !plan.contains("table 7301 metric"), "\(plan.prefix(300))")
 
