@@ -20,6 +20,8 @@
 #include <linux/netfilter/nf_tables.h>
 #include <linux/sock_diag.h>
 #include <linux/inet_diag.h>
+#include <linux/genetlink.h>
+#include <linux/nl80211.h>
 #include <libmnl/libmnl.h>
 #include <libnftnl/table.h>
 #include <libnftnl/chain.h>

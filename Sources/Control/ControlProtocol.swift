@@ -108,6 +108,8 @@ public struct ProfileStatus: Codable, Hashable, Sendable {
     public var exceptions: ExceptionStatus
     /// The profile's DNS proxy.
     public var dns: DNSStatus?
+    /// Trusted networks (TrustedStatus), for a profile with rules.
+    public var trusted: TrustedStatus?
 
     public init(name: String, mark: UInt32, table: UInt32, killswitch: Bool, cgroup: String, members: Int,
                 tunnel: TunnelStatus, sent: Traffic, received: Traffic, throughTunnel: Traffic, droppedByKillswitch: Traffic,

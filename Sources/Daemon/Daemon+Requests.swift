@@ -125,7 +125,7 @@ extension Daemon {
                 let (fresh, _) = try Self.loadPolicy(options.policyDirectory)
                 let facts = try facts(for: fresh)
                 let names = Dictionary(facts.links.values.map { ($0.index, $0.name) }, uniquingKeysWith: { a, _ in a })
-                return ControlResponse(ok: true, message: PlanText.render(Planner.plan(fresh, facts: facts), interfaceNames: names))
+                return ControlResponse(ok: true, message: TrustedEvaluator.planHeader(facts) + PlanText.render(Planner.plan(fresh, facts: facts), interfaceNames: names))
             case .reload:
                 if let refusal = Authorization.checkRoot(peer, action: "reload the policy") { return .failure(refusal.description) }
                 return reload()

@@ -36,6 +36,8 @@ public struct DaemonOptions: Sendable {
     /// Load the socket mark program (sockets born in their tunnel): not for `--oneshot`,
     /// whose attachments would end with it.
     public var birthMarks = true
+    /// Where trusted-network rules read the host's DNS search domains.
+    public var resolvConfPath = "/etc/resolv.conf"
 
     public init(policyDirectory: String, socketPath: String, cgroupParent: String = "vpn.slice", dropPrivileges: Bool = true,
                 sandbox: Bool = true, wireguardSocketDirectory: String = "/var/run/wireguard") {
@@ -93,6 +95,8 @@ public final class Daemon {
     }
     let holderCache = TunnelHolderCache()
     var transportWatch = TransportWatch()
+    var trustedState = TrustedState()
+    let trustedWireless = try? WirelessNetwork()
 
     /// Loads and applies the policy. Throws a PolicyError (nothing was touched) or the
     /// error of the first kernel operation that failed.
@@ -195,6 +199,7 @@ public final class Daemon {
             builtIn.contains(interface) ? tunnels.transport(interface: interface)
                 : TransportReader.keepingKnown(transportReader.transport(of: interface, link: link), previous: known[interface])
         }
+        reader.network = { [unowned self] in readNetwork() }
         var facts = try reader.read(policy ?? self.policy, cgroupParent: options.cgroupParent)
         // A tunnel's own networks stay in the tunnel (allow_lan) also while it is down or
         // gone: a built-in tunnel's from its file, any other's as last seen.
@@ -226,7 +231,7 @@ public final class Daemon {
         try ensureCgroups()
         try apply(try facts())
         guard !tunnelFiles.isEmpty || tunnels.isRunningAny else { return }
-        tunnels.reconcile(tunnelFiles, bypassMark: policy.routing.bypassMark, netlink: rtnl)
+        tunnels.reconcile(trustedTunnelFiles(), bypassMark: policy.routing.bypassMark, netlink: rtnl)
         try apply(try facts())
     }
 
@@ -235,6 +240,7 @@ public final class Daemon {
         appliedFacts = nil
         try applier.apply(Planner.plan(policy, facts: facts))
         appliedFacts = facts
+        noteTrusted(facts)
         for (path, joined) in facts.joinedCgroups.sorted(by: { $0.key < $1.key }) where before?.joinedCgroups[path] != joined {
             log.info("\(path) joined profile \(joined.profile) (named for it)")
         }

@@ -16,6 +16,8 @@ public struct FactsReader {
     /// Each profile tunnel's own transport (TransportReader), given its link if there is
     /// one; nil: not read.
     public var transports: ((_ interface: String, _ link: Link?) -> TunnelTransport)?
+    /// The host's networks, for profiles with trusted-network rules; nil: not read (connect).
+    public var network: (() -> NetworkFacts)?
 
     public init(hierarchy: CgroupHierarchy?, links: @escaping () throws -> [Link], addresses: @escaping () throws -> [InterfaceAddress]) {
         self.hierarchy = hierarchy
@@ -62,6 +64,7 @@ public struct FactsReader {
                 }
             }
         }
+        if let network, policy.profiles.contains(where: { !$0.trusted.isEmpty }) { facts.trusted = TrustedEvaluator.verdicts(policy, network()) }
         let wanted = Set(policy.profiles.map(\.tunnel.interfaceName))
         for link in try links() where wanted.contains(link.name) { facts.links[link.name] = link }
         if let transports {

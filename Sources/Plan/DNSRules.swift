@@ -16,7 +16,10 @@ enum DNSRules {
         for profile in policy.profiles {
             let names = ProfileObjectNames(profile.name)
             let port = policy.dns.port(for: profile)
-            table.chains.append(NftChain(name: names.dnsChain, rules: [NftTransport.udp, .tcp].map {
+            // A profile that steps aside on a trusted network (`disconnect`) leaves its
+            // members' DNS to the host's resolver, as all their traffic goes direct.
+            let transports: [NftTransport] = facts.trustedAction(profile) == .disconnect ? [] : [.udp, .tcp]
+            table.chains.append(NftChain(name: names.dnsChain, rules: transports.map {
                 NftRule([.destinationPort($0, 53), .redirect(port: port)], comment: $0 == .udp ? "profile \(profile.name): its DNS proxy" : nil)
             }))
         }

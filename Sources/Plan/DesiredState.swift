@@ -59,6 +59,8 @@ public struct RuntimeFacts: Hashable, Sendable {
     public var refusedCgroups: [String: String] = [:]
     /// Each profile tunnel's own transport as vpnd knows it, by interface (TransportRules).
     public var tunnelTransports: [String: TunnelTransport] = [:]
+    /// Each profile with trusted-network rules: its verdict on the networks now (TrustedEvaluator).
+    public var trusted: [String: TrustedVerdict] = [:]
 
     public struct JoinedCgroup: Hashable, Sendable {
         public var profile: String

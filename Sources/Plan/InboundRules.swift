@@ -28,7 +28,9 @@ enum InboundRules {
                 NftRule([.inputInterfaceName("lo", negated: false), .verdict(.accept)]),
             ]
             rules += ExceptionRules.lanSources(profile, policy: policy, facts: facts)
-            if profile.killswitch {
+            // Trusted networks: `disconnect` lets members be reached directly too.
+            let action = facts.trustedAction(profile)
+            if (profile.killswitch && action != .disconnect) || action == .block {
                 rules.append(NftRule([.namedCounter(names.droppedCounter), .verdict(.drop)],
                                      comment: "profile \(profile.name): killswitch, members accept connections through the tunnel only"))
             }

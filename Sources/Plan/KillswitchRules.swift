@@ -25,12 +25,18 @@ enum KillswitchRules {
             let tunnel = profile.tunnel.interfaceName
             egressMarks.append(NftElement(key: .mark(mark), verdict: .jump(names.egressChain)))
             table.counters.append(NftCounter(name: names.tunnelCounter, comment: "profile \(profile.name): packets that left through \(tunnel)"))
-            var rules = TransportRules.guardRules(profile, facts: facts) + [
-                NftRule([.outputInterfaceName(tunnel, negated: false), .namedCounter(names.tunnelCounter), .verdict(.accept)]),
-                NftRule([.outputInterfaceName("lo", negated: false), .verdict(.accept)]),
-            ]
-            if profile.killswitch {
+            // Trusted networks: `disconnect` lifts the drop (members go direct), `block` drops
+            // even what a member would send into the tunnel itself (a socket bound to it).
+            let action = facts.trustedAction(profile)
+            var rules = TransportRules.guardRules(profile, facts: facts)
+            if action != .block {
+                rules.append(NftRule([.outputInterfaceName(tunnel, negated: false), .namedCounter(names.tunnelCounter), .verdict(.accept)]))
+            }
+            rules.append(NftRule([.outputInterfaceName("lo", negated: false), .verdict(.accept)]))
+            if profile.killswitch || action == .block {
                 table.counters.append(NftCounter(name: names.droppedCounter, comment: "profile \(profile.name): packets dropped by the killswitch"))
+            }
+            if (profile.killswitch && action != .disconnect) || action == .block {
                 rules.append(NftRule([.namedCounter(names.droppedCounter), .verdict(.drop)],
                                      comment: "profile \(profile.name): killswitch"))
             }

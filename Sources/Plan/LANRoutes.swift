@@ -18,15 +18,17 @@ enum LANRoutes {
     static let lanMetric: UInt32 = .max - 1
 
     static func routes(_ profiles: [Profile], facts: RuntimeFacts) -> [Route] {
-        profiles.filter(\.allowLAN).flatMap { profile -> [Route] in
+        profiles.filter { $0.allowLAN && facts.trustedAction($0) != .disconnect }.flatMap { profile -> [Route] in
             var routes: [Route] = []
-            let link = facts.links[profile.tunnel.interfaceName]
+            // Blocked (trusted networks): held as with the tunnel down and the killswitch on.
+            let blocked = facts.trustedAction(profile) == .block
+            let link = blocked ? nil : facts.links[profile.tunnel.interfaceName]
             for ipv4 in [true, false] {
                 for prefix in ExceptionRules.tunnelDestinations(profile, facts: facts, ipv4: ipv4) where prefix.length > 0 {
                     if let link, link.isUp {
                         routes.append(route(prefix, profile, .device(index: link.index), RoutingPlan.tunnelMetric))
                     }
-                    if profile.killswitch {
+                    if profile.killswitch || blocked {
                         routes.append(route(prefix, profile, .unreachable, tunnelDestinationLastResortMetric))
                     }
                 }

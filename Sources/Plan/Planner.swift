@@ -28,7 +28,7 @@ public enum Planner {
         return DesiredState(
             nft: table,
             rules: RoutingPlan.rules(policy.profiles, routing: routing),
-            routes: RoutingPlan.routes(policy.profiles, links: facts.links) + LANRoutes.routes(policy.profiles, facts: facts),
+            routes: RoutingPlan.routes(policy.profiles, links: facts.links, trusted: facts) + LANRoutes.routes(policy.profiles, facts: facts),
             sysctls: sysctls,
             cgroups: cgroups(policy, parent: facts.cgroupParent),
             socketMarks: BirthMarks.attachments(policy, facts: facts))

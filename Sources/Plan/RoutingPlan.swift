@@ -31,17 +31,21 @@ enum RoutingPlan {
         } + lookups
     }
 
-    static func routes(_ profiles: [Profile], links: [String: Link]) -> [Route] {
+    /// A trusted network's `disconnect` leaves the table empty (members' lookups go on to
+    /// the main table: direct); `block` leaves only the unreachable route.
+    static func routes(_ profiles: [Profile], links: [String: Link], trusted: RuntimeFacts = RuntimeFacts()) -> [Route] {
         profiles.flatMap { profile -> [Route] in
             var routes: [Route] = []
+            let action = trusted.trustedAction(profile)
+            guard action != .disconnect else { return [] }
             for ipv4 in [true, false] {
                 // The kernel refuses a route through an interface that is down and removes
                 // those it had: the tunnel route exists only while the tunnel is up.
-                if let link = links[profile.tunnel.interfaceName], link.isUp {
+                if action == .connect, let link = links[profile.tunnel.interfaceName], link.isUp {
                     routes.append(Route(destination: .defaultRoute(ipv4: ipv4), table: profile.table,
                                         kind: .device(index: link.index), metric: tunnelMetric, protocolNumber: vpnexecRouteProtocol))
                 }
-                if profile.killswitch {
+                if profile.killswitch || action == .block {
                     routes.append(Route(destination: .defaultRoute(ipv4: ipv4), table: profile.table,
                                         kind: .unreachable, metric: lastResortMetric, protocolNumber: vpnexecRouteProtocol))
                 }

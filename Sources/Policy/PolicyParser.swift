@@ -157,6 +157,7 @@ extension Policy {
                                   bypassDomains: sortedUnique(draft.bypassDomains.map(\.0)),
                                   routeDomains: sortedUnique(draft.routeDomains.map(\.0)), apps: Array(Set(draft.apps)).sorted())
             profile.allowEncryptedDNS = draft.allowEncryptedDNS
+            profile.trusted = draft.trusted
             profile.executableLocations = Dictionary(draft.routeExecutables + draft.bypassExecutables, uniquingKeysWith: { first, _ in first })
             profiles.append(profile)
         }
@@ -244,6 +245,7 @@ struct ProfileDraft {
     var routeDomains: [(DomainPattern, SourceLocation)] = []
     var apps: [String] = []
     var allowEncryptedDNS = false
+    var trusted: [TrustedRule] = []
 
     /// Profile names become cgroup/slice names and nft chain names. A dash would make
     /// systemd read "vpn-a-b.slice" as a child of "vpn-a.slice", so none are allowed.
@@ -324,6 +326,7 @@ struct ProfileDraft {
                 log.error("[profile.\(entry.key)] apps: \"\(app)\" is not an application id (letters, digits, '.', '_' and '-', as in org.mozilla.firefox)", at: appAt)
             }
         }
+        let trusted = reader.trustedRules("trusted")
         reader.reportUnknownKeys(unsupported: Policy.unsupportedProfileKeys)
         return ProfileDraft(name: entry.key, location: reader.location, tunnel: tunnel,
                             access: Access(users: users, groups: groups, location: accessAt),
@@ -331,7 +334,7 @@ struct ProfileDraft {
                             allowLAN: allowLAN, allowMulticast: allowMulticast, routeNetworks: routeNetworks,
                             bypassExecutables: bypassExecutables, routeExecutables: routeExecutables,
                             dnsServers: dnsServers, bypassDomains: bypassDomains, routeDomains: routeDomains, apps: apps,
-                            allowEncryptedDNS: allowEncryptedDNS)
+                            allowEncryptedDNS: allowEncryptedDNS, trusted: trusted)
     }
 
     /// Desktop application ids (reverse DNS names, or plain names like "firefox").

@@ -17,8 +17,9 @@ enum LocalPlan {
         transports.holders = { interface, _ in TunnelHolder.scanHere().filter { $0.interface == interface } }
         transports.sockets = { (try? SocketDiag().sockets()) ?? [] }
         reader.transports = transports.transport(of:link:)
+        if let netlink { reader.network = NetworkFactsReader(netlink: netlink).read }
         let facts = try reader.read(policy, cgroupParent: cgroupParent)
         let names = Dictionary(facts.links.values.map { ($0.index, $0.name) }, uniquingKeysWith: { a, _ in a })
-        return PlanText.render(Planner.plan(policy, facts: facts), interfaceNames: names)
+        return TrustedEvaluator.planHeader(facts) + PlanText.render(Planner.plan(policy, facts: facts), interfaceNames: names)
     }
 }

@@ -34,6 +34,8 @@ enum MetricsText {
         }
         add("profile_members", "gauge", "Processes in the profile's cgroups.", perProfile { Double($0.members) })
         add("profile_killswitch", "gauge", "1 if the profile's killswitch is on.", perProfile { $0.killswitch ? 1 : 0 })
+        add("profile_trusted_action", "gauge", "1 for the trusted-network action in force (connect, disconnect, block), 0 for the others; profiles with rules.",
+            profiles.flatMap { p in p.trusted.map { t in ["connect", "disconnect", "block"].map { Sample(labels: [("profile", p.name), ("action", $0)], value: t.action == $0 ? 1 : 0) } } ?? [] })
         let tunnels = profiles.map { [("profile", $0.name), ("interface", $0.tunnel.interface)] }
         add("tunnel_up", "gauge", "1 if the profile's tunnel interface is up with a carrier.",
             zip(tunnels, profiles).map { Sample(labels: $0, value: $1.tunnel.state == "up" ? 1 : 0) })

@@ -34,6 +34,9 @@ struct VPND: ParsableCommand {
     @Option(name: .customLong("state-dir"), help: "Keep the last policy that applied in DIR/policy.d, for the killswitch at boot (vpnd-early.service).")
     var stateDirectory: String?
 
+    @Option(name: .customLong("resolv-conf"), help: "Where trusted-network rules read the DNS search domains.")
+    var resolvConf = "/etc/resolv.conf"
+
     @Flag(help: "Remove every nft table, rule and route of vpnexec (the killswitch included) and exit.")
     var cleanup = false
 
@@ -66,6 +69,7 @@ struct VPND: ParsableCommand {
         options.initialNetworkNamespace = initialNetworkNamespace
         options.stateDirectory = stateDirectory
         options.oneshot = oneshot
+        options.resolvConfPath = resolvConf
         options.birthMarks = !oneshot
         do {
             let daemon = try Daemon(options: options, log: log)

@@ -49,6 +49,8 @@ final class DaemonHarness: @unchecked Sendable {
     private(set) var process: BackgroundProcess?
     /// Runs vpnd through this command (e.g. a seccomp wrapper), inside the namespace.
     var launcher: [String] = []
+    /// More vpnd options (e.g. --resolv-conf).
+    var extraArguments: [String] = []
 
     init(topology: Topology, policy: String, cleanup: Cleanup) throws {
         self.topology = topology
@@ -75,7 +77,7 @@ final class DaemonHarness: @unchecked Sendable {
             // The test process is in the initial network namespace, which has exec events.
             topology.client.enter + launcher + [try Binaries.path("vpnd"), "--policy-dir", policyDirectory,
                                                 "--socket", socketPath, "--cgroup-parent", cgroupParent,
-                                                "--initial-netns", "/proc/\(getpid())/ns/net"]
+                                                "--initial-netns", "/proc/\(getpid())/ns/net"] + extraArguments
         }
     }
 

@@ -1,0 +1,46 @@
+/// A profile's trusted networks (`vpnctl status`): the action in force, the rule that
+/// chose it and why, since when, and what the host's networks looked like then.
+public struct TrustedStatus: Codable, Hashable, Sendable {
+    /// "connect", "disconnect" or "block".
+    public var action: String
+    /// 1-based number of the rule that matched; nil: none did (connect).
+    public var rule: Int?
+    /// Where that rule is written, "file:line:column".
+    public var ruleLocation: String?
+    /// The fields that matched and the host's values ("gateway_mac" -> "02:00:5e:00:53:01 (gateway 192.0.2.1)").
+    public var matched: [String: String]
+    /// Seconds since the epoch when this action took effect (or vpnd started).
+    public var since: Double
+    /// How many rules the profile has.
+    public var rules: Int
+    /// What the rules were compared with.
+    public var network: NetworkStatus
+
+    public init(action: String, rule: Int? = nil, ruleLocation: String? = nil, matched: [String: String] = [:], since: Double,
+                rules: Int, network: NetworkStatus = NetworkStatus()) {
+        self.action = action
+        self.rule = rule
+        self.ruleLocation = ruleLocation
+        self.matched = matched
+        self.since = since
+        self.rules = rules
+        self.network = network
+    }
+}
+
+/// The host's networks as trusted-network rules see them; nil: not known.
+public struct NetworkStatus: Codable, Hashable, Sendable {
+    public var interface: String?
+    public var gateway: String?
+    public var gatewayMAC: String?
+    public var searchDomains: [String]
+    public var ssid: String?
+
+    public init(interface: String? = nil, gateway: String? = nil, gatewayMAC: String? = nil, searchDomains: [String] = [], ssid: String? = nil) {
+        self.interface = interface
+        self.gateway = gateway
+        self.gatewayMAC = gatewayMAC
+        self.searchDomains = searchDomains
+        self.ssid = ssid
+    }
+}

@@ -1,0 +1,108 @@
+import Policy
+
+/// What the host's networks say about where it is, as trusted-network rules compare it
+/// (read by Facts.NetworkFactsReader). Nil or empty: not known (offline, no gateway, no
+/// neighbour entry yet, not Wi-Fi); a rule that needs an unknown field does not match.
+public struct NetworkFacts: Hashable, Sendable {
+    /// The interface of the main table's default route (IPv4's, else IPv6's).
+    public var interface: String?
+    /// Its gateway ("192.0.2.1", "fe80::1").
+    public var gateway: String?
+    /// The gateway's link-layer address from the neighbour table, "aa:bb:cc:dd:ee:ff".
+    public var gatewayMAC: String?
+    /// DNS search domains the host was given, lower case, without trailing dots.
+    public var searchDomains: [String]
+    /// The SSID the default route's interface is associated with (nl80211).
+    public var ssid: String?
+
+    public init(interface: String? = nil, gateway: String? = nil, gatewayMAC: String? = nil, searchDomains: [String] = [], ssid: String? = nil) {
+        self.interface = interface
+        self.gateway = gateway
+        self.gatewayMAC = gatewayMAC
+        self.searchDomains = searchDomains
+        self.ssid = ssid
+    }
+}
+
+/// A profile's action on the networks it is on, and why.
+public struct TrustedVerdict: Hashable, Sendable {
+    public var action: TrustedAction
+    /// 1-based number of the rule that matched; nil: none did (connect).
+    public var rule: Int?
+    public var location: SourceLocation?
+    /// The fields that matched, key -> the value the host has (e.g. "gateway_mac" -> "02:...").
+    public var matched: [String: String]
+
+    public init(action: TrustedAction, rule: Int? = nil, location: SourceLocation? = nil, matched: [String: String] = [:]) {
+        self.action = action
+        self.rule = rule
+        self.location = location
+        self.matched = matched
+    }
+
+    /// "rule 2 (/etc/vpnexec/policy.d/10-work.toml:7:11): gateway_mac = 02:00:5e:00:53:01"
+    public var reason: String {
+        guard let rule else { return "no rule matched" }
+        let fields = TrustedMatch.keys.compactMap { key in matched[key].map { "\(key) = \($0)" } }.joined(separator: ", ")
+        return "rule \(rule)" + (location.map { " (\($0))" } ?? "") + ": " + fields
+    }
+}
+
+/// rules + facts -> verdict. Pure.
+public enum TrustedEvaluator {
+    /// The first rule whose every field matches; connect when none does.
+    public static func verdict(_ rules: [TrustedRule], _ facts: NetworkFacts) -> TrustedVerdict {
+        for (number, rule) in rules.enumerated() {
+            if let matched = matches(rule.match, facts) {
+                return TrustedVerdict(action: rule.action, rule: number + 1, location: rule.location, matched: matched)
+            }
+        }
+        return TrustedVerdict(action: .connect)
+    }
+
+    /// Profiles with rules -> their verdict; profiles without have none (they connect).
+    public static func verdicts(_ policy: Policy, _ facts: NetworkFacts) -> [String: TrustedVerdict] {
+        var verdicts: [String: TrustedVerdict] = [:]
+        for profile in policy.profiles where !profile.trusted.isEmpty {
+            verdicts[profile.name] = verdict(profile.trusted, facts)
+        }
+        return verdicts
+    }
+
+    /// The matched fields and the host's values, or nil if a field does not match.
+    static func matches(_ match: TrustedMatch, _ facts: NetworkFacts) -> [String: String]? {
+        var matched: [String: String] = [:]
+        if let wanted = match.interface {
+            guard let interface = facts.interface else { return nil }
+            let ok = wanted.hasSuffix("*") ? interface.hasPrefix(wanted.dropLast()) : interface == wanted
+            guard ok else { return nil }
+            matched["interface"] = interface
+        }
+        if let wanted = match.gatewayMAC {
+            guard let mac = facts.gatewayMAC, mac == wanted else { return nil }
+            matched["gateway_mac"] = mac + (facts.gateway.map { " (gateway \($0))" } ?? "")
+        }
+        if let wanted = match.searchDomain {
+            guard facts.searchDomains.contains(wanted) else { return nil }
+            matched["search_domain"] = wanted
+        }
+        if let wanted = match.ssid {
+            guard let ssid = facts.ssid, ssid == wanted else { return nil }
+            matched["ssid"] = ssid
+        }
+        return matched
+    }
+}
+
+extension TrustedEvaluator {
+    /// Comment lines for `vpnctl plan`: a plan holds for the networks the host is on, so it
+    /// says which verdicts it was made for (empty without rules).
+    public static func planHeader(_ facts: RuntimeFacts) -> String {
+        facts.trusted.sorted { $0.key < $1.key }.map { "# trusted networks: profile \($0.key) \($0.value.action.rawValue) (\($0.value.reason))\n" }.joined()
+    }
+}
+
+extension RuntimeFacts {
+    /// The trusted-network action in force for a profile (connect without rules).
+    public func trustedAction(_ profile: Profile) -> TrustedAction { trusted[profile.name]?.action ?? .connect }
+}
