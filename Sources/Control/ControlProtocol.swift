@@ -108,6 +108,8 @@ public struct ProfileStatus: Codable, Hashable, Sendable {
     public var exceptions: ExceptionStatus
     /// The profile's DNS proxy.
     public var dns: DNSStatus?
+    /// Multihop: the entry profile that carries this profile's transport (HopStatus).
+    public var via: HopStatus?
 
     public init(name: String, mark: UInt32, table: UInt32, killswitch: Bool, cgroup: String, members: Int,
                 tunnel: TunnelStatus, sent: Traffic, received: Traffic, throughTunnel: Traffic, droppedByKillswitch: Traffic,

@@ -69,6 +69,7 @@ extension Daemon {
                 throughTunnel: traffic(names.tunnelCounter), droppedByKillswitch: traffic(names.droppedCounter),
                 exceptions: exceptionStatus(profile, direct: traffic(names.directCounter)), dns: dnsStatus(profile, counters: counters))
             status.joinedCgroups = Array(memberCgroups(of: profile).dropFirst())
+            status.via = hopStatus(profile, links: links, counters: counters)
             return status
         }
         var report = StatusReport(daemonPID: getpid(), policyDirectory: options.policyDirectory,

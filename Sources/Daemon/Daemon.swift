@@ -225,7 +225,7 @@ public final class Daemon {
         try ensureCgroups()
         try apply(try facts())
         guard !tunnelFiles.isEmpty || tunnels.isRunningAny else { return }
-        tunnels.reconcile(tunnelFiles, bypassMark: policy.routing.bypassMark, netlink: rtnl)
+        tunnels.reconcile(tunnelFiles, policy: policy, netlink: rtnl)
         try apply(try facts())
     }
 

@@ -66,6 +66,8 @@ public struct Profile: Hashable, Sendable {
     /// by default it is refused for such profiles (EncryptedDNSRules), since the proxy sees
     /// none of it.
     public var allowEncryptedDNS = false
+    /// Multihop: the profile whose tunnel carries this one's encrypted transport.
+    public var via: Via?
 
     public init(name: String, location: SourceLocation, tunnel: Tunnel, access: Access, killswitch: Bool, index: UInt32, table: UInt32,
                 allowLAN: Bool = false, allowMulticast: Bool = false, routeNetworks: [IPPrefix] = [],

@@ -157,10 +157,12 @@ extension Policy {
                                   bypassDomains: sortedUnique(draft.bypassDomains.map(\.0)),
                                   routeDomains: sortedUnique(draft.routeDomains.map(\.0)), apps: Array(Set(draft.apps)).sorted())
             profile.allowEncryptedDNS = draft.allowEncryptedDNS
+            profile.via = draft.via
             profile.executableLocations = Dictionary(draft.routeExecutables + draft.bypassExecutables, uniquingKeysWith: { first, _ in first })
             profiles.append(profile)
         }
         checkRouteNetworks(unique, log: log)
+        checkVia(profiles, log: log)
         checkExecutables(unique, log: log)
         checkDomains(unique, log: log)
         return profiles
@@ -250,6 +252,7 @@ struct ProfileDraft {
     var routeDomains: [(DomainPattern, SourceLocation)] = []
     var apps: [String] = []
     var allowEncryptedDNS = false
+    var via: Via?
 
     /// Profile names become cgroup/slice names and nft chain names. A dash would make
     /// systemd read "vpn-a-b.slice" as a child of "vpn-a.slice", so none are allowed.
@@ -273,7 +276,8 @@ struct ProfileDraft {
             return nil
         }
         var reader = TableReader(table, file: file, context: "[profile.\(entry.key)]", log: log)
-        let tunnel = readTunnel(&reader, profile: entry.key)
+        var via: Via?
+        let tunnel = readTunnel(&reader, profile: entry.key, via: &via)
         var users: [Principal] = []
         var groups: [Principal] = []
         for (item, itemAt) in reader.namesOrNumbers("users") ?? [] {
@@ -337,7 +341,7 @@ struct ProfileDraft {
                             allowLAN: allowLAN, allowMulticast: allowMulticast, routeNetworks: routeNetworks,
                             bypassExecutables: bypassExecutables, routeExecutables: routeExecutables,
                             dnsServers: dnsServers, bypassDomains: bypassDomains, routeDomains: routeDomains, apps: apps,
-                            allowEncryptedDNS: allowEncryptedDNS)
+                            allowEncryptedDNS: allowEncryptedDNS, via: via)
     }
 
     /// Desktop application ids (reverse DNS names, or plain names like "firefox").
@@ -347,7 +351,7 @@ struct ProfileDraft {
         }
     }
 
-    private static func readTunnel(_ reader: inout TableReader, profile: String) -> Tunnel? {
+    private static func readTunnel(_ reader: inout TableReader, profile: String, via: inout Via?) -> Tunnel? {
         let context = reader.context
         guard let table = reader.table("tunnel") else {
             if reader.keyLocation("tunnel") == nil {
@@ -357,6 +361,7 @@ struct ProfileDraft {
         }
         var tunnelReader = TableReader(table, file: reader.file, context: "\(context) tunnel", log: reader.log)
         defer { tunnelReader.reportUnknownKeys() }
+        via = readVia(&tunnelReader)
         let interface = tunnelReader.string("interface")
         if let (name, at) = interface, !validInterfaceName(name) {
             reader.log.error("\(context) tunnel.interface \"\(name)\" is not a valid interface name (1 to 15 characters, no '/', ':' or white space)", at: at)
