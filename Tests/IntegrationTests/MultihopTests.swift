@@ -8,30 +8,18 @@ import Testing
 /// can reach (192.0.2.130, behind the entry server on a link of their own; the router the
 /// client uses has no route to it), with a target host on its loopback (192.0.2.200).
 @Suite(.serialized) struct MultihopTests {
-    static let exitPublic = "192.0.2.130", entryBeforeExit = "192.0.2.129", target = "192.0.2.200"
-
     @Test func theExitTunnelRidesInsideTheEntryAndNothingLeaksWhenEitherHopDies() throws {
         let cleanup = Cleanup()
         defer { cleanup.run() }
         let net = try Topology(cleanup: cleanup)
         let probe = try PythonScript.write(PythonScript.probe, cleanup: cleanup)
-        // The exit server's namespace hangs off the entry server's: no other way leads there.
-        let exitNS = try NetworkNamespace("vx\(net.tag)x", cleanup: cleanup)
-        try Command.run(["ip", "link", "add", "vx\(net.tag)xe", "netns", net.server.name, "type", "veth", "peer", "name", "vx\(net.tag)xu", "netns", exitNS.name])
-        for (ns, name, address) in [(net.server, "vx\(net.tag)xe", "\(Self.entryBeforeExit)/30"), (exitNS, "vx\(net.tag)xu", "\(Self.exitPublic)/30")] {
-            try ns.run(["ip", "addr", "add", address, "dev", name])
-            try ns.run(["ip", "link", "set", name, "up"])
-        }
-        try exitNS.run(["ip", "link", "set", "lo", "up"])
-        try exitNS.run(["ip", "route", "add", "default", "via", Self.entryBeforeExit])
-        try exitNS.run(["ip", "addr", "add", "\(Self.target)/32", "dev", "lo"])
-        let targetService = try Services(in: exitNS, addresses: [Self.target], port: 8080, cleanup: cleanup)
-
+        let exit = try ExitBehindServer(net, cleanup: cleanup)
+        let targetService = exit.service
+        let exitNS = exit.namespace
         let (entryServerKey, entryServerPublic) = try WireGuardGo.keyPair()
-        let (exitServerKey, exitServerPublic) = try WireGuardGo.keyPair()
         let (entryKey, entryPublic) = try WireGuardGo.keyPair()
-        let (exitKey, exitPublic) = try WireGuardGo.keyPair()
-        let entryServerName = "vx\(net.tag)n", exitServerName = "vx\(net.tag)X"
+        let exitPublic = exit.clientPublic
+        let entryServerName = "vx\(net.tag)n", exitServerName = exit.server.name
         let entryServer = try OurTunnel(in: net.server, name: entryServerName, cleanup: cleanup, config: """
             [Interface]
             PrivateKey = \(entryServerKey)
@@ -41,15 +29,7 @@ import Testing
             PublicKey = \(entryPublic)
             AllowedIPs = 10.63.0.2/32
             """)
-        let exitServer = try OurTunnel(in: exitNS, name: exitServerName, cleanup: cleanup, config: """
-            [Interface]
-            PrivateKey = \(exitServerKey)
-            ListenPort = 51961
-            Address = 10.64.0.1/24
-            [Peer]
-            PublicKey = \(exitPublic)
-            AllowedIPs = 10.64.0.2/32
-            """)
+        let exitServer = exit.server
 
         let entryInterface = "vx\(net.tag)i", exitInterface = "vx\(net.tag)o"
         let daemon = try DaemonHarness(topology: net, policy: "", cleanup: cleanup)
@@ -68,15 +48,7 @@ import Testing
             AllowedIPs = 0.0.0.0/0
             PersistentKeepalive = 1
             """)
-        let exitConf = writeConf("exit", """
-            [Interface]
-            PrivateKey = \(exitKey)
-            Address = 10.64.0.2/24
-            [Peer]
-            PublicKey = \(exitServerPublic)
-            Endpoint = \(Self.exitPublic):51961
-            AllowedIPs = 0.0.0.0/0
-            """)
+        let exitConf = writeConf("exit", exit.clientFile)
         try daemon.writePolicy("""
             [profile.entry]
             tunnel = { wireguard = "\(entryConf)", interface = "\(entryInterface)" }
@@ -91,7 +63,7 @@ import Testing
         try daemon.start()
 
         func member(_ mode: String = "tcp") throws -> String {
-            try Command.run(try daemon.vpnexec(profile: "exit", []) + ["python3", probe, mode, Self.target, "8080"]).trimmed
+            try Command.run(try daemon.vpnexec(profile: "exit", []) + ["python3", probe, mode, ExitBehindServer.target, "8080"]).trimmed
         }
         // The exit's first handshake may wait for the entry's (it is held until then).
         var seen = ""
@@ -102,7 +74,7 @@ import Testing
         // never the client's; the entry server saw the client.
         func endpoints(_ ns: NetworkNamespace, _ name: String) throws -> String { try ns.run(["wg", "show", name, "endpoints"]) }
         let exitSaw = try endpoints(exitNS, exitServerName)
-        #expect(exitSaw.contains("\(exitPublic)\t\(Self.entryBeforeExit):"), "\(exitSaw)")
+        #expect(exitSaw.contains("\(exitPublic)\t\(ExitBehindServer.entryBeforeExit):"), "\(exitSaw)")
         #expect(!exitSaw.contains(Topology.clientAddress4))
         #expect(try endpoints(net.server, entryServerName).contains("\(entryPublic)\t\(Topology.clientAddress4):"))
 
@@ -121,37 +93,118 @@ import Testing
         let other = try wire.packets("not (udp and host \(Topology.serverUplink4) and port 51960)")
         #expect(other.isEmpty, "packets other than the entry's transport on the physical link: \(other.prefix(5))")
 
-        /// Members of `exit` send to the target while `change` breaks a hop; the capture
-        /// must see the control (a non-member sending toward the target, which the router
-        /// drops further on) and nothing toward the exit server or from a member.
-        func holds(_ what: String, _ change: () throws -> Void) throws {
-            let capture = try Capture(on: net.clientUplink, in: net.client,
-                                      filter: "host \(Self.exitPublic) or host \(Self.target)", cleanup: cleanup)
-            let control = try BackgroundProcess(net.client.enter + ["python3", probe, "udp-loop", Self.target, "9002"], cleanup: cleanup)
-            try eventually("the capture to see the control") { try capture.count("udp port 9002") > 5 }
-            try change()
-            let sender = try BackgroundProcess(try daemon.vpnexec(profile: "exit", ["python3", probe, "udp-loop", Self.target, "8080"]), cleanup: cleanup)
-            let sentBefore = try daemon.status().profiles.first { $0.name == "exit" }?.sent.packets ?? 0
-            Thread.sleep(forTimeInterval: 3)
-            #expect((try daemon.status().profiles.first { $0.name == "exit" }?.sent.packets ?? 0) > sentBefore + 50, "\(what): the member kept sending")
-            sender.stop()
-            control.stop()
-            _ = try capture.stop()
-            let leaked = try capture.packets("not udp port 9002")
-            #expect(leaked.isEmpty, "\(what): toward the exit server or the target on the physical link: \(leaked.prefix(5))")
-            #expect(try capture.count("udp port 9002") > 20, "\(what): the capture saw the control")
-        }
-
         // The entry tunnel goes down on the client: the exit's transport is held, then it
         // comes back through the entry once the entry is up again.
-        try holds("entry tunnel down") { try net.client.run(["ip", "link", "set", entryInterface, "down"]) }
+        try Self.holds(net, daemon, probe, cleanup, "entry tunnel down") { try net.client.run(["ip", "link", "set", entryInterface, "down"]) }
         #expect(try daemon.status().profiles.first { $0.name == "exit" }?.via?.entryState == "down")
         try net.client.run(["ip", "link", "set", entryInterface, "up"])
         try eventually("the exit hop through the entry again", seconds: 30) { (try? member()) == "10.64.0.2" }
 
         // The exit server dies, then the entry server.
-        try holds("exit server killed") { exitServer.process.kill9() }
-        try holds("entry server killed") { entryServer.process.kill9() }
+        try Self.holds(net, daemon, probe, cleanup, "exit server killed") { exitServer.process.kill9() }
+        try Self.holds(net, daemon, probe, cleanup, "entry server killed") { entryServer.process.kill9() }
         #expect(!targetService.seen().contains { $0.contains(Topology.clientAddress4) }, "the target never saw the client")
+    }
+
+    /// Members of `exit` send to the target while `change` breaks a hop; the capture
+    /// must see the control (a non-member sending toward the target, which the router
+    /// drops further on) and nothing toward the exit server or from a member.
+    static func holds(_ net: Topology, _ daemon: DaemonHarness, _ probe: String, _ cleanup: Cleanup, _ what: String, _ change: () throws -> Void) throws {
+        let capture = try Capture(on: net.clientUplink, in: net.client,
+                                  filter: "host \(ExitBehindServer.exitPublic) or host \(ExitBehindServer.target)", cleanup: cleanup)
+        let control = try BackgroundProcess(net.client.enter + ["python3", probe, "udp-loop", ExitBehindServer.target, "9002"], cleanup: cleanup)
+        try eventually("the capture to see the control") { try capture.count("udp port 9002") > 5 }
+        try change()
+        let sender = try BackgroundProcess(try daemon.vpnexec(profile: "exit", ["python3", probe, "udp-loop", ExitBehindServer.target, "8080"]), cleanup: cleanup)
+        let sentBefore = try daemon.status().profiles.first { $0.name == "exit" }?.sent.packets ?? 0
+        Thread.sleep(forTimeInterval: 3)
+        #expect((try daemon.status().profiles.first { $0.name == "exit" }?.sent.packets ?? 0) > sentBefore + 50, "\(what): the member kept sending")
+        sender.stop()
+        control.stop()
+        _ = try capture.stop()
+        let leaked = try capture.packets("not udp port 9002")
+        #expect(leaked.isEmpty, "\(what): toward the exit server or the target on the physical link: \(leaked.prefix(5))")
+        #expect(try capture.count("udp port 9002") > 20, "\(what): the capture saw the control")
+    }
+
+    /// The entry is an interface tunnel (wireguard-go's, to a wireguard-go server that
+    /// forwards without NAT): the exit server sees the entry tunnel's address.
+    @Test func anInterfaceTunnelCanBeTheEntry() throws {
+        let cleanup = Cleanup()
+        defer { cleanup.run() }
+        let scenario = try Scenario(cleanup: cleanup, start: false) { _ in "" }
+        let net = scenario.net, daemon = scenario.daemon, probe = scenario.probe
+        let exit = try ExitBehindServer(net, cleanup: cleanup)
+        try net.server.run(["sysctl", "-qw", "net.ipv4.ip_forward=1"])
+        let exitInterface = "vx\(net.tag)o"
+        let exitConf = URL(fileURLWithPath: daemon.policyDirectory + "/../exit.conf").standardized.path
+        FileManager.default.createFile(atPath: exitConf, contents: Data(exit.clientFile.utf8), attributes: [.posixPermissions: 0o600])
+        cleanup.add("remove \(exitInterface).sock") { try? FileManager.default.removeItem(atPath: "/var/run/wireguard/\(exitInterface).sock") }
+        try daemon.writePolicy("""
+            [profile.entry]
+            tunnel.interface = "\(scenario.tunnel.clientInterface)"
+            [profile.exit]
+            tunnel = { wireguard = "\(exitConf)", interface = "\(exitInterface)", via = "entry" }
+            """)
+        let wire = try Capture(on: net.clientUplink, in: net.client, filter: "host \(ExitBehindServer.exitPublic) or host \(ExitBehindServer.target)", cleanup: cleanup)
+        try daemon.start()
+        var seen = ""
+        try eventually("a member's connection through both hops", seconds: 30) {
+            seen = (try? Command.run(try daemon.vpnexec(profile: "exit", []) + ["python3", probe, "tcp", ExitBehindServer.target, "8080"]).trimmed) ?? ""
+            return !seen.isEmpty
+        }
+        #expect(seen == "10.64.0.2", "the target saw the exit tunnel's address")
+        let exitSaw = try exit.namespace.run(["wg", "show", exit.server.name, "endpoints"])
+        #expect(exitSaw.contains("\(exit.clientPublic)\t\(scenario.tunnel.clientAddress4):"), "the exit saw the entry tunnel's address: \(exitSaw)")
+        _ = try wire.stop()
+        #expect(try wire.packets().isEmpty, "toward the exit server or the target on the physical link")
+        try Self.holds(net, daemon, probe, cleanup, "entry interface down") { try scenario.tunnel.setClientLink(up: false) }
+    }
+}
+
+/// The exit server's namespace, hanging off the usual server namespace (the entry's) on a
+/// link of their own: the router the client uses has no route to it. A `vpn-server` listens
+/// on 192.0.2.130:51961 (its tunnel 10.64.0.0/24, masquerading), and a reporting service on
+/// 192.0.2.200 (its loopback) is the host behind it.
+final class ExitBehindServer {
+    static let exitPublic = "192.0.2.130", entryBeforeExit = "192.0.2.129", target = "192.0.2.200"
+    let namespace: NetworkNamespace
+    let service: Services
+    let server: OurTunnel
+    let clientKey: String, clientPublic: String
+    /// The client's wg-quick file for the exit (10.64.0.2).
+    let clientFile: String
+
+    init(_ net: Topology, cleanup: Cleanup) throws {
+        namespace = try NetworkNamespace("vx\(net.tag)x", cleanup: cleanup)
+        try Command.run(["ip", "link", "add", "vx\(net.tag)xe", "netns", net.server.name, "type", "veth", "peer", "name", "vx\(net.tag)xu", "netns", namespace.name])
+        for (ns, name, address) in [(net.server, "vx\(net.tag)xe", "\(Self.entryBeforeExit)/30"), (namespace, "vx\(net.tag)xu", "\(Self.exitPublic)/30")] {
+            try ns.run(["ip", "addr", "add", address, "dev", name])
+            try ns.run(["ip", "link", "set", name, "up"])
+        }
+        try namespace.run(["ip", "link", "set", "lo", "up"])
+        try namespace.run(["ip", "route", "add", "default", "via", Self.entryBeforeExit])
+        try namespace.run(["ip", "addr", "add", "\(Self.target)/32", "dev", "lo"])
+        service = try Services(in: namespace, addresses: [Self.target], port: 8080, cleanup: cleanup)
+        let (serverKey, serverPublic) = try WireGuardGo.keyPair()
+        (clientKey, clientPublic) = try WireGuardGo.keyPair()
+        server = try OurTunnel(in: namespace, name: "vx\(net.tag)X", cleanup: cleanup, config: """
+            [Interface]
+            PrivateKey = \(serverKey)
+            ListenPort = 51961
+            Address = 10.64.0.1/24
+            [Peer]
+            PublicKey = \(clientPublic)
+            AllowedIPs = 10.64.0.2/32
+            """)
+        clientFile = """
+            [Interface]
+            PrivateKey = \(clientKey)
+            Address = 10.64.0.2/24
+            [Peer]
+            PublicKey = \(serverPublic)
+            Endpoint = \(Self.exitPublic):51961
+            AllowedIPs = 0.0.0.0/0
+            """
     }
 }
