@@ -220,6 +220,8 @@ public struct TunnelStatus: Codable, Hashable, Sendable {
     public var wireguard: WireGuardReport?
     /// The tunnel's own transport, kept out of every profile (TransportStatus).
     public var transport: TransportStatus?
+    /// Several servers: which one is in use and why (ServerChoiceStatus).
+    public var servers: ServerChoiceStatus?
 
     public init(interface: String, state: String, addresses: [String], rxBytes: UInt64, txBytes: UInt64, wireguard: WireGuardReport? = nil) {
         self.interface = interface

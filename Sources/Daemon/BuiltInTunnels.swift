@@ -76,6 +76,7 @@ final class BuiltInTunnels {
     }
 
     func status(interface: String) -> EngineStatus? { running[interface]?.tunnel.engine.status }
+    func engine(interface: String) -> Engine? { running[interface]?.tunnel.engine }
 
     func stopAll() {
         for (_, entry) in running { entry.tunnel.stop() }

@@ -63,6 +63,7 @@ public final class Daemon {
     /// The files `policy` was read from.
     private var sources: [PolicySource]
     let tunnels: BuiltInTunnels
+    let failover: ServerFailover
     var server: ControlServer?
     var loop: EventLoop?
     private let lock: NamespaceLock
@@ -124,6 +125,7 @@ public final class Daemon {
             log.warning("sockets are not born marked (nftables marks, re-routes and NATs them): \(error)")
         }
         rtnl = try Rtnetlink()
+        failover = ServerFailover(log: log, rtnl: rtnl)
         applier.onSocketMarkFailure = { [log] in log.warning("sockets are not born marked there: \($0)") }
         applier.onTableRestored = { [log] in log.warning("the nft table inet \(vpnexecTableName) was deleted by someone else; put back") }
         if options.sandbox {
@@ -225,7 +227,8 @@ public final class Daemon {
         try ensureCgroups()
         try apply(try facts())
         guard !tunnelFiles.isEmpty || tunnels.isRunningAny else { return }
-        tunnels.reconcile(tunnelFiles, policy: policy, netlink: rtnl)
+        tunnels.reconcile(failover.chosen(tunnelFiles, policy: policy, tunnels: tunnels), policy: policy, netlink: rtnl)
+        failover.probe(tunnels)
         try apply(try facts())
     }
 

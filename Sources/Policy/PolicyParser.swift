@@ -158,6 +158,7 @@ extension Policy {
                                   routeDomains: sortedUnique(draft.routeDomains.map(\.0)), apps: Array(Set(draft.apps)).sorted())
             profile.allowEncryptedDNS = draft.allowEncryptedDNS
             profile.via = draft.via
+            profile.servers = draft.servers
             profile.executableLocations = Dictionary(draft.routeExecutables + draft.bypassExecutables, uniquingKeysWith: { first, _ in first })
             profiles.append(profile)
         }
@@ -253,6 +254,7 @@ struct ProfileDraft {
     var apps: [String] = []
     var allowEncryptedDNS = false
     var via: Via?
+    var servers: ServerList?
 
     /// Profile names become cgroup/slice names and nft chain names. A dash would make
     /// systemd read "vpn-a-b.slice" as a child of "vpn-a.slice", so none are allowed.
@@ -276,8 +278,8 @@ struct ProfileDraft {
             return nil
         }
         var reader = TableReader(table, file: file, context: "[profile.\(entry.key)]", log: log)
-        var via: Via?
-        let tunnel = readTunnel(&reader, profile: entry.key, via: &via)
+        var via: Via?, servers: ServerList?
+        let tunnel = readTunnel(&reader, profile: entry.key, via: &via, servers: &servers)
         var users: [Principal] = []
         var groups: [Principal] = []
         for (item, itemAt) in reader.namesOrNumbers("users") ?? [] {
@@ -341,7 +343,7 @@ struct ProfileDraft {
                             allowLAN: allowLAN, allowMulticast: allowMulticast, routeNetworks: routeNetworks,
                             bypassExecutables: bypassExecutables, routeExecutables: routeExecutables,
                             dnsServers: dnsServers, bypassDomains: bypassDomains, routeDomains: routeDomains, apps: apps,
-                            allowEncryptedDNS: allowEncryptedDNS, via: via)
+                            allowEncryptedDNS: allowEncryptedDNS, via: via, servers: servers)
     }
 
     /// Desktop application ids (reverse DNS names, or plain names like "firefox").
@@ -351,7 +353,7 @@ struct ProfileDraft {
         }
     }
 
-    private static func readTunnel(_ reader: inout TableReader, profile: String, via: inout Via?) -> Tunnel? {
+    private static func readTunnel(_ reader: inout TableReader, profile: String, via: inout Via?, servers: inout ServerList?) -> Tunnel? {
         let context = reader.context
         guard let table = reader.table("tunnel") else {
             if reader.keyLocation("tunnel") == nil {
@@ -367,7 +369,9 @@ struct ProfileDraft {
             reader.log.error("\(context) tunnel.interface \"\(name)\" is not a valid interface name (1 to 15 characters, no '/', ':' or white space)", at: at)
             return nil
         }
-        if let (config, at) = tunnelReader.string("wireguard") {
+        let listed = readServers(&tunnelReader, into: &servers)
+        if case .some(nil) = listed { return nil }
+        if let (config, at) = listed ?? tunnelReader.string("wireguard") {
             guard config.hasPrefix("/") else {
                 reader.log.error("\(context) tunnel.wireguard \"\(config)\" must be an absolute path to a wg-quick style file", at: at)
                 return nil
