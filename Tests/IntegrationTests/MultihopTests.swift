@@ -84,6 +84,10 @@ import Testing
         #expect(exitStatus.via?.entry == "entry" && exitStatus.via?.entryInterface == entryInterface && exitStatus.via?.entryState == "up")
         #expect((exitStatus.via?.carried.packets ?? 0) > 0, "route_output sent the exit's transport into the entry")
         #expect(status.profiles.first { $0.name == "entry" }?.via == nil)
+        // The exit's socket carries the entry's mark; the entry's the bypass mark.
+        let entryStatus = try #require(status.profiles.first { $0.name == "entry" })
+        #expect(exitStatus.tunnel.transport?.fwmark == "0x" + String(entryStatus.mark, radix: 16), "\(String(describing: exitStatus.tunnel.transport))")
+        let bypassMark = try #require(entryStatus.tunnel.transport?.fwmark)
         let text = try daemon.vpnctl(["status"]).stdout
         #expect(text.contains("via       profile entry (\(entryInterface): up)"), "\(text)")
 
@@ -104,6 +108,19 @@ import Testing
         try Self.holds(net, daemon, probe, cleanup, "exit server killed") { exitServer.process.kill9() }
         try Self.holds(net, daemon, probe, cleanup, "entry server killed") { entryServer.process.kill9() }
         #expect(!targetService.seen().contains { $0.contains(Topology.clientAddress4) }, "the target never saw the client")
+
+        // A reload without `via`: the exit's tunnel starts again, its socket with the bypass mark.
+        try daemon.writePolicy("""
+            [profile.entry]
+            tunnel = { wireguard = "\(entryConf)", interface = "\(entryInterface)" }
+            [profile.exit]
+            tunnel = { wireguard = "\(exitConf)", interface = "\(exitInterface)" }
+            """)
+        #expect(try daemon.vpnctl(["reload"]).status == 0)
+        try eventually("the exit's socket to carry the bypass mark") {
+            let exit = try daemon.status().profiles.first { $0.name == "exit" }
+            return exit?.via == nil && exit?.tunnel.transport?.fwmark == bypassMark
+        }
     }
 
     /// Members of `exit` send to the target while `change` breaks a hop; the capture
