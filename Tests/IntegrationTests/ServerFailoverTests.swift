@@ -107,15 +107,66 @@ import Testing
         print("fastest: round trips \(trips.map { $0.map(String.init) ?? "-" }) ms; \(servers.reason)")
     }
 
-    /// A UDP relay that holds every datagram DELAY seconds in each direction (one client).
+    /// fastest, measured again when the host's network changes: both servers behind relays
+    /// whose delays the test sets; the near one becomes the far one, the client's physical
+    /// interface gets another address, and vpnd moves to the other server.
+    @Test func fastestMeasuresAgainWhenTheNetworkChanges() throws {
+        let cleanup = Cleanup()
+        defer { cleanup.run() }
+        let net = try Topology(cleanup: cleanup)
+        _ = try net.startServices()
+        let probe = try PythonScript.write(PythonScript.probe, cleanup: cleanup)
+        let (clientKey, clientPublic) = try WireGuardGo.keyPair()
+        let (_, aPublic) = try Self.server(net, "vx\(net.tag)f", port: 51974, subnet: 67, client: clientPublic, cleanup: cleanup)
+        let (_, bPublic) = try Self.server(net, "vx\(net.tag)n", port: 51976, subnet: 68, client: clientPublic, cleanup: cleanup)
+        let relay = NSTemporaryDirectory() + "vx-\(uniqueTag())-relay.py"
+        try Self.delayRelay.write(toFile: relay, atomically: true, encoding: .utf8)
+        cleanup.add("remove \(relay)") { try? FileManager.default.removeItem(atPath: relay) }
+        func delayFile(_ seconds: String) throws -> String {
+            let path = NSTemporaryDirectory() + "vx-\(uniqueTag())-delay"
+            try seconds.write(toFile: path, atomically: true, encoding: .utf8)
+            cleanup.add("remove \(path)") { try? FileManager.default.removeItem(atPath: path) }
+            return path
+        }
+        let aDelay = try delayFile("0.2"), bDelay = try delayFile("0")
+        for (listen, target, file) in [("51975", "51974", aDelay), ("51977", "51976", bDelay)] {
+            let process = try BackgroundProcess(net.server.enter + ["python3", relay, listen, target, file], cleanup: cleanup)
+            try eventually("the relay to listen") { try net.server.run(["ss", "-lunH"]).contains(":\(listen)") || !process.isRunning }
+        }
+        let interface = "vx\(net.tag)b"
+        let daemon = try DaemonHarness(topology: net, policy: "", cleanup: cleanup)
+        let a = Self.write(daemon, "a", Self.clientFile(key: clientKey, address: "10.67.0.2", serverPublic: aPublic, port: 51975))
+        let b = Self.write(daemon, "b", Self.clientFile(key: clientKey, address: "10.68.0.2", serverPublic: bPublic, port: 51977))
+        try daemon.writePolicy("[profile.work]\ntunnel = { wireguard = [\"\(a)\", \"\(b)\"], interface = \"\(interface)\", servers = \"fastest\" }\n")
+        cleanup.add("remove \(interface).sock") { try? FileManager.default.removeItem(atPath: "/var/run/wireguard/\(interface).sock") }
+        try daemon.start()
+        func chosen() throws -> String? {
+            let s = try daemon.status().profiles.first?.tunnel.servers
+            return s?.state == "up" && s?.reason.hasPrefix("fastest") == true ? s?.current : nil
+        }
+        try eventually("the fastest server chosen", seconds: 40) { try chosen() == b }
+        try "0.3".write(toFile: bDelay, atomically: true, encoding: .utf8)
+        try "0".write(toFile: aDelay, atomically: true, encoding: .utf8)
+        Thread.sleep(forTimeInterval: 3)
+        #expect(try chosen() == b, "no network change, no new measurement")
+        try net.client.run(["ip", "addr", "add", "198.51.100.3/24", "dev", net.clientUplink])
+        try eventually("the other server chosen after the network changed", seconds: 40) { try chosen() == a }
+        #expect(try Command.run((try daemon.vpnexec(profile: "work", [])) + ["python3", probe, "tcp", Topology.service4, "8080"]).trimmed == "10.67.0.2")
+        #expect(daemon.process?.output.contains("network changed: measuring the handshake round trip of each server") == true)
+    }
+
+    /// A UDP relay that holds every datagram DELAY seconds in each direction (one client);
+    /// DELAY is a number or a file holding one, read for every datagram.
     static let delayRelay = """
-        import socket, sys, threading
-        listen, target, delay = int(sys.argv[1]), int(sys.argv[2]), float(sys.argv[3])
+        import os, socket, sys, threading
+        listen, target, delay_arg = int(sys.argv[1]), int(sys.argv[2]), sys.argv[3]
+        def delay():
+            return float(open(delay_arg).read()) if os.path.exists(delay_arg) else float(delay_arg)
         front = socket.socket(socket.AF_INET, socket.SOCK_DGRAM); front.bind(("0.0.0.0", listen))
         back = socket.socket(socket.AF_INET, socket.SOCK_DGRAM); back.bind(("127.0.0.1", 0))
         client = [None]
         def later(sock, data, addr):
-            t = threading.Timer(delay, lambda: sock.sendto(data, addr)); t.daemon = True; t.start()
+            t = threading.Timer(delay(), lambda: sock.sendto(data, addr)); t.daemon = True; t.start()
         def answers():
             while True:
                 data, _ = back.recvfrom(65535)
