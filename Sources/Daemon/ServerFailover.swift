@@ -12,7 +12,8 @@ import WireGuard
 /// profile's chosen server (a new server is a new file: BuiltInTunnels starts the tunnel
 /// afresh on the same interface, the killswitch holding members meanwhile) and then asks
 /// the engine for a handshake where the choice wants one. It uses the engine's public face
-/// only: its status and `keepalive` (which starts a handshake when there is no session).
+/// only: its status (latest handshake, bytes received and sent) and `keepalive` (which
+/// starts a handshake when there is no session).
 final class ServerFailover {
     private struct Entry {
         var texts: [String]
@@ -42,8 +43,9 @@ final class ServerFailover {
             var entry = entries[interface].flatMap { $0.texts == loaded.servers.map(\.text) ? $0 : nil }
                 ?? Entry(texts: loaded.servers.map(\.text), paths: loaded.servers.map(\.path), choice: ServerChoice(mode: list.mode, count: loaded.servers.count))
             let before = (entry.choice.current, entry.choice.reason)
-            let last = tunnels.status(interface: interface)?.peers.first?.lastHandshake.map { Double($0.seconds) + Double($0.nanoseconds) / 1e9 }
-            var action = entry.choice.step(now: now, lastHandshake: last)
+            let peer = tunnels.status(interface: interface)?.peers.first
+            let last = peer?.lastHandshake.map { Double($0.seconds) + Double($0.nanoseconds) / 1e9 }
+            var action = entry.choice.step(now: now, lastHandshake: last, received: peer?.rxBytes ?? 0, sent: peer?.txBytes ?? 0)
             if networkChanged && entry.choice.mode == .fastest && entry.choice.isUp {
                 action = entry.choice.networkChanged(now: now)
             }

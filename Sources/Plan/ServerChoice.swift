@@ -7,14 +7,18 @@ import Policy
 /// a handshake at once.
 /// - failover: the current server must complete a handshake within `handshakeWindow`
 ///   (15 s: the first initiation and two retries at WireGuard's 5 s), else the next one in
-///   order (after the last, the first again). Once up, a session that has expired
-///   (`sessionLifetime`, no handshake for 180 s) is tested the same way.
+///   order (after the last, the first again). Once up, a server that stops answering while
+///   members send (`silenceLimit`: data sent and nothing received for 30 s, which covers
+///   WireGuard's own 15 s before a new handshake and that handshake's 15 s) gives way the
+///   same way, and a session that has expired (`sessionLifetime`, no handshake for 180 s:
+///   an idle tunnel) is tested.
 /// - fastest: at connect (and after a network change) each server in turn gets one
 ///   handshake; the shortest round trip (from asking to the completed handshake) wins, and
 ///   a server that did not answer within the window never does. Then it behaves as failover.
 public struct ServerChoice: Hashable, Sendable {
     public static let handshakeWindow = 15.0
     public static let sessionLifetime = 180.0
+    public static let silenceLimit = 30.0
 
     public enum Action: Hashable, Sendable {
         case none
@@ -41,6 +45,14 @@ public struct ServerChoice: Hashable, Sendable {
     private var phase = Phase.starting
     /// fastest: still measuring the servers one by one.
     private var measuring: Bool
+    /// When the engine last received anything (its byte count then), and what it had sent.
+    private var silence = Silence(since: 0, received: 0, sentThen: 0)
+
+    struct Silence: Hashable, Sendable {
+        var since: Double
+        var received: UInt64
+        var sentThen: UInt64
+    }
 
     public init(mode: ServerList.Mode, count: Int) {
         self.mode = mode
@@ -52,8 +64,17 @@ public struct ServerChoice: Hashable, Sendable {
 
     public var isUp: Bool { phase == .up }
 
-    /// One look: `now` and `lastHandshake` in wall-clock seconds (nil: none yet).
-    public mutating func step(now: Double, lastHandshake: Double?) -> Action {
+    /// One look: `now` and `lastHandshake` in wall-clock seconds (nil: none yet); the bytes
+    /// the running engine has received from and sent to its server.
+    public mutating func step(now: Double, lastHandshake: Double?, received: UInt64 = 0, sent: UInt64 = 0) -> Action {
+        if received != silence.received { silence = Silence(since: now, received: received, sentThen: sent) }
+        let action = decide(now: now, lastHandshake: lastHandshake, sent: sent)
+        // A new engine counts from zero.
+        if case .use = action { silence = Silence(since: now, received: 0, sentThen: 0) }
+        return action
+    }
+
+    private mutating func decide(now: Double, lastHandshake: Double?, sent: UInt64) -> Action {
         switch phase {
         case .starting:
             phase = .probing(since: now)
@@ -63,9 +84,13 @@ public struct ServerChoice: Hashable, Sendable {
                 phase = .probing(since: now)
                 return .probe
             }
+            if sent > silence.sentThen && now - silence.since >= Self.silenceLimit {
+                return failed(now: now, reason: "server \(current + 1) stopped answering (data sent, nothing received for \(Int(Self.silenceLimit)) s)")
+            }
             return .none
         case let .probing(since):
             if let last = lastHandshake, last >= since {
+                silence = Silence(since: now, received: silence.received, sentThen: sent)
                 return answered(roundTrip: last - since, now: now)
             }
             guard now - since >= Self.handshakeWindow else { return .none }
@@ -94,12 +119,12 @@ public struct ServerChoice: Hashable, Sendable {
         return nextMeasurement(now: now)
     }
 
-    private mutating func failed(now: Double) -> Action {
+    private mutating func failed(now: Double, reason why: String? = nil) -> Action {
         let failedIndex = current
         roundTrips[failedIndex] = .infinity
         if measuring { return nextMeasurement(now: now) }
         current = (current + 1) % count
-        reason = "server \(failedIndex + 1) completed no handshake within \(Int(Self.handshakeWindow)) s"
+        reason = why ?? "server \(failedIndex + 1) completed no handshake within \(Int(Self.handshakeWindow)) s"
         phase = .probing(since: now)
         return count > 1 ? .use(current) : .probe
     }

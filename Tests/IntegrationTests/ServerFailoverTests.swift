@@ -71,6 +71,41 @@ import Testing
         print("failover: the second server served \(String(format: "%.1f", elapsed)) s after vpnd started")
     }
 
+    /// failover while in use: the first server dies under a sending member; once nothing
+    /// came back for the stated 30 s the second serves, and nothing went direct.
+    @Test func aServerThatDiesInUseGivesWayToTheNext() throws {
+        let cleanup = Cleanup()
+        defer { cleanup.run() }
+        let net = try Topology(cleanup: cleanup)
+        let services = try net.startServices()
+        let probe = try PythonScript.write(PythonScript.probe, cleanup: cleanup)
+        let (clientKey, clientPublic) = try WireGuardGo.keyPair()
+        let (firstServer, firstPublic) = try Self.server(net, "vx\(net.tag)l", port: 51971, subnet: 66, client: clientPublic, cleanup: cleanup)
+        let (_, secondPublic) = try Self.server(net, "vx\(net.tag)m", port: 51972, subnet: 69, client: clientPublic, cleanup: cleanup)
+        let interface = "vx\(net.tag)b"
+        let daemon = try DaemonHarness(topology: net, policy: "", cleanup: cleanup)
+        let first = Self.write(daemon, "first", Self.clientFile(key: clientKey, address: "10.66.0.2", serverPublic: firstPublic, port: 51971))
+        let second = Self.write(daemon, "second", Self.clientFile(key: clientKey, address: "10.69.0.2", serverPublic: secondPublic, port: 51972))
+        try daemon.writePolicy("[profile.work]\ntunnel = { wireguard = [\"\(first)\", \"\(second)\"], interface = \"\(interface)\" }\n")
+        cleanup.add("remove \(interface).sock") { try? FileManager.default.removeItem(atPath: "/var/run/wireguard/\(interface).sock") }
+        try daemon.start()
+        let sender = try BackgroundProcess(try daemon.vpnexec(profile: "work", ["python3", probe, "udp-loop", Topology.service4, "8080"]), cleanup: cleanup)
+        try eventually("the member's datagrams through the first server", seconds: 20) { services.count("udp 10.66.0.2") > 5 }
+        let capture = try LeakWatch(on: net.clientUplink, in: net.client, probe: probe, cleanup: cleanup)
+        firstServer.process.kill9()
+        let killed = Date()
+        try eventually("the member's datagrams through the second server", seconds: 60) { services.count("udp 10.69.0.2") > 5 }
+        let elapsed = Date().timeIntervalSince(killed)
+        sender.stop()
+        let (leaked, control) = try capture.stop()
+        #expect(leaked.isEmpty, "member packets left in the clear while the tunnel switched: \(leaked.prefix(5))")
+        #expect(control > 20, "the capture saw the non-member's datagrams")
+        #expect(elapsed >= 29 && elapsed < 40, "switched \(elapsed) s after the server died: the stated limit is 30 s of silence")
+        let servers = try #require(try daemon.status().profiles.first?.tunnel.servers)
+        #expect(servers.current == second && servers.reason == "server 1 stopped answering (data sent, nothing received for 30 s)", "\(servers)")
+        print("failover in use: the second server served \(String(format: "%.1f", elapsed)) s after the first died")
+    }
+
     /// fastest: the first server sits behind a relay that holds each datagram 200 ms each
     /// way (the kernel has no netem); the second answers at once and is chosen.
     @Test func fastestPicksTheNearerOfTwo() throws {

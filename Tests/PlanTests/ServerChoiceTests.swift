@@ -70,3 +70,20 @@ import Testing
         #expect(choice.step(now: 15, lastHandshake: nil) == .probe)
     }
 }
+
+/// A server in use that stops answering while members send.
+@Suite struct ServerSilenceTests {
+    @Test func dataSentAndNothingReceivedFor30SecondsMovesOn() {
+        var choice = ServerChoice(mode: .failover, count: 2)
+        _ = choice.step(now: 0, lastHandshake: nil)
+        #expect(choice.step(now: 1, lastHandshake: 0.5, received: 92, sent: 148) == .none && choice.isUp)
+        // Traffic both ways: fine however long.
+        #expect(choice.step(now: 40, lastHandshake: 0.5, received: 5000, sent: 5000) == .none)
+        #expect(choice.step(now: 69, lastHandshake: 0.5, received: 5000, sent: 9000) == .none, "29 s of silence")
+        #expect(choice.step(now: 70, lastHandshake: 0.5, received: 5000, sent: 9100) == .use(1))
+        #expect(choice.reason == "server 1 stopped answering (data sent, nothing received for 30 s)")
+        // The new engine counts from zero; it answers.
+        #expect(choice.step(now: 71, lastHandshake: 70.2, received: 92, sent: 148) == .none && choice.isUp && choice.current == 1)
+        #expect(choice.step(now: 100, lastHandshake: 70.2, received: 92, sent: 148) == .none, "idle, nothing sent: no verdict")
+    }
+}
