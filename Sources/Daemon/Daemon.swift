@@ -200,7 +200,7 @@ public final class Daemon {
         // A tunnel's own networks stay in the tunnel (allow_lan) also while it is down or
         // gone: a built-in tunnel's from its file, any other's as last seen.
         for (interface, loaded) in tunnelFiles {
-            facts.tunnelNetworks[interface, default: []] += loaded.config.interface.addresses.map(\.network)
+            facts.tunnelNetworks[interface, default: []] += (loaded.servers.isEmpty ? [loaded.config] : loaded.servers.map(\.config)).flatMap(\.interface.addresses).map(\.network)
         }
         for (interface, networks) in facts.tunnelNetworks {
             seenTunnelNetworks[interface] = Array(Set(networks + (seenTunnelNetworks[interface] ?? [])))
