@@ -40,7 +40,7 @@ final class ServerFailover {
         var kept: [String: Entry] = [:]
         for (interface, loaded) in files.sorted(by: { $0.key < $1.key }) {
             guard let list = policy.profile(named: loaded.profile)?.servers, !loaded.servers.isEmpty else { continue }
-            var entry = entries[interface].flatMap { $0.texts == loaded.servers.map(\.text) ? $0 : nil }
+            var entry = entries[interface].flatMap { $0.texts == loaded.servers.map(\.text) && $0.choice.mode == list.mode ? $0 : nil }
                 ?? Entry(texts: loaded.servers.map(\.text), paths: loaded.servers.map(\.path), choice: ServerChoice(mode: list.mode, count: loaded.servers.count))
             let before = (entry.choice.current, entry.choice.reason)
             let peer = tunnels.status(interface: interface)?.peers.first
