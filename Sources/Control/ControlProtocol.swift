@@ -110,6 +110,8 @@ public struct ProfileStatus: Codable, Hashable, Sendable {
     public var dns: DNSStatus?
     /// Trusted networks (TrustedStatus), for a profile with rules.
     public var trusted: TrustedStatus?
+    /// Multihop: the entry profile that carries this profile's transport (HopStatus).
+    public var via: HopStatus?
 
     public init(name: String, mark: UInt32, table: UInt32, killswitch: Bool, cgroup: String, members: Int,
                 tunnel: TunnelStatus, sent: Traffic, received: Traffic, throughTunnel: Traffic, droppedByKillswitch: Traffic,
@@ -220,6 +222,8 @@ public struct TunnelStatus: Codable, Hashable, Sendable {
     public var wireguard: WireGuardReport?
     /// The tunnel's own transport, kept out of every profile (TransportStatus).
     public var transport: TransportStatus?
+    /// Several servers: which one is in use and why (ServerChoiceStatus).
+    public var servers: ServerChoiceStatus?
 
     public init(interface: String, state: String, addresses: [String], rxBytes: UInt64, txBytes: UInt64, wireguard: WireGuardReport? = nil) {
         self.interface = interface

@@ -28,9 +28,14 @@ final class BuiltInTunnels {
     deinit { stopAll() }
 
     /// Starts what is new or changed and stops what is gone. The UDP socket carries the
-    /// bypass mark (unless the file sets FwMark), so no profile rule ever routes it.
-    func reconcile(_ wanted: [String: TunnelFiles.Loaded], bypassMark: UInt32, netlink: Rtnetlink) {
-        for (interface, entry) in running where wanted[interface]?.text != entry.text || entry.tunnel.interfaceWasDeleted {
+    /// bypass mark (unless the file sets FwMark), so no profile rule ever routes it; an exit
+    /// hop's carries its entry's mark (MultihopRules), and a new mark is a new tunnel.
+    func reconcile(_ wanted: [String: TunnelFiles.Loaded], policy: Policy, netlink: Rtnetlink) {
+        let marks = wanted.mapValues { loaded in
+            policy.profile(named: loaded.profile).map { MultihopRules.socketMark($0, in: policy, fileMark: loaded.config.interface.fwmark) } ?? policy.routing.bypassMark
+        }
+        for (interface, entry) in running where wanted[interface]?.text != entry.text || entry.tunnel.interfaceWasDeleted
+            || entry.tunnel.engine.status.fwmark != marks[interface] {
             entry.tunnel.stop()
             running[interface] = nil
             if wanted[interface] != nil && entry.tunnel.interfaceWasDeleted {
@@ -44,10 +49,11 @@ final class BuiltInTunnels {
             do {
                 let file = loaded.config
                 var configuration = try EngineConfiguration.from(file)
-                if configuration.fwmark == nil { configuration.fwmark = bypassMark }
+                configuration.fwmark = marks[interface]
+                let mtu = file.interface.mtu ?? (policy.profile(named: loaded.profile)?.via != nil ? MultihopRules.exitMTU : 1420)
                 let tunnel = try RunningTunnel(configuration: configuration, options: .init(
-                    interfaceName: interface, mtu: Int(file.interface.mtu ?? 1420), uapiDirectory: uapiDirectory))
-                try TunnelInterface.configure(name: interface, addresses: file.interface.addresses, mtu: file.interface.mtu ?? 1420,
+                    interfaceName: interface, mtu: Int(mtu), uapiDirectory: uapiDirectory))
+                try TunnelInterface.configure(name: interface, addresses: file.interface.addresses, mtu: mtu,
                                               routes: [], netlink: netlink)
                 tunnel.start()
                 running[interface] = (tunnel, loaded.text)
@@ -71,6 +77,7 @@ final class BuiltInTunnels {
     }
 
     func status(interface: String) -> EngineStatus? { running[interface]?.tunnel.engine.status }
+    func engine(interface: String) -> Engine? { running[interface]?.tunnel.engine }
 
     func stopAll() {
         for (_, entry) in running { entry.tunnel.stop() }

@@ -57,6 +57,7 @@ extension Daemon {
                 addresses: link.map { l in addresses.filter { $0.interfaceIndex == l.index }.map(\.prefix.description) } ?? [],
                 rxBytes: link?.statistics.rxBytes ?? 0, txBytes: link?.statistics.txBytes ?? 0)
             tunnel.transport = transportStatus(profile, counters: counters)
+            tunnel.servers = failover.status(interface: profile.tunnel.interfaceName)
             if profile.tunnel.isBuiltIn {
                 tunnel.wireguard = tunnels.status(interface: profile.tunnel.interfaceName).map(WireGuardReport.init)
                     ?? WireGuardReport(publicKey: nil, listenPort: nil, peers: [], drops: [:])
@@ -70,6 +71,7 @@ extension Daemon {
                 exceptions: exceptionStatus(profile, direct: traffic(names.directCounter)), dns: dnsStatus(profile, counters: counters))
             status.joinedCgroups = Array(memberCgroups(of: profile).dropFirst())
             status.trusted = trustedStatus(profile)
+            status.via = hopStatus(profile, links: links, counters: counters)
             return status
         }
         var report = StatusReport(daemonPID: getpid(), policyDirectory: options.policyDirectory,

@@ -66,6 +66,7 @@ public final class Daemon {
     /// The files `policy` was read from.
     private var sources: [PolicySource]
     let tunnels: BuiltInTunnels
+    let failover: ServerFailover
     var server: ControlServer?
     var loop: EventLoop?
     private let lock: NamespaceLock
@@ -129,6 +130,7 @@ public final class Daemon {
             log.warning("sockets are not born marked (nftables marks, re-routes and NATs them): \(error)")
         }
         rtnl = try Rtnetlink()
+        failover = ServerFailover(log: log, rtnl: rtnl)
         applier.onSocketMarkFailure = { [log] in log.warning("sockets are not born marked there: \($0)") }
         applier.onTableRestored = { [log] in log.warning("the nft table inet \(vpnexecTableName) was deleted by someone else; put back") }
         if options.sandbox {
@@ -204,7 +206,7 @@ public final class Daemon {
         // A tunnel's own networks stay in the tunnel (allow_lan) also while it is down or
         // gone: a built-in tunnel's from its file, any other's as last seen.
         for (interface, loaded) in tunnelFiles {
-            facts.tunnelNetworks[interface, default: []] += loaded.config.interface.addresses.map(\.network)
+            facts.tunnelNetworks[interface, default: []] += (loaded.servers.isEmpty ? [loaded.config] : loaded.servers.map(\.config)).flatMap(\.interface.addresses).map(\.network)
         }
         for (interface, networks) in facts.tunnelNetworks {
             seenTunnelNetworks[interface] = Array(Set(networks + (seenTunnelNetworks[interface] ?? [])))
@@ -231,7 +233,8 @@ public final class Daemon {
         try ensureCgroups()
         try apply(try facts())
         guard !tunnelFiles.isEmpty || tunnels.isRunningAny else { return }
-        tunnels.reconcile(trustedTunnelFiles(), bypassMark: policy.routing.bypassMark, netlink: rtnl)
+        tunnels.reconcile(failover.chosen(trustedTunnelFiles(), policy: policy, tunnels: tunnels), policy: policy, netlink: rtnl)
+        failover.probe(tunnels)
         try apply(try facts())
     }
 

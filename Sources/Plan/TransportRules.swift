@@ -34,8 +34,10 @@ enum TransportRules {
     static func add(_ policy: Policy, facts: RuntimeFacts, to table: inout NftTable) {
         guard !policy.profiles.isEmpty else { return }
         let known = policy.profiles.compactMap { facts.tunnelTransports[$0.tunnel.interfaceName] }.filter { $0.udpPort != nil }
+        // An exit hop's transport goes into its entry's tunnel, not direct (MultihopRules).
+        let direct = policy.profiles.filter { $0.via == nil }.compactMap { facts.tunnelTransports[$0.tunnel.interfaceName] }
         table.sets += [
-            NftSet(name: portsSet, key: .port, elements: Set(known.compactMap(\.udpPort)).sorted().map { NftElement(key: .port($0)) },
+            NftSet(name: portsSet, key: .port, elements: Set(direct.compactMap(\.udpPort)).sorted().map { NftElement(key: .port($0)) },
                    comment: "the UDP ports of the profile tunnels' own sockets"),
             NftSet(name: ownersSet, key: .uid, elements: Set(known.compactMap(\.owner)).sorted().map { NftElement(key: .uid($0)) },
                    comment: "the users that hold them"),
@@ -51,6 +53,7 @@ enum TransportRules {
             NftRule([.setMark(clear: mask, set: policy.routing.bypassMark), .setConntrackMark(clear: mask, set: 0),
                      .namedCounter(counter), .verdict(.accept)], comment: "no profile's, whatever its connection decided before"),
         ]))
+        MultihopRules.add(policy, facts: facts, to: &table)
         for profile in policy.profiles {
             let names = ProfileObjectNames(profile.name)
             let transport = facts.tunnelTransports[profile.tunnel.interfaceName]
@@ -88,7 +91,7 @@ enum TransportRules {
     static func output(_ policy: Policy) -> [NftRule] {
         guard !policy.profiles.isEmpty else { return [] }
         return [NftRule([.sourcePortInSet(.udp, set: portsSet), .socketUserInSet(ownersSet), .verdict(.jump(chain))],
-                        comment: "a profile tunnel's own transport")]
+                        comment: "a profile tunnel's own transport")] + MultihopRules.output(policy)
     }
 
     /// Input, system mode: a tunnel's peer may send to its transport first.

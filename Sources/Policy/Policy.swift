@@ -68,6 +68,10 @@ public struct Profile: Hashable, Sendable {
     public var allowEncryptedDNS = false
     /// Trusted networks: rules tried in order whenever the host's networks change.
     public var trusted: [TrustedRule] = []
+    /// Multihop: the profile whose tunnel carries this one's encrypted transport.
+    public var via: Via?
+    /// Several servers for a built-in tunnel, and how vpnd picks one (ServerList).
+    public var servers: ServerList?
 
     public init(name: String, location: SourceLocation, tunnel: Tunnel, access: Access, killswitch: Bool, index: UInt32, table: UInt32,
                 allowLAN: Bool = false, allowMulticast: Bool = false, routeNetworks: [IPPrefix] = [],

@@ -158,10 +158,13 @@ extension Policy {
                                   routeDomains: sortedUnique(draft.routeDomains.map(\.0)), apps: Array(Set(draft.apps)).sorted())
             profile.allowEncryptedDNS = draft.allowEncryptedDNS
             profile.trusted = draft.trusted
+            profile.via = draft.via
+            profile.servers = draft.servers
             profile.executableLocations = Dictionary(draft.routeExecutables + draft.bypassExecutables, uniquingKeysWith: { first, _ in first })
             profiles.append(profile)
         }
         checkRouteNetworks(unique, log: log)
+        checkVia(profiles, log: log)
         checkExecutables(unique, log: log)
         checkDomains(unique, log: log)
         return profiles
@@ -246,6 +249,8 @@ struct ProfileDraft {
     var apps: [String] = []
     var allowEncryptedDNS = false
     var trusted: [TrustedRule] = []
+    var via: Via?
+    var servers: ServerList?
 
     /// Profile names become cgroup/slice names and nft chain names. A dash would make
     /// systemd read "vpn-a-b.slice" as a child of "vpn-a.slice", so none are allowed.
@@ -269,7 +274,8 @@ struct ProfileDraft {
             return nil
         }
         var reader = TableReader(table, file: file, context: "[profile.\(entry.key)]", log: log)
-        let tunnel = readTunnel(&reader, profile: entry.key)
+        var via: Via?, servers: ServerList?
+        let tunnel = readTunnel(&reader, profile: entry.key, via: &via, servers: &servers)
         var users: [Principal] = []
         var groups: [Principal] = []
         for (item, itemAt) in reader.namesOrNumbers("users") ?? [] {
@@ -334,7 +340,7 @@ struct ProfileDraft {
                             allowLAN: allowLAN, allowMulticast: allowMulticast, routeNetworks: routeNetworks,
                             bypassExecutables: bypassExecutables, routeExecutables: routeExecutables,
                             dnsServers: dnsServers, bypassDomains: bypassDomains, routeDomains: routeDomains, apps: apps,
-                            allowEncryptedDNS: allowEncryptedDNS, trusted: trusted)
+                            allowEncryptedDNS: allowEncryptedDNS, trusted: trusted, via: via, servers: servers)
     }
 
     /// Desktop application ids (reverse DNS names, or plain names like "firefox").
@@ -344,7 +350,7 @@ struct ProfileDraft {
         }
     }
 
-    private static func readTunnel(_ reader: inout TableReader, profile: String) -> Tunnel? {
+    private static func readTunnel(_ reader: inout TableReader, profile: String, via: inout Via?, servers: inout ServerList?) -> Tunnel? {
         let context = reader.context
         guard let table = reader.table("tunnel") else {
             if reader.keyLocation("tunnel") == nil {
@@ -354,12 +360,15 @@ struct ProfileDraft {
         }
         var tunnelReader = TableReader(table, file: reader.file, context: "\(context) tunnel", log: reader.log)
         defer { tunnelReader.reportUnknownKeys() }
+        via = readVia(&tunnelReader)
         let interface = tunnelReader.string("interface")
         if let (name, at) = interface, !validInterfaceName(name) {
             reader.log.error("\(context) tunnel.interface \"\(name)\" is not a valid interface name (1 to 15 characters, no '/', ':' or white space)", at: at)
             return nil
         }
-        if let (config, at) = tunnelReader.string("wireguard") {
+        let listed = readServers(&tunnelReader, into: &servers)
+        if case .some(nil) = listed { return nil }
+        if let (config, at) = listed ?? tunnelReader.string("wireguard") {
             guard config.hasPrefix("/") else {
                 reader.log.error("\(context) tunnel.wireguard \"\(config)\" must be an absolute path to a wg-quick style file", at: at)
                 return nil

@@ -18,6 +18,8 @@ enum StatusText {
             lines.append("  tunnel    \(profile.tunnel.interface): \(profile.tunnel.state)\(addresses), rx \(bytes(profile.tunnel.rxBytes)), tx \(bytes(profile.tunnel.txBytes))")
             if let transport = profile.tunnel.transport { lines.append(self.transport(transport)) }
             if let trusted = profile.trusted { lines += self.trusted(trusted, now: now) }
+            if let via = profile.via { lines.append(hop(via)) }
+            if let servers = profile.tunnel.servers { lines.append(self.servers(servers)) }
             if let wg = profile.tunnel.wireguard { lines += wireguard(wg, now: now) }
             lines.append("  members   \(profile.members) process(es) in \(([profile.cgroup] + profile.joinedCgroups).joined(separator: ", "))")
             lines.append("  sent      \(traffic(profile.sent)); through the tunnel \(traffic(profile.throughTunnel))")

@@ -31,6 +31,8 @@ import Testing
         dns.sharedNow = [SharedAddressReport(address: "198.51.100.30", bypassed: "bankshare.test", tunneled: "corp.test", secondsLeft: 59)]
         tunnel.transport = TransportStatus(source: "built-in", udpPort: 51820, owner: 0, pid: 42, fwmark: "0x7f000000",
                                            endpoints: ["203.0.113.2:51821"], loopDropped: Traffic(packets: 2, bytes: 296))
+        tunnel.servers = ServerChoiceStatus(mode: "fastest", files: ["/etc/vpnexec/a.conf", "/etc/vpnexec/b.conf"], current: "/etc/vpnexec/b.conf",
+                                            state: "up", reason: "fastest: handshake in 12 ms (server 1 310 ms)", roundTripsMs: [310, 12])
         var profile = ProfileStatus(name: "work", mark: 0x0100_0000, table: 7301, killswitch: true, cgroup: "vpn.slice/vpn-work.slice", members: 2,
                                     tunnel: tunnel, sent: traffic, received: traffic, throughTunnel: traffic, droppedByKillswitch: traffic,
                                     dns: dns)
@@ -40,6 +42,7 @@ import Testing
                                         since: 1_700_000_100, rules: 2,
                                         network: NetworkStatus(interface: "eth0", gateway: "198.51.100.1", gatewayMAC: "02:00:5e:00:53:0a",
                                                                searchDomains: ["home.example"]))
+        profile.via = HopStatus(entry: "entry", entryInterface: "vx-entry", entryState: "up", carried: Traffic(packets: 7, bytes: 1036))
         var report = StatusReport(daemonPID: 42, policyDirectory: "/etc/vpnexec/policy.d", cgroupRoot: "/sys/fs/cgroup", profiles: [profile], sandbox: "Landlock ABI 4 (verified)")
         var rules = ExecutableRulesStatus(enforcement: ExecutableRulesStatus.beforeExec, answerDeadlineMilliseconds: 1000)
         rules.refusedAtDeadline = 1

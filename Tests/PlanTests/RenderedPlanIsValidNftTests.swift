@@ -27,6 +27,8 @@ import Testing
         profiles[1].routeNetworks = [IPPrefix("198.51.100.0/24")!]
         profiles[1].bypassDomains = [try DomainPattern("bank.example")]
         profiles[2].routeDomains = [try DomainPattern("*.corp.example")]
+        // Multihop: p5's transport through p4's tunnel.
+        profiles[4].via = Via(entry: "p4", location: profiles[4].location)
         for p in profiles {
             let path = p.cgroupPath(parent: parent)
             ids[path] = try hierarchy.create(path)
@@ -42,6 +44,7 @@ import Testing
         guarded.guardUDPPorts = [1194]
         guarded.guardTCPPorts = [40022, 443]
         facts.tunnelTransports["wg2"] = guarded
+        facts.tunnelTransports["wg5"] = TunnelTransport(source: .builtIn, udpPort: 40005, owner: 0, fwmark: 0x0400_0000)
         let state = Planner.plan(Policy(profiles: profiles, system: SystemSettings(profile: "p1")), facts: facts)
         let text = PlanText.render(state)
         try NftCLI.apply(text, in: namespace, checkOnly: true)
@@ -50,6 +53,7 @@ import Testing
         let listed = try namespace.run(["nft", "list", "table", "inet", "vpnexec"])
         for p in profiles { #expect(listed.contains("chain member_\(p.name) {")) }
         #expect(listed.contains("udp sport @tunnel_transport meta skuid @tunnel_transport_owners"), "\(listed)")
+        #expect(listed.contains("udp sport @hop_udp_p5 meta skuid @tunnel_transport_owners jump hop_p5"), "\(listed)")
         #expect(listed.contains("elements = { 2001:db8:2::2 }") && listed.contains("tcp sport @loop_tcp_p2"), "\(listed)")
         #expect(try NftCLI.cgroupKeys(in: namespace, set: "cgroup_level_2") == ids.values.sorted())
     }

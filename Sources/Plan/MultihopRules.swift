@@ -1,0 +1,62 @@
+import Nftables
+import Policy
+
+/// Multihop (`tunnel.via`): the exit's encrypted transport enters the entry's tunnel.
+/// - Its socket carries the entry profile's mark (SO_MARK), not the bypass mark: the
+///   kernel routes it by the entry's table into the entry's tunnel from its first packet,
+///   before vpnd knows its port.
+/// - Its port is not in the transport set that sends every tunnel's transport direct
+///   (TransportRules): first in route_output, a packet from it (of the user that holds it)
+///   gets the entry's mark instead, whatever its connection or cgroup would say.
+/// - It never enters its own tunnel: the exit's loop guard stays (its port and server).
+/// - While the entry is down it is held: the entry's table ends in an unreachable default
+///   (the entry's killswitch, which the policy requires), and its egress chain drops what
+///   would leave elsewhere. Nothing of it can leave on the physical link.
+/// Status counts it apart from the entry's members (`hop_<exit>`).
+public enum MultihopRules {
+    /// The mark a built-in tunnel's socket carries: the entry's mark for an exit hop, else
+    /// the file's FwMark, else the bypass mark (no profile routes it).
+    public static func socketMark(_ profile: Profile, in policy: Policy, fileMark: UInt32?) -> UInt32 {
+        if let via = profile.via, let entry = policy.profile(named: via.entry) {
+            return policy.routing.mark(forIndex: entry.index)
+        }
+        return fileMark ?? policy.routing.bypassMark
+    }
+
+    /// An exit hop's packets travel inside the entry's: 80 bytes less (the entry's outer
+    /// IPv6 and UDP headers and WireGuard's 32) than the usual 1420 unless the file sets MTU.
+    public static let exitMTU: UInt32 = 1340
+
+    static func add(_ policy: Policy, facts: RuntimeFacts, to table: inout NftTable) {
+        let mask = policy.routing.markMask
+        for profile in policy.profiles {
+            guard let via = profile.via, let entry = policy.profile(named: via.entry) else { continue }
+            let names = ProfileObjectNames(profile.name)
+            let mark = policy.routing.mark(forIndex: entry.index)
+            let port = facts.tunnelTransports[profile.tunnel.interfaceName]?.udpPort
+            table.sets.append(NftSet(name: names.hopSet, key: .port, elements: port.map { [NftElement(key: .port($0))] } ?? [],
+                                     comment: "profile \(profile.name): the UDP port of \(profile.tunnel.interfaceName)'s transport, carried by profile \(entry.name)"))
+            table.counters.append(NftCounter(name: names.hopCounter, comment: "profile \(profile.name): packets of its transport sent into \(entry.tunnel.interfaceName)"))
+            table.chains.append(NftChain(name: names.hopChain, rules: [
+                NftRule([.setMark(clear: mask, set: mark), .setConntrackMark(clear: mask, set: mark), .namedCounter(names.hopCounter), .verdict(.accept)],
+                        comment: "profile \(profile.name) via \(entry.name): into \(entry.tunnel.interfaceName)"),
+            ]))
+        }
+    }
+
+    /// First in route_output, beside the transport exclusion.
+    static func output(_ policy: Policy) -> [NftRule] {
+        policy.profiles.filter { $0.via != nil }.map { profile in
+            let names = ProfileObjectNames(profile.name)
+            return NftRule([.sourcePortInSet(.udp, set: names.hopSet), .socketUserInSet(TransportRules.ownersSet), .verdict(.jump(names.hopChain))],
+                           comment: "profile \(profile.name)'s transport, through profile \(profile.via!.entry)")
+        }
+    }
+}
+
+extension ProfileObjectNames {
+    /// An exit hop's transport port, and the chain (and counter) that gives it the entry's mark.
+    public var hopSet: String { "hop_udp_\(profile)" }
+    public var hopChain: String { "hop_\(profile)" }
+    public var hopCounter: String { "\(profile)_hop" }
+}
