@@ -66,6 +66,8 @@ public struct Profile: Hashable, Sendable {
     /// by default it is refused for such profiles (EncryptedDNSRules), since the proxy sees
     /// none of it.
     public var allowEncryptedDNS = false
+    /// A built-in tunnel that is down until it is needed (OnDemandSettings); nil: always up.
+    public var onDemand: OnDemandSettings?
 
     public init(name: String, location: SourceLocation, tunnel: Tunnel, access: Access, killswitch: Bool, index: UInt32, table: UInt32,
                 allowLAN: Bool = false, allowMulticast: Bool = false, routeNetworks: [IPPrefix] = [],

@@ -157,6 +157,7 @@ extension Policy {
                                   bypassDomains: sortedUnique(draft.bypassDomains.map(\.0)),
                                   routeDomains: sortedUnique(draft.routeDomains.map(\.0)), apps: Array(Set(draft.apps)).sorted())
             profile.allowEncryptedDNS = draft.allowEncryptedDNS
+            profile.onDemand = draft.onDemand
             profile.executableLocations = Dictionary(draft.routeExecutables + draft.bypassExecutables, uniquingKeysWith: { first, _ in first })
             profiles.append(profile)
         }
@@ -250,6 +251,7 @@ struct ProfileDraft {
     var routeDomains: [(DomainPattern, SourceLocation)] = []
     var apps: [String] = []
     var allowEncryptedDNS = false
+    var onDemand: OnDemandSettings?
 
     /// Profile names become cgroup/slice names and nft chain names. A dash would make
     /// systemd read "vpn-a-b.slice" as a child of "vpn-a.slice", so none are allowed.
@@ -330,6 +332,7 @@ struct ProfileDraft {
                 log.error("[profile.\(entry.key)] apps: \"\(app)\" is not an application id (letters, digits, '.', '_' and '-', as in org.mozilla.firefox)", at: appAt)
             }
         }
+        let onDemand = readOnDemand(&reader, tunnel: tunnel)
         reader.reportUnknownKeys(unsupported: Policy.unsupportedProfileKeys)
         return ProfileDraft(name: entry.key, location: reader.location, tunnel: tunnel,
                             access: Access(users: users, groups: groups, location: accessAt),
@@ -337,7 +340,7 @@ struct ProfileDraft {
                             allowLAN: allowLAN, allowMulticast: allowMulticast, routeNetworks: routeNetworks,
                             bypassExecutables: bypassExecutables, routeExecutables: routeExecutables,
                             dnsServers: dnsServers, bypassDomains: bypassDomains, routeDomains: routeDomains, apps: apps,
-                            allowEncryptedDNS: allowEncryptedDNS)
+                            allowEncryptedDNS: allowEncryptedDNS, onDemand: onDemand)
     }
 
     /// Desktop application ids (reverse DNS names, or plain names like "firefox").
