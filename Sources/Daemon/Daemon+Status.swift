@@ -57,6 +57,7 @@ extension Daemon {
                 addresses: link.map { l in addresses.filter { $0.interfaceIndex == l.index }.map(\.prefix.description) } ?? [],
                 rxBytes: link?.statistics.rxBytes ?? 0, txBytes: link?.statistics.txBytes ?? 0)
             tunnel.transport = transportStatus(profile, counters: counters)
+            tunnel.demand = demandStatus(profile)
             if profile.tunnel.isBuiltIn {
                 tunnel.wireguard = tunnels.status(interface: profile.tunnel.interfaceName).map(WireGuardReport.init)
                     ?? WireGuardReport(publicKey: nil, listenPort: nil, peers: [], drops: [:])

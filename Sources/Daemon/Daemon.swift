@@ -221,11 +221,11 @@ public final class Daemon {
     /// tunnel starts), then the built-in tunnels, then again for the routes to their new
     /// interfaces. A built-in tunnel that cannot start leaves its profile fail-closed.
     func applyPolicy() throws {
-        defer { followTransports() }
+        defer { followTransports(); followDemand() }
         try ensureCgroups()
         try apply(try facts())
         guard !tunnelFiles.isEmpty || tunnels.isRunningAny else { return }
-        tunnels.reconcile(tunnelFiles, bypassMark: policy.routing.bypassMark, netlink: rtnl)
+        tunnels.reconcile(tunnelFiles, bypassMark: policy.routing.bypassMark, netlink: rtnl, demand: demandSettings)
         try apply(try facts())
     }
 
@@ -278,6 +278,7 @@ public final class Daemon {
             }
         }
         sources = nextSources
+        tunnels.releaseHolds()
         keepLastApplied()
         configureDNS()
         followExecutables()

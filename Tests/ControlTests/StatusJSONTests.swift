@@ -31,6 +31,8 @@ import Testing
         dns.sharedNow = [SharedAddressReport(address: "198.51.100.30", bypassed: "bankshare.test", tunneled: "corp.test", secondsLeft: 59)]
         tunnel.transport = TransportStatus(source: "built-in", udpPort: 51820, owner: 0, pid: 42, fwmark: "0x7f000000",
                                            endpoints: ["203.0.113.2:51821"], loopDropped: Traffic(packets: 2, bytes: 296))
+        tunnel.demand = TunnelDemandStatus(state: "up", since: 1_700_000_100, reason: "a member appeared", onDemand: true,
+                                           idleSeconds: 600, idleLeft: 420)
         let profile = ProfileStatus(name: "work", mark: 0x0100_0000, table: 7301, killswitch: true, cgroup: "vpn.slice/vpn-work.slice", members: 2,
                                     tunnel: tunnel, sent: traffic, received: traffic, throughTunnel: traffic, droppedByKillswitch: traffic,
                                     dns: dns)
