@@ -118,6 +118,9 @@ final class DemandControl: @unchecked Sendable {
     }
 
     private func perform(_ action: TunnelDemand.Action?, _ s: inout State, from before: TunnelDemand.Phase) {
+        // Before the action: the server's answer to the initiation bringUp sends may be back
+        // before bringUp returns, and must not be dropped as if the tunnel were down.
+        inbound.store(s.machine.acceptsInbound, ordering: .sequentiallyConsistent)
         switch action {
         case .bringUp?:
             bringUp(&s)
@@ -126,7 +129,6 @@ final class DemandControl: @unchecked Sendable {
         case nil:
             break
         }
-        inbound.store(s.machine.acceptsInbound, ordering: .relaxed)
         if s.machine.phase != before {
             report(s.machine.phase, s.machine.reason)
             var one: UInt64 = 1

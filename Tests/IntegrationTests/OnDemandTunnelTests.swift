@@ -61,7 +61,6 @@ import Testing
         func member() throws -> CommandResult { try Command.status(try daemon.vpnexec(profile: "work", ["python3", probe, "tcp", Topology.service4, "8080"])) }
 
         // Down on demand: the interface (and so the routes and killswitch) is there, nothing is sent.
-        let started = Date().timeIntervalSince1970
         #expect(try demand()?.state == "down (on demand)")
         #expect(try demand()?.onDemand == true && demand()?.idleSeconds == 3)
         #expect(try net.client.status(["ip", "link", "show", interface]).status == 0, "the TUN interface exists while down")
@@ -136,7 +135,112 @@ import Testing
         #expect(leaked.isEmpty, "member packets left in the clear: \(leaked.prefix(5))")
         #expect(tcp.contains { $0.0 >= outsiderFrom }, "the capture saw the non-member's connection")
         #expect(try timed(cleartext, "udp port 9002").count > 100, "the capture saw the non-member's datagrams")
-        _ = started
         #expect(services.seen().contains("tcp 10.83.0.2"))
+    }
+
+    /// The universal trigger: a non-member's connection to a route.networks address brings
+    /// the tunnel up and succeeds through it. Down, the tunnel's timer thread never wakes
+    /// (up, it ticks ten times a second). A member that sends nothing starts the handshake
+    /// too; a reload ends a vpnctl hold.
+    @Test func aRoutedPacketOrAMemberBringsItUpAndDownCostsNoWakeups() throws {
+        let cleanup = Cleanup()
+        defer { cleanup.run() }
+        let net = try Topology(cleanup: cleanup)
+        _ = try net.startServices()
+        let probe = try PythonScript.write(PythonScript.probe, cleanup: cleanup)
+        let (serverKey, serverPublic) = try WireGuardGo.keyPair()
+        let (clientKey, clientPublic) = try WireGuardGo.keyPair()
+        _ = try OurTunnel(in: net.server, name: "vx\(net.tag)o", cleanup: cleanup, config: """
+            [Interface]
+            PrivateKey = \(serverKey)
+            ListenPort = 51961
+            Address = 10.84.0.1/24
+            [Peer]
+            PublicKey = \(clientPublic)
+            AllowedIPs = 10.84.0.2/32
+            """)
+        let interface = "vx\(net.tag)b"
+        let allowed = try TestUser("vxd\(net.tag)", cleanup: cleanup)
+        let stranger = try TestUser("vxe\(net.tag)", cleanup: cleanup)
+        let daemon = try DaemonHarness(topology: net, policy: "", cleanup: cleanup)
+        let conf = URL(fileURLWithPath: daemon.policyDirectory + "/../work.conf").standardized.path
+        FileManager.default.createFile(atPath: conf, contents: Data("""
+            [Interface]
+            PrivateKey = \(clientKey)
+            Address = 10.84.0.2/24
+            [Peer]
+            PublicKey = \(serverPublic)
+            Endpoint = \(Topology.serverUplink4):51961
+            AllowedIPs = 0.0.0.0/0
+            """.utf8), attributes: [.posixPermissions: 0o600])
+        try daemon.writePolicy("""
+            [profile.work]
+            tunnel.wireguard = "\(conf)"
+            tunnel.interface = "\(interface)"
+            on_demand = true
+            route.networks = ["\(Topology.service4)"]
+            users = ["\(allowed.name)"]
+            """)
+        cleanup.add("remove \(interface).sock") { try? FileManager.default.removeItem(atPath: "/var/run/wireguard/\(interface).sock") }
+        let vpnd = try daemon.start()
+        func demand() throws -> TunnelDemandStatus? { try daemon.status().profiles.first?.tunnel.demand }
+        // Context switches of vpnd's threads other than the main one (which runs the event
+        // loop, with its check once a second): the tunnel's loops and helpers, the exec guard.
+        // (Threads cannot be told by name: the sandbox keeps vpnd from naming them; the
+        // timer thread is told by its ticks once the tunnel is up.)
+        func threadWakeups() throws -> [Int: Int] {
+            let tasks = "/proc/\(vpnd.pid)/task"
+            var counts: [Int: Int] = [:]
+            for task in try FileManager.default.contentsOfDirectory(atPath: tasks) where task != String(vpnd.pid) {
+                guard let status = try? String(contentsOfFile: "\(tasks)/\(task)/status", encoding: .utf8), let tid = Int(task) else { continue }
+                counts[tid] = status.split(separator: "\n").filter { $0.contains("ctxt_switches") }
+                    .compactMap { Int($0.split(separator: ":").last?.trimmingCharacters(in: .whitespaces) ?? "") }.reduce(0, +)
+            }
+            return counts
+        }
+        func delta(_ before: [Int: Int], _ after: [Int: Int]) -> [Int: Int] {
+            Dictionary(uniqueKeysWithValues: after.map { ($0.key, $0.value - (before[$0.key] ?? 0)) })
+        }
+        #expect(try demand()?.state == "down (on demand)")
+        // The interface's own start (links, addresses, MTU: the MTU watch hears them) settles first.
+        Thread.sleep(forTimeInterval: 1)
+        let downBefore = try threadWakeups()
+        Thread.sleep(forTimeInterval: 3)
+        let down = delta(downBefore, try threadWakeups())
+
+        // A non-member's connection to a route.networks address: held for the handshake, then through.
+        let routed = try Command.status(net.client.enter + ["python3", probe, "tcp", Topology.service4, "8080"])
+        #expect(routed.stdout.trimmed == "10.84.0.2", "the server saw \(routed.stdout) \(routed.stderr.suffix(300)); vpnd: \(vpnd.output.suffix(1500))")
+        #expect(try demand()?.reason == "a packet was routed into the tunnel (to \(Topology.service4))")
+        try eventually("the tunnel to report up") { try demand()?.state == "up" }
+        let upBefore = try threadWakeups()
+        Thread.sleep(forTimeInterval: 3)
+        let up = delta(upBefore, try threadWakeups())
+        // Up, the timer thread ticks ten times a second: the busiest thread (30 wake-ups in
+        // 3 s). Down, it does not tick: it wakes only for an event, such as the kernel's own
+        // route changes on the fresh interface (its MTU watch hears routes), seen once at most.
+        let timer = try #require(up.max { $0.value < $1.value })
+        #expect(timer.value >= 20, "the positive control: up, the timer thread ticks (\(up))")
+        #expect((down[timer.key] ?? 0) <= 2, "the timer thread woke \(down[timer.key] ?? -1) times in 3 s while the tunnel was down (all: \(down))")
+
+        // vpnctl down by a user the profile allows (one it does not is refused), then a
+        // reload: back to down on demand.
+        let refused = try daemon.vpnctl(user: stranger.name, ["down", "work"])
+        #expect(refused.status != 0 && refused.stderr.contains("may not use profile \"work\""), "\(refused.stderr)")
+        #expect(try demand()?.state == "up")
+        let byUser = try daemon.vpnctl(user: allowed.name, ["down", "work"])
+        #expect(byUser.status == 0, "\(byUser.stderr)")
+        #expect(try demand()?.state == "down (vpnctl down)")
+        #expect(try daemon.vpnctl(["reload"]).status == 0)
+        #expect(try demand()?.state == "down (on demand)" && demand()?.reason == "a reload ended the vpnctl hold" && demand()?.held == nil)
+
+        // A member that sends nothing: the handshake starts anyway (before any first packet).
+        let initiations = try Capture(on: net.clientUplink, in: net.client,
+                                      filter: "udp and dst host \(Topology.serverUplink4) and dst port 51961 and udp[8] = 1", cleanup: cleanup)
+        let quiet = try BackgroundProcess(try daemon.vpnexec(profile: "work", ["sleep", "30"]), cleanup: cleanup)
+        try eventually("the member to bring the tunnel up") { try demand()?.state == "up" }
+        #expect(try demand()?.reason == "a member appeared")
+        quiet.stop()
+        #expect(try initiations.count("") >= 1, "the handshake initiation left for the server")
     }
 }
