@@ -118,12 +118,13 @@ final class DemandControl: @unchecked Sendable {
     }
 
     private func perform(_ action: TunnelDemand.Action?, _ s: inout State, from before: TunnelDemand.Phase) {
+        let now = s.machine.since
         // Before the action: the server's answer to the initiation bringUp sends may be back
         // before bringUp returns, and must not be dropped as if the tunnel were down.
         inbound.store(s.machine.acceptsInbound, ordering: .sequentiallyConsistent)
         switch action {
         case .bringUp?:
-            bringUp(&s)
+            bringUp(&s, now: now)
         case .tearDown?:
             Self.tearDown(engine, &s)
         case nil:
@@ -138,8 +139,7 @@ final class DemandControl: @unchecked Sendable {
 
     /// Keepalives back on, and a handshake now: an empty packet staged for each peer with an
     /// endpoint starts it (the engine sends it once the session is there).
-    private func bringUp(_ s: inout State) {
-        let now = Timestamp(nanoseconds: Clocks.monotonicNanoseconds())
+    private func bringUp(_ s: inout State, now: Timestamp) {
         let w = Clocks.wall()
         let wall = WallClock(seconds: w.seconds, nanoseconds: w.nanoseconds)
         for peer in engine.status.peers {
