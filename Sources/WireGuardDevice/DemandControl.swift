@@ -143,7 +143,8 @@ final class DemandControl: @unchecked Sendable {
         let w = Clocks.wall()
         let wall = WallClock(seconds: w.seconds, nanoseconds: w.nanoseconds)
         for peer in engine.status.peers {
-            if let keepalive = s.keepalives.removeValue(forKey: peer.publicKey) {
+            // One set with `wg set` while down is the administrator's newer word: kept.
+            if let keepalive = s.keepalives.removeValue(forKey: peer.publicKey), (peer.persistentKeepalive ?? 0) == 0 {
                 engine.upsertPeer(Self.configuration(of: peer, keepalive: keepalive), replaceAllowedIPs: true)
             }
             if peer.endpoint != nil { engine.keepalive(peer.publicKey, now: now, wall: wall) }
