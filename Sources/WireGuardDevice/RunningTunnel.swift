@@ -11,6 +11,9 @@ import WireGuard
 /// thread (`CryptoHelper`), so one busy direction can use both cores, and handshake
 /// messages go to a thread of their own (`HandshakeWorker`). The tunnel ends by itself when its interface is deleted, as
 /// wireguard-go's does: `endedFD` becomes readable and the `wg` socket goes.
+/// With `Options.demand` on demand, it starts down (`DemandControl`): the interface is there,
+/// the engine has nothing to send and the timer thread sleeps until a member or a packet
+/// for a peer brings it up.
 public final class RunningTunnel: @unchecked Sendable {
     public struct Options: Sendable {
         public var interfaceName: String
