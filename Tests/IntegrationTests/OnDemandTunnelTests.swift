@@ -50,10 +50,10 @@ import Testing
             tunnel.interface = "vx\(net.tag)x"
             """)
         cleanup.add("remove \(interface).sock") { try? FileManager.default.removeItem(atPath: "/var/run/wireguard/\(interface).sock") }
-        // Everything the client sends to the server's UDP port (handshakes, data, keepalives),
+        // Everything the client sends to the server (handshakes, data, keepalives, anything else),
         // with times; and members' cleartext (TCP 8080) beside a non-member's datagrams to
         // port 9002 all along, the positive control.
-        let toServer = try Capture(on: net.clientUplink, in: net.client, filter: "udp and dst host \(Topology.serverUplink4) and dst port 51960", cleanup: cleanup)
+        let toServer = try Capture(on: net.clientUplink, in: net.client, filter: "dst host \(Topology.serverUplink4)", cleanup: cleanup)
         let cleartext = try Capture(on: net.clientUplink, in: net.client, filter: "tcp port 8080 or udp port 9002", cleanup: cleanup)
         let control = try BackgroundProcess(net.client.enter + ["python3", probe, "udp-loop", Topology.service4, "9002"], cleanup: cleanup)
         try daemon.start()
