@@ -23,6 +23,12 @@ public enum ControlRequest: Codable, Hashable, Sendable {
     case reload
     /// Remove every rule, route and table of ours (the killswitch included) and exit.
     case down
+    /// Bring a profile's built-in tunnel up now and keep it up (no idle teardown) until
+    /// `tunnelDown` or a reload.
+    case tunnelUp(profile: String)
+    /// Take a profile's built-in tunnel down and hold it down (members held by the
+    /// killswitch, no handshake even with traffic) until `tunnelUp` or a reload.
+    case tunnelDown(profile: String)
 }
 
 public struct ControlResponse: Codable, Hashable, Sendable {
@@ -224,6 +230,8 @@ public struct TunnelStatus: Codable, Hashable, Sendable {
     public var transport: TransportStatus?
     /// Several servers: which one is in use and why (ServerChoiceStatus).
     public var servers: ServerChoiceStatus?
+    /// Built-in tunnels: up, connecting or down, since when and why (TunnelDemandStatus).
+    public var demand: TunnelDemandStatus?
 
     public init(interface: String, state: String, addresses: [String], rxBytes: UInt64, txBytes: UInt64, wireguard: WireGuardReport? = nil) {
         self.interface = interface

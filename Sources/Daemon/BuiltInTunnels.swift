@@ -15,7 +15,7 @@ import ServiceSupport
 /// tunnel, removed ones stop. While a tunnel is down, connecting or dead, the profile's
 /// routes and killswitch hold exactly as for any tunnel interface.
 final class BuiltInTunnels {
-    private var running: [String: (tunnel: RunningTunnel, text: String)] = [:]
+    private var running: [String: (tunnel: RunningTunnel, text: String, demand: TunnelDemand.Settings)] = [:]
     private let log: Log
     /// Where `wg` finds the tunnels' sockets; nil serves none (tests of vpnd alone).
     private let uapiDirectory: String?
@@ -30,12 +30,15 @@ final class BuiltInTunnels {
     /// Starts what is new or changed and stops what is gone. The UDP socket carries the
     /// bypass mark (unless the file sets FwMark), so no profile rule ever routes it; an exit
     /// hop's carries its entry's mark (MultihopRules), and a new mark is a new tunnel.
-    func reconcile(_ wanted: [String: TunnelFiles.Loaded], policy: Policy, netlink: Rtnetlink) {
+    /// `demand`: the settings of on-demand tunnels, by interface (the others are always up).
+    func reconcile(_ wanted: [String: TunnelFiles.Loaded], policy: Policy, netlink: Rtnetlink,
+                   demand: [String: TunnelDemand.Settings] = [:]) {
         let marks = wanted.mapValues { loaded in
             policy.profile(named: loaded.profile).map { MultihopRules.socketMark($0, in: policy, fileMark: loaded.config.interface.fwmark) } ?? policy.routing.bypassMark
         }
         for (interface, entry) in running where wanted[interface]?.text != entry.text || entry.tunnel.interfaceWasDeleted
-            || entry.tunnel.engine.status.fwmark != marks[interface] {
+            || entry.tunnel.engine.status.fwmark != marks[interface]
+            || (wanted[interface] != nil && entry.demand != demand[interface] ?? .alwaysUp) {
             entry.tunnel.stop()
             running[interface] = nil
             if wanted[interface] != nil && entry.tunnel.interfaceWasDeleted {
@@ -51,12 +54,14 @@ final class BuiltInTunnels {
                 var configuration = try EngineConfiguration.from(file)
                 configuration.fwmark = marks[interface]
                 let mtu = file.interface.mtu ?? (policy.profile(named: loaded.profile)?.via != nil ? MultihopRules.exitMTU : 1420)
-                let tunnel = try RunningTunnel(configuration: configuration, options: .init(
-                    interfaceName: interface, mtu: Int(mtu), uapiDirectory: uapiDirectory))
+                var options = RunningTunnel.Options(interfaceName: interface, mtu: Int(mtu), uapiDirectory: uapiDirectory,
+                                                    events: { [log] event in log.info("built-in tunnel \(interface): \(event)") })
+                options.demand = demand[interface] ?? .alwaysUp
+                let tunnel = try RunningTunnel(configuration: configuration, options: options)
                 try TunnelInterface.configure(name: interface, addresses: file.interface.addresses, mtu: mtu,
                                               routes: [], netlink: netlink)
                 tunnel.start()
-                running[interface] = (tunnel, loaded.text)
+                running[interface] = (tunnel, loaded.text, options.demand)
                 log.notice("built-in tunnel \(interface) for profile \(loaded.profile): UDP port \(tunnel.udp.port), peer(s) \(file.peers.map { "\($0.publicKey)\($0.endpoint.map { " at \($0)" } ?? "")" }.joined(separator: ", "))")
             } catch {
                 log.error("built-in tunnel \(interface) for profile \(loaded.profile) did not start: \(error); the profile stays fail-closed (killswitch) until a reload")
@@ -65,6 +70,10 @@ final class BuiltInTunnels {
     }
 
     var isRunningAny: Bool { !running.isEmpty }
+
+    func tunnel(_ interface: String) -> RunningTunnel? { running[interface]?.tunnel }
+
+    var runningInterfaces: [String] { running.keys.sorted() }
 
     /// A built-in tunnel's own transport: its socket is ours (and carries the bypass mark).
     func transport(interface: String) -> TunnelTransport {
@@ -96,5 +105,24 @@ extension WireGuardReport {
                   // Every reason, those that never happened at 0: a counter that appears only
                   // once it is non-zero reads as missing data to Prometheus' rate().
                   drops: Dictionary(uniqueKeysWithValues: DropReason.allCases.map { ($0.rawValue, status.drops[$0] ?? 0) }))
+    }
+}
+
+/// on_demand, idle and `vpnctl up/down` (TunnelDemand): what vpnd tells its tunnels.
+extension BuiltInTunnels {
+    func demandState(interface: String) -> TunnelDemand? { tunnel(interface)?.demandState }
+
+    func membersChanged(interface: String, present: Bool) { tunnel(interface)?.membersChanged(present: present) }
+
+    /// false: no such tunnel runs (its file did not start).
+    func hold(interface: String, up: Bool) -> Bool {
+        guard let tunnel = tunnel(interface) else { return false }
+        if up { tunnel.holdUp() } else { tunnel.holdDown() }
+        return true
+    }
+
+    /// A reload ends every `vpnctl up/down` hold.
+    func releaseHolds() {
+        for interface in runningInterfaces { tunnel(interface)?.releaseHold() }
     }
 }

@@ -70,6 +70,7 @@ extension Daemon {
                 guard process.isAlive, let now = CgroupHierarchy.cgroup(ofProcess: pid), now == path || now.hasPrefix(path + "/") else {
                     return reply(.failure("pid \(pid) did not arrive in profile \(profile.name)'s cgroup"))
                 }
+                followDemand(profile)
                 reply(done(error == nil ? "scope \(unit)" : "cgroup \(path)"))
             } catch {
                 reply(.failure("\(error)"))
@@ -97,6 +98,7 @@ extension Daemon {
                 let profile = try profileForLaunch(name, by: peer)
                 let process = try callingProcess(peer)
                 try move(process, into: profile.cgroupPath(parent: options.cgroupParent), by: peer)
+                followDemand(profile)
                 log.info("\(peer.userName) started pid \(peer.pid) (\(process.commandName())) in profile \(profile.name)")
                 return ControlResponse(ok: true, message: "pid \(peer.pid) is in profile \(profile.name)")
             case .bypass:
@@ -111,6 +113,7 @@ extension Daemon {
             case let .move(name, pid):
                 let (profile, process) = try moveTarget(profile: name, pid: pid, by: peer)
                 try move(process, into: profile.cgroupPath(parent: options.cgroupParent), by: peer)
+                followDemand(profile)
                 log.info("\(peer.userName) moved pid \(pid) (\(process.commandName())) into profile \(profile.name)")
                 return ControlResponse(ok: true, message: Self.movedMessage(pid, profile))
             case let .moveOut(pid):
@@ -129,6 +132,10 @@ extension Daemon {
             case .reload:
                 if let refusal = Authorization.checkRoot(peer, action: "reload the policy") { return .failure(refusal.description) }
                 return reload()
+            case let .tunnelUp(name):
+                return try holdTunnel(name, up: true, by: peer)
+            case let .tunnelDown(name):
+                return try holdTunnel(name, up: false, by: peer)
             case .down:
                 if let refusal = Authorization.checkRoot(peer, action: "take vpnexec down") { return .failure(refusal.description) }
                 try applier.teardown()

@@ -58,6 +58,7 @@ extension Daemon {
                 rxBytes: link?.statistics.rxBytes ?? 0, txBytes: link?.statistics.txBytes ?? 0)
             tunnel.transport = transportStatus(profile, counters: counters)
             tunnel.servers = failover.status(interface: profile.tunnel.interfaceName)
+            tunnel.demand = demandStatus(profile)
             if profile.tunnel.isBuiltIn {
                 tunnel.wireguard = tunnels.status(interface: profile.tunnel.interfaceName).map(WireGuardReport.init)
                     ?? WireGuardReport(publicKey: nil, listenPort: nil, peers: [], drops: [:])

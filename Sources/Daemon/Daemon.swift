@@ -229,11 +229,11 @@ public final class Daemon {
     /// tunnel starts), then the built-in tunnels, then again for the routes to their new
     /// interfaces. A built-in tunnel that cannot start leaves its profile fail-closed.
     func applyPolicy() throws {
-        defer { followTransports() }
+        defer { followTransports(); followDemand() }
         try ensureCgroups()
         try apply(try facts())
         guard !tunnelFiles.isEmpty || tunnels.isRunningAny else { return }
-        tunnels.reconcile(failover.chosen(trustedTunnelFiles(), policy: policy, tunnels: tunnels), policy: policy, netlink: rtnl)
+        tunnels.reconcile(failover.chosen(trustedTunnelFiles(), policy: policy, tunnels: tunnels), policy: policy, netlink: rtnl, demand: demandSettings)
         failover.probe(tunnels)
         try apply(try facts())
     }
@@ -288,6 +288,7 @@ public final class Daemon {
             }
         }
         sources = nextSources
+        tunnels.releaseHolds()
         keepLastApplied()
         configureDNS()
         followExecutables()

@@ -76,6 +76,9 @@ final class ServerFailover {
         clock_gettime(CLOCK_REALTIME, &wall)
         for interface in probes.sorted() {
             guard let engine = tunnels.engine(interface: interface), let peer = engine.status.peers.first else { continue }
+            // An on-demand tunnel that is down sends nothing, not even a probe: it is measured
+            // when it comes up.
+            if let demand = tunnels.demandState(interface: interface), !demand.isRunning { continue }
             engine.keepalive(peer.publicKey, now: Timestamp(nanoseconds: UInt64(mono.tv_sec) * 1_000_000_000 + UInt64(mono.tv_nsec)),
                              wall: WallClock(seconds: Int64(wall.tv_sec), nanoseconds: Int32(wall.tv_nsec)))
         }

@@ -72,6 +72,8 @@ public struct Profile: Hashable, Sendable {
     public var via: Via?
     /// Several servers for a built-in tunnel, and how vpnd picks one (ServerList).
     public var servers: ServerList?
+    /// A built-in tunnel that is down until it is needed (OnDemandSettings); nil: always up.
+    public var onDemand: OnDemandSettings?
 
     public init(name: String, location: SourceLocation, tunnel: Tunnel, access: Access, killswitch: Bool, index: UInt32, table: UInt32,
                 allowLAN: Bool = false, allowMulticast: Bool = false, routeNetworks: [IPPrefix] = [],

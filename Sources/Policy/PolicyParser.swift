@@ -160,6 +160,7 @@ extension Policy {
             profile.trusted = draft.trusted
             profile.via = draft.via
             profile.servers = draft.servers
+            profile.onDemand = draft.onDemand
             profile.executableLocations = Dictionary(draft.routeExecutables + draft.bypassExecutables, uniquingKeysWith: { first, _ in first })
             profiles.append(profile)
         }
@@ -251,6 +252,7 @@ struct ProfileDraft {
     var trusted: [TrustedRule] = []
     var via: Via?
     var servers: ServerList?
+    var onDemand: OnDemandSettings?
 
     /// Profile names become cgroup/slice names and nft chain names. A dash would make
     /// systemd read "vpn-a-b.slice" as a child of "vpn-a.slice", so none are allowed.
@@ -333,6 +335,7 @@ struct ProfileDraft {
             }
         }
         let trusted = reader.trustedRules("trusted")
+        let onDemand = readOnDemand(&reader, tunnel: tunnel)
         reader.reportUnknownKeys(unsupported: Policy.unsupportedProfileKeys)
         return ProfileDraft(name: entry.key, location: reader.location, tunnel: tunnel,
                             access: Access(users: users, groups: groups, location: accessAt),
@@ -340,7 +343,7 @@ struct ProfileDraft {
                             allowLAN: allowLAN, allowMulticast: allowMulticast, routeNetworks: routeNetworks,
                             bypassExecutables: bypassExecutables, routeExecutables: routeExecutables,
                             dnsServers: dnsServers, bypassDomains: bypassDomains, routeDomains: routeDomains, apps: apps,
-                            allowEncryptedDNS: allowEncryptedDNS, trusted: trusted, via: via, servers: servers)
+                            allowEncryptedDNS: allowEncryptedDNS, trusted: trusted, via: via, servers: servers, onDemand: onDemand)
     }
 
     /// Desktop application ids (reverse DNS names, or plain names like "firefox").

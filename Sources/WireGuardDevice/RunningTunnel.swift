@@ -11,6 +11,9 @@ import WireGuard
 /// thread (`CryptoHelper`), so one busy direction can use both cores, and handshake
 /// messages go to a thread of their own (`HandshakeWorker`). The tunnel ends by itself when its interface is deleted, as
 /// wireguard-go's does: `endedFD` becomes readable and the `wg` socket goes.
+/// With `Options.demand` on demand, it starts down (`DemandControl`): the interface is there,
+/// the engine has nothing to send and the timer thread sleeps until a member or a packet
+/// for a peer brings it up.
 public final class RunningTunnel: @unchecked Sendable {
     public struct Options: Sendable {
         public var interfaceName: String
@@ -28,6 +31,8 @@ public final class RunningTunnel: @unchecked Sendable {
         public var parallelCrypto: Bool
         /// What the tunnel reports (refused `wg` requests, a deleted interface...), from its threads.
         public var events: @Sendable (TunnelEvent) -> Void
+        /// Up from the start, or down until needed (TunnelDemand).
+        public var demand = TunnelDemand.Settings.alwaysUp
 
         public init(interfaceName: String, mtu: Int = 1420, uapiDirectory: String? = "/var/run/wireguard",
                     timing: Timing = .standard, handshakeLoadThreshold: Int = 1000, offloads: Bool = true,
@@ -59,6 +64,8 @@ public final class RunningTunnel: @unchecked Sendable {
     /// The interface's MTU as last seen; the loops resize their buffers when it changes.
     private let mtu: Atomic<Int>
     private var threads: [LoopThread] = []
+    /// Whether the tunnel is up, down on demand or held down, and the actions between.
+    let demand: DemandControl
     /// Encryptions and decryptions the helper threads did (the rest ran on the loops).
     private let sealsHelped = HelperCounter(), opensHelped = HelperCounter()
     public var helperJobs: (sealed: Int, opened: Int) {
@@ -80,6 +87,8 @@ public final class RunningTunnel: @unchecked Sendable {
         endedFD = eventfd(0, Int32(EFD_CLOEXEC))
         guard endedFD >= 0 else { close(wakeFD); throw SystemCallError("eventfd") }
         load = HandshakeLoad(threshold: options.handshakeLoadThreshold)
+        demand = try DemandControl(settings: options.demand, engine: engine, udp: udp, now: Timestamp(nanoseconds: Clocks.monotonicNanoseconds()),
+                                   report: { [events = options.events] in events(.demandChanged($0, $1)) })
         let flags = fcntl(tun.fd, F_GETFL)
         _ = fcntl(tun.fd, F_SETFL, flags | O_NONBLOCK)
         if let directory = options.uapiDirectory {
@@ -193,20 +202,8 @@ public final class RunningTunnel: @unchecked Sendable {
                 break
             }
         }
-        // A deleted interface makes the TUN poll as an error and read as EBADFD, for good.
-        let gone = Int16(POLLERR | POLLHUP | POLLNVAL)
-        while !isStopping {
-            let ready = poll(&fds, 2, -1)
-            if ready < 0 { if errno == EINTR { continue }; break }
-            if fds[1].revents != 0 || isStopping { break }
-            if fds[0].revents & gone != 0 { interfaceGone(); break }
-            if batchMTU != mtu.load(ordering: .relaxed) {
-                batchMTU = mtu.load(ordering: .relaxed)
-                batch = DatagramBatch(capacity: 64, slotSize: Self.slotSize(mtu: batchMTU), headroom: 16)
-            }
-            clock = now()
-            wallClock = wall()
-            slot = 0
+        // Reads what waits in the TUN, a batch's worth, into the engine.
+        func readBatch() {
             while slot < batch.capacity {
                 if tun.hasVirtioHeader {
                     let n = read(tun.fd, frame.baseAddress, frame.count)
@@ -223,6 +220,53 @@ public final class RunningTunnel: @unchecked Sendable {
                     if n <= 0 { break }
                     encapsulate(length: n)
                 }
+            }
+        }
+        // Down on demand: packets one by one until one is for a peer; it brings the tunnel up
+        // and goes to the engine (the rest wait for the next round). The others are dropped.
+        func offerWaiting() {
+            while true {
+                if tun.hasVirtioHeader {
+                    let n = read(tun.fd, frame.baseAddress, frame.count)
+                    if n < 0 && errno == EBADFD { interfaceGone() }
+                    if n <= 0 { return }
+                    guard n > TunOffload.headerSize,
+                          demand.offer(UnsafeRawBufferPointer(rebasing: frame[TunOffload.headerSize..<n]), now: clock) else { continue }
+                    if !TunOffload.split(UnsafeRawBufferPointer(rebasing: frame[0..<n]), next: { room() }, emit: { encapsulate(length: $0) }) {
+                        engine.countDrop(.malformed)
+                    }
+                } else {
+                    let buffer = room()
+                    let n = read(tun.fd, buffer.baseAddress, buffer.count)
+                    if n < 0 && errno == EBADFD { interfaceGone() }
+                    if n <= 0 { return }
+                    guard demand.offer(UnsafeRawBufferPointer(rebasing: buffer[0..<n]), now: clock) else { continue }
+                    encapsulate(length: n)
+                }
+                return
+            }
+        }
+        // A deleted interface makes the TUN poll as an error and read as EBADFD, for good.
+        let gone = Int16(POLLERR | POLLHUP | POLLNVAL)
+        while !isStopping {
+            let ready = poll(&fds, 2, -1)
+            if ready < 0 { if errno == EINTR { continue }; break }
+            if fds[1].revents != 0 || isStopping { break }
+            if fds[0].revents & gone != 0 { interfaceGone(); break }
+            if batchMTU != mtu.load(ordering: .relaxed) {
+                batchMTU = mtu.load(ordering: .relaxed)
+                batch = DatagramBatch(capacity: 64, slotSize: Self.slotSize(mtu: batchMTU), headroom: 16)
+            }
+            clock = now()
+            wallClock = wall()
+            slot = 0
+            // Down on demand, the first packet for a peer brings the tunnel up; held down, none.
+            switch demand.admit(now: clock, { readBatch() }) {
+            case .open: break
+            case .down: offerWaiting()
+            case .held:
+                while read(tun.fd, frameSize > 0 ? frame.baseAddress : batch.slot(0).baseAddress, frameSize > 0 ? frame.count : batch.slot(0).count) > 0 {}
+                continue
             }
             flush()
             // Rekeys that this traffic triggered go out now, not at the next tick.
@@ -245,10 +289,12 @@ public final class RunningTunnel: @unchecked Sendable {
         let handshakes = HandshakeWorker(name: "wg-hs-\(tun.name)", engine: engine) { [self] in send($0) }
         defer { handshakes.stop() }
         var clock = now(), wallClock = wall()
+        var delivered = false
         func flushToTun() { coalescer?.flush { if !tun.write(vectors: $0) { engine.countDrop(.tunRefused) } } }
         func deliver(_ result: Engine.Inbound, in buffer: UnsafeMutableRawBufferPointer) {
             switch result {
             case let .deliver(range):
+                delivered = true
                 // The transport header in front of the plaintext, consumed, makes room for
                 // the virtio-net header.
                 if let coalescer {
@@ -280,8 +326,11 @@ public final class RunningTunnel: @unchecked Sendable {
             // Nothing, or empty datagrams: the socket was moved to another port (or is
             // stopping) while this waited on it; the next receive waits on the new one.
             guard let count = batch.receive(from: udp) else { continue }
+            // Down, nothing reaches the engine: a server's initiation would bring a session up.
+            guard demand.acceptsInbound else { continue }
             clock = now()
             wallClock = wall()
+            delivered = false
             for i in 0..<count {
                 let length = batch.receivedLength(i)
                 guard length > 0, let sender = batch.sender(i) else { continue }
@@ -314,6 +363,7 @@ public final class RunningTunnel: @unchecked Sendable {
             }
             finishOpens()
             flushToTun()
+            if delivered { demand.noteReceived(clock) }
             send(engine.drainOutput())
         }
     }
@@ -325,7 +375,8 @@ public final class RunningTunnel: @unchecked Sendable {
         defer { uapi?.close() }
         var fds = [pollfd(fd: wakeFD, events: Int16(POLLIN), revents: 0),
                    pollfd(fd: uapi?.fd ?? -1, events: Int16(POLLIN), revents: 0),
-                   pollfd(fd: mtuWatch.fileDescriptor, events: Int16(POLLIN), revents: 0)]
+                   pollfd(fd: mtuWatch.fileDescriptor, events: Int16(POLLIN), revents: 0),
+                   pollfd(fd: demand.wakeFD, events: Int16(POLLIN), revents: 0)]
         var nextTick = Clocks.monotonicNanoseconds()
         followMTU()
         // Peers with persistent keepalive hear from us at once, as after `wg setconf`.
@@ -334,16 +385,23 @@ public final class RunningTunnel: @unchecked Sendable {
         }
         while !isStopping {
             let current = Clocks.monotonicNanoseconds()
-            let waitMs = current >= nextTick ? 0 : Int32((nextTick - current) / 1_000_000)
-            let ready = poll(&fds, 3, waitMs)
+            // Down, the engine has no timers to fire: sleep until the tunnel comes up.
+            let running = demand.isRunning
+            let waitMs = !running ? -1 : current >= nextTick ? 0 : Int32((nextTick - current) / 1_000_000)
+            let ready = poll(&fds, 4, waitMs)
             if isStopping || fds[0].revents != 0 { break }
             if ready > 0, fds[1].revents != 0, let uapi {
                 uapi.serveOne(tunnel: self)
             }
             if ready > 0, fds[2].revents != 0 { followMTU() }
-            if Clocks.monotonicNanoseconds() >= nextTick {
+            if ready > 0, fds[3].revents != 0 {
+                var count: UInt64 = 0
+                _ = read(demand.wakeFD, &count, 8)
+            }
+            if running, Clocks.monotonicNanoseconds() >= nextTick {
                 send(engine.tick(now: now(), wall: wall()))
                 send(engine.drainOutput())
+                demand.tick(now: now())
                 nextTick = Clocks.monotonicNanoseconds() + 100_000_000
             }
         }

@@ -12,6 +12,8 @@ public enum TunnelEvent: Sendable, CustomStringConvertible {
     /// The TUN interface was deleted (`ip link delete`, `wg-quick down`): the tunnel has
     /// ended by itself and its `wg` socket is gone.
     case interfaceDeleted
+    /// The tunnel went up, down or held (on_demand, idle, `vpnctl up/down`).
+    case demandChanged(TunnelDemand.Phase, TunnelDemand.Reason)
 
     public var description: String {
         switch self {
@@ -19,6 +21,7 @@ public enum TunnelEvent: Sendable, CustomStringConvertible {
         case let .listenPortChanged(from, to): "UDP port \(from) -> \(to)"
         case let .mtuChanged(mtu): "MTU is now \(mtu)"
         case .interfaceDeleted: "the interface was deleted; the tunnel ends"
+        case let .demandChanged(phase, reason): "\(phase.rawValue): \(reason.rawValue)"
         }
     }
 }

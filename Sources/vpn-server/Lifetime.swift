@@ -26,7 +26,7 @@ enum Lifetime {
             switch event {
             case .requestRefused: log.warning("\(interface): \(event)")
             case .interfaceDeleted: log.notice("\(interface): \(event)")
-            case .listenPortChanged, .mtuChanged: log.info("\(interface): \(event)")
+            case .listenPortChanged, .mtuChanged, .demandChanged: log.info("\(interface): \(event)")
             }
         }
     }

@@ -46,6 +46,15 @@ enum MetricsText {
         add("tunnel_loop_dropped_packets_total", "counter", "Packets of the tunnel's own transport that would have entered it (a loop), dropped.",
             zip(tunnels, profiles).compactMap { labels, profile in profile.tunnel.transport.map { Sample(labels: labels, value: Double($0.loopDropped.packets)) } })
 
+        // One sample per state, 1 for the current one: a graph or an alert selects the state it watches.
+        let demands = zip(tunnels, profiles).compactMap { labels, profile in profile.tunnel.demand.map { (labels, $0) } }
+        add("tunnel_demand_state", "gauge", "1 for the built-in tunnel's current state (on_demand, idle, vpnctl up/down), 0 for the others.",
+            demands.flatMap { labels, demand in
+                ["down (on demand)", "down (vpnctl down)", "connecting", "up"].map { Sample(labels: labels + [("state", $0)], value: demand.state == $0 ? 1 : 0) }
+            })
+        add("tunnel_demand_since_seconds", "gauge", "When the built-in tunnel entered its current state, in seconds since the epoch.",
+            demands.map { Sample(labels: $0.0, value: $0.1.since) })
+
         let engines = profiles.compactMap { profile in profile.tunnel.wireguard.map { (profile.name, $0) } }
         add("peer_last_handshake_age_seconds", "gauge", "Seconds since the built-in engine's latest handshake with the peer (peers with one).",
             engines.flatMap { profile, wg in

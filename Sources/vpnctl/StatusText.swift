@@ -16,6 +16,7 @@ enum StatusText {
             lines.append("profile \(profile.name): mark 0x\(String(profile.mark, radix: 16)), table \(profile.table), killswitch \(profile.killswitch ? "on" : "off")")
             let addresses = profile.tunnel.addresses.isEmpty ? "" : " (" + profile.tunnel.addresses.joined(separator: ", ") + ")"
             lines.append("  tunnel    \(profile.tunnel.interface): \(profile.tunnel.state)\(addresses), rx \(bytes(profile.tunnel.rxBytes)), tx \(bytes(profile.tunnel.txBytes))")
+            if let demand = profile.tunnel.demand { lines.append(self.demand(demand, now: now)) }
             if let transport = profile.tunnel.transport { lines.append(self.transport(transport)) }
             if let trusted = profile.trusted { lines += self.trusted(trusted, now: now) }
             if let via = profile.via { lines.append(hop(via)) }

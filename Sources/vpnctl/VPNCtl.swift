@@ -31,7 +31,7 @@ struct VPNCtl: ParsableCommand {
         abstract: "Status and control of vpnd.",
         version: "vpnctl \(String(cString: vpnexec_build_version()))",
         subcommands: [Status.self, Profiles.self, Members.self, Metrics.self, PlanCommand.self, Reload.self, Check.self, Move.self,
-                      Desktop.self, Down.self])
+                      Desktop.self, Up.self, Down.self])
 
     /// A failure of vpnctl's own, said in one line: exits 1.
     static func fail(_ message: String) -> Never {
@@ -146,8 +146,18 @@ struct VPNCtl: ParsableCommand {
     }
 
     struct Down: ParsableCommand {
-        static let configuration = CommandConfiguration(abstract: "Remove vpnexec's nft table (the killswitch), rules and routes, and stop vpnd.")
+        static let configuration = CommandConfiguration(
+            abstract: "With a profile: hold its built-in tunnel down. Without: remove vpnexec's nft table (the killswitch), rules and routes, and stop vpnd.",
+            discussion: """
+            `vpnctl down PROFILE` takes the profile's built-in tunnel down and holds it down (its members' traffic is held by \
+            the killswitch; no handshake even with traffic) until `vpnctl up PROFILE` or a reload; root, or a user the profile \
+            allows. `vpnctl down` alone is root's: it lifts the killswitch of every profile and stops vpnd.
+            """)
         @OptionGroup var connection: Connection
-        func run() throws { print(try connection.send(.down).message ?? "down") }
+        @Argument(help: "The profile whose built-in tunnel to hold down.", completion: ProfileNames.completion) var profile: String?
+        func run() throws {
+            let request: ControlRequest = profile.map { .tunnelDown(profile: $0) } ?? .down
+            print(try connection.send(request).message ?? "down")
+        }
     }
 }

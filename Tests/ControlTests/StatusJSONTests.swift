@@ -33,6 +33,8 @@ import Testing
                                            endpoints: ["203.0.113.2:51821"], loopDropped: Traffic(packets: 2, bytes: 296))
         tunnel.servers = ServerChoiceStatus(mode: "fastest", files: ["/etc/vpnexec/a.conf", "/etc/vpnexec/b.conf"], current: "/etc/vpnexec/b.conf",
                                             state: "up", reason: "fastest: handshake in 12 ms (server 1 310 ms)", roundTripsMs: [310, 12])
+        tunnel.demand = TunnelDemandStatus(state: "up", since: 1_700_000_100, reason: "a member appeared", onDemand: true,
+                                           idleSeconds: 600, idleLeft: 420)
         var profile = ProfileStatus(name: "work", mark: 0x0100_0000, table: 7301, killswitch: true, cgroup: "vpn.slice/vpn-work.slice", members: 2,
                                     tunnel: tunnel, sent: traffic, received: traffic, throughTunnel: traffic, droppedByKillswitch: traffic,
                                     dns: dns)

@@ -63,6 +63,12 @@ import Testing
         #expect(sample("vpnexec_tunnel_up", ["profile": "work", "interface": interface])?.value == 1)
         #expect(sample("vpnexec_tunnel_up", ["profile": "home", "interface": "vx\(net.tag)none"])?.value == 0)
         #expect(sample("vpnexec_profile_killswitch", ["profile": "home"])?.value == 0)
+        // An always-up built-in tunnel: "up", one sample per state; none for a tunnel vpnd does not own.
+        let states = samples.filter { $0.name == "vpnexec_tunnel_demand_state" }
+        #expect(states.count == 4 && states.allSatisfy { $0.type == "gauge" && $0.labels["profile"] == "work" }, "\(states)")
+        #expect(sample("vpnexec_tunnel_demand_state", ["profile": "work", "interface": interface, "state": "up"])?.value == 1)
+        #expect(sample("vpnexec_tunnel_demand_state", ["profile": "work", "interface": interface, "state": "down (on demand)"])?.value == 0)
+        #expect(sample("vpnexec_tunnel_demand_since_seconds", ["profile": "work", "interface": interface]).map { abs($0.value - Date().timeIntervalSince1970) < 600 } == true)
         let age = try #require(sample("vpnexec_peer_last_handshake_age_seconds", ["profile": "work", "peer": serverPublic]), "\(samples.map(\.name))")
         #expect(age.type == "gauge" && age.value >= 0 && age.value < 60)
         let drops = samples.filter { $0.name == "vpnexec_engine_dropped_packets_total" && $0.labels["profile"] == "work" }

@@ -1,0 +1,66 @@
+import Control
+import Glibc
+import Policy
+import WireGuard
+import WireGuardDevice
+
+/// on_demand, idle and `vpnctl up/down PROFILE` for built-in tunnels: vpnd tells each
+/// on-demand tunnel whether its profile has members (a launch, a unit or app scope joining,
+/// a route.executables program placed), so the handshake starts before the first packet;
+/// the first packet routed into the tunnel brings it up by itself.
+extension Daemon {
+    /// The settings each built-in tunnel runs with, by interface.
+    var demandSettings: [String: TunnelDemand.Settings] {
+        var settings: [String: TunnelDemand.Settings] = [:]
+        for profile in policy.profiles where profile.tunnel.isBuiltIn {
+            guard let onDemand = profile.onDemand else { continue }
+            settings[profile.tunnel.interfaceName] = TunnelDemand.Settings(
+                onDemand: true, idle: onDemand.idle.map { Timestamp.Duration(nanoseconds: $0.milliseconds * 1_000_000) })
+        }
+        return settings
+    }
+
+    /// Members of on-demand profiles, as the cgroups hold them now (after every apply: each
+    /// cgroup change, each launch, and once a second).
+    func followDemand(_ only: Profile? = nil) {
+        for profile in only.map({ [$0] }) ?? policy.profiles where profile.tunnel.isBuiltIn && profile.onDemand != nil {
+            tunnels.membersChanged(interface: profile.tunnel.interfaceName, present: memberCount(of: profile) > 0)
+        }
+    }
+
+    /// `vpnctl up PROFILE` / `vpnctl down PROFILE`: root, or a user the profile allows.
+    func holdTunnel(_ name: String, up: Bool, by peer: Peer) throws -> ControlResponse {
+        let profile = try Authorization.profile(named: name, in: policy, directory: options.policyDirectory).get()
+        if let refusal = Authorization.check(peer, mayUse: profile) {
+            log.notice("refused: \(refusal)")
+            throw refusal
+        }
+        let interface = profile.tunnel.interfaceName
+        guard profile.tunnel.isBuiltIn else {
+            throw RequestFailure("profile \(name) uses interface \(interface), which vpnd does not own (tunnel.interface): bring it \(up ? "up" : "down") with whatever runs it (wg-quick, systemd-networkd, NetworkManager); vpnctl up/down work on built-in tunnels (tunnel.wireguard)")
+        }
+        guard tunnels.hold(interface: interface, up: up) else {
+            throw RequestFailure("profile \(name)'s built-in tunnel \(interface) is not running (see vpnd's log); the killswitch holds its members")
+        }
+        log.notice("\(peer.userName): vpnctl \(up ? "up" : "down") \(name)")
+        return ControlResponse(ok: true, message: up
+            ? "profile \(name): tunnel \(interface) is coming up and stays up until `vpnctl down \(name)` or a reload"
+            : "profile \(name): tunnel \(interface) is down and held down (members' traffic is held by the killswitch) until `vpnctl up \(name)` or a reload")
+    }
+
+    /// The status of a built-in tunnel's demand machine, with wall-clock times.
+    func demandStatus(_ profile: Profile) -> TunnelDemandStatus? {
+        guard profile.tunnel.isBuiltIn, let state = tunnels.demandState(interface: profile.tunnel.interfaceName) else { return nil }
+        var monotonic = timespec()
+        clock_gettime(CLOCK_MONOTONIC, &monotonic)
+        let now = UInt64(monotonic.tv_sec) * 1_000_000_000 + UInt64(monotonic.tv_nsec)
+        var wall = timespec()
+        clock_gettime(CLOCK_REALTIME, &wall)
+        let wallNow = Double(wall.tv_sec) + Double(wall.tv_nsec) / 1e9
+        let age = Double(now &- min(state.since.nanoseconds, now)) / 1e9
+        let idleLeft = state.idleDeadline.map { Double($0.nanoseconds > now ? $0.nanoseconds - now : 0) / 1e9 }
+        return TunnelDemandStatus(state: state.phase.rawValue, since: (wallNow - age).rounded(), reason: state.reason.rawValue + (state.trigger.map { " (to \($0))" } ?? ""),
+                                  onDemand: state.settings.onDemand, idleSeconds: state.settings.idle.map { Double($0.nanoseconds) / 1e9 },
+                                  idleLeft: idleLeft.map { $0.rounded(.up) }, held: state.hold?.rawValue)
+    }
+}

@@ -1,0 +1,173 @@
+import CLinux
+import Glibc
+import Synchronization
+import WireGuard
+
+/// The device's side of `TunnelDemand`: the machine behind a lock, and its actions done on
+/// the engine through its public API. Down, the engine's peers are fresh ones (removed and
+/// added again: no session, no key, no timer, no staged packet) with their persistent
+/// keepalive off, so nothing in the engine can send; up, the keepalives come back and a
+/// handshake starts at once (as for a persistent keepalive), before the first packet.
+final class DemandControl: @unchecked Sendable {
+    private struct State {
+        var machine: TunnelDemand
+        /// The peers' persistent keepalives, kept aside while the tunnel is down.
+        var keepalives: [PublicKey: UInt16] = [:]
+    }
+
+    private let state: Mutex<State>
+    private let engine: Engine
+    private let udp: UDPSocket
+    private let report: @Sendable (TunnelDemand.Phase, TunnelDemand.Reason) -> Void
+    /// Readable (an eventfd) when the tunnel came up from another thread: the timer loop,
+    /// which sleeps while the tunnel is down, ticks the engine again.
+    let wakeFD: Int32
+    private let inbound: Atomic<Bool>
+    /// When data last came in from the server (monotonic nanoseconds), stored by the
+    /// receiving loop without the lock; the idle countdown reads it at each tick.
+    private let lastReceived = Atomic<UInt64>(0)
+
+    init(settings: TunnelDemand.Settings, engine: Engine, udp: UDPSocket, now: Timestamp,
+         report: @escaping @Sendable (TunnelDemand.Phase, TunnelDemand.Reason) -> Void) throws {
+        self.engine = engine
+        self.udp = udp
+        self.report = report
+        wakeFD = eventfd(0, Int32(EFD_CLOEXEC | EFD_NONBLOCK))
+        guard wakeFD >= 0 else { throw SystemCallError("eventfd") }
+        var initial = State(machine: TunnelDemand(settings: settings, now: now))
+        inbound = Atomic(initial.machine.acceptsInbound)
+        if !initial.machine.isRunning { Self.tearDown(engine, &initial) }
+        state = Mutex(initial)
+    }
+
+    deinit { close(wakeFD) }
+
+    var snapshot: TunnelDemand { state.withLock { $0.machine } }
+
+    var acceptsInbound: Bool { inbound.load(ordering: .relaxed) }
+
+    var isRunning: Bool { state.withLock { $0.machine.isRunning } }
+
+    enum Gate {
+        /// Up or connecting: `body` ran (with the lock held, so no teardown happens between
+        /// the verdict and the engine seeing the packets).
+        case open
+        /// Held down: drop what waits.
+        case held
+        /// Down on demand: offer the packets one by one (`offer`).
+        case down
+    }
+
+    /// Packets wait in the TUN.
+    func admit(now: Timestamp, _ body: () -> Void) -> Gate {
+        state.withLock { s in
+            switch s.machine.phase {
+            case .heldDown: return .held
+            case .downOnDemand: return .down
+            case .connecting, .up:
+                _ = s.machine.packets(now: now)
+                body()
+                return .open
+            }
+        }
+    }
+
+    /// Down on demand, a packet read from the TUN: true if it is for a peer (the tunnel comes
+    /// up, and the engine holds the packet until the handshake completes) or the tunnel came
+    /// up meanwhile; false: drop it.
+    func offer(_ packet: UnsafeRawBufferPointer, now: Timestamp) -> Bool {
+        state.withLock { s in
+            switch s.machine.phase {
+            case .heldDown: return false
+            case .connecting, .up: return true
+            case .downOnDemand:
+                guard let destination = DemandTrigger.destination(of: packet),
+                      DemandTrigger.triggers(destination, allowedIPs: engine.status.peers.flatMap(\.allowedIPs)) else { return false }
+                let before = s.machine.phase
+                _ = s.machine.packets(now: now, destination: destination.description)
+                perform(.bringUp, &s, from: before)
+                return true
+            }
+        }
+    }
+
+    func noteReceived(_ now: Timestamp) { lastReceived.store(now.nanoseconds, ordering: .relaxed) }
+
+    /// Every ~100 ms while running: a completed handshake, the idle countdown.
+    func tick(now: Timestamp) {
+        state.withLock { s in
+            let before = s.machine.phase
+            s.machine.traffic(at: Timestamp(nanoseconds: lastReceived.load(ordering: .relaxed)))
+            if s.machine.phase == .connecting, engine.status.peers.contains(where: { $0.lastHandshake != nil }) {
+                s.machine.handshakeCompleted(now: now)
+            }
+            perform(s.machine.tick(now: now), &s, from: before)
+        }
+    }
+
+    func membersChanged(present: Bool, now: Timestamp) { change(now) { $0.membersChanged(present: present, now: now) } }
+    func holdUp(now: Timestamp) { change(now) { $0.holdUp(now: now) } }
+    func holdDown(now: Timestamp) { change(now) { $0.holdDown(now: now) } }
+    func release(now: Timestamp) { change(now) { $0.release(now: now) } }
+
+    private func change(_ now: Timestamp, _ event: (inout TunnelDemand) -> TunnelDemand.Action?) {
+        state.withLock { s in
+            let before = s.machine.phase
+            perform(event(&s.machine), &s, from: before)
+        }
+    }
+
+    private func perform(_ action: TunnelDemand.Action?, _ s: inout State, from before: TunnelDemand.Phase) {
+        let now = s.machine.since
+        // Before the action: the server's answer to the initiation bringUp sends may be back
+        // before bringUp returns, and must not be dropped as if the tunnel were down.
+        inbound.store(s.machine.acceptsInbound, ordering: .sequentiallyConsistent)
+        switch action {
+        case .bringUp?:
+            bringUp(&s, now: now)
+        case .tearDown?:
+            Self.tearDown(engine, &s)
+        case nil:
+            break
+        }
+        if s.machine.phase != before {
+            report(s.machine.phase, s.machine.reason)
+            var one: UInt64 = 1
+            _ = write(wakeFD, &one, 8)
+        }
+    }
+
+    /// Keepalives back on, and a handshake now: an empty packet staged for each peer with an
+    /// endpoint starts it (the engine sends it once the session is there).
+    private func bringUp(_ s: inout State, now: Timestamp) {
+        let w = Clocks.wall()
+        let wall = WallClock(seconds: w.seconds, nanoseconds: w.nanoseconds)
+        for peer in engine.status.peers {
+            // One set with `wg set` while down is the administrator's newer word: kept.
+            if let keepalive = s.keepalives.removeValue(forKey: peer.publicKey), (peer.persistentKeepalive ?? 0) == 0 {
+                engine.upsertPeer(Self.configuration(of: peer, keepalive: keepalive), replaceAllowedIPs: true)
+            }
+            if peer.endpoint != nil { engine.keepalive(peer.publicKey, now: now, wall: wall) }
+        }
+        for datagram in engine.drainOutput() {
+            datagram.bytes.withUnsafeBytes { _ = udp.send($0, to: datagram.to) }
+        }
+    }
+
+    /// Every peer removed and added again as it is configured now (endpoint, allowed IPs,
+    /// preshared key), without its persistent keepalive: its sessions, keys (zeroed as they
+    /// go), timers and staged packets go with the old one.
+    private static func tearDown(_ engine: Engine, _ s: inout State) {
+        for peer in engine.status.peers {
+            if let keepalive = peer.persistentKeepalive, keepalive > 0 { s.keepalives[peer.publicKey] = keepalive }
+            engine.removePeer(peer.publicKey)
+            engine.upsertPeer(configuration(of: peer, keepalive: nil), replaceAllowedIPs: true)
+        }
+        _ = engine.drainOutput()
+    }
+
+    private static func configuration(of peer: PeerStatus, keepalive: UInt16?) -> PeerConfiguration {
+        PeerConfiguration(publicKey: peer.publicKey, presharedKey: peer.presharedKey, endpoint: peer.endpoint,
+                          allowedIPs: peer.allowedIPs, persistentKeepalive: keepalive)
+    }
+}
