@@ -15,6 +15,13 @@ extension Engine {
     func initiate(_ peer: Peer, now: Timestamp, wall: WallClock, retry: Bool) {
         guard let privateKey, let publicKey, let staticShared = peer.staticShared, let endpoint = peer.configuration.endpoint else { return }
         if !retry, let last = peer.lastInitiationSent, now.since(last) < timing.rekeyTimeout { return }
+        let allowed = peer.reconnect.earliest(now)
+        guard allowed <= now else {
+            // The storm limit holds this one back: it leaves (as a retry) when allowed.
+            peer.reconnect.lastError = .stormLimited
+            if peer.timers.retransmitHandshake.map({ $0 > allowed }) ?? true { peer.timers.retransmitHandshake = allowed }
+            return
+        }
         if let old = peer.pending { indices[old.senderIndex] = nil }
         let index = indices.fresh(random)
         guard let (initiation, pending) = HandshakeCodec.createInitiation(
@@ -27,7 +34,7 @@ extension Engine {
         indices[index] = .handshake(peer)
         peer.lastInitiationSent = now
         anyAuthenticatedPacketSent(peer, now: now)
-        peer.timers.retransmitHandshake = now + timing.rekeyTimeout + jitter()
+        peer.timers.retransmitHandshake = peer.reconnect.initiated(now, random: random.uint32())
         output.append(Datagram(bytes: message, to: endpoint))
     }
 

@@ -102,6 +102,7 @@ extension Engine {
             case nil: return .drop(countLocked(.unknownPeer))
             }
             guard peer.cookies.consume(reply: m, now: now) else { return .drop(countLocked(.badMAC)) }
+            if peer.pending != nil { peer.reconnect.cookieReceived() }
             return .control([])
         }
     }

@@ -30,6 +30,7 @@ extension Engine {
     func handshakeComplete(_ peer: Peer, wall: WallClock) {
         peer.timers.retransmitHandshake = nil
         peer.timers.handshakeAttempts = 0
+        peer.reconnect.succeeded()
         peer.lastHandshake = wall
     }
 
@@ -49,7 +50,8 @@ extension Engine {
     private func fireTimers(_ peer: Peer, now: Timestamp, wall: WallClock) {
         if let due = peer.timers.retransmitHandshake, due <= now {
             peer.timers.retransmitHandshake = nil
-            if peer.timers.handshakeAttempts >= timing.maxHandshakeAttempts {
+            if peer.pending != nil { peer.reconnect.unanswered() }
+            if let limit = peer.reconnect.policy.maximumRetries, peer.timers.handshakeAttempts >= limit {
                 // Give up until there is traffic again; stale staged packets go.
                 peer.timers.sendKeepalive = nil
                 peer.staged = []

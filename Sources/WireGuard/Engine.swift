@@ -52,11 +52,14 @@ public final class Engine: @unchecked Sendable {
     var output: [Datagram] = []
     var drops: [DropReason: UInt64] = [:]
     var limiter = HandshakeRateLimiter()
+    /// How handshake retries are spaced (WireGuard's own unless a `reconnect` policy says).
+    var reconnectPolicy: ReconnectPolicy
 
     public init(configuration: InterfaceConfiguration, timing: Timing = .standard, mtu: Int = 1420,
-                random: any RandomSource = SystemRandom()) {
+                random: any RandomSource = SystemRandom(), reconnect: ReconnectPolicy? = nil) {
         _ = Sodium.ready
         self.timing = timing
+        reconnectPolicy = reconnect ?? .protocolDefault(timing)
         currentMTU = Atomic(mtu)
         self.random = random
         listenPort = configuration.listenPort
@@ -134,7 +137,7 @@ public final class Engine: @unchecked Sendable {
             }
         } else {
             guard configuration.publicKey != publicKey else { return nil }
-            peer = Peer(id: nextPeerID, configuration: configuration, timing: timing)
+            peer = Peer(id: nextPeerID, configuration: configuration, timing: timing, reconnect: reconnectPolicy)
             nextPeerID += 1
             peers[peer.id] = peer
             peerByKey[configuration.publicKey] = peer.id

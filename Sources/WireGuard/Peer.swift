@@ -18,9 +18,11 @@ final class Peer {
     var staged: [[UInt8]] = []
     var timers = PeerTimers()
     var rekeyRequestedOnReceive = false
+    var reconnect: ReconnectSchedule
 
-    init(id: Int, configuration: PeerConfiguration, timing: Timing) {
+    init(id: Int, configuration: PeerConfiguration, timing: Timing, reconnect: ReconnectPolicy) {
         self.id = id
+        self.reconnect = ReconnectSchedule(policy: reconnect, floor: timing.rekeyTimeout)
         self.configuration = configuration
         psk = configuration.presharedKey.map { k in k.secret.withUnsafeBytes { Array($0) } } ?? [UInt8](repeating: 0, count: 32)
         cookies = CookieGenerator(remote: configuration.publicKey, lifetime: timing.cookieRefreshTime)
