@@ -66,6 +66,8 @@ public struct Profile: Hashable, Sendable {
     /// by default it is refused for such profiles (EncryptedDNSRules), since the proxy sees
     /// none of it.
     public var allowEncryptedDNS = false
+    /// A built-in tunnel's handshake retry schedule; nil keeps WireGuard's own.
+    public var reconnect: Reconnect?
 
     public init(name: String, location: SourceLocation, tunnel: Tunnel, access: Access, killswitch: Bool, index: UInt32, table: UInt32,
                 allowLAN: Bool = false, allowMulticast: Bool = false, routeNetworks: [IPPrefix] = [],

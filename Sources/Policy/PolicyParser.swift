@@ -157,6 +157,7 @@ extension Policy {
                                   bypassDomains: sortedUnique(draft.bypassDomains.map(\.0)),
                                   routeDomains: sortedUnique(draft.routeDomains.map(\.0)), apps: Array(Set(draft.apps)).sorted())
             profile.allowEncryptedDNS = draft.allowEncryptedDNS
+            profile.reconnect = draft.reconnect
             profile.executableLocations = Dictionary(draft.routeExecutables + draft.bypassExecutables, uniquingKeysWith: { first, _ in first })
             profiles.append(profile)
         }
@@ -250,6 +251,7 @@ struct ProfileDraft {
     var routeDomains: [(DomainPattern, SourceLocation)] = []
     var apps: [String] = []
     var allowEncryptedDNS = false
+    var reconnect: Reconnect? = nil
 
     /// Profile names become cgroup/slice names and nft chain names. A dash would make
     /// systemd read "vpn-a-b.slice" as a child of "vpn-a.slice", so none are allowed.
@@ -274,6 +276,7 @@ struct ProfileDraft {
         }
         var reader = TableReader(table, file: file, context: "[profile.\(entry.key)]", log: log)
         let tunnel = readTunnel(&reader, profile: entry.key)
+        let reconnect = readReconnect(&reader, tunnel: tunnel)
         var users: [Principal] = []
         var groups: [Principal] = []
         for (item, itemAt) in reader.namesOrNumbers("users") ?? [] {
@@ -337,7 +340,7 @@ struct ProfileDraft {
                             allowLAN: allowLAN, allowMulticast: allowMulticast, routeNetworks: routeNetworks,
                             bypassExecutables: bypassExecutables, routeExecutables: routeExecutables,
                             dnsServers: dnsServers, bypassDomains: bypassDomains, routeDomains: routeDomains, apps: apps,
-                            allowEncryptedDNS: allowEncryptedDNS)
+                            allowEncryptedDNS: allowEncryptedDNS, reconnect: reconnect)
     }
 
     /// Desktop application ids (reverse DNS names, or plain names like "firefox").
