@@ -15,7 +15,9 @@ import WireGuardDevice
 /// routes and killswitch hold exactly as for any tunnel interface.
 final class BuiltInTunnels {
     private var running: [String: (tunnel: RunningTunnel, text: String)] = [:]
-    private let log: Log
+    let log: Log
+    /// Each tunnel's uplinks at the last look (BuiltInTunnels+Reconnect).
+    var uplinks: [String: [Endpoint: Uplink]] = [:]
     /// Where `wg` finds the tunnels' sockets; nil serves none (tests of vpnd alone).
     private let uapiDirectory: String?
 
@@ -70,6 +72,7 @@ final class BuiltInTunnels {
     }
 
     func status(interface: String) -> EngineStatus? { running[interface]?.tunnel.engine.status }
+    func engine(interface: String) -> Engine? { running[interface]?.tunnel.engine }
 
     func stopAll() {
         for (_, entry) in running { entry.tunnel.stop() }

@@ -226,6 +226,7 @@ public final class Daemon {
         try apply(try facts())
         guard !tunnelFiles.isEmpty || tunnels.isRunningAny else { return }
         tunnels.reconcile(tunnelFiles, bypassMark: policy.routing.bypassMark, netlink: rtnl)
+        tunnels.followNetwork(policy, netlink: rtnl)
         try apply(try facts())
     }
 

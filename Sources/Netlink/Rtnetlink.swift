@@ -5,7 +5,7 @@ import Glibc
 
 /// The rtnetlink edge: policy rules, routes in our tables, links and addresses.
 public final class Rtnetlink {
-    private let netlink: NetlinkSocket
+    let netlink: NetlinkSocket
 
     public init() throws {
         netlink = try NetlinkSocket(bus: NETLINK_ROUTE)

@@ -23,6 +23,9 @@ extension Engine {
         }
     }
 
+    /// The schedule in force.
+    public var reconnectPolicyInForce: ReconnectPolicy { lock.with { reconnectPolicy } }
+
     /// The host's network changed (default route, or the address the UDP leaves from):
     /// each peer with an endpoint gets a new handshake now, within the floor and the storm
     /// limit, and its backoff starts again. The datagrams come out of `drainOutput`/`tick`.
