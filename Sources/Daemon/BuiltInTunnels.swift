@@ -18,6 +18,8 @@ final class BuiltInTunnels {
     let log: Log
     /// Each tunnel's uplinks at the last look (BuiltInTunnels+Reconnect).
     var uplinks: [String: [Endpoint: Uplink]] = [:]
+    /// A stopped tunnel's reconnect schedules, for the one that replaces it.
+    var schedules: [String: [PublicKey: ReconnectSchedule]] = [:]
     /// Where `wg` finds the tunnels' sockets; nil serves none (tests of vpnd alone).
     private let uapiDirectory: String?
 
@@ -33,6 +35,7 @@ final class BuiltInTunnels {
     func reconcile(_ wanted: [String: TunnelFiles.Loaded], bypassMark: UInt32, netlink: Rtnetlink) {
         for (interface, entry) in running where wanted[interface]?.text != entry.text || entry.tunnel.interfaceWasDeleted {
             entry.tunnel.stop()
+            if wanted[interface] != nil { schedules[interface] = entry.tunnel.engine.reconnectSchedules }
             running[interface] = nil
             if wanted[interface] != nil && entry.tunnel.interfaceWasDeleted {
                 // Someone deleted the interface (the engine ended with it): start it again.
@@ -50,6 +53,7 @@ final class BuiltInTunnels {
                     interfaceName: interface, mtu: Int(file.interface.mtu ?? 1420), uapiDirectory: uapiDirectory))
                 try TunnelInterface.configure(name: interface, addresses: file.interface.addresses, mtu: file.interface.mtu ?? 1420,
                                               routes: [], netlink: netlink)
+                tunnel.engine.adoptReconnectSchedules(schedules.removeValue(forKey: interface) ?? [:])
                 tunnel.start()
                 running[interface] = (tunnel, loaded.text)
                 log.notice("built-in tunnel \(interface) for profile \(loaded.profile): UDP port \(tunnel.udp.port), peer(s) \(file.peers.map { "\($0.publicKey)\($0.endpoint.map { " at \($0)" } ?? "")" }.joined(separator: ", "))")

@@ -54,6 +54,24 @@ extension Engine {
         }
     }
 
+    /// Each peer's schedule, for the engine that replaces this one (a reload with a changed
+    /// file): the storm limit and the floor then count across the restart.
+    public var reconnectSchedules: [PublicKey: ReconnectSchedule] {
+        lock.with { Dictionary(peers.values.map { ($0.configuration.publicKey, $0.reconnect) }, uniquingKeysWith: { a, _ in a }) }
+    }
+
+    /// Takes over a previous engine's schedules for the peers it shares (under this
+    /// engine's policy).
+    public func adoptReconnectSchedules(_ schedules: [PublicKey: ReconnectSchedule]) {
+        lock.with {
+            for peer in peers.values {
+                guard var schedule = schedules[peer.configuration.publicKey] else { continue }
+                schedule.setPolicy(reconnectPolicy)
+                peer.reconnect = schedule
+            }
+        }
+    }
+
     public func reconnection(now: Timestamp) -> [PeerReconnection] {
         lock.with {
             peers.values.sorted { $0.id < $1.id }.map { peer in

@@ -174,6 +174,45 @@ import Testing
         #expect(count <= 2 * ReconnectPolicy.backoffStormLimit && count >= ReconnectPolicy.backoffStormLimit)
         #expect(pair.b.reconnection(now: pair.now).first?.lastError == .stormLimited)
     }
+
+    @Test func aReplacingEngineKeepsTheStormLimitAcrossTheRestart() throws {
+        let pair = EnginePair()
+        pair.b.setReconnectPolicy(.backoff(minimum: .seconds(5), maximum: .seconds(60)))
+        // Six initiations within a minute (network changes every 6 s) use up the window.
+        for _ in 1...6 {
+            pair.b.networkChanged(now: pair.now, wall: pair.wall)
+            #expect(initiations(pair.b.drainOutput()) == 1)
+            pair.advance(6)
+        }
+        // A reload with a changed file: a new engine for the same peer takes the schedules.
+        let replacement = Engine(configuration: InterfaceConfiguration(privateKey: pair.bKey, peers: [
+            PeerConfiguration(publicKey: pair.aKey.publicKey, endpoint: pair.aEndpoint, allowedIPs: [IPPrefix("0.0.0.0/0")!]),
+        ]), reconnect: .backoff(minimum: .seconds(5), maximum: .seconds(60)))
+        replacement.adoptReconnectSchedules(pair.b.reconnectSchedules)
+        replacement.keepalive(pair.aKey.publicKey, now: pair.now, wall: pair.wall)
+        #expect(initiations(replacement.drainOutput()) == 0, "held by the storm limit carried over")
+        let held = try #require(replacement.reconnection(now: pair.now).first)
+        #expect(held.lastError == .stormLimited && held.attempts == 1, "\(held)")  // each network change reset the backoff
+        #expect(try #require(held.nextTry) <= .seconds(30))
+        // Without the old schedules the same engine would have sent at once.
+        let fresh = Engine(configuration: InterfaceConfiguration(privateKey: pair.bKey, peers: [
+            PeerConfiguration(publicKey: pair.aKey.publicKey, endpoint: pair.aEndpoint, allowedIPs: [IPPrefix("0.0.0.0/0")!]),
+        ]), reconnect: .backoff(minimum: .seconds(5), maximum: .seconds(60)))
+        fresh.keepalive(pair.aKey.publicKey, now: pair.now, wall: pair.wall)
+        #expect(initiations(fresh.drainOutput()) == 1)
+    }
+
+    @Test func aSendErrorAndACookieReplyAreTheLastError() throws {
+        let pair = EnginePair()
+        pair.send(ipv4("10.0.0.2", "10.0.0.1"), from: "b")
+        pair.b.sendFailed(to: pair.aEndpoint, error: "Network is unreachable")
+        #expect(pair.b.reconnection(now: pair.now).first?.lastError == .sendFailed("Network is unreachable"))
+        #expect(ReconnectError.sendFailed("Network is unreachable").description == "send failed: Network is unreachable")
+        // Under load a answers with a cookie reply, not a response.
+        pair.run(underLoad: true, limit: 2)
+        #expect(pair.b.reconnection(now: pair.now).first?.lastError == .cookieRequired)
+        #expect(pair.deliveredToA.isEmpty)
+    }
 }
 
 private func pow2(_ i: Int) -> Double { Double(1 << i) }
