@@ -101,6 +101,12 @@ import Testing
         let text = try daemon.vpnctl(["status"]).stdout
         #expect(text.contains("reconnect backoff 5s..20s x2, at most 6/min") && text.contains("attempt(s) since the last handshake, last error: no response, next try in"), "\(text)")
 
+        let metrics = try daemon.vpnctl(["metrics"]).stdout
+        let peerLabels = "profile=\"work\",peer=\"\(serverPublic)\""
+        #expect(metrics.contains("vpnexec_peer_handshake_attempts{\(peerLabels)} ") && metrics.contains("vpnexec_peer_next_handshake_seconds{\(peerLabels)} ")
+                && metrics.contains("vpnexec_peer_handshake_error{\(peerLabels),error=\"no response\"} 1")
+                && metrics.contains("vpnexec_peer_reconnect_schedule{\(peerLabels),schedule=\"backoff 5s..20s x2, at most 6/min\"} 1"), "\(metrics)")
+
         // The network changes (the default route moves to the other uplink) while the next
         // try is 8 s or more away: an initiation reaches the server within 3 s.
         let before = try initiationsAtServer()
