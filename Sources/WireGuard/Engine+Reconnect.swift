@@ -17,38 +17,27 @@ public struct PeerReconnection: Sendable, Hashable {
 extension Engine {
     /// A new policy for every peer; their counts and windows stay.
     public func setReconnectPolicy(_ policy: ReconnectPolicy?) {
-        lock.with {
-            reconnectPolicy = policy ?? .protocolDefault(timing)
-            for peer in peers.values { peer.reconnect.setPolicy(reconnectPolicy) }
+        state.withLock { s in
+            s.reconnectPolicy = policy ?? .protocolDefault(timing)
+            for peer in s.peers.values { peer.reconnect.setPolicy(s.reconnectPolicy) }
         }
     }
 
     /// The schedule in force.
-    public var reconnectPolicyInForce: ReconnectPolicy { lock.with { reconnectPolicy } }
+    public var reconnectPolicyInForce: ReconnectPolicy { state.withLock { $0.reconnectPolicy } }
 
     /// The host's network changed (default route, or the address the UDP leaves from):
     /// each peer with an endpoint gets a new handshake now, within the floor and the storm
     /// limit, and its backoff starts again. The datagrams come out of `drainOutput`/`tick`.
     public func networkChanged(now: Timestamp, wall: WallClock) {
-        lock.with {
-            for peer in peers.values.sorted(by: { $0.id < $1.id }) where peer.configuration.endpoint != nil {
-                peer.reconnect.networkChanged()
-                peer.timers.handshakeAttempts = 0
-                let allowed = peer.reconnect.earliest(now)
-                if allowed <= now {
-                    initiate(peer, now: now, wall: wall, retry: true)
-                } else if peer.timers.retransmitHandshake.map({ $0 > allowed }) ?? true {
-                    peer.timers.retransmitHandshake = allowed
-                }
-            }
-        }
+        state.withLock { $0.networkChanged(now: now, wall: wall) }
     }
 
     /// A datagram to `endpoint` could not be sent: the handshake under way with a peer
     /// there records why.
     public func sendFailed(to endpoint: Endpoint, error: String) {
-        lock.with {
-            for peer in peers.values where peer.configuration.endpoint == endpoint && peer.pending != nil {
+        state.withLock { s in
+            for peer in s.peers.values where peer.configuration.endpoint == endpoint && peer.pending != nil {
                 peer.reconnect.lastError = .sendFailed(error)
             }
         }
@@ -57,28 +46,43 @@ extension Engine {
     /// Each peer's schedule, for the engine that replaces this one (a reload with a changed
     /// file): the storm limit and the floor then count across the restart.
     public var reconnectSchedules: [PublicKey: ReconnectSchedule] {
-        lock.with { Dictionary(peers.values.map { ($0.configuration.publicKey, $0.reconnect) }, uniquingKeysWith: { a, _ in a }) }
+        state.withLock { s in Dictionary(s.peers.values.map { ($0.configuration.publicKey, $0.reconnect) }, uniquingKeysWith: { a, _ in a }) }
     }
 
     /// Takes over a previous engine's schedules for the peers it shares (under this
     /// engine's policy).
     public func adoptReconnectSchedules(_ schedules: [PublicKey: ReconnectSchedule]) {
-        lock.with {
-            for peer in peers.values {
+        state.withLock { s in
+            for peer in s.peers.values {
                 guard var schedule = schedules[peer.configuration.publicKey] else { continue }
-                schedule.setPolicy(reconnectPolicy)
+                schedule.setPolicy(s.reconnectPolicy)
                 peer.reconnect = schedule
             }
         }
     }
 
     public func reconnection(now: Timestamp) -> [PeerReconnection] {
-        lock.with {
-            peers.values.sorted { $0.id < $1.id }.map { peer in
+        state.withLock { s in
+            s.peers.values.sorted { $0.id < $1.id }.map { peer in
                 PeerReconnection(publicKey: peer.configuration.publicKey, attempts: peer.reconnect.attempts,
                                  lastError: peer.reconnect.lastError,
                                  nextTry: peer.timers.retransmitHandshake.map { $0.since(now) },
                                  schedule: peer.reconnect.policy)
+            }
+        }
+    }
+}
+
+extension EngineState {
+    mutating func networkChanged(now: Timestamp, wall: WallClock) {
+        for peer in peers.values.sorted(by: { $0.id < $1.id }) where peer.configuration.endpoint != nil {
+            peer.reconnect.networkChanged()
+            peer.timers.handshakeAttempts = 0
+            let allowed = peer.reconnect.earliest(now)
+            if allowed <= now {
+                initiate(peer, now: now, wall: wall, retry: true)
+            } else if peer.timers.retransmitHandshake.map({ $0 > allowed }) ?? true {
+                peer.timers.retransmitHandshake = allowed
             }
         }
     }

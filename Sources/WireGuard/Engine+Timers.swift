@@ -1,7 +1,20 @@
-/// wireguard-go's timers: events arm deadlines in `PeerTimers`; `tick` fires the due ones.
-/// Every function here but `tick` runs with the lock held.
+/// wireguard-go's timers: events arm deadlines in `PeerTimers` (with the lock held, from the
+/// other steps); `tick` fires the due ones.
 extension Engine {
-    func dataSent(_ peer: Peer, now: Timestamp) {
+    /// Fires due timers: handshake retries, keepalives, rekeys, key expiry. Call it every
+    /// ~100 ms; returns what to send.
+    public func tick(now: Timestamp, wall: WallClock) -> [Datagram] {
+        state.withLock { s in
+            for peer in s.peers.values {
+                s.fireTimers(peer, now: now, wall: wall)
+            }
+            return s.drainOutput()
+        }
+    }
+}
+
+extension EngineState {
+    mutating func dataSent(_ peer: Peer, now: Timestamp) {
         anyAuthenticatedPacketSent(peer, now: now)
         authenticatedTraversal(peer, now: now)
         if peer.timers.newHandshake == nil {
@@ -34,20 +47,7 @@ extension Engine {
         peer.lastHandshake = wall
     }
 
-    /// Fires due timers: handshake retries, keepalives, rekeys, key expiry. Call it every
-    /// ~100 ms; returns what to send.
-    public func tick(now: Timestamp, wall: WallClock) -> [Datagram] {
-        lock.with {
-            for peer in peers.values {
-                fireTimers(peer, now: now, wall: wall)
-            }
-            let out = output
-            output = []
-            return out
-        }
-    }
-
-    private func fireTimers(_ peer: Peer, now: Timestamp, wall: WallClock) {
+    mutating func fireTimers(_ peer: Peer, now: Timestamp, wall: WallClock) {
         if let due = peer.timers.retransmitHandshake, due <= now {
             peer.timers.retransmitHandshake = nil
             if peer.pending != nil { peer.reconnect.unanswered() }

@@ -6,15 +6,14 @@ import Synchronization
 /// out as results; the I/O around it (TUN, UDP, threads) is the device's. Safe to call
 /// `encapsulate` and `decapsulate` from two threads while a third ticks and configures.
 ///
-/// The files, as wireguard-go splits its device: this one holds the state and its
-/// configuration; Engine+Send (TUN -> network), Engine+Receive (network -> TUN),
-/// Engine+Handshakes, Engine+Timers; Peer, Keypair, IndexTable, IPHeader. The lock
-/// (`EngineLock`) is the one owner of every `var` below and of the peers' and keypairs'
-/// mutable fields: public entry points take it in one `lock.with` closure; a method whose
-/// name ends in `Locked`, and every private helper called from inside such a closure,
-/// runs with it held and never takes it again.
+/// Its one lock is `state`, a `Mutex` that owns everything that changes (EngineState):
+/// each entry point takes it once with `withLock`, and does its cryptography before or
+/// after. The files, as wireguard-go splits its device: this one (configuration, status,
+/// counters), Engine+Send (TUN -> network), Engine+Receive (network -> TUN),
+/// Engine+Handshakes, Engine+Timers, Engine+Reconnect; the state's steps in EngineState*;
+/// Peer, Keypair, IndexTable, IPHeader.
 public final class Engine: @unchecked Sendable {
-    public enum Outbound {
+    public enum Outbound: Sendable {
         /// The datagram is ready in the caller's buffer at this range.
         case send(Range<Int>, to: Endpoint)
         /// No session yet: the packet waits for the handshake; send these now.
@@ -22,7 +21,7 @@ public final class Engine: @unchecked Sendable {
         case drop(DropReason)
     }
 
-    public enum Inbound {
+    public enum Inbound: Sendable {
         /// A decrypted IP packet in the caller's buffer at this range, for the TUN.
         case deliver(Range<Int>)
         case keepalive
@@ -31,135 +30,58 @@ public final class Engine: @unchecked Sendable {
         case drop(DropReason)
     }
 
-    let lock = EngineLock()
+    let state: Mutex<EngineState>
     let timing: Timing
     /// The tunnel interface's MTU: padding never takes a packet past it. It follows the
     /// interface, whose MTU an administrator (or wg-quick) may change at any time.
     private let currentMTU: Atomic<Int>
     public var mtu: Int { currentMTU.load(ordering: .relaxed) }
-    let random: any RandomSource
-    var privateKey: PrivateKey?
-    var publicKey: PublicKey?
-    var listenPort: UInt16?
-    var fwmark: UInt32?
-    var checker: CookieChecker?
-    var peers: [Int: Peer] = [:]
-    var peerByKey: [PublicKey: Int] = [:]
-    var nextPeerID = 0
-    var routes = AllowedIPs()
-    var indices = IndexTable()
-    /// Datagrams produced as side effects, drained by `drainOutput` and `tick`.
-    var output: [Datagram] = []
-    var drops: [DropReason: UInt64] = [:]
-    var limiter = HandshakeRateLimiter()
-    /// How handshake retries are spaced (WireGuard's own unless a `reconnect` policy says).
-    var reconnectPolicy: ReconnectPolicy
 
     public init(configuration: InterfaceConfiguration, timing: Timing = .standard, mtu: Int = 1420,
                 random: any RandomSource = SystemRandom(), reconnect: ReconnectPolicy? = nil) {
         _ = Sodium.ready
         self.timing = timing
-        reconnectPolicy = reconnect ?? .protocolDefault(timing)
         currentMTU = Atomic(mtu)
-        self.random = random
-        listenPort = configuration.listenPort
-        fwmark = configuration.fwmark
-        setPrivateKeyLocked(configuration.privateKey)
-        for peer in configuration.peers { upsertLocked(peer, replaceAllowedIPs: true) }
+        state = Mutex(EngineState(configuration: configuration, timing: timing, random: random, reconnect: reconnect))
     }
 
     // MARK: configuration
 
-    public func setPrivateKey(_ key: PrivateKey?) { lock.with { setPrivateKeyLocked(key) } }
-    public func setListenPort(_ port: UInt16?) { lock.with { listenPort = port } }
-    public func setFwmark(_ mark: UInt32?) { lock.with { fwmark = mark } }
+    public func setPrivateKey(_ key: PrivateKey?) { state.withLock { $0.setPrivateKey(key) } }
+    public func setListenPort(_ port: UInt16?) { state.withLock { $0.listenPort = port } }
+    public func setFwmark(_ mark: UInt32?) { state.withLock { $0.fwmark = mark } }
     public func setMTU(_ mtu: Int) { currentMTU.store(mtu, ordering: .relaxed) }
 
     /// Adds or changes a peer; its AllowedIPs are the configuration's (replacing or added to
     /// the old ones), then `changes` in order, all under one lock: no packet sees half of it.
     public func upsertPeer(_ configuration: PeerConfiguration, replaceAllowedIPs: Bool, then changes: [AllowedIPChange] = []) {
-        lock.with {
-            guard let id = upsertLocked(configuration, replaceAllowedIPs: replaceAllowedIPs) else { return }
+        state.withLock { s in
+            guard let id = s.upsert(configuration, replaceAllowedIPs: replaceAllowedIPs) else { return }
             for change in changes {
                 switch change {
-                case let .add(prefix): routes.insert(prefix, peer: id)
-                case let .remove(prefix): routes.remove(prefix, peer: id)
+                case let .add(prefix): s.routes.insert(prefix, peer: id)
+                case let .remove(prefix): s.routes.remove(prefix, peer: id)
                 }
             }
         }
     }
 
-    public func removePeer(_ key: PublicKey) {
-        lock.with {
-            guard let id = peerByKey.removeValue(forKey: key), let peer = peers.removeValue(forKey: id) else { return }
-            routes.removeAll(peer: id)
-            forget(peer)
-        }
-    }
+    public func removePeer(_ key: PublicKey) { state.withLock { $0.removePeer(key) } }
 
     public func removeAllPeers() {
-        lock.with { for key in Array(peerByKey.keys) { if let id = peerByKey.removeValue(forKey: key), let p = peers.removeValue(forKey: id) { routes.removeAll(peer: id); forget(p) } } }
+        state.withLock { s in for key in Array(s.peerByKey.keys) { s.removePeer(key) } }
     }
 
     public var status: EngineStatus {
-        lock.with {
-            EngineStatus(privateKey: privateKey, publicKey: publicKey, listenPort: listenPort, fwmark: fwmark,
-                         peers: peers.values.sorted { $0.id < $1.id }.map { p in
+        state.withLock { s in
+            EngineStatus(privateKey: s.privateKey, publicKey: s.publicKey, listenPort: s.listenPort, fwmark: s.fwmark,
+                         peers: s.peers.values.sorted { $0.id < $1.id }.map { p in
                              PeerStatus(publicKey: p.configuration.publicKey, presharedKey: p.configuration.presharedKey,
-                                        endpoint: p.configuration.endpoint, allowedIPs: routes.prefixes(of: p.id),
+                                        endpoint: p.configuration.endpoint, allowedIPs: s.routes.prefixes(of: p.id),
                                         persistentKeepalive: p.configuration.persistentKeepalive, lastHandshake: p.lastHandshake,
                                         rxBytes: p.rxBytes, txBytes: p.txBytes)
-                         }, drops: drops)
+                         }, drops: s.drops)
         }
-    }
-
-    private func setPrivateKeyLocked(_ key: PrivateKey?) {
-        privateKey = key
-        publicKey = key?.publicKey
-        checker = publicKey.map { CookieChecker(localPublic: $0, random: random, lifetime: timing.cookieRefreshTime) }
-        for peer in peers.values {
-            peer.staticShared = key.flatMap { X25519.sharedSecret($0, peer.configuration.publicKey) }
-            forgetSessions(peer)
-        }
-    }
-
-    /// The peer's id; nil for a peer with the interface's own key, which is ignored (as
-    /// wireguard-go does).
-    @discardableResult
-    private func upsertLocked(_ configuration: PeerConfiguration, replaceAllowedIPs: Bool) -> Int? {
-        let peer: Peer
-        if let id = peerByKey[configuration.publicKey], let existing = peers[id] {
-            peer = existing
-            let pskChanged = configuration.presharedKey?.hex != existing.configuration.presharedKey?.hex
-            existing.configuration = configuration
-            if pskChanged {
-                existing.psk = configuration.presharedKey.map { k in k.secret.withUnsafeBytes { Array($0) } } ?? [UInt8](repeating: 0, count: 32)
-            }
-        } else {
-            guard configuration.publicKey != publicKey else { return nil }
-            peer = Peer(id: nextPeerID, configuration: configuration, timing: timing, reconnect: reconnectPolicy)
-            nextPeerID += 1
-            peers[peer.id] = peer
-            peerByKey[configuration.publicKey] = peer.id
-            peer.staticShared = privateKey.flatMap { X25519.sharedSecret($0, configuration.publicKey) }
-        }
-        if replaceAllowedIPs { routes.removeAll(peer: peer.id) }
-        for prefix in configuration.allowedIPs { routes.insert(prefix, peer: peer.id) }
-        return peer.id
-    }
-
-    func forgetSessions(_ peer: Peer) {
-        for k in peer.keypairs { indices[k.localIndex] = nil }
-        if let p = peer.pending { indices[p.senderIndex] = nil }
-        peer.current = nil
-        peer.previous = nil
-        peer.next = nil
-        peer.pending = nil
-    }
-
-    private func forget(_ peer: Peer) {
-        forgetSessions(peer)
-        peer.staged = []
     }
 
     // MARK: counters
@@ -169,14 +91,7 @@ public final class Engine: @unchecked Sendable {
 
     @discardableResult
     func count(_ reason: DropReason) -> DropReason {
-        lock.with { countLocked(reason) }
-    }
-
-    /// The same with the lock already held.
-    @discardableResult
-    func countLocked(_ reason: DropReason) -> DropReason {
-        drops[reason, default: 0] += 1
-        return reason
+        state.withLock { $0.count(reason) }
     }
 }
 

@@ -1,5 +1,6 @@
-/// Per-peer protocol state. All fields are guarded by the engine's lock.
-final class Peer {
+/// Per-peer protocol state. Its fields are reached only through the engine's `Mutex`
+/// (EngineState), which is what makes it safe to hand between the engine's threads.
+final class Peer: @unchecked Sendable {
     let id: Int
     var configuration: PeerConfiguration
     var psk: [UInt8]
