@@ -71,7 +71,7 @@ let package = Package(
         .testTarget(name: "CgroupsTests", dependencies: ["Cgroups", "NetTestSupport"]),
         .testTarget(name: "WireGuardTests", dependencies: ["WireGuard", "Addresses"]),
         .testTarget(name: "DNSTests", dependencies: ["DNS", "Addresses"]),
-        .testTarget(name: "WireGuardDeviceTests", dependencies: ["WireGuardDevice", "Addresses"]),
+        .testTarget(name: "WireGuardDeviceTests", dependencies: ["WireGuardDevice", "WireGuard", "Addresses"]),
         .testTarget(name: "DaemonTests", dependencies: ["Daemon", "ServiceSupport", "Plan", "Nftables", "Netlink", "Addresses", "NetTestSupport"]),
         .testTarget(name: "ControlTests", dependencies: ["Control"], exclude: ["Fixtures"]),
         .testTarget(name: "IntegrationTests", dependencies: ["NetTestSupport", "Control"]),

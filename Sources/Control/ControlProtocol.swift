@@ -249,6 +249,7 @@ public struct WireGuardReport: Codable, Hashable, Sendable {
     public var peers: [WireGuardPeerReport]
     /// Dropped packets by reason (malformed, badMAC, replay, unknownPeer, notAllowedIP, ...).
     public var drops: [String: UInt64]
+    public var reconnect: ReconnectReport?
 
     public init(publicKey: String?, listenPort: UInt16?, peers: [WireGuardPeerReport], drops: [String: UInt64]) {
         self.publicKey = publicKey

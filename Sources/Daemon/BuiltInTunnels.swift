@@ -16,7 +16,11 @@ import ServiceSupport
 /// routes and killswitch hold exactly as for any tunnel interface.
 final class BuiltInTunnels {
     private var running: [String: (tunnel: RunningTunnel, text: String, demand: TunnelDemand.Settings)] = [:]
-    private let log: Log
+    let log: Log
+    /// Each tunnel's uplinks at the last look (BuiltInTunnels+Reconnect).
+    var uplinks: [String: [Endpoint: Uplink]] = [:]
+    /// A stopped tunnel's reconnect schedules, for the one that replaces it.
+    var schedules: [String: [PublicKey: ReconnectSchedule]] = [:]
     /// Where `wg` finds the tunnels' sockets; nil serves none (tests of vpnd alone).
     private let uapiDirectory: String?
 
@@ -40,6 +44,7 @@ final class BuiltInTunnels {
             || entry.tunnel.engine.status.fwmark != marks[interface]
             || (wanted[interface] != nil && entry.demand != demand[interface] ?? .alwaysUp) {
             entry.tunnel.stop()
+            if wanted[interface] != nil { schedules[interface] = entry.tunnel.engine.reconnectSchedules }
             running[interface] = nil
             if wanted[interface] != nil && entry.tunnel.interfaceWasDeleted {
                 // Someone deleted the interface (the engine ended with it): start it again.
@@ -60,6 +65,7 @@ final class BuiltInTunnels {
                 let tunnel = try RunningTunnel(configuration: configuration, options: options)
                 try TunnelInterface.configure(name: interface, addresses: file.interface.addresses, mtu: mtu,
                                               routes: [], netlink: netlink)
+                tunnel.engine.adoptReconnectSchedules(schedules.removeValue(forKey: interface) ?? [:])
                 tunnel.start()
                 running[interface] = (tunnel, loaded.text, options.demand)
                 log.notice("built-in tunnel \(interface) for profile \(loaded.profile): UDP port \(tunnel.udp.port), peer(s) \(file.peers.map { "\($0.publicKey)\($0.endpoint.map { " at \($0)" } ?? "")" }.joined(separator: ", "))")

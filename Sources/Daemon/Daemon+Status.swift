@@ -62,6 +62,7 @@ extension Daemon {
             if profile.tunnel.isBuiltIn {
                 tunnel.wireguard = tunnels.status(interface: profile.tunnel.interfaceName).map(WireGuardReport.init)
                     ?? WireGuardReport(publicKey: nil, listenPort: nil, peers: [], drops: [:])
+                tunnel.wireguard?.reconnect = tunnels.reconnectReport(interface: profile.tunnel.interfaceName)
             }
             var status = ProfileStatus(
                 name: profile.name, mark: policy.routing.mark(forIndex: profile.index), table: profile.table,

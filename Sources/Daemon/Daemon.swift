@@ -235,6 +235,7 @@ public final class Daemon {
         guard !tunnelFiles.isEmpty || tunnels.isRunningAny else { return }
         tunnels.reconcile(failover.chosen(trustedTunnelFiles(), policy: policy, tunnels: tunnels), policy: policy, netlink: rtnl, demand: demandSettings)
         failover.probe(tunnels)
+        tunnels.followNetwork(policy, netlink: rtnl)
         try apply(try facts())
     }
 

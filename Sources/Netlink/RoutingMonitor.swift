@@ -1,7 +1,7 @@
 import CNetlink
 import Glibc
 
-/// Wakes the daemon when links, routes or rules change, so that a tunnel interface that
+/// Wakes the daemon when links, addresses, routes or rules change, so that a tunnel interface that
 /// appears, goes down or comes back, or a route of ours that someone deleted, is
 /// reconciled without a restart. It only says "something changed": the daemon re-reads
 /// the state it cares about, which also covers events lost to a full socket buffer.
@@ -10,6 +10,7 @@ public final class RoutingMonitor {
 
     public init() throws {
         let groups = UInt32(RTMGRP_LINK) | UInt32(RTMGRP_IPV4_ROUTE) | UInt32(RTMGRP_IPV6_ROUTE)
+            | UInt32(RTMGRP_IPV4_IFADDR) | UInt32(RTMGRP_IPV6_IFADDR)
             | UInt32(RTMGRP_IPV4_RULE) | (1 << (UInt32(cint(RTNLGRP_IPV6_RULE)) - 1))
         socket = try NetlinkSocket(bus: NETLINK_ROUTE, groups: groups)
         let fd = socket.fileDescriptor

@@ -74,6 +74,8 @@ public struct Profile: Hashable, Sendable {
     public var servers: ServerList?
     /// A built-in tunnel that is down until it is needed (OnDemandSettings); nil: always up.
     public var onDemand: OnDemandSettings?
+    /// A built-in tunnel's handshake retry schedule; nil keeps WireGuard's own.
+    public var reconnect: Reconnect?
 
     public init(name: String, location: SourceLocation, tunnel: Tunnel, access: Access, killswitch: Bool, index: UInt32, table: UInt32,
                 allowLAN: Bool = false, allowMulticast: Bool = false, routeNetworks: [IPPrefix] = [],

@@ -161,6 +161,7 @@ extension Policy {
             profile.via = draft.via
             profile.servers = draft.servers
             profile.onDemand = draft.onDemand
+            profile.reconnect = draft.reconnect
             profile.executableLocations = Dictionary(draft.routeExecutables + draft.bypassExecutables, uniquingKeysWith: { first, _ in first })
             profiles.append(profile)
         }
@@ -253,6 +254,7 @@ struct ProfileDraft {
     var via: Via?
     var servers: ServerList?
     var onDemand: OnDemandSettings?
+    var reconnect: Reconnect?
 
     /// Profile names become cgroup/slice names and nft chain names. A dash would make
     /// systemd read "vpn-a-b.slice" as a child of "vpn-a.slice", so none are allowed.
@@ -278,6 +280,7 @@ struct ProfileDraft {
         var reader = TableReader(table, file: file, context: "[profile.\(entry.key)]", log: log)
         var via: Via?, servers: ServerList?
         let tunnel = readTunnel(&reader, profile: entry.key, via: &via, servers: &servers)
+        let reconnect = readReconnect(&reader, tunnel: tunnel)
         var users: [Principal] = []
         var groups: [Principal] = []
         for (item, itemAt) in reader.namesOrNumbers("users") ?? [] {
@@ -343,7 +346,7 @@ struct ProfileDraft {
                             allowLAN: allowLAN, allowMulticast: allowMulticast, routeNetworks: routeNetworks,
                             bypassExecutables: bypassExecutables, routeExecutables: routeExecutables,
                             dnsServers: dnsServers, bypassDomains: bypassDomains, routeDomains: routeDomains, apps: apps,
-                            allowEncryptedDNS: allowEncryptedDNS, trusted: trusted, via: via, servers: servers, onDemand: onDemand)
+                            allowEncryptedDNS: allowEncryptedDNS, trusted: trusted, via: via, servers: servers, onDemand: onDemand, reconnect: reconnect)
     }
 
     /// Desktop application ids (reverse DNS names, or plain names like "firefox").

@@ -85,7 +85,9 @@ enum Noise {
 }
 
 /// An initiation in flight (initiator side), kept until the response arrives.
-struct PendingInitiation {
+/// Read outside the engine's lock only by `consumeResponse`, which copies its state; replaced,
+/// never changed, under the lock.
+struct PendingInitiation: @unchecked Sendable {
     var state: Noise.State
     var ephemeral: PrivateKey
     var senderIndex: UInt32
@@ -93,7 +95,8 @@ struct PendingInitiation {
 }
 
 /// What a responder learns from a valid initiation.
-struct ConsumedInitiation {
+/// Made by one thread and handed whole to the engine's lock.
+struct ConsumedInitiation: @unchecked Sendable {
     var state: Noise.State
     var initiatorStatic: PublicKey
     var initiatorEphemeral: PublicKey

@@ -26,7 +26,7 @@ public struct PendingSeal {
 
 /// A received transport message whose session is found, still to decrypt (`open`) and then
 /// to hand back to `Engine.accept` in arrival order.
-public struct PendingOpen {
+public struct PendingOpen: Sendable {
     let keypair: Keypair
     let counter: UInt64
     let datagram: Range<Int>

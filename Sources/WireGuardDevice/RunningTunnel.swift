@@ -155,7 +155,7 @@ public final class RunningTunnel: @unchecked Sendable {
 
     private func send(_ datagrams: [Datagram]) {
         for d in datagrams {
-            d.bytes.withUnsafeBytes { _ = udp.send($0, to: d.to) }
+            d.bytes.withUnsafeBytes { if !udp.send($0, to: d.to) { engine.sendFailed(to: d.to, error: String(cString: strerror(errno))) } }
         }
     }
 

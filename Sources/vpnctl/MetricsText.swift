@@ -64,6 +64,7 @@ enum MetricsText {
             engines.flatMap { profile, wg in
                 wg.drops.sorted { $0.key < $1.key }.map { Sample(labels: [("profile", profile), ("reason", $0.key)], value: Double($0.value)) }
             })
+        families += reconnectFamilies(engines)
 
         let proxies = profiles.compactMap { profile in profile.dns.map { (profile.name, $0) } }
         for (name, what, count) in [("answered", "answered to members", \DNSStatus.answered), ("forwarded", "forwarded to the profile's resolvers", \.forwarded),

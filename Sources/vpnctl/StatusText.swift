@@ -56,6 +56,7 @@ enum StatusText {
         }
         let drops = wg.drops.filter { $0.value > 0 }.sorted { $0.key < $1.key }.map { "\($0.key) \($0.value)" }
         lines.append("  drops     \(drops.isEmpty ? "none" : drops.joined(separator: ", "))")
+        if let reconnect = wg.reconnect { lines += Self.reconnect(reconnect) }
         return lines
     }
 

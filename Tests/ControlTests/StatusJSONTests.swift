@@ -22,6 +22,9 @@ import Testing
             WireGuardPeerReport(publicKey: "yg3J7/zNS/m6nJgh33oYCsD/sAZ+NOJ5tDZHWRRRYlM=", endpoint: "203.0.113.2:51821",
                                 latestHandshake: 1_700_000_000, rxBytes: 100, txBytes: 200, allowedIPs: ["0.0.0.0/0", "::/0"]),
         ], drops: drops)
+        tunnel.wireguard?.reconnect = ReconnectReport(schedule: "backoff 5s..60s x2, at most 6/min", peers: [
+            ReconnectPeerReport(publicKey: "yg3J7/zNS/m6nJgh33oYCsD/sAZ+NOJ5tDZHWRRRYlM=", attempts: 3, lastError: "no response", nextTry: 17.5),
+        ])
         var dns = DNSStatus(port: 5300, servers: ["10.64.0.1"], bypassDomains: ["bank.example"], bypassDomainCount: 1, routeDomains: ["*.corp.example"], routeDomainCount: 1,
                             answered: 5, forwarded: 4, failed: 1, dropped: 0, setSizes: sizes)
         dns.canaryAnswered = 2

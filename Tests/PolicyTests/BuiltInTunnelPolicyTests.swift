@@ -41,3 +41,38 @@ import Testing
         #expect(policy.profiles.count == 2)
     }
 }
+
+/// `reconnect = { min, max }`: the built-in tunnel's handshake retry schedule.
+@Suite struct ReconnectPolicyTests {
+    @Test func readsTheScheduleOfABuiltInTunnel() throws {
+        let policy = try parse([("/p/a.toml", """
+            [profile.work]
+            tunnel.wireguard = "/etc/vpnexec/work.conf"
+            reconnect = { min = "5s", max = "2m" }
+            [profile.home]
+            tunnel.wireguard = "/etc/vpnexec/home.conf"
+            """)])
+        let reconnect = try #require(policy.profiles[0].reconnect)
+        #expect(reconnect.minimum.milliseconds == 5000 && reconnect.maximum.milliseconds == 120_000 && reconnect.location.line == 3)
+        #expect(policy.profiles[1].reconnect == nil)
+    }
+
+    @Test(arguments: [
+        ("reconnect = { min = \"1s\", max = \"60s\" }", "3:21: error: [profile.work] reconnect min 1s is below WireGuard's REKEY_TIMEOUT (5s)"),
+        ("reconnect = { min = \"2m\", max = \"60s\" }", "3:33: error: [profile.work] reconnect min 2m is above max 1m"),
+        ("reconnect = { min = \"5\", max = \"60s\" }", "3:21: error: [profile.work] reconnect min \"5\" is not a duration"),
+        ("reconnect = { min = 5, max = \"60s\" }", "3:21: error: [profile.work] reconnect min must be a string"),
+        ("reconnect = { max = \"60s\" }", "3:1: error: [profile.work] reconnect needs min"),
+        ("reconnect = { min = \"5s\", max = \"60s\", tries = 3 }", "3:40: error: unknown key \"tries\" in [profile.work] reconnect (known keys: max, min)"),
+        ("reconnect = \"5s\"", "3:13: error: [profile.work] reconnect must be a table"),
+    ])
+    func refusesABadSchedule(line: String, message: String) {
+        let errors = diagnostics([("/p/a.toml", "[profile.work]\ntunnel.wireguard = \"/w.conf\"\n\(line)\n")])
+        #expect(errors.count == 1 && errors.allSatisfy { $0.contains(message) }, "\(errors)")
+    }
+
+    @Test func refusesTheKeyOnATunnelVpndDoesNotRun() {
+        let errors = diagnostics([("/p/a.toml", "[profile.work]\ntunnel.interface = \"wg0\"\nreconnect = { min = \"5s\", max = \"60s\" }\n")])
+        #expect(errors.count == 1 && errors[0].hasPrefix("/p/a.toml:3:1: error: [profile.work] reconnect applies to built-in tunnels (tunnel.wireguard) only"), "\(errors)")
+    }
+}
