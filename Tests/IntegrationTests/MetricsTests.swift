@@ -11,39 +11,18 @@ import Testing
         let cleanup = Cleanup()
         defer { cleanup.run() }
         let net = try Topology(cleanup: cleanup)
-        let (serverKey, serverPublic) = try WireGuardGo.keyPair()
-        let (clientKey, clientPublic) = try WireGuardGo.keyPair()
-        _ = try OurTunnel(in: net.server, name: "vx\(net.tag)o", cleanup: cleanup, config: """
-            [Interface]
-            PrivateKey = \(serverKey)
-            ListenPort = 51960
-            Address = 10.78.0.1/24
-            [Peer]
-            PublicKey = \(clientPublic)
-            AllowedIPs = 10.78.0.2/32
-            """)
         let interface = "vx\(net.tag)m"
         let daemon = try DaemonHarness(topology: net, policy: "", cleanup: cleanup)
-        let conf = URL(fileURLWithPath: daemon.policyDirectory + "/../work.conf").standardized.path
-        FileManager.default.createFile(atPath: conf, contents: Data("""
-            [Interface]
-            PrivateKey = \(clientKey)
-            Address = 10.78.0.2/24
-            [Peer]
-            PublicKey = \(serverPublic)
-            Endpoint = \(Topology.serverUplink4):51960
-            AllowedIPs = 10.78.0.0/24
-            PersistentKeepalive = 1
-            """.utf8), attributes: [.posixPermissions: 0o600])
+        let peer = try BuiltInTunnelPeer(net: net, daemon: daemon, cleanup: cleanup, allowedIPs: "10.78.0.0/24", keepalive: 1)
         try daemon.writePolicy("""
             [profile.work]
-            tunnel.wireguard = "\(conf)"
+            tunnel.wireguard = "\(peer.conf)"
             tunnel.interface = "\(interface)"
             [profile.home]
             tunnel.interface = "vx\(net.tag)none"
             killswitch = false
             """)
-        cleanup.add("remove \(interface).sock") { try? FileManager.default.removeItem(atPath: "/var/run/wireguard/\(interface).sock") }
+        BuiltInTunnelPeer.removeSocketAtCleanup(interface, cleanup)
         try daemon.start()
         try eventually("the built-in tunnel's handshake") { try daemon.status().profiles.first?.tunnel.wireguard?.peers.first?.latestHandshake != nil }
 
@@ -69,7 +48,7 @@ import Testing
         #expect(sample("vpnexec_tunnel_demand_state", ["profile": "work", "interface": interface, "state": "up"])?.value == 1)
         #expect(sample("vpnexec_tunnel_demand_state", ["profile": "work", "interface": interface, "state": "down (on demand)"])?.value == 0)
         #expect(sample("vpnexec_tunnel_demand_since_seconds", ["profile": "work", "interface": interface]).map { abs($0.value - Date().timeIntervalSince1970) < 600 } == true)
-        let age = try #require(sample("vpnexec_peer_last_handshake_age_seconds", ["profile": "work", "peer": serverPublic]), "\(samples.map(\.name))")
+        let age = try #require(sample("vpnexec_peer_last_handshake_age_seconds", ["profile": "work", "peer": peer.serverPublic]), "\(samples.map(\.name))")
         #expect(age.type == "gauge" && age.value >= 0 && age.value < 60)
         let drops = samples.filter { $0.name == "vpnexec_engine_dropped_packets_total" && $0.labels["profile"] == "work" }
         #expect(Set(drops.compactMap { $0.labels["reason"] }).isSuperset(of: ["badMAC", "replay", "unknownPeer", "notAllowedIP"]), "\(drops)")
@@ -81,7 +60,7 @@ import Testing
         let work = try #require(try daemon.status().profiles.first { $0.name == "work" })
         #expect(work.tunnel.transport?.source == "built-in" && work.tunnel.transport?.udpPort == work.tunnel.wireguard?.listenPort
                 && work.tunnel.transport?.owner == 0, "vpnd's own engine: its socket kept out of every profile: \(String(describing: work.tunnel.transport))")
-        #expect(!json.stdout.contains(clientKey), "no private key in the status")
-        _ = clientPublic
+        #expect(!json.stdout.contains(peer.clientKey), "no private key in the status")
+        _ = peer.clientPublic
     }
 }

@@ -13,17 +13,9 @@ import Testing
         defer { cleanup.run() }
         let net = try Topology(cleanup: cleanup)
         let port = 51970
-        let (serverKey, serverPublic) = try WireGuardGo.keyPair()
-        let (clientKey, clientPublic) = try WireGuardGo.keyPair()
-        _ = try OurTunnel(in: net.server, name: "vx\(net.tag)o", cleanup: cleanup, config: """
-            [Interface]
-            PrivateKey = \(serverKey)
-            ListenPort = \(port)
-            Address = 10.79.0.1/24
-            [Peer]
-            PublicKey = \(clientPublic)
-            AllowedIPs = 10.79.0.2/32
-            """)
+        let daemon = try DaemonHarness(topology: net, policy: "", cleanup: cleanup)
+        // PersistentKeepalive makes the tunnel start a handshake as soon as it runs.
+        let peer = try BuiltInTunnelPeer(net: net, daemon: daemon, cleanup: cleanup, network: "10.79.0", port: port, keepalive: 25)
         // The server's namespace counts the initiations that reach it (type 1 in the first
         // byte after the UDP header) and, while the `block` table exists, drops its UDP.
         try net.server.run(["nft", "-f", "-"], input: """
@@ -44,26 +36,13 @@ import Testing
         try net.wan.run(["ip", "link", "set", "vx\(net.tag)wv", "up"])
 
         let interface = "vx\(net.tag)b"
-        let daemon = try DaemonHarness(topology: net, policy: "", cleanup: cleanup)
-        let conf = URL(fileURLWithPath: daemon.policyDirectory + "/../work.conf").standardized.path
-        // PersistentKeepalive makes the tunnel start a handshake as soon as it runs.
-        FileManager.default.createFile(atPath: conf, contents: Data("""
-            [Interface]
-            PrivateKey = \(clientKey)
-            Address = 10.79.0.2/24
-            [Peer]
-            PublicKey = \(serverPublic)
-            Endpoint = \(Topology.serverUplink4):\(port)
-            AllowedIPs = 0.0.0.0/0
-            PersistentKeepalive = 25
-            """.utf8), attributes: [.posixPermissions: 0o600])
         try daemon.writePolicy("""
             [profile.work]
-            tunnel.wireguard = "\(conf)"
+            tunnel.wireguard = "\(peer.conf)"
             tunnel.interface = "\(interface)"
             reconnect = { min = "5s", max = "20s" }
             """)
-        cleanup.add("remove \(interface).sock") { try? FileManager.default.removeItem(atPath: "/var/run/wireguard/\(interface).sock") }
+        BuiltInTunnelPeer.removeSocketAtCleanup(interface, cleanup)
         try daemon.start()
 
         struct Look { var at: Date; var attempts: UInt64; var nextTry: Double?; var lastError: String?; var schedule: String; var handshake: Double? }
@@ -102,7 +81,7 @@ import Testing
         #expect(text.contains("reconnect backoff 5s..20s x2, at most 6/min") && text.contains("attempt(s) since the last handshake, last error: no response, next try in"), "\(text)")
 
         let metrics = try daemon.vpnctl(["metrics"]).stdout
-        let peerLabels = "profile=\"work\",peer=\"\(serverPublic)\""
+        let peerLabels = "profile=\"work\",peer=\"\(peer.serverPublic)\""
         #expect(metrics.contains("vpnexec_peer_handshake_attempts{\(peerLabels)} ") && metrics.contains("vpnexec_peer_next_handshake_seconds{\(peerLabels)} ")
                 && metrics.contains("vpnexec_peer_handshake_error{\(peerLabels),error=\"no response\"} 1")
                 && metrics.contains("vpnexec_peer_reconnect_schedule{\(peerLabels),schedule=\"backoff 5s..20s x2, at most 6/min\"} 1"), "\(metrics)")

@@ -12,17 +12,6 @@ import Testing
         let net = try Topology(cleanup: cleanup)
         _ = try net.startServices()
         let probe = try PythonScript.write(PythonScript.probe, cleanup: cleanup)
-        let (serverKey, serverPublic) = try WireGuardGo.keyPair()
-        let (clientKey, clientPublic) = try WireGuardGo.keyPair()
-        _ = try OurTunnel(in: net.server, name: "vx\(net.tag)o", cleanup: cleanup, config: """
-            [Interface]
-            PrivateKey = \(serverKey)
-            ListenPort = 51960
-            Address = 10.78.0.1/24
-            [Peer]
-            PublicKey = \(clientPublic)
-            AllowedIPs = 10.78.0.2/32
-            """)
         let interface = "vx\(net.tag)b"
         let daemon = try DaemonHarness(topology: net, policy: "", cleanup: cleanup)
         let resolvConf = daemon.policyDirectory + "/../resolv.conf"
@@ -31,26 +20,17 @@ import Testing
         }
         try network(search: "office.example")
         daemon.extraArguments = ["--resolv-conf", resolvConf]
-        let conf = URL(fileURLWithPath: daemon.policyDirectory + "/../work.conf").standardized.path
-        FileManager.default.createFile(atPath: conf, contents: Data("""
-            [Interface]
-            PrivateKey = \(clientKey)
-            Address = 10.78.0.2/24
-            [Peer]
-            PublicKey = \(serverPublic)
-            Endpoint = \(Topology.serverUplink4):51960
-            AllowedIPs = 0.0.0.0/0
-            """.utf8), attributes: [.posixPermissions: 0o600])
+        let peer = try BuiltInTunnelPeer(net: net, daemon: daemon, cleanup: cleanup)
         try daemon.writePolicy("""
             [profile.work]
-            tunnel.wireguard = "\(conf)"
+            tunnel.wireguard = "\(peer.conf)"
             tunnel.interface = "\(interface)"
 
             [[profile.work.trusted]]
             search_domain = "home.example"
             action = "disconnect"
             """)
-        cleanup.add("remove \(interface).sock") { try? FileManager.default.removeItem(atPath: "/var/run/wireguard/\(interface).sock") }
+        BuiltInTunnelPeer.removeSocketAtCleanup(interface, cleanup)
         try daemon.start()
         func member() throws -> String {
             try Command.run(try daemon.vpnexec(profile: "work", ["python3", probe, "tcp", Topology.service4, "8080"])).trimmed
