@@ -1,4 +1,5 @@
 import Addresses
+import Descriptors
 import Foundation
 import Glibc
 import Testing
@@ -88,7 +89,7 @@ import WireGuard
         let before = socket.port
         #expect {
             try socket.rebind(port: taken)
-        } throws: { ($0 as? SystemCallError)?.code == EADDRINUSE }
+        } throws: { ($0 as? SystemError)?.code == EADDRINUSE }
         #expect(socket.port == before)
         // Still bound where it was: the port cannot be taken by anyone else.
         #expect(!Peer().bind(port: before))
