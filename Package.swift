@@ -35,15 +35,17 @@ let package = Package(
         .target(name: "Plan", dependencies: ["Policy", "Nftables", "Routing", "Addresses"]),
         .target(name: "Control", dependencies: ["CLinux", "Addresses", "Descriptors"]),
         // The WireGuard protocol: crypto, handshake, cookies, replay, timers, cryptokey routing.
-        .target(name: "WireGuard", dependencies: ["CSodium", "Addresses"]),
+        .target(name: "WireGuard", dependencies: ["CSodium", "Addresses", "Monotonic"]),
         // The proxy is generic over its client type; specialized across modules, its hot
         // path runs without runtime generic metadata lookups.
-        .target(name: "DNS", dependencies: ["Addresses"], swiftSettings: [.unsafeFlags(["-cross-module-optimization"])]),
+        .target(name: "DNS", dependencies: ["Addresses", "Monotonic"], swiftSettings: [.unsafeFlags(["-cross-module-optimization"])]),
 
         // Effects: the kernel behind typed Swift.
         .target(name: "Netlink", dependencies: ["CNetlink", "Addresses", "Descriptors", "Nftables", "Routing"]),
         // One owner per open descriptor, and the errno of a failed call as a typed error.
         .target(name: "Descriptors"),
+        // The one monotonic clock: an instant in nanoseconds, spans as Swift's Duration.
+        .target(name: "Monotonic"),
         .target(name: "Cgroups", dependencies: ["CLinux", "Descriptors"]),
         // What vpnd and vpn-server both are: a service that logs for journald and keeps
         // only the capabilities it needs.
@@ -51,7 +53,7 @@ let package = Package(
         .target(name: "TrustedFiles", dependencies: ["Policy", "Descriptors"]),
         .target(name: "TunnelFiles", dependencies: ["Policy", "TrustedFiles", "WireGuard"]),
         .target(name: "Facts", dependencies: ["Addresses", "Descriptors", "Cgroups", "Netlink", "Plan", "Policy", "Routing", "WireGuard", "CLinux"]),
-        .target(name: "WireGuardDevice", dependencies: ["WireGuard", "CLinux", "Addresses", "Descriptors", "Netlink", "Routing"]),
+        .target(name: "WireGuardDevice", dependencies: ["WireGuard", "CLinux", "Addresses", "Descriptors", "Monotonic", "Netlink", "Routing"]),
         .target(name: "Daemon", dependencies: ["Addresses", "Descriptors", "ServiceSupport", "CCap", "DNS", "CLinux", "CSystemd", "Cgroups", "Control", "Facts", "TrustedFiles", "Netlink", "Nftables", "Plan", "Policy", "Routing", "TunnelFiles", "WireGuard", "WireGuardDevice"]),
 
         // Executables: thin commands over the libraries.
