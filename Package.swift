@@ -73,6 +73,7 @@ let package = Package(
         .testTarget(name: "CgroupsTests", dependencies: ["Cgroups", "NetTestSupport"]),
         .testTarget(name: "WireGuardTests", dependencies: ["WireGuard", "Addresses"]),
         .testTarget(name: "DNSTests", dependencies: ["DNS", "Addresses"]),
+        .testTarget(name: "MonotonicTests", dependencies: ["Monotonic"]),
         .testTarget(name: "WireGuardDeviceTests", dependencies: ["WireGuardDevice", "WireGuard", "Addresses", "Descriptors"]),
         .testTarget(name: "DaemonTests", dependencies: ["Daemon", "ServiceSupport", "Plan", "Nftables", "Netlink", "Addresses", "NetTestSupport"]),
         .testTarget(name: "ControlTests", dependencies: ["Control"], exclude: ["Fixtures"]),

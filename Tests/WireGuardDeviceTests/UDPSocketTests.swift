@@ -95,6 +95,36 @@ import WireGuard
         #expect(!Peer().bind(port: before))
     }
 
+    /// The socket (an inode of sockfs, unique while it is open) behind a descriptor number.
+    static func socketInode(_ fd: Int32) -> UInt64 {
+        var info = stat()
+        return fstat(fd, &info) == 0 ? UInt64(info.st_ino) : 0
+    }
+
+    /// Whether any descriptor of this process still refers to the socket `inode`.
+    static func isOpen(socketInode inode: UInt64) -> Bool {
+        ((try? FileManager.default.contentsOfDirectory(atPath: "/proc/self/fd")) ?? []).contains { name in
+            (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/fd/\(name)")) == "socket:[\(inode)]"
+        }
+    }
+
+    /// Each socket the tunnel's socket owned is closed exactly when it should be: the old one
+    /// once a move has put the new one under its number (the copy that woke its receiver
+    /// included), the last one when the socket goes.
+    @Test func movesAndReleaseLeaveNoSocketOpen() throws {
+        var socket: UDPSocket? = try UDPSocket(port: 0, mark: nil)
+        let number = socket!.fd
+        let first = Self.socketInode(number)
+        #expect(first != 0 && Self.isOpen(socketInode: first))
+        try socket!.rebind(port: 0)
+        try socket!.rebind(port: 0)
+        let last = Self.socketInode(number)
+        #expect(socket!.fd == number && last != first && last != 0)
+        #expect(!Self.isOpen(socketInode: first), "the socket before the moves is still open")
+        socket = nil
+        #expect(!Self.isOpen(socketInode: last), "the released socket is still open")
+    }
+
     /// What a socket received, datagram by datagram (runs cut where the kernel says), and
     /// how many of its receives were coalesced runs.
     static func receiveAll(_ socket: UDPSocket, count expected: Int) -> (datagrams: [[UInt8]], runs: Int) {
