@@ -35,15 +35,17 @@ let package = Package(
         .target(name: "Plan", dependencies: ["Policy", "Nftables", "Routing", "Addresses"]),
         .target(name: "Control", dependencies: ["CLinux", "Addresses", "Descriptors"]),
         // The WireGuard protocol: crypto, handshake, cookies, replay, timers, cryptokey routing.
-        .target(name: "WireGuard", dependencies: ["CSodium", "Addresses"]),
+        .target(name: "WireGuard", dependencies: ["CSodium", "Addresses", "Monotonic"]),
         // The proxy is generic over its client type; specialized across modules, its hot
         // path runs without runtime generic metadata lookups.
-        .target(name: "DNS", dependencies: ["Addresses"], swiftSettings: [.unsafeFlags(["-cross-module-optimization"])]),
+        .target(name: "DNS", dependencies: ["Addresses", "Monotonic"], swiftSettings: [.unsafeFlags(["-cross-module-optimization"])]),
 
         // Effects: the kernel behind typed Swift.
         .target(name: "Netlink", dependencies: ["CNetlink", "Addresses", "Descriptors", "Nftables", "Routing"]),
         // One owner per open descriptor, and the errno of a failed call as a typed error.
         .target(name: "Descriptors"),
+        // The one monotonic clock: an instant in nanoseconds, spans as Swift's Duration.
+        .target(name: "Monotonic"),
         .target(name: "Cgroups", dependencies: ["CLinux", "Descriptors"]),
         // What vpnd and vpn-server both are: a service that logs for journald and keeps
         // only the capabilities it needs.
@@ -51,13 +53,13 @@ let package = Package(
         .target(name: "TrustedFiles", dependencies: ["Policy", "Descriptors"]),
         .target(name: "TunnelFiles", dependencies: ["Policy", "TrustedFiles", "WireGuard"]),
         .target(name: "Facts", dependencies: ["Addresses", "Descriptors", "Cgroups", "Netlink", "Plan", "Policy", "Routing", "WireGuard", "CLinux"]),
-        .target(name: "WireGuardDevice", dependencies: ["WireGuard", "CLinux", "Addresses", "Netlink", "Routing"]),
+        .target(name: "WireGuardDevice", dependencies: ["WireGuard", "CLinux", "Addresses", "Descriptors", "Monotonic", "Netlink", "Routing"]),
         .target(name: "Daemon", dependencies: ["Addresses", "Descriptors", "ServiceSupport", "CCap", "DNS", "CLinux", "CSystemd", "Cgroups", "Control", "Facts", "TrustedFiles", "Netlink", "Nftables", "Plan", "Policy", "Routing", "TunnelFiles", "WireGuard", "WireGuardDevice"]),
 
         // Executables: thin commands over the libraries.
         .executableTarget(name: "vpnd", dependencies: ["BuildVersion", "Daemon", "ServiceSupport", "Control", "Policy", "TrustedFiles", .product(name: "ArgumentParser", package: "swift-argument-parser")]),
-        .executableTarget(name: "vpnexec", dependencies: ["BuildVersion", "Control"]),
-        .executableTarget(name: "vpn-server", dependencies: ["BuildVersion", "Addresses", "WireGuard", "WireGuardDevice", "ServiceSupport", "Netlink", "Nftables", "Plan", "CSystemd", "CLinux", .product(name: "ArgumentParser", package: "swift-argument-parser")]),
+        .executableTarget(name: "vpnexec", dependencies: ["BuildVersion", "Control", "Descriptors"]),
+        .executableTarget(name: "vpn-server", dependencies: ["BuildVersion", "Addresses", "Descriptors", "WireGuard", "WireGuardDevice", "ServiceSupport", "Netlink", "Nftables", "Plan", "CSystemd", "CLinux", .product(name: "ArgumentParser", package: "swift-argument-parser")]),
         .executableTarget(name: "vpnctl", dependencies: ["BuildVersion", "Control", "Facts", "Plan", "Policy", "TrustedFiles", "TunnelFiles", "Cgroups", "Netlink", .product(name: "ArgumentParser", package: "swift-argument-parser")]),
 
         // Tests. NetTestSupport builds namespaces, runs tools and cleans up after them.
@@ -71,7 +73,8 @@ let package = Package(
         .testTarget(name: "CgroupsTests", dependencies: ["Cgroups", "NetTestSupport"]),
         .testTarget(name: "WireGuardTests", dependencies: ["WireGuard", "Addresses"]),
         .testTarget(name: "DNSTests", dependencies: ["DNS", "Addresses"]),
-        .testTarget(name: "WireGuardDeviceTests", dependencies: ["WireGuardDevice", "WireGuard", "Addresses"]),
+        .testTarget(name: "MonotonicTests", dependencies: ["Monotonic"]),
+        .testTarget(name: "WireGuardDeviceTests", dependencies: ["WireGuardDevice", "WireGuard", "Addresses", "Descriptors"]),
         .testTarget(name: "DaemonTests", dependencies: ["Daemon", "ServiceSupport", "Plan", "Nftables", "Netlink", "Addresses", "NetTestSupport"]),
         .testTarget(name: "ControlTests", dependencies: ["Control"], exclude: ["Fixtures"]),
         .testTarget(name: "IntegrationTests", dependencies: ["NetTestSupport", "Control"]),

@@ -1,4 +1,5 @@
 import Addresses
+import Monotonic
 
 /// The DNS proxy of one profile as a pure state machine (boringtun's shape): the caller
 /// passes in what arrived and the time, and carries out the actions that come back; no

@@ -1,4 +1,5 @@
 import Addresses
+import Monotonic
 
 /// An upstream resolver, reached through the profile's tunnel.
 public struct DNSServer: Hashable, Sendable, CustomStringConvertible {

@@ -1,4 +1,5 @@
 import Addresses
+import Monotonic
 
 /// When the elements the proxies added expire, so that adding an address again never
 /// shortens its life. The kernel gives an element that exists the new timeout, a shorter

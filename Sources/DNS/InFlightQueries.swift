@@ -1,3 +1,5 @@
+import Monotonic
+
 /// The queries waiting for an upstream answer, by the ID they were sent with. IDs are unique
 /// across servers (not merely per server), so a retry to the next server keeps its ID and an
 /// answer is accepted only from a server the query was sent to. Deadlines are kept in the

@@ -1,3 +1,5 @@
+import Monotonic
+
 /// Names a listed name's HTTPS or SVCB record sends the client to: the TargetName of a
 /// ServiceMode record (`bank.example HTTPS 1 edge.provider.example`) or an AliasMode one
 /// (`bank.example HTTPS 0 pool.provider.example`). A browser then asks for the target's

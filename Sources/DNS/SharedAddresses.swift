@@ -1,4 +1,5 @@
 import Addresses
+import Monotonic
 
 /// An address the proxy answered for a bypassed name and, within both answers' lifetimes,
 /// for a name that is not bypassed: a CDN or a shared host serving both. The ruleset keeps

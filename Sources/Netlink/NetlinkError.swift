@@ -1,3 +1,4 @@
+import Descriptors
 import Glibc
 
 /// A failed netlink operation: what we tried, the kernel's errno and, where the kernel
@@ -18,7 +19,7 @@ public struct NetlinkError: Error, CustomStringConvertible, Sendable {
     }
 
     public var description: String {
-        var text = "\(operation): \(String(cString: strerror(code)))"
+        var text = SystemError(operation, code: code).description
         if let kernelMessage, !kernelMessage.isEmpty { text += " (\(kernelMessage))" }
         return text
     }

@@ -4,8 +4,9 @@ import Nftables
 
 /// nftables objects encoded with libnftnl into one transaction: the kernel applies all of
 /// it or none of it. Every message asks for an acknowledgement so that a refusal can be
-/// traced to the object that caused it.
-struct NftBatch {
+/// traced to the object that caused it. It owns libnftnl's scratch buffer and cannot be
+/// copied, so the buffer is freed once, when the batch goes, and never used after.
+struct NftBatch: ~Copyable {
     private(set) var bytes: [UInt8] = []
     /// Sequence number -> what the message does, for error messages.
     private(set) var pending: [UInt32: String] = [:]
@@ -19,7 +20,7 @@ struct NftBatch {
         append(nftnl_batch_begin(buffer, sequence()))
     }
 
-    func deallocate() { scratch.deallocate() }
+    deinit { scratch.deallocate() }
 
     mutating func finish() {
         append(nftnl_batch_end(buffer, sequence()))

@@ -154,7 +154,6 @@ public final class NftablesClient {
 
     private func commit(_ build: (inout NftBatch) -> Void) throws {
         var batch = NftBatch(sequence: netlink.nextSequence)
-        defer { batch.deallocate() }
         build(&batch)
         batch.finish()
         netlink.reserveBuffers(bytes: max(1 << 20, batch.bytes.count * 2, batch.messageCount * 1024))

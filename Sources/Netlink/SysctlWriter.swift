@@ -8,7 +8,7 @@ public enum SysctlWriter {
         public let path: String
         public let value: String
         public let code: Int32
-        public var description: String { "cannot write \(value) to /proc/sys/\(path): \(String(cString: strerror(code)))" }
+        public var description: String { "cannot write \(value) to /proc/sys/\(path): \(SystemError("write", code: code).reason)" }
     }
 
     /// `path` is below /proc/sys, e.g. "net/ipv4/conf/all/src_valid_mark".

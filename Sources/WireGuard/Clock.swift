@@ -1,24 +1,8 @@
 import CSodium
+@_exported import Monotonic
 
-/// Monotonic time in nanoseconds, as the I/O edge reads it; the protocol never reads a clock.
-public struct Timestamp: Comparable, Hashable, Sendable {
-    public var nanoseconds: UInt64
-    public init(nanoseconds: UInt64) { self.nanoseconds = nanoseconds }
-    public static func < (a: Timestamp, b: Timestamp) -> Bool { a.nanoseconds < b.nanoseconds }
-    public static func + (a: Timestamp, d: Duration) -> Timestamp { Timestamp(nanoseconds: a.nanoseconds &+ d.nanoseconds) }
-    public func since(_ earlier: Timestamp) -> Duration { Duration(nanoseconds: nanoseconds &- min(earlier.nanoseconds, nanoseconds)) }
-    public static func seconds(_ s: Double) -> Timestamp { Timestamp(nanoseconds: UInt64(s * 1e9)) }
-
-    public struct Duration: Comparable, Hashable, Sendable {
-        public var nanoseconds: UInt64
-        public init(nanoseconds: UInt64) { self.nanoseconds = nanoseconds }
-        public static func seconds(_ s: Double) -> Duration { Duration(nanoseconds: UInt64(s * 1e9)) }
-        public static func milliseconds(_ ms: UInt64) -> Duration { Duration(nanoseconds: ms * 1_000_000) }
-        public static func < (a: Duration, b: Duration) -> Bool { a.nanoseconds < b.nanoseconds }
-        public static func + (a: Duration, b: Duration) -> Duration { Duration(nanoseconds: a.nanoseconds + b.nanoseconds) }
-        public static func * (a: Duration, n: UInt64) -> Duration { Duration(nanoseconds: a.nanoseconds * n) }
-    }
-}
+/// Monotonic time, as the I/O edge reads it; the protocol never reads a clock.
+public typealias Timestamp = MonotonicInstant
 
 /// Calendar time, for TAI64N and "latest handshake".
 public struct WallClock: Hashable, Sendable {

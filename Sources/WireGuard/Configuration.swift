@@ -1,4 +1,5 @@
 import Addresses
+import Monotonic
 
 /// The protocol's constants (WireGuard paper, section 6), gathered so tests can shorten them.
 public struct Timing: Sendable {

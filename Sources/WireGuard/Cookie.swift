@@ -1,4 +1,5 @@
 import Addresses
+import Monotonic
 /// MAC1 proves the sender knows our public key; MAC2 proves it can receive at its source
 /// address (it got our cookie). Under load a responder answers initiations without a
 /// valid MAC2 with a cookie reply instead of doing Diffie-Hellman.

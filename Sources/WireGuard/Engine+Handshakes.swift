@@ -1,4 +1,5 @@
 import Addresses
+import Monotonic
 
 /// Handshake messages in: each is admitted under the lock (EngineState+Handshakes), its
 /// Diffie-Hellman work runs after it, and its result is taken in under the lock again.

@@ -1,4 +1,5 @@
 import Addresses
+import Monotonic
 
 /// Network -> TUN: a received datagram is classified, a transport message finds its session,
 /// is opened (on any thread) and finished in arrival order; handshake messages go to

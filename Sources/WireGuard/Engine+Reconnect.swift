@@ -1,4 +1,5 @@
 import Addresses
+import Monotonic
 
 /// One peer's reconnection, as status shows it.
 public struct PeerReconnection: Sendable, Hashable {

@@ -1,4 +1,5 @@
 import Addresses
+import Monotonic
 
 /// TUN -> network: an outgoing packet's peer and session are found under the lock
 /// (EngineState+Send), its encryption runs after it.

@@ -1,3 +1,5 @@
+import Monotonic
+
 /// wireguard-go's timers: events arm deadlines in `PeerTimers` (with the lock held, from the
 /// other steps); `tick` fires the due ones.
 extension Engine {

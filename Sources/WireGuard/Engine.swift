@@ -1,4 +1,5 @@
 import Addresses
+import Monotonic
 import Synchronization
 
 /// The WireGuard protocol for one interface: configuration, cryptokey routing, handshakes,

@@ -1,4 +1,5 @@
 import Addresses
+import Monotonic
 
 /// Handshakes with the lock held: initiations out, the admission of a received message
 /// (MAC1, cookies, rate limit), and the sessions that answers and responses create.

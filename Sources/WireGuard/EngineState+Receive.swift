@@ -1,4 +1,5 @@
 import Addresses
+import Monotonic
 
 /// Network -> TUN with the lock held: a transport message's session, then its replay
 /// window, the session's confirmation, the endpoint and cryptokey routing; cookie replies.

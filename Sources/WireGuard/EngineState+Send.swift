@@ -1,4 +1,5 @@
 import Addresses
+import Monotonic
 
 /// TUN -> network with the lock held: cryptokey routing, the send counter, packets staged
 /// until a session exists, transport messages of the cold path.

@@ -1,3 +1,5 @@
+import Monotonic
+
 /// Noise_IKpsk2_25519_ChaChaPoly_BLAKE2s as WireGuard uses it: the initiator sends its
 /// static key and a timestamp encrypted to the responder's static key; the responder
 /// answers with its ephemeral; both derive the transport keys from the chaining key.

@@ -1,4 +1,5 @@
 import Addresses
+import Monotonic
 
 /// Under load, a handshake message that carries a valid MAC2 proves its source address can
 /// receive (it got a cookie there) but not that it is not flooding from it: each source

@@ -1,3 +1,4 @@
+import Monotonic
 import Synchronization
 
 /// One session's transport keys. The send counter is reserved atomically so encryption

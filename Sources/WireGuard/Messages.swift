@@ -1,3 +1,5 @@
+import Monotonic
+
 /// The four WireGuard messages: type byte, three reserved zero bytes, then fixed fields,
 /// little-endian indices and counters.
 public enum MessageType: UInt8, Sendable {

@@ -1,3 +1,5 @@
+import Monotonic
+
 /// Per-peer protocol state. Its fields are reached only through the engine's `Mutex`
 /// (EngineState), which is what makes it safe to hand between the engine's threads.
 final class Peer: @unchecked Sendable {

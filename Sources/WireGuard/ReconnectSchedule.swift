@@ -1,3 +1,5 @@
+import Monotonic
+
 /// How a peer's handshake initiations are spaced when no answer comes.
 ///
 /// Without a `reconnect` policy the engine keeps WireGuard's own behaviour: a retry every

@@ -1,5 +1,6 @@
 import Addresses
 import Glibc
+import Monotonic
 
 /// The cross-platform userspace API (wireguard.com/xplatform) that `wg show` and `wg set`
 /// speak over /var/run/wireguard/IFACE.sock: `get=1` or `set=1`, then `key=value` lines,

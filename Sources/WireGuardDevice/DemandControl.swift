@@ -1,4 +1,5 @@
 import CLinux
+import Descriptors
 import Glibc
 import Synchronization
 import WireGuard
@@ -21,7 +22,9 @@ final class DemandControl: @unchecked Sendable {
     private let report: @Sendable (TunnelDemand.Phase, TunnelDemand.Reason) -> Void
     /// Readable (an eventfd) when the tunnel came up from another thread: the timer loop,
     /// which sleeps while the tunnel is down, ticks the engine again.
-    let wakeFD: Int32
+    private let wake: FileDescriptor
+    /// `wake`'s number, lent for poll() and read() on the timer thread.
+    var wakeFD: Int32 { wake.raw }
     private let inbound: Atomic<Bool>
     /// When data last came in from the server (monotonic nanoseconds), stored by the
     /// receiving loop without the lock; the idle countdown reads it at each tick.
@@ -32,15 +35,12 @@ final class DemandControl: @unchecked Sendable {
         self.engine = engine
         self.udp = udp
         self.report = report
-        wakeFD = eventfd(0, Int32(EFD_CLOEXEC | EFD_NONBLOCK))
-        guard wakeFD >= 0 else { throw SystemCallError("eventfd") }
+        wake = try FileDescriptor("eventfd", returned: eventfd(0, Int32(EFD_CLOEXEC | EFD_NONBLOCK)))
         var initial = State(machine: TunnelDemand(settings: settings, now: now))
         inbound = Atomic(initial.machine.acceptsInbound)
         if !initial.machine.isRunning { Self.tearDown(engine, &initial) }
         state = Mutex(initial)
     }
-
-    deinit { close(wakeFD) }
 
     var snapshot: TunnelDemand { state.withLock { $0.machine } }
 

@@ -1,5 +1,6 @@
 import Addresses
 import CLinux
+import Descriptors
 import Glibc
 import Synchronization
 import WireGuard
@@ -54,9 +55,11 @@ public final class RunningTunnel: @unchecked Sendable {
     public let udp: UDPSocket
     public let options: Options
     private let uapi: UAPIServer?
-    private let wakeFD: Int32
+    private let wake: FileDescriptor
     /// Readable (an eventfd) once the tunnel has ended by itself: its interface was deleted.
-    public let endedFD: Int32
+    private let ended: FileDescriptor
+    /// `ended`'s number, lent for poll() while the tunnel is held.
+    public var endedFD: Int32 { ended.raw }
     private let stopping = Atomic<Bool>(false)
     private let deleted = Atomic<Bool>(false)
     private let load: HandshakeLoad
@@ -82,12 +85,10 @@ public final class RunningTunnel: @unchecked Sendable {
         var effective = configuration
         effective.listenPort = udp.port
         engine = Engine(configuration: effective, timing: options.timing, mtu: options.mtu)
-        wakeFD = eventfd(0, Int32(EFD_CLOEXEC))
-        guard wakeFD >= 0 else { throw SystemCallError("eventfd") }
-        endedFD = eventfd(0, Int32(EFD_CLOEXEC))
-        guard endedFD >= 0 else { close(wakeFD); throw SystemCallError("eventfd") }
+        wake = try FileDescriptor("eventfd", returned: eventfd(0, Int32(EFD_CLOEXEC)))
+        ended = try FileDescriptor("eventfd", returned: eventfd(0, Int32(EFD_CLOEXEC)))
         load = HandshakeLoad(threshold: options.handshakeLoadThreshold)
-        demand = try DemandControl(settings: options.demand, engine: engine, udp: udp, now: Timestamp(nanoseconds: Clocks.monotonicNanoseconds()),
+        demand = try DemandControl(settings: options.demand, engine: engine, udp: udp, now: Timestamp.now(),
                                    report: { [events = options.events] in events(.demandChanged($0, $1)) })
         let flags = fcntl(tun.fd, F_GETFL)
         _ = fcntl(tun.fd, F_SETFL, flags | O_NONBLOCK)
@@ -98,11 +99,7 @@ public final class RunningTunnel: @unchecked Sendable {
         }
     }
 
-    deinit {
-        uapi?.close()
-        close(wakeFD)
-        close(endedFD)
-    }
+    deinit { uapi?.close() }
 
     public func start() {
         threads = [
@@ -129,7 +126,7 @@ public final class RunningTunnel: @unchecked Sendable {
     private func requestStop() {
         guard !stopping.exchange(true, ordering: .sequentiallyConsistent) else { return }
         var one: UInt64 = 1
-        _ = write(wakeFD, &one, 8)
+        _ = write(wake.raw, &one, 8)
         udp.shutdown()
     }
 
@@ -139,13 +136,13 @@ public final class RunningTunnel: @unchecked Sendable {
         options.events(.interfaceDeleted)
         requestStop()
         var one: UInt64 = 1
-        _ = write(endedFD, &one, 8)
+        _ = write(ended.raw, &one, 8)
     }
 
     private var isStopping: Bool { stopping.load(ordering: .relaxed) }
 
     @inline(__always)
-    func now() -> Timestamp { Timestamp(nanoseconds: Clocks.monotonicNanoseconds()) }
+    func now() -> Timestamp { Timestamp.now() }
 
     @inline(__always)
     func wall() -> WallClock {
@@ -155,7 +152,7 @@ public final class RunningTunnel: @unchecked Sendable {
 
     private func send(_ datagrams: [Datagram]) {
         for d in datagrams {
-            d.bytes.withUnsafeBytes { if !udp.send($0, to: d.to) { engine.sendFailed(to: d.to, error: String(cString: strerror(errno))) } }
+            d.bytes.withUnsafeBytes { if !udp.send($0, to: d.to) { engine.sendFailed(to: d.to, error: SystemError("send", code: errno).reason) } }
         }
     }
 
@@ -171,7 +168,7 @@ public final class RunningTunnel: @unchecked Sendable {
         let frameSize = tun.hasVirtioHeader ? TunOffload.headerSize + 65_536 : 0
         let frame = UnsafeMutableRawBufferPointer.allocate(byteCount: frameSize, alignment: 64)
         defer { frame.deallocate() }
-        var fds = [pollfd(fd: tun.fd, events: Int16(POLLIN), revents: 0), pollfd(fd: wakeFD, events: Int16(POLLIN), revents: 0)]
+        var fds = [pollfd(fd: tun.fd, events: Int16(POLLIN), revents: 0), pollfd(fd: wake.raw, events: Int16(POLLIN), revents: 0)]
         var slot = 0
         var clock = now(), wallClock = wall()
         // Encrypts what the batch holds (on both cores when it is worth it), then sends it:
@@ -373,18 +370,18 @@ public final class RunningTunnel: @unchecked Sendable {
     private func timerLoop() {
         // Gone with the loop: `wg show` must not list a tunnel that ended by itself.
         defer { uapi?.close() }
-        var fds = [pollfd(fd: wakeFD, events: Int16(POLLIN), revents: 0),
+        var fds = [pollfd(fd: wake.raw, events: Int16(POLLIN), revents: 0),
                    pollfd(fd: uapi?.fd ?? -1, events: Int16(POLLIN), revents: 0),
                    pollfd(fd: mtuWatch.fileDescriptor, events: Int16(POLLIN), revents: 0),
                    pollfd(fd: demand.wakeFD, events: Int16(POLLIN), revents: 0)]
-        var nextTick = Clocks.monotonicNanoseconds()
+        var nextTick = Timestamp.now().nanoseconds
         followMTU()
         // Peers with persistent keepalive hear from us at once, as after `wg setconf`.
         for peer in engine.status.peers where (peer.persistentKeepalive ?? 0) > 0 {
             engine.keepalive(peer.publicKey, now: now(), wall: wall())
         }
         while !isStopping {
-            let current = Clocks.monotonicNanoseconds()
+            let current = Timestamp.now().nanoseconds
             // Down, the engine has no timers to fire: sleep until the tunnel comes up.
             let running = demand.isRunning
             let waitMs = !running ? -1 : current >= nextTick ? 0 : Int32((nextTick - current) / 1_000_000)
@@ -398,11 +395,11 @@ public final class RunningTunnel: @unchecked Sendable {
                 var count: UInt64 = 0
                 _ = read(demand.wakeFD, &count, 8)
             }
-            if running, Clocks.monotonicNanoseconds() >= nextTick {
+            if running, Timestamp.now().nanoseconds >= nextTick {
                 send(engine.tick(now: now(), wall: wall()))
                 send(engine.drainOutput())
                 demand.tick(now: now())
-                nextTick = Clocks.monotonicNanoseconds() + 100_000_000
+                nextTick = Timestamp.now().nanoseconds + 100_000_000
             }
         }
     }

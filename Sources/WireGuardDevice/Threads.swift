@@ -21,15 +21,9 @@ public final class LoopThread {
     public func join() { pthread_join(thread, nil) }
 }
 
-/// Monotonic and wall-clock readings, taken once per batch rather than per packet.
+/// Wall-clock readings (TAI64N timestamps, "latest handshake"), taken once per batch rather
+/// than per packet; monotonic time is `Timestamp.now()`.
 enum Clocks {
-    @inline(__always)
-    static func monotonicNanoseconds() -> UInt64 {
-        var ts = timespec()
-        clock_gettime(CLOCK_MONOTONIC, &ts)
-        return UInt64(ts.tv_sec) * 1_000_000_000 + UInt64(ts.tv_nsec)
-    }
-
     @inline(__always)
     static func wall() -> (seconds: Int64, nanoseconds: Int32) {
         var ts = timespec()

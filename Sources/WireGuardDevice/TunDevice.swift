@@ -1,11 +1,14 @@
 import CLinux
+import Descriptors
 import Glibc
 
 /// A layer-3 TUN interface: each read returns one IP packet the kernel routed into it, each
 /// write hands one IP packet to the kernel as if it arrived on the interface.
 public final class TunDevice: @unchecked Sendable {
     public let name: String
-    public let fd: Int32
+    private let descriptor: FileDescriptor
+    /// Lent for one call at a time (read, write, poll); the device owns it.
+    public var fd: Int32 { descriptor.raw }
     /// Whether reads and writes carry a virtio-net header (IFF_VNET_HDR): reads may then be
     /// TCP super-packets for `TunOffload` to cut, and every write needs a header in front.
     public let hasVirtioHeader: Bool
@@ -17,27 +20,22 @@ public final class TunDevice: @unchecked Sendable {
     /// checksums (TUN_F_CSUM, TUN_F_TSO4/6, and TUN_F_USO4/6 where the kernel has them:
     /// 6.2), which saves a read per MTU-sized packet.
     public init(name: String, offloads: Bool = false) throws {
-        guard name.utf8.count < 16 else { throw SystemCallError("interface name \(name) is longer than 15 bytes", code: EINVAL) }
-        let fd = open("/dev/net/tun", O_RDWR | O_CLOEXEC)
-        guard fd >= 0 else { throw SystemCallError("open /dev/net/tun") }
+        guard name.utf8.count < 16 else { throw SystemError("interface name \(name) is longer than 15 bytes", code: EINVAL) }
+        let descriptor = try FileDescriptor.open("/dev/net/tun", O_RDWR)
         var out = [CChar](repeating: 0, count: 16)
-        guard vx_tun_attach(fd, name, offloads ? 1 : 0, &out) == 0 else {
-            let code = errno
-            close(fd)
-            throw SystemCallError("create TUN interface \(name)", code: code)
+        guard vx_tun_attach(descriptor.raw, name, offloads ? 1 : 0, &out) == 0 else {
+            throw SystemError("create TUN interface \(name)")
         }
         // A kernel that refuses the offloads still frames packets with a (flat) header.
         if offloads {
             let tcp = vx_tun_f_csum() | vx_tun_f_tso4() | vx_tun_f_tso6()
             // An older kernel refuses the UDP flags (EINVAL) and keeps TCP's.
-            if vx_tun_set_offload(fd, tcp | vx_tun_f_uso4() | vx_tun_f_uso6()) != 0 { _ = vx_tun_set_offload(fd, tcp) }
+            if vx_tun_set_offload(descriptor.raw, tcp | vx_tun_f_uso4() | vx_tun_f_uso6()) != 0 { _ = vx_tun_set_offload(descriptor.raw, tcp) }
         }
-        self.fd = fd
+        self.descriptor = descriptor
         hasVirtioHeader = offloads
         self.name = String(decoding: out.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
     }
-
-    deinit { close(fd) }
 
     /// Reads one packet into `buffer`; returns its length, or nil when the interface is gone.
     @inline(__always)

@@ -1,4 +1,5 @@
 import Addresses
+import Descriptors
 import Netlink
 import Routing
 
@@ -13,7 +14,7 @@ public enum TunnelInterface {
     public static func configure(name: String, addresses: [IPPrefix], mtu: UInt32, routes: [IPPrefix], table: UInt32 = 254,
                                  netlink: Rtnetlink) throws {
         guard let link = try netlink.link(named: name) else {
-            throw SystemCallError("interface \(name) vanished before it was configured", code: 19 /* ENODEV */)
+            throw SystemError("interface \(name) vanished before it was configured", code: 19 /* ENODEV */)
         }
         try netlink.setLink(index: link.index, up: false, mtu: mtu)
         for prefix in addresses {

@@ -1,5 +1,6 @@
 import Addresses
 import CLinux
+import Descriptors
 import Glibc
 import Synchronization
 import WireGuard
@@ -8,45 +9,51 @@ import WireGuard
 /// what `wg` sends, served on the timer thread with a short receive timeout so a client
 /// that stalls cannot hold the timers.
 final class UAPIServer: @unchecked Sendable {
-    let fd: Int32
+    /// The listening socket until `close()`; the timer thread polls and accepts on it while
+    /// another thread may close it, hence the lock.
+    private let listener: Mutex<FileDescriptor?>
+    /// For poll(); -1 once closed.
+    var fd: Int32 { listener.withLock { $0?.raw ?? -1 } }
     let path: String
-    private let closed = Atomic<Bool>(false)
 
     init(directory: String, interface: String) throws {
         mkdir(directory, 0o755)
         path = "\(directory)/\(interface).sock"
-        fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
-        guard fd >= 0 else { throw SystemCallError("create \(path)") }
+        let socket = try Self.listen(at: path)
+        listener = Mutex(socket)
+    }
+
+    private static func listen(at path: String) throws(SystemError) -> FileDescriptor {
         let address: UnixSocketAddress
-        do { address = try UnixSocketAddress(path: path) } catch {
-            Glibc.close(fd)
-            throw SystemCallError("\(error)", code: ENAMETOOLONG)
-        }
+        do { address = try UnixSocketAddress(path: path) } catch { throw SystemError("\(error)", code: ENAMETOOLONG) }
+        let socket = try FileDescriptor.socket(AF_UNIX, Int32(SOCK_STREAM.rawValue))
         unlink(path)
         // Owner only: the socket hands out the private key.
         let previous = umask(0o077)
-        let rc = address.withSockaddr { bind(fd, $0, $1) }
+        let rc = address.withSockaddr { bind(socket.raw, $0, $1) }
         umask(previous)
-        guard rc == 0, listen(fd, 16) == 0 else {
-            let code = errno
-            Glibc.close(fd)
-            throw SystemCallError("listen on \(path)", code: code)
-        }
+        guard rc == 0, Glibc.listen(socket.raw, 16) == 0 else { throw SystemError("listen on \(path)") }
+        return socket
     }
 
     /// Removes the socket; the second and later calls do nothing.
     func close() {
-        guard !closed.exchange(true, ordering: .sequentiallyConsistent) else { return }
-        unlink(path)
-        Glibc.close(fd)
+        listener.withLock { listener in
+            guard let socket = listener.take() else { return }
+            unlink(path)
+            socket.close()
+        }
     }
 
     func serveOne(tunnel: RunningTunnel) {
-        let client = vx_accept4(fd, Int32(SOCK_CLOEXEC.rawValue))
-        guard client >= 0 else { return }
-        defer { Glibc.close(client) }
+        let accepted = listener.withLock { listener -> Int32 in
+            guard let listening = listener?.raw else { return -1 }
+            return vx_accept4(listening, Int32(SOCK_CLOEXEC.rawValue))
+        }
+        guard accepted >= 0 else { return }
+        let client = FileDescriptor(adopting: accepted)
         var timeout = timeval(tv_sec: 1, tv_usec: 0)
-        setsockopt(client, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
+        setsockopt(client.raw, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
         var pending: [UInt8] = []
         var chunk = [UInt8](repeating: 0, count: 4096)
         while true {
@@ -55,9 +62,9 @@ final class UAPIServer: @unchecked Sendable {
                 let text = String(decoding: pending[..<end], as: UTF8.self)
                 pending.removeFirst(end + 2)
                 let answer = respond(to: text, tunnel: tunnel)
-                _ = answer.utf8CString.withUnsafeBufferPointer { write(client, $0.baseAddress, $0.count - 1) }
+                _ = answer.utf8CString.withUnsafeBufferPointer { write(client.raw, $0.baseAddress, $0.count - 1) }
             }
-            let n = read(client, &chunk, chunk.count)
+            let n = read(client.raw, &chunk, chunk.count)
             if n <= 0 || pending.count > 1 << 20 { return }
             pending += chunk[0..<n]
         }
@@ -147,6 +154,6 @@ final class UAPIServer: @unchecked Sendable {
 
     /// The errno of a failed system call, for `wg` to print.
     private static func code(_ error: Error, default fallback: UAPI.ErrorCode) -> UAPI.ErrorCode {
-        (error as? SystemCallError).map { UAPI.ErrorCode($0.code) } ?? fallback
+        (error as? SystemError).map { UAPI.ErrorCode($0.code) } ?? fallback
     }
 }

@@ -1,5 +1,6 @@
 import Addresses
 import CLinux
+import Descriptors
 import Glibc
 import Synchronization
 import WireGuard
@@ -63,7 +64,9 @@ extension Endpoint {
 /// wireguard-go and the kernel's WireGuard do: the kernel then builds, routes, filters and
 /// forwards one buffer per run instead of one per datagram.
 public final class UDPSocket: @unchecked Sendable {
-    public let fd: Int32
+    private let descriptor: FileDescriptor
+    /// Lent for one call at a time; its number stays the same across `rebind`.
+    public var fd: Int32 { descriptor.raw }
     public let isDualStack: Bool
     /// Whether received datagrams may be coalesced runs (UDP_GRO), to be cut at the segment
     /// size the kernel reports with each.
@@ -88,63 +91,54 @@ public final class UDPSocket: @unchecked Sendable {
     func stopSegmenting() { segmentation.store(false, ordering: .relaxed) }
 
     public init(port: UInt16, mark: UInt32?, offloads: Bool = true) throws {
-        let opened: (Int32, UInt16)
-        if let dual = try Self.open(dualStack: true, port: port, mark: mark, coalesce: offloads) {
-            opened = dual
-            isDualStack = true
-        } else if let v4 = try Self.open(dualStack: false, port: port, mark: mark, coalesce: offloads) {
-            // No IPv6 on this host: serve IPv4 only.
-            opened = v4
-            isDualStack = false
-        } else {
-            throw SystemCallError("create UDP socket", code: EAFNOSUPPORT)
-        }
-        fd = opened.0
-        boundPort = Atomic(opened.1)
+        isDualStack = Self.hasIPv6()
+        let descriptor = try Self.open(dualStack: isDualStack, port: port, mark: mark, coalesce: offloads)
+        boundPort = Atomic(Self.boundPort(descriptor, requested: port))
+        segmentation = Atomic(offloads && vx_udp_segment_supported(descriptor.raw) != 0)
+        self.descriptor = descriptor
         state = Mutex(State(mark: mark, coalesce: offloads))
         receivesCoalesced = offloads
-        segmentation = Atomic(offloads && vx_udp_segment_supported(opened.0) != 0)
     }
 
-    deinit { close(fd) }
-
-    /// A socket of the family, marked and bound, and the port it got; nil when the family
-    /// does not exist here.
-    private static func open(dualStack: Bool, port: UInt16, mark: UInt32?, coalesce: Bool) throws -> (Int32, UInt16)? {
-        let fd = socket(dualStack ? AF_INET6 : AF_INET, Int32(SOCK_DGRAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
-        guard fd >= 0 else {
-            if errno == EAFNOSUPPORT { return nil }
-            throw SystemCallError("create UDP socket")
-        }
-        do {
-            var zero: Int32 = 0
-            if dualStack { setsockopt(fd, Int32(IPPROTO_IPV6), IPV6_V6ONLY, &zero, socklen_t(MemoryLayout<Int32>.size)) }
-            // Large buffers absorb bursts between two batches.
-            var size: Int32 = 4 << 20
-            setsockopt(fd, SOL_SOCKET, SO_RCVBUFFORCE, &size, socklen_t(MemoryLayout<Int32>.size))
-            setsockopt(fd, SOL_SOCKET, SO_SNDBUFFORCE, &size, socklen_t(MemoryLayout<Int32>.size))
-            if let mark { try setMark(mark, on: fd) }
-            // A kernel without UDP_GRO (before 5.0) hands us datagrams one by one, which
-            // the receiver handles the same way.
-            if coalesce { _ = vx_udp_enable_gro(fd) }
-            return (fd, try bind(fd, dualStack: dualStack, port: port))
+    /// Whether this host has IPv6 sockets; without them the tunnel serves IPv4 only.
+    private static func hasIPv6() -> Bool {
+        do throws(SystemError) {
+            try FileDescriptor.socket(AF_INET6, Int32(SOCK_DGRAM.rawValue)).close()
+            return true
         } catch {
-            close(fd)
-            throw error
+            // Another failure is the real socket's to report.
+            return error.code != EAFNOSUPPORT
         }
+    }
+
+    /// A socket of the family, marked and bound.
+    private static func open(dualStack: Bool, port: UInt16, mark: UInt32?, coalesce: Bool) throws(SystemError) -> FileDescriptor {
+        let socket = try FileDescriptor.socket(dualStack ? AF_INET6 : AF_INET, Int32(SOCK_DGRAM.rawValue))
+        var zero: Int32 = 0
+        if dualStack { setsockopt(socket.raw, Int32(IPPROTO_IPV6), IPV6_V6ONLY, &zero, socklen_t(MemoryLayout<Int32>.size)) }
+        // Large buffers absorb bursts between two batches.
+        var size: Int32 = 4 << 20
+        setsockopt(socket.raw, SOL_SOCKET, SO_RCVBUFFORCE, &size, socklen_t(MemoryLayout<Int32>.size))
+        setsockopt(socket.raw, SOL_SOCKET, SO_SNDBUFFORCE, &size, socklen_t(MemoryLayout<Int32>.size))
+        if let mark { try setMark(mark, on: socket) }
+        // A kernel without UDP_GRO (before 5.0) hands us datagrams one by one, which
+        // the receiver handles the same way.
+        if coalesce { _ = vx_udp_enable_gro(socket.raw) }
+        try bind(socket, dualStack: dualStack, port: port)
+        return socket
     }
 
     public func setMark(_ mark: UInt32) throws {
         try state.withLock { state in
-            try Self.setMark(mark, on: fd)
+            try Self.setMark(mark, on: descriptor)
             state.mark = mark
         }
     }
 
-    private static func setMark(_ mark: UInt32, on fd: Int32) throws {
+    private static func setMark(_ mark: UInt32, on socket: borrowing FileDescriptor) throws(SystemError) {
         var value = mark
-        guard setsockopt(fd, SOL_SOCKET, vx_so_mark(), &value, socklen_t(MemoryLayout<UInt32>.size)) == 0 else {
-            throw SystemCallError("set SO_MARK 0x\(String(mark, radix: 16)) on the tunnel socket")
+        guard setsockopt(socket.raw, SOL_SOCKET, vx_so_mark(), &value, socklen_t(MemoryLayout<UInt32>.size)) == 0 else {
+            throw SystemError("set SO_MARK 0x\(String(mark, radix: 16)) on the tunnel socket")
         }
     }
 
@@ -152,27 +146,17 @@ public final class UDPSocket: @unchecked Sendable {
     /// port that cannot be taken (in use, privileged) changes nothing.
     public func rebind(port: UInt16, mark newMark: UInt32? = nil) throws {
         try state.withLock { state in
-            guard !state.isShut else { throw SystemCallError("move the tunnel socket: it is shutting down", code: ESHUTDOWN) }
+            guard !state.isShut else { throw SystemError("move the tunnel socket: it is shutting down", code: ESHUTDOWN) }
             let mark = newMark ?? state.mark
-            guard let (fresh, bound) = try Self.open(dualStack: isDualStack, port: port, mark: mark, coalesce: state.coalesce) else {
-                throw SystemCallError("create UDP socket", code: EAFNOSUPPORT)
-            }
+            let fresh = try Self.open(dualStack: isDualStack, port: port, mark: mark, coalesce: state.coalesce)
+            let bound = Self.boundPort(fresh, requested: port)
             // A second number for the old socket, so it can be woken once its number is
             // the new socket's: a receive blocked on it returns, and the next one waits on
             // the new socket.
-            let old = dup(fd)
-            guard dup2(fresh, fd) >= 0 else {
-                let code = errno
-                close(fresh)
-                if old >= 0 { close(old) }
-                throw SystemCallError("move the tunnel socket to port \(port)", code: code)
-            }
+            let old = try? FileDescriptor("dup the tunnel socket", returned: fcntl(fd, F_DUPFD_CLOEXEC, 0))
+            guard dup2(fresh.raw, fd) >= 0 else { throw SystemError("move the tunnel socket to port \(port)") }
             _ = fcntl(fd, F_SETFD, FD_CLOEXEC)
-            close(fresh)
-            if old >= 0 {
-                Glibc.shutdown(old, Int32(SHUT_RDWR))
-                close(old)
-            }
+            if let old { Glibc.shutdown(old.raw, Int32(SHUT_RDWR)) }
             state.mark = mark
             boundPort.store(bound, ordering: .relaxed)
         }
@@ -186,7 +170,8 @@ public final class UDPSocket: @unchecked Sendable {
         }
     }
 
-    private static func bind(_ fd: Int32, dualStack: Bool, port: UInt16) throws -> UInt16 {
+    private static func bind(_ socket: borrowing FileDescriptor, dualStack: Bool, port: UInt16) throws(SystemError) {
+        let fd = socket.raw
         let rc: Int32
         if dualStack {
             var sin6 = sockaddr_in6()
@@ -199,7 +184,12 @@ public final class UDPSocket: @unchecked Sendable {
             sin.sin_port = port.bigEndian
             rc = withUnsafePointer(to: &sin) { Glibc.bind(fd, UnsafeRawPointer($0).assumingMemoryBound(to: sockaddr.self), socklen_t(MemoryLayout<sockaddr_in>.size)) }
         }
-        guard rc == 0 else { throw SystemCallError("bind UDP port \(port)") }
+        guard rc == 0 else { throw SystemError("bind UDP port \(port)") }
+    }
+
+    /// The port the kernel gave a bound socket (the requested one unless it was 0).
+    private static func boundPort(_ socket: borrowing FileDescriptor, requested port: UInt16) -> UInt16 {
+        let fd = socket.raw
         var storage = sockaddr_in6()
         var length = socklen_t(MemoryLayout<sockaddr_in6>.size)
         _ = withUnsafeMutablePointer(to: &storage) { getsockname(fd, UnsafeMutableRawPointer($0).assumingMemoryBound(to: sockaddr.self), &length) }

@@ -1,3 +1,4 @@
+import Descriptors
 import Glibc
 import WireGuardDevice
 
@@ -11,17 +12,17 @@ enum Background {
     /// process has one thread (before the tunnel starts): fork copies only that thread.
     static func detach(keepingStandardError: Bool, closing inherited: [Int32]) throws {
         let pid = fork()
-        guard pid >= 0 else { throw SystemCallError("fork") }
+        guard pid >= 0 else { throw SystemError("fork") }
         // _exit: no deinit may run in the parent, whose copy of the tunnel would remove the
         // `wg` socket the child serves.
         if pid > 0 { _exit(0) }
         _ = setsid()
         _ = chdir("/")
-        let null = open("/dev/null", O_RDWR | O_CLOEXEC)
-        guard null >= 0 else { throw SystemCallError("open /dev/null") }
-        for target in keepingStandardError ? [0, 1] : [0, 1, 2] { dup2(null, Int32(target)) }
-        close(null)
-        for fd in inherited { close(fd) }
+        let null = try FileDescriptor.open("/dev/null", O_RDWR)
+        for target in keepingStandardError ? [0, 1] : [0, 1, 2] { dup2(null.raw, Int32(target)) }
+        null.close()
+        // Found in /proc/self/fd and never otherwise owned: adopted here only to be closed.
+        for fd in inherited { FileDescriptor(adopting: fd).close() }
     }
 
     /// The descriptors above standard error that the process was started with, before it

@@ -1,5 +1,6 @@
 import Addresses
 import ArgumentParser
+import Descriptors
 import ServiceSupport
 import Glibc
 import Netlink
@@ -19,8 +20,11 @@ struct ConfiguredTunnel {
     var log: Log
 
     func run() throws {
-        guard let text = try? String(contentsOfFile: path, encoding: .utf8) else {
-            log.error("cannot read \(path): \(String(cString: strerror(errno)))")
+        let text: String
+        do {
+            text = String(decoding: try FileDescriptor.open(path, O_RDONLY).readToEnd(), as: UTF8.self)
+        } catch {
+            log.error("cannot read \(path): \(error.reason)")
             throw ExitCode(1)
         }
         let file: WgQuickConfig

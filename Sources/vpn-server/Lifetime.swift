@@ -1,5 +1,6 @@
 import CLinux
 import CSystemd
+import Descriptors
 import ServiceSupport
 import Glibc
 import WireGuardDevice
@@ -41,9 +42,7 @@ enum Lifetime {
         for s in [SIGTERM, SIGINT, SIGHUP] { sigaddset(&set, s) }
         pthread_sigmask(SIG_BLOCK, &set, nil)
         signal(SIGPIPE, SIG_IGN)
-        let signals = signalfd(-1, &set, Int32(SFD_CLOEXEC))
-        guard signals >= 0 else { throw SystemCallError("signalfd") }
-        defer { close(signals) }
+        let signals = try FileDescriptor("signalfd", returned: signalfd(-1, &set, Int32(SFD_CLOEXEC)))
         tunnel.start()
         log.notice(message)
         sd_notify(0, "READY=1")
@@ -53,13 +52,13 @@ enum Lifetime {
         return ending
     }
 
-    private static func wait(signals: Int32, ended: Int32) -> Ending {
-        var fds = [pollfd(fd: signals, events: Int16(POLLIN), revents: 0), pollfd(fd: ended, events: Int16(POLLIN), revents: 0)]
+    private static func wait(signals: borrowing FileDescriptor, ended: Int32) -> Ending {
+        var fds = [pollfd(fd: signals.raw, events: Int16(POLLIN), revents: 0), pollfd(fd: ended, events: Int16(POLLIN), revents: 0)]
         while true {
             guard poll(&fds, 2, -1) > 0 else { continue }
             if fds[1].revents != 0 { return .interfaceDeleted }
             var info = signalfd_siginfo()
-            if fds[0].revents != 0, read(signals, &info, MemoryLayout<signalfd_siginfo>.size) == MemoryLayout<signalfd_siginfo>.size,
+            if fds[0].revents != 0, read(signals.raw, &info, MemoryLayout<signalfd_siginfo>.size) == MemoryLayout<signalfd_siginfo>.size,
                Int32(info.ssi_signo) != SIGHUP {
                 return .signal(Int32(info.ssi_signo))
             }

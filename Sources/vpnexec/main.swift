@@ -1,6 +1,7 @@
 import BuildVersion
 import CLinux
 import Control
+import Descriptors
 import Glibc
 
 /// vpnexec runs once per launched application, so it parses its three options by hand:
@@ -90,6 +91,17 @@ enum VPNExec {
         return .run(Arguments(profile: profile, socket: socket, command: command))
     }
 
+    /// Sends the request with a pidfd of this process where the kernel has them; the pidfd
+    /// is closed once sent, so the command does not inherit it.
+    static func ask(_ request: ControlRequest, socketPath: String) throws(ControlClientError) -> ControlResponse {
+        let pidfd = vx_pidfd_open(getpid())
+        guard pidfd >= 0 else { return try ControlClient.send(request, socketPath: socketPath) }
+        let me = FileDescriptor(adopting: pidfd)
+        let response = try ControlClient.send(request, socketPath: socketPath, passing: me.raw)
+        me.close()
+        return response
+    }
+
     static func main() -> Int32 {
         let arguments: Arguments
         switch parse(Array(CommandLine.arguments.dropFirst())) {
@@ -108,15 +120,13 @@ enum VPNExec {
         let path = ControlSocket.path(option: arguments.socket, environment: ProcessInfoEnvironment.current)
         // vpnd moves the process a pidfd names, never a bare pid: on kernels without
         // SO_PEERPIDFD (before 6.5) this one, which vpnd checks against the connection.
-        let me = vx_pidfd_open(getpid())
         let response: ControlResponse
         do {
-            response = try ControlClient.send(arguments.profile.map { .exec(profile: $0) } ?? .bypass, socketPath: path, passing: me >= 0 ? me : nil)
+            response = try ask(arguments.profile.map { .exec(profile: $0) } ?? .bypass, socketPath: path)
         } catch {
             writeStandardError("vpnexec: \(error)\n")
             return ownFailure
         }
-        if me >= 0 { close(me) }
         guard response.ok else {
             writeStandardError("vpnexec: \(response.message ?? "refused")\n")
             return ownFailure
@@ -124,7 +134,7 @@ enum VPNExec {
         let argv = arguments.command.map { strdup($0) } + [nil]
         execvp(arguments.command[0], argv)
         let code = errno
-        writeStandardError("vpnexec: \(arguments.command[0]): \(String(cString: strerror(code)))\n")
+        writeStandardError("vpnexec: \(arguments.command[0]): \(SystemError("exec", code: code).reason)\n")
         // The shell's conventions: 127 not found, 126 found but not executable.
         return code == ENOENT ? 127 : 126
     }

@@ -1,4 +1,5 @@
 import Addresses
+import Descriptors
 import Foundation
 import Glibc
 import Testing
@@ -88,10 +89,40 @@ import WireGuard
         let before = socket.port
         #expect {
             try socket.rebind(port: taken)
-        } throws: { ($0 as? SystemCallError)?.code == EADDRINUSE }
+        } throws: { ($0 as? SystemError)?.code == EADDRINUSE }
         #expect(socket.port == before)
         // Still bound where it was: the port cannot be taken by anyone else.
         #expect(!Peer().bind(port: before))
+    }
+
+    /// The socket (an inode of sockfs, unique while it is open) behind a descriptor number.
+    static func socketInode(_ fd: Int32) -> UInt64 {
+        var info = stat()
+        return fstat(fd, &info) == 0 ? UInt64(info.st_ino) : 0
+    }
+
+    /// Whether any descriptor of this process still refers to the socket `inode`.
+    static func isOpen(socketInode inode: UInt64) -> Bool {
+        ((try? FileManager.default.contentsOfDirectory(atPath: "/proc/self/fd")) ?? []).contains { name in
+            (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/fd/\(name)")) == "socket:[\(inode)]"
+        }
+    }
+
+    /// Each socket the tunnel's socket owned is closed exactly when it should be: the old one
+    /// once a move has put the new one under its number (the copy that woke its receiver
+    /// included), the last one when the socket goes.
+    @Test func movesAndReleaseLeaveNoSocketOpen() throws {
+        var socket: UDPSocket? = try UDPSocket(port: 0, mark: nil)
+        let number = socket!.fd
+        let first = Self.socketInode(number)
+        #expect(first != 0 && Self.isOpen(socketInode: first))
+        try socket!.rebind(port: 0)
+        try socket!.rebind(port: 0)
+        let last = Self.socketInode(number)
+        #expect(socket!.fd == number && last != first && last != 0)
+        #expect(!Self.isOpen(socketInode: first), "the socket before the moves is still open")
+        socket = nil
+        #expect(!Self.isOpen(socketInode: last), "the released socket is still open")
     }
 
     /// What a socket received, datagram by datagram (runs cut where the kernel says), and
