@@ -105,7 +105,7 @@ final class DemandControl: @unchecked Sendable {
         }
     }
 
-    func membersChanged(present: Bool, now: Timestamp) { change(now) { $0.membersChanged(present: present, now: now) } }
+    func membersChanged(present: Bool, now: Timestamp, why: TunnelDemand.Reason = .member) { change(now) { $0.membersChanged(present: present, now: now, why: why) } }
     func holdUp(now: Timestamp) { change(now) { $0.holdUp(now: now) } }
     func holdDown(now: Timestamp) { change(now) { $0.holdDown(now: now) } }
     func release(now: Timestamp) { change(now) { $0.release(now: now) } }
