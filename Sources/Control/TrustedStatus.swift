@@ -15,9 +15,15 @@ public struct TrustedStatus: Codable, Hashable, Sendable {
     public var rules: Int
     /// What the rules were compared with.
     public var network: NetworkStatus
+    /// A multihop exit held by its chain: the profile carrying its transport (tunnel.via, or
+    /// one further along) that does not connect, and that profile's action.
+    public var heldBy: String?
+    public var heldByAction: String?
 
     public init(action: String, rule: Int? = nil, ruleLocation: String? = nil, matched: [String: String] = [:], since: Double,
-                rules: Int, network: NetworkStatus = NetworkStatus()) {
+                rules: Int, network: NetworkStatus = NetworkStatus(), heldBy: String? = nil, heldByAction: String? = nil) {
+        self.heldBy = heldBy
+        self.heldByAction = heldByAction
         self.action = action
         self.rule = rule
         self.ruleLocation = ruleLocation

@@ -118,7 +118,7 @@ extension WireGuardReport {
 extension BuiltInTunnels {
     func demandState(interface: String) -> TunnelDemand? { tunnel(interface)?.demandState }
 
-    func membersChanged(interface: String, present: Bool) { tunnel(interface)?.membersChanged(present: present) }
+    func membersChanged(interface: String, present: Bool, why: TunnelDemand.Reason = .member) { tunnel(interface)?.membersChanged(present: present, why: why) }
 
     /// false: no such tunnel runs (its file did not start).
     func hold(interface: String, up: Bool) -> Bool {

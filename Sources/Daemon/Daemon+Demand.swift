@@ -21,10 +21,13 @@ extension Daemon {
     }
 
     /// Members of on-demand profiles, as the cgroups hold them now (after every apply: each
-    /// cgroup change, each launch, and once a second).
+    /// cgroup change, each launch, and once a second). A running multihop exit counts as a
+    /// member of its entry (MultihopDemand), so exits are looked at before their entries.
     func followDemand(_ only: Profile? = nil) {
-        for profile in only.map({ [$0] }) ?? policy.profiles where profile.tunnel.isBuiltIn && profile.onDemand != nil {
-            tunnels.membersChanged(interface: profile.tunnel.interfaceName, present: memberCount(of: profile) > 0)
+        for profile in only.map({ [$0] }) ?? MultihopDemand.exitsFirst(policy) where profile.tunnel.isBuiltIn && profile.onDemand != nil {
+            let members = memberCount(of: profile) > 0
+            let exit = !members && MultihopDemand.exitRuns(through: profile, in: policy) { tunnels.demandState(interface: $0)?.isRunning ?? false }
+            tunnels.membersChanged(interface: profile.tunnel.interfaceName, present: members || exit, why: members ? .member : .exit)
         }
     }
 

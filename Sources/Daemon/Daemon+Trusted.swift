@@ -42,6 +42,9 @@ extension Daemon {
         for name in trustedState.verdicts.keys where policy.profile(named: name) == nil { trustedState.verdicts[name] = nil }
         for profile in policy.profiles {
             guard let verdict = facts.trusted[profile.name] else {
+                if let held = trustedState.verdicts[profile.name]?.verdict.heldBy {
+                    log.notice("trusted networks: profile \(profile.name) connects again through its tunnel: profile \(held.entry) connects")
+                }
                 trustedState.verdicts[profile.name] = nil
                 continue
             }
@@ -69,14 +72,15 @@ extension Daemon {
     }
 
     func trustedStatus(_ profile: Profile) -> TrustedStatus? {
-        guard !profile.trusted.isEmpty else { return nil }
         let entry = trustedState.verdicts[profile.name]
+        guard !profile.trusted.isEmpty || entry?.verdict.heldBy != nil else { return nil }
         let verdict = entry?.verdict ?? TrustedVerdict(action: .connect)
         let network = trustedState.network
         return TrustedStatus(action: verdict.action.rawValue, rule: verdict.rule, ruleLocation: verdict.location?.description,
                              matched: verdict.matched, since: entry?.since ?? Self.wallClock(), rules: profile.trusted.count,
                              network: NetworkStatus(interface: network.interface, gateway: network.gateway, gatewayMAC: network.gatewayMAC,
-                                                    searchDomains: network.searchDomains, ssid: network.ssid))
+                                                    searchDomains: network.searchDomains, ssid: network.ssid),
+                             heldBy: verdict.heldBy?.entry, heldByAction: verdict.heldBy?.action.rawValue)
     }
 
     static func wallClock() -> Double {

@@ -13,8 +13,9 @@ import ServiceSupport
 /// profile's chosen server (a new server is a new file: BuiltInTunnels starts the tunnel
 /// afresh on the same interface, the killswitch holding members meanwhile) and then asks
 /// the engine for a handshake where the choice wants one. It uses the engine's public face
-/// only: its status (latest handshake, bytes received and sent) and `keepalive` (which
-/// starts a handshake when there is no session).
+/// only: its status (latest handshake), its reconnection report (initiations since the
+/// last handshake, whether a retry is scheduled) and `keepalive` (which starts a handshake
+/// when there is no session).
 final class ServerFailover {
     private struct Entry {
         var texts: [String]
@@ -41,12 +42,13 @@ final class ServerFailover {
         var kept: [String: Entry] = [:]
         for (interface, loaded) in files.sorted(by: { $0.key < $1.key }) {
             guard let list = policy.profile(named: loaded.profile)?.servers, !loaded.servers.isEmpty else { continue }
-            var entry = entries[interface].flatMap { $0.texts == loaded.servers.map(\.text) && $0.choice.mode == list.mode ? $0 : nil }
-                ?? Entry(texts: loaded.servers.map(\.text), paths: loaded.servers.map(\.path), choice: ServerChoice(mode: list.mode, count: loaded.servers.count))
+            var entry = entries[interface].flatMap { $0.texts == loaded.servers.map(\.text) && $0.choice.mode == list.mode && $0.choice.failoverAfter == UInt64(list.failoverAfter) ? $0 : nil }
+                ?? Entry(texts: loaded.servers.map(\.text), paths: loaded.servers.map(\.path),
+                         choice: ServerChoice(mode: list.mode, count: loaded.servers.count, failoverAfter: list.failoverAfter))
             let before = (entry.choice.current, entry.choice.reason)
             let peer = tunnels.status(interface: interface)?.peers.first
             let last = peer?.lastHandshake.map { Double($0.seconds) + Double($0.nanoseconds) / 1e9 }
-            var action = entry.choice.step(now: now, lastHandshake: last, received: peer?.rxBytes ?? 0, sent: peer?.txBytes ?? 0)
+            var action = entry.choice.step(now: now, lastHandshake: last, failed: Self.failedInitiations(tunnels.engine(interface: interface)))
             if networkChanged && entry.choice.mode == .fastest && entry.choice.isUp {
                 action = entry.choice.networkChanged(now: now)
             }
@@ -105,6 +107,14 @@ final class ServerFailover {
             + addresses.filter { indexes.contains($0.interfaceIndex) }.map(\.prefix.description).sorted().joined(separator: ",")
         defer { network = now }
         return network != nil && network != now
+    }
+
+    /// The engine's unanswered initiations to its (one) server since the last handshake.
+    private static func failedInitiations(_ engine: Engine?) -> UInt64 {
+        var mono = timespec()
+        clock_gettime(CLOCK_MONOTONIC, &mono)
+        guard let peer = engine?.reconnection(now: Timestamp(nanoseconds: UInt64(mono.tv_sec) * 1_000_000_000 + UInt64(mono.tv_nsec))).first else { return 0 }
+        return ServerChoice.failedInitiations(attempts: peer.attempts, retryScheduled: peer.nextTry != nil)
     }
 
     private static func wallNow() -> Double {

@@ -37,10 +37,14 @@ public enum MultihopRules {
             table.sets.append(NftSet(name: names.hopSet, key: .port, elements: port.map { [NftElement(key: .port($0))] } ?? [],
                                      comment: "profile \(profile.name): the UDP port of \(profile.tunnel.interfaceName)'s transport, carried by profile \(entry.name)"))
             table.counters.append(NftCounter(name: names.hopCounter, comment: "profile \(profile.name): packets of its transport sent into \(entry.tunnel.interfaceName)"))
-            table.chains.append(NftChain(name: names.hopChain, rules: [
-                NftRule([.setMark(clear: mask, set: mark), .setConntrackMark(clear: mask, set: mark), .namedCounter(names.hopCounter), .verdict(.accept)],
-                        comment: "profile \(profile.name) via \(entry.name): into \(entry.tunnel.interfaceName)"),
-            ]))
+            // Held (HopHold): dropped here, before the entry's emptied table could send it direct.
+            let rule = facts.hopHeld(profile, in: policy)
+                ? NftRule([.namedCounter(names.hopHeldCounter), .verdict(.drop)],
+                          comment: "profile \(profile.name) via \(entry.name): held, \(entry.name) or a hop beyond it does not connect")
+                : NftRule([.setMark(clear: mask, set: mark), .setConntrackMark(clear: mask, set: mark), .namedCounter(names.hopCounter), .verdict(.accept)],
+                          comment: "profile \(profile.name) via \(entry.name): into \(entry.tunnel.interfaceName)")
+            table.counters.append(NftCounter(name: names.hopHeldCounter, comment: "profile \(profile.name): packets of its transport dropped while held"))
+            table.chains.append(NftChain(name: names.hopChain, rules: [rule]))
         }
     }
 
@@ -59,4 +63,5 @@ extension ProfileObjectNames {
     public var hopSet: String { "hop_udp_\(profile)" }
     public var hopChain: String { "hop_\(profile)" }
     public var hopCounter: String { "\(profile)_hop" }
+    public var hopHeldCounter: String { "\(profile)_hop_held" }
 }

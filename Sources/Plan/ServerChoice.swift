@@ -1,24 +1,28 @@
 import Policy
 
 /// Which of a built-in tunnel's servers (ServerList) is in use, and why: a pure value fed
-/// with the wall clock and the engine's latest handshake, as the engine's timers are.
-/// vpnd runs one server at a time; to try another it starts the tunnel afresh with that
-/// server's file (the same interface: the killswitch holds members meanwhile) and asks for
-/// a handshake at once.
-/// - failover: the current server must complete a handshake within `handshakeWindow`
-///   (15 s: the first initiation and two retries at WireGuard's 5 s), else the next one in
-///   order (after the last, the first again). Once up, a server that stops answering while
-///   members send (`silenceLimit`: data sent and nothing received for 30 s, which covers
-///   WireGuard's own 15 s before a new handshake and that handshake's 15 s) gives way the
-///   same way, and a session that has expired (`sessionLifetime`, no handshake for 180 s:
-///   an idle tunnel) is tested.
-/// - fastest: at connect (and after a network change) each server in turn gets one
+/// with the wall clock, the engine's latest handshake and its count of failed initiations,
+/// as the engine's timers are. vpnd runs one server at a time; to try another it starts the
+/// tunnel afresh with that server's file (the same interface: the killswitch holds members
+/// meanwhile) and asks for a handshake at once.
+/// - failover: a server gives way to the next in order (after the last, the first again)
+///   once `failoverAfter` initiations to it went unanswered (`tunnel.failover_after`,
+///   default 3): counted by the engine, spaced by its reconnect schedule, so the time this
+///   takes is the schedule's (5 + 5 + 5 s with WireGuard's, 5 + 10 + 20 s with a backoff
+///   from 5 s). The same holds for a server in use: when it stops answering while members
+///   send, the engine starts handshakes (after WireGuard's 15 s) and they are counted. A
+///   session that has expired (`sessionLifetime`, no handshake for 180 s: an idle tunnel)
+///   is tested; and an idle tunnel on a later server goes back to the first (the preferred)
+///   then, at most once per `preferredRetry` after the first last failed, so nothing in use
+///   is cut off and a dead first server costs one test every 10 minutes, not a flap.
+/// - fastest: at connect (and after a network change) each server in turn gets a
 ///   handshake; the shortest round trip (from asking to the completed handshake) wins, and
-///   a server that did not answer within the window never does. Then it behaves as failover.
+///   a server that did not answer before `failoverAfter` failed initiations never does.
+///   Then it behaves as failover, without going back to a preferred server.
 public struct ServerChoice: Hashable, Sendable {
-    public static let handshakeWindow = 15.0
     public static let sessionLifetime = 180.0
-    public static let silenceLimit = 30.0
+    public static let preferredRetry = 600.0
+    public static let defaultFailoverAfter = 3
 
     public enum Action: Hashable, Sendable {
         case none
@@ -30,71 +34,81 @@ public struct ServerChoice: Hashable, Sendable {
 
     enum Phase: Hashable, Sendable {
         case starting
-        case probing(since: Double)
+        /// Waiting for a handshake since `since`; `baseline`: the engine's failed count when
+        /// first looked at in this phase (nil until then: the look that started the phase
+        /// saw the previous engine), so a count carried over from another engine is not
+        /// charged to this server.
+        case probing(since: Double, baseline: UInt64?)
         case up
     }
 
     public let mode: ServerList.Mode
     public let count: Int
+    public let failoverAfter: UInt64
     public private(set) var current = 0
     /// Why the current server is in use.
     public private(set) var reason = "first in order"
     /// fastest: each server's measured round trip (seconds), nil while not measured,
     /// infinity when it did not answer.
     public private(set) var roundTrips: [Double?]
+    /// When each server last failed (wall clock), for going back to the first.
+    public private(set) var failedAt: [Double?]
     private var phase = Phase.starting
     /// fastest: still measuring the servers one by one.
     private var measuring: Bool
-    /// When the engine last received anything (its byte count then), and what it had sent.
-    private var silence = Silence(since: 0, received: 0, sentThen: 0)
 
-    struct Silence: Hashable, Sendable {
-        var since: Double
-        var received: UInt64
-        var sentThen: UInt64
-    }
-
-    public init(mode: ServerList.Mode, count: Int) {
+    public init(mode: ServerList.Mode, count: Int, failoverAfter: Int = defaultFailoverAfter) {
         self.mode = mode
         self.count = max(count, 1)
+        self.failoverAfter = UInt64(max(failoverAfter, 1))
         roundTrips = Array(repeating: nil, count: max(count, 1))
+        failedAt = Array(repeating: nil, count: max(count, 1))
         measuring = mode == .fastest && count > 1
         if measuring { reason = "measuring the handshake round trip of each server" }
     }
 
     public var isUp: Bool { phase == .up }
 
-    /// One look: `now` and `lastHandshake` in wall-clock seconds (nil: none yet); the bytes
-    /// the running engine has received from and sent to its server.
-    public mutating func step(now: Double, lastHandshake: Double?, received: UInt64 = 0, sent: UInt64 = 0) -> Action {
-        if received != silence.received { silence = Silence(since: now, received: received, sentThen: sent) }
-        let action = decide(now: now, lastHandshake: lastHandshake, sent: sent)
-        // A new engine counts from zero.
-        if case .use = action { silence = Silence(since: now, received: 0, sentThen: 0) }
-        return action
+    /// Failed initiations as the engine reports them: its attempts since the last completed
+    /// handshake, less the one still waiting for its answer (`waiting`: a retry is
+    /// scheduled); with none scheduled (WireGuard's schedule gave up) every one failed.
+    public static func failedInitiations(attempts: UInt64, retryScheduled: Bool) -> UInt64 {
+        retryScheduled && attempts > 0 ? attempts - 1 : attempts
     }
 
-    private mutating func decide(now: Double, lastHandshake: Double?, sent: UInt64) -> Action {
+    /// One look: `now` and `lastHandshake` in wall-clock seconds (nil: none yet); `failed`:
+    /// the running engine's failed initiations since its last handshake (failedInitiations).
+    public mutating func step(now: Double, lastHandshake: Double?, failed: UInt64 = 0) -> Action {
         switch phase {
         case .starting:
-            phase = .probing(since: now)
+            phase = .probing(since: now, baseline: nil)
             return .probe
         case .up:
             guard let last = lastHandshake, now - last <= Self.sessionLifetime else {
-                phase = .probing(since: now)
+                if mode == .failover && current != 0 && failedAt[0].map({ now - $0 >= Self.preferredRetry }) ?? true {
+                    current = 0
+                    reason = "back to the preferred server 1 (the tunnel was idle)"
+                    phase = .probing(since: now, baseline: nil)
+                    return .use(0)
+                }
+                phase = .probing(since: now, baseline: nil)
                 return .probe
             }
-            if sent > silence.sentThen && now - silence.since >= Self.silenceLimit {
-                return failed(now: now, reason: "server \(current + 1) stopped answering (data sent, nothing received for \(Int(Self.silenceLimit)) s)")
+            if failed >= failoverAfter {
+                return self.failed(now: now, reason: "server \(current + 1) stopped answering (\(failed) initiations unanswered)")
             }
             return .none
-        case let .probing(since):
+        case let .probing(since, baseline):
             if let last = lastHandshake, last >= since {
-                silence = Silence(since: now, received: silence.received, sentThen: sent)
                 return answered(roundTrip: last - since, now: now)
             }
-            guard now - since >= Self.handshakeWindow else { return .none }
-            return failed(now: now)
+            // A network change starts the engine's count again: so does the baseline.
+            guard let baseline, failed >= baseline else {
+                phase = .probing(since: since, baseline: failed)
+                return .none
+            }
+            guard failed >= baseline + failoverAfter else { return .none }
+            return self.failed(now: now)
         }
     }
 
@@ -106,7 +120,7 @@ public struct ServerChoice: Hashable, Sendable {
             roundTrips = Array(repeating: nil, count: count)
             reason = "network changed: measuring the handshake round trip of each server"
         }
-        phase = .probing(since: now)
+        phase = .probing(since: now, baseline: nil)
         return .probe
     }
 
@@ -122,16 +136,17 @@ public struct ServerChoice: Hashable, Sendable {
     private mutating func failed(now: Double, reason why: String? = nil) -> Action {
         let failedIndex = current
         roundTrips[failedIndex] = .infinity
+        failedAt[failedIndex] = now
         if measuring { return nextMeasurement(now: now) }
         current = (current + 1) % count
-        reason = why ?? "server \(failedIndex + 1) completed no handshake within \(Int(Self.handshakeWindow)) s"
-        phase = .probing(since: now)
+        reason = why ?? "server \(failedIndex + 1) left \(failoverAfter) initiations unanswered"
+        phase = .probing(since: now, baseline: nil)
         return count > 1 ? .use(current) : .probe
     }
 
     /// fastest: the next server not measured yet, or the winner once all are.
     private mutating func nextMeasurement(now: Double) -> Action {
-        phase = .probing(since: now)
+        phase = .probing(since: now, baseline: nil)
         if let next = roundTrips.firstIndex(where: { $0 == nil }) {
             current = next
             return .use(next)
@@ -141,7 +156,7 @@ public struct ServerChoice: Hashable, Sendable {
         guard let best = measured.min(by: { $0.1 < $1.1 }) else {
             // None answered: on in order, as failover.
             current = (current + 1) % count
-            reason = "no server completed a handshake within \(Int(Self.handshakeWindow)) s; trying them in order"
+            reason = "no server answered \(failoverAfter) initiations; trying them in order"
             return .use(current)
         }
         let others = measured.filter { $0.0 != best.0 }.map { "server \($0.0 + 1) \(Self.milliseconds($0.1))" }

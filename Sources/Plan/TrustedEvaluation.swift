@@ -32,16 +32,21 @@ public struct TrustedVerdict: Hashable, Sendable {
     public var location: SourceLocation?
     /// The fields that matched, key -> the value the host has (e.g. "gateway_mac" -> "02:...").
     public var matched: [String: String]
+    /// A multihop exit held because a profile its transport goes through (tunnel.via, along
+    /// the chain) disconnects or blocks (HopHold.swift); nil for a profile's own verdict.
+    public var heldBy: HopHold?
 
-    public init(action: TrustedAction, rule: Int? = nil, location: SourceLocation? = nil, matched: [String: String] = [:]) {
+    public init(action: TrustedAction, rule: Int? = nil, location: SourceLocation? = nil, matched: [String: String] = [:], heldBy: HopHold? = nil) {
         self.action = action
         self.rule = rule
         self.location = location
         self.matched = matched
+        self.heldBy = heldBy
     }
 
     /// "rule 2 (/etc/vpnexec/policy.d/10-work.toml:7:11): gateway_mac = 02:00:5e:00:53:01"
     public var reason: String {
+        if let heldBy { return heldBy.reason }
         guard let rule else { return "no rule matched" }
         let fields = TrustedMatch.keys.compactMap { key in matched[key].map { "\(key) = \($0)" } }.joined(separator: ", ")
         return "rule \(rule)" + (location.map { " (\($0))" } ?? "") + ": " + fields
@@ -66,7 +71,7 @@ public enum TrustedEvaluator {
         for profile in policy.profiles where !profile.trusted.isEmpty {
             verdicts[profile.name] = verdict(profile.trusted, facts)
         }
-        return verdicts
+        return HopHold.apply(policy, to: verdicts)
     }
 
     /// The matched fields and the host's values, or nil if a field does not match.

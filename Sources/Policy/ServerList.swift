@@ -12,11 +12,18 @@ public struct ServerList: Hashable, Sendable {
     public var mode: Mode
     /// Where `tunnel.wireguard` was written.
     public var location: SourceLocation
+    /// `tunnel.failover_after`: unanswered initiations before the next server is tried.
+    public var failoverAfter: Int
 
-    public init(files: [String], mode: Mode, location: SourceLocation) {
+    public static let defaultFailoverAfter = 3
+    /// More would leave a dead server in use for minutes under a backoff schedule.
+    public static let failoverAfterRange = 1...10
+
+    public init(files: [String], mode: Mode, location: SourceLocation, failoverAfter: Int = defaultFailoverAfter) {
         self.files = files
         self.mode = mode
         self.location = location
+        self.failoverAfter = failoverAfter
     }
 }
 
@@ -28,11 +35,21 @@ extension ProfileDraft {
     static func readServers(_ reader: inout TableReader, into servers: inout ServerList?) -> (String, SourceLocation)?? {
         let context = reader.context
         let modeValue = reader.string("servers")
+        let after = reader.integer("failover_after")
         guard let value = reader.value("wireguard"), case .array = value.kind else {
-            if let (_, at) = modeValue {
-                reader.log.error("\(context).servers needs several servers: tunnel.wireguard = [\"/etc/vpnexec/a.conf\", \"/etc/vpnexec/b.conf\"]", at: at)
+            for (key, at) in [("servers", modeValue?.1), ("failover_after", after?.1)] {
+                guard let at else { continue }
+                reader.log.error("\(context).\(key) needs several servers: tunnel.wireguard = [\"/etc/vpnexec/a.conf\", \"/etc/vpnexec/b.conf\"]", at: at)
             }
             return nil
+        }
+        var failoverAfter = ServerList.defaultFailoverAfter
+        if let (number, at) = after {
+            guard let count = Int(exactly: number), ServerList.failoverAfterRange.contains(count) else {
+                reader.log.error("\(context).failover_after \(number) must be between \(ServerList.failoverAfterRange.lowerBound) and \(ServerList.failoverAfterRange.upperBound): unanswered handshake initiations before the next server", at: at)
+                return .some(nil)
+            }
+            failoverAfter = count
         }
         let listed = reader.strings("wireguard") ?? []
         let at = reader.location(value.position)
@@ -59,7 +76,7 @@ extension ProfileDraft {
                 return .some(nil)
             }
         }
-        servers = ServerList(files: listed.map(\.0), mode: mode, location: at)
+        servers = ServerList(files: listed.map(\.0), mode: mode, location: at, failoverAfter: failoverAfter)
         return .some((listed[0].0, at))
     }
 }

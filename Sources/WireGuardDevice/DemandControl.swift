@@ -5,9 +5,9 @@ import Synchronization
 import WireGuard
 
 /// The device's side of `TunnelDemand`: the machine behind a lock, and its actions done on
-/// the engine through its public API. Down, the engine's peers are fresh ones (removed and
-/// added again: no session, no key, no timer, no staged packet) with their persistent
-/// keepalive off, so nothing in the engine can send; up, the keepalives come back and a
+/// the engine through its public API. Down, the engine's peers have no session, no key, no
+/// timer and no staged packet (`Engine.resetSessions`: the peers and their byte counters
+/// stay) and their persistent keepalive is off, so nothing in the engine can send; up, the keepalives come back and a
 /// handshake starts at once (as for a persistent keepalive), before the first packet.
 final class DemandControl: @unchecked Sendable {
     private struct State {
@@ -105,7 +105,7 @@ final class DemandControl: @unchecked Sendable {
         }
     }
 
-    func membersChanged(present: Bool, now: Timestamp) { change(now) { $0.membersChanged(present: present, now: now) } }
+    func membersChanged(present: Bool, now: Timestamp, why: TunnelDemand.Reason = .member) { change(now) { $0.membersChanged(present: present, now: now, why: why) } }
     func holdUp(now: Timestamp) { change(now) { $0.holdUp(now: now) } }
     func holdDown(now: Timestamp) { change(now) { $0.holdDown(now: now) } }
     func release(now: Timestamp) { change(now) { $0.release(now: now) } }
@@ -154,14 +154,16 @@ final class DemandControl: @unchecked Sendable {
         }
     }
 
-    /// Every peer removed and added again as it is configured now (endpoint, allowed IPs,
-    /// preshared key), without its persistent keepalive: its sessions, keys (zeroed as they
-    /// go), timers and staged packets go with the old one.
+    /// Every peer's sessions, keys (zeroed as they go), timers and staged packets dropped,
+    /// and its persistent keepalive set aside; the peer, its configuration and its byte
+    /// counters stay.
     private static func tearDown(_ engine: Engine, _ s: inout State) {
         for peer in engine.status.peers {
-            if let keepalive = peer.persistentKeepalive, keepalive > 0 { s.keepalives[peer.publicKey] = keepalive }
-            engine.removePeer(peer.publicKey)
-            engine.upsertPeer(configuration(of: peer, keepalive: nil), replaceAllowedIPs: true)
+            if let keepalive = peer.persistentKeepalive, keepalive > 0 {
+                s.keepalives[peer.publicKey] = keepalive
+                engine.upsertPeer(configuration(of: peer, keepalive: nil), replaceAllowedIPs: true)
+            }
+            engine.resetSessions(peer.publicKey)
         }
         _ = engine.drainOutput()
     }

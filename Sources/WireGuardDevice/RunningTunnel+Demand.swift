@@ -8,7 +8,7 @@ extension RunningTunnel {
 
     /// The profile's members appeared or went: with on_demand, the first member starts the
     /// handshake before its first packet.
-    public func membersChanged(present: Bool) { demand.membersChanged(present: present, now: now()) }
+    public func membersChanged(present: Bool, why: TunnelDemand.Reason = .member) { demand.membersChanged(present: present, now: now(), why: why) }
 
     /// `vpnctl up`: up now, and kept up (no idle teardown) until `holdDown` or `releaseHold`.
     public func holdUp() { demand.holdUp(now: now()) }

@@ -35,6 +35,8 @@ public struct TunnelDemand: Sendable {
     public enum Reason: String, Sendable, Hashable {
         case started = "vpnd started the tunnel"
         case member = "a member appeared"
+        /// A multihop exit (tunnel.via) through this tunnel runs: its transport needs it.
+        case exit = "a tunnel through it (tunnel.via) runs"
         case packet = "a packet was routed into the tunnel"
         case idle = "idle: no members and no traffic"
         case manualUp = "vpnctl up"
@@ -88,12 +90,13 @@ public struct TunnelDemand: Sendable {
         return lastActivity + idle
     }
 
-    /// The profile's members appeared or went (vpnd sees cgroups, about once a second).
-    public mutating func membersChanged(present: Bool, now: Timestamp) -> Action? {
+    /// The profile's members appeared or went (vpnd sees cgroups, about once a second), or
+    /// (`why: .exit`) a multihop exit through this tunnel runs, which counts as a member.
+    public mutating func membersChanged(present: Bool, now: Timestamp, why: Reason = .member) -> Action? {
         if present || membersPresent { lastActivity = now }
         membersPresent = present
         guard present, phase == .downOnDemand else { return nil }
-        return enter(.connecting, .member, now: now, action: .bringUp)
+        return enter(.connecting, why, now: now, action: .bringUp)
     }
 
     public enum PacketVerdict: Sendable, Hashable {

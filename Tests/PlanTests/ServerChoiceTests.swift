@@ -2,21 +2,46 @@ import Plan
 import Policy
 import Testing
 
-/// Which server a built-in tunnel uses, fed with a clock and the engine's latest handshake.
+/// Which server a built-in tunnel uses, fed with a clock, the engine's latest handshake and
+/// its count of unanswered initiations.
 @Suite struct ServerChoiceTests {
-    @Test func failoverMovesOnAfterTheWindowInOrderAndWrapsAround() {
+    @Test func failoverMovesOnAfterNUnansweredInitiationsInOrderAndWrapsAround() {
         var choice = ServerChoice(mode: .failover, count: 3)
+        #expect(choice.failoverAfter == 3)
         #expect(choice.step(now: 100, lastHandshake: nil) == .probe, "asks the first server at once")
         #expect(choice.current == 0 && choice.reason == "first in order")
-        #expect(choice.step(now: 114.9, lastHandshake: nil) == .none, "within the window")
-        #expect(choice.step(now: 115, lastHandshake: nil) == .use(1))
-        #expect(choice.reason == "server 1 completed no handshake within 15 s")
-        #expect(choice.step(now: 130, lastHandshake: nil) == .use(2))
-        #expect(choice.step(now: 145, lastHandshake: nil) == .use(0), "after the last, the first again")
+        #expect(choice.step(now: 101, lastHandshake: nil, failed: 0) == .none)
+        #expect(choice.step(now: 110, lastHandshake: nil, failed: 2) == .none, "two unanswered")
+        #expect(choice.step(now: 400, lastHandshake: nil, failed: 2) == .none, "time alone does not switch: the schedule spaces the tries")
+        #expect(choice.step(now: 401, lastHandshake: nil, failed: 3) == .use(1))
+        #expect(choice.reason == "server 1 left 3 initiations unanswered")
+        // The new engine's first look sets its baseline (a count carried over is not its own).
+        #expect(choice.step(now: 402, lastHandshake: nil, failed: 1) == .none)
+        #expect(choice.step(now: 416, lastHandshake: nil, failed: 4) == .use(2))
+        #expect(choice.step(now: 417, lastHandshake: nil, failed: 0) == .none)
+        #expect(choice.step(now: 431, lastHandshake: nil, failed: 3) == .use(0), "after the last, the first again")
+        _ = choice.step(now: 432, lastHandshake: nil, failed: 0)
         // A handshake from before the probe does not count.
-        #expect(choice.step(now: 150, lastHandshake: 140) == .none)
-        #expect(choice.step(now: 151, lastHandshake: 150.2) == .none)
+        #expect(choice.step(now: 433, lastHandshake: 420, failed: 1) == .none && !choice.isUp)
+        #expect(choice.step(now: 434, lastHandshake: 433.2, failed: 0) == .none)
         #expect(choice.isUp && choice.current == 0)
+    }
+
+    @Test func theEnginesCountLessTheInitiationWaitingForItsAnswer() {
+        #expect(ServerChoice.failedInitiations(attempts: 0, retryScheduled: false) == 0)
+        #expect(ServerChoice.failedInitiations(attempts: 1, retryScheduled: true) == 0, "the first is in flight")
+        #expect(ServerChoice.failedInitiations(attempts: 4, retryScheduled: true) == 3)
+        #expect(ServerChoice.failedInitiations(attempts: 19, retryScheduled: false) == 19, "WireGuard's schedule gave up: all failed")
+    }
+
+    @Test func aNetworkChangeThatRestartsTheEnginesCountRestartsTheBaseline() {
+        var choice = ServerChoice(mode: .failover, count: 2, failoverAfter: 2)
+        _ = choice.step(now: 0, lastHandshake: nil)
+        _ = choice.step(now: 1, lastHandshake: nil, failed: 0)
+        #expect(choice.step(now: 6, lastHandshake: nil, failed: 1) == .none)
+        #expect(choice.step(now: 7, lastHandshake: nil, failed: 0) == .none, "the engine counts again from zero")
+        #expect(choice.step(now: 12, lastHandshake: nil, failed: 1) == .none)
+        #expect(choice.step(now: 17, lastHandshake: nil, failed: 2) == .use(1))
     }
 
     @Test func anUpServerIsTestedAgainOnceItsSessionExpired() {
@@ -25,8 +50,34 @@ import Testing
         #expect(choice.step(now: 1, lastHandshake: 0.5) == .none && choice.isUp)
         #expect(choice.step(now: 180, lastHandshake: 0.5) == .none, "a session lives 180 s")
         #expect(choice.step(now: 181, lastHandshake: 0.5) == .probe)
-        #expect(choice.step(now: 196, lastHandshake: 0.5) == .use(1), "no handshake for the probe: the next server")
+        #expect(choice.step(now: 182, lastHandshake: 0.5, failed: 0) == .none)
+        #expect(choice.step(now: 196, lastHandshake: 0.5, failed: 3) == .use(1), "no handshake for the probe: the next server")
         #expect(choice.step(now: 197, lastHandshake: 196.1) == .none && choice.isUp && choice.current == 1)
+    }
+
+    /// The first server is the preferred one: an idle tunnel goes back to it when its session
+    /// expires, at most once per 10 minutes after the first last failed; never while in use.
+    @Test func anIdleTunnelGoesBackToThePreferredServerWithoutFlapping() {
+        var choice = ServerChoice(mode: .failover, count: 2)
+        _ = choice.step(now: 0, lastHandshake: nil)
+        _ = choice.step(now: 1, lastHandshake: nil, failed: 0)
+        #expect(choice.step(now: 16, lastHandshake: nil, failed: 3) == .use(1))
+        _ = choice.step(now: 17, lastHandshake: nil, failed: 0)
+        #expect(choice.step(now: 18, lastHandshake: 17.5) == .none && choice.isUp && choice.current == 1)
+        // In use (handshakes every 2 min): stays, however long.
+        #expect(choice.step(now: 700, lastHandshake: 600) == .none && choice.current == 1)
+        // Idle: the session expired (no handshake for 180 s), the first failed over 10 minutes ago: back to it.
+        #expect(choice.step(now: 781, lastHandshake: 600) == .use(0))
+        #expect(choice.reason == "back to the preferred server 1 (the tunnel was idle)")
+        _ = choice.step(now: 782, lastHandshake: 600, failed: 0)
+        #expect(choice.step(now: 797, lastHandshake: 600, failed: 3) == .use(1), "still dead: on to server 2 again")
+        _ = choice.step(now: 798, lastHandshake: nil, failed: 0)
+        #expect(choice.step(now: 799, lastHandshake: 798.5) == .none && choice.current == 1)
+        // The next expiry within 10 minutes of that failure only tests server 2.
+        #expect(choice.step(now: 980, lastHandshake: 798.5) == .probe && choice.current == 1)
+        _ = choice.step(now: 981, lastHandshake: 798.5, failed: 0)
+        #expect(choice.step(now: 982, lastHandshake: 981.5) == .none && choice.isUp)
+        #expect(choice.step(now: 1400, lastHandshake: 1200) == .use(0), "10 minutes after it failed, the first again")
     }
 
     @Test func fastestMeasuresEachAndKeepsTheShortestRoundTrip() {
@@ -35,7 +86,8 @@ import Testing
         #expect(choice.step(now: 1, lastHandshake: 0.4) == .use(1), "server 1: 400 ms; on to server 2")
         #expect(choice.step(now: 1.5, lastHandshake: 0.4) == .none)
         #expect(choice.step(now: 2, lastHandshake: 1.05) == .use(2), "server 2: 50 ms")
-        #expect(choice.step(now: 17, lastHandshake: 1.05) == .use(1), "server 3 never answered: server 2 wins")
+        #expect(choice.step(now: 2.5, lastHandshake: nil, failed: 0) == .none)
+        #expect(choice.step(now: 17, lastHandshake: nil, failed: 3) == .use(1), "server 3 never answered: server 2 wins")
         #expect(choice.reason == "fastest: handshake in 50 ms (server 1 400 ms)")
         #expect(choice.roundTrips[2] == .infinity)
         #expect(choice.step(now: 17.5, lastHandshake: 17.06) == .none && choice.isUp && choice.current == 1)
@@ -45,6 +97,8 @@ import Testing
         #expect(choice.step(now: 102, lastHandshake: 101.01) == .use(2))
         #expect(choice.step(now: 103, lastHandshake: 102.5) == .use(0))
         #expect(choice.current == 0 && choice.reason.hasPrefix("fastest: handshake in 10 ms"))
+        // fastest does not go back to the first when idle: the measurement decides.
+        #expect(choice.step(now: 104, lastHandshake: 103.01) == .none && choice.isUp)
     }
 
     @Test func fastestWhenTheNearestIsTheLastMeasuredStaysWithoutARestart() {
@@ -56,34 +110,37 @@ import Testing
     }
 
     @Test func noServerAnswersAndTheyAreTriedInOrder() {
-        var choice = ServerChoice(mode: .fastest, count: 2)
+        var choice = ServerChoice(mode: .fastest, count: 2, failoverAfter: 1)
         _ = choice.step(now: 0, lastHandshake: nil)
-        #expect(choice.step(now: 15, lastHandshake: nil) == .use(1))
-        #expect(choice.step(now: 30, lastHandshake: nil) == .use(0))
-        #expect(choice.reason.hasPrefix("no server completed a handshake"))
-        #expect(choice.step(now: 45, lastHandshake: nil) == .use(1), "then as failover")
+        _ = choice.step(now: 1, lastHandshake: nil, failed: 0)
+        #expect(choice.step(now: 6, lastHandshake: nil, failed: 1) == .use(1))
+        _ = choice.step(now: 7, lastHandshake: nil, failed: 0)
+        #expect(choice.step(now: 12, lastHandshake: nil, failed: 1) == .use(0))
+        #expect(choice.reason == "no server answered 1 initiations; trying them in order")
+        _ = choice.step(now: 13, lastHandshake: nil, failed: 0)
+        #expect(choice.step(now: 18, lastHandshake: nil, failed: 1) == .use(1), "then as failover")
     }
 
     @Test func oneServerIsAskedAgainNotRestarted() {
         var choice = ServerChoice(mode: .failover, count: 1)
         _ = choice.step(now: 0, lastHandshake: nil)
-        #expect(choice.step(now: 15, lastHandshake: nil) == .probe)
+        _ = choice.step(now: 1, lastHandshake: nil, failed: 0)
+        #expect(choice.step(now: 15, lastHandshake: nil, failed: 3) == .probe)
     }
 }
 
-/// A server in use that stops answering while members send.
+/// A server in use that stops answering while members send: the engine's new handshakes
+/// go unanswered and are counted.
 @Suite struct ServerSilenceTests {
-    @Test func dataSentAndNothingReceivedFor30SecondsMovesOn() {
+    @Test func aServerInUseThatLeavesNInitiationsUnansweredGivesWay() {
         var choice = ServerChoice(mode: .failover, count: 2)
         _ = choice.step(now: 0, lastHandshake: nil)
-        #expect(choice.step(now: 1, lastHandshake: 0.5, received: 92, sent: 148) == .none && choice.isUp)
-        // Traffic both ways: fine however long.
-        #expect(choice.step(now: 40, lastHandshake: 0.5, received: 5000, sent: 5000) == .none)
-        #expect(choice.step(now: 69, lastHandshake: 0.5, received: 5000, sent: 9000) == .none, "29 s of silence")
-        #expect(choice.step(now: 70, lastHandshake: 0.5, received: 5000, sent: 9100) == .use(1))
-        #expect(choice.reason == "server 1 stopped answering (data sent, nothing received for 30 s)")
-        // The new engine counts from zero; it answers.
-        #expect(choice.step(now: 71, lastHandshake: 70.2, received: 92, sent: 148) == .none && choice.isUp && choice.current == 1)
-        #expect(choice.step(now: 100, lastHandshake: 70.2, received: 92, sent: 148) == .none, "idle, nothing sent: no verdict")
+        #expect(choice.step(now: 1, lastHandshake: 0.5) == .none && choice.isUp)
+        #expect(choice.step(now: 40, lastHandshake: 0.5, failed: 0) == .none)
+        #expect(choice.step(now: 59, lastHandshake: 0.5, failed: 2) == .none)
+        #expect(choice.step(now: 60, lastHandshake: 0.5, failed: 3) == .use(1))
+        #expect(choice.reason == "server 1 stopped answering (3 initiations unanswered)")
+        _ = choice.step(now: 61, lastHandshake: 0.5, failed: 0)
+        #expect(choice.step(now: 62, lastHandshake: 61.2) == .none && choice.isUp && choice.current == 1)
     }
 }

@@ -33,4 +33,20 @@ import Testing
         let single = diagnostics([("/p/a.toml", "[profile.w]\ntunnel.wireguard = \"/a.conf\"\ntunnel.servers = \"fastest\"\n")])
         #expect(single.count == 1 && single[0].hasPrefix("/p/a.toml:3:18: error: [profile.w] tunnel.servers needs several servers"), "\(single)")
     }
+
+    @Test func failoverAfterCountsUnansweredInitiations() throws {
+        let policy = try parse([("/p/a.toml", """
+            [profile.work]
+            tunnel = { wireguard = ["/etc/vpnexec/a.conf", "/etc/vpnexec/b.conf"], failover_after = 5 }
+            [profile.plain]
+            tunnel.wireguard = ["/etc/vpnexec/c.conf", "/etc/vpnexec/d.conf"]
+            """)])
+        #expect(policy.profile(named: "work")?.servers?.failoverAfter == 5)
+        #expect(policy.profile(named: "plain")?.servers?.failoverAfter == 3, "the default, as the man page says")
+        #expect(diagnostics([("/p/a.toml", "[profile.w]\ntunnel.wireguard = [\"/a.conf\", \"/b.conf\"]\ntunnel.failover_after = 0\n")])
+                == ["/p/a.toml:3:25: error: [profile.w] tunnel.failover_after 0 must be between 1 and 10: unanswered handshake initiations before the next server"])
+        #expect(diagnostics([("/p/a.toml", "[profile.w]\ntunnel.wireguard = [\"/a.conf\", \"/b.conf\"]\ntunnel.failover_after = 11\n")]).count == 1)
+        let single = diagnostics([("/p/a.toml", "[profile.w]\ntunnel.wireguard = \"/a.conf\"\ntunnel.failover_after = 2\n")])
+        #expect(single.count == 1 && single[0].hasPrefix("/p/a.toml:3:25: error: [profile.w] tunnel.failover_after needs several servers"), "\(single)")
+    }
 }

@@ -90,8 +90,13 @@ import WireGuard
         #expect(demand.snapshot.phase == .up && demand.snapshot.reason == .member)
         #expect(engine.status.peers.first?.lastHandshake != nil)
 
-        // vpnctl down: the session goes (a packet would wait for a new handshake), the keepalive too.
+        // vpnctl down: the session goes (a packet would wait for a new handshake), the keepalive
+        // too; the peer stays, and so do its byte counters (Engine.resetSessions).
+        let counted = try #require(engine.status.peers.first)
+        #expect(counted.txBytes > 0, "the initiation was counted")
         demand.holdDown(now: clock + .seconds(2))
+        #expect(engine.status.peers.first?.txBytes == counted.txBytes && engine.status.peers.first?.rxBytes == counted.rxBytes,
+                "the counters go on across a teardown")
         #expect(demand.snapshot.phase == .heldDown && !demand.acceptsInbound)
         #expect(engine.status.peers.first?.lastHandshake == nil && engine.status.peers.map(\.persistentKeepalive) == [nil])
         var packet = [UInt8](repeating: 0, count: 16) + [0x45, 0, 0, 20, 0, 0, 0, 0, 64, 17, 0, 0, 10, 9, 0, 2, 192, 0, 2, 80] + [UInt8](repeating: 0, count: 48)

@@ -32,6 +32,19 @@ import WireGuard
         #expect(demand.since == at(5004), "a later handshake (a rekey) is not a transition")
     }
 
+    /// A multihop exit running through this tunnel counts as a member: it brings the tunnel
+    /// up (saying so) and keeps it from idling until the exit goes down.
+    @Test func aRunningExitCountsAsAMember() {
+        var demand = TunnelDemand(settings: .init(onDemand: true, idle: .seconds(3)), now: at(0))
+        #expect(demand.membersChanged(present: true, now: at(1), why: .exit) == .bringUp)
+        #expect(demand.phase == .connecting && demand.reason == .exit)
+        demand.handshakeCompleted(now: at(2))
+        #expect(demand.tick(now: at(100)) == nil && demand.idleDeadline == nil, "no idle while the exit runs")
+        #expect(demand.membersChanged(present: false, now: at(101), why: .exit) == nil)
+        #expect(demand.tick(now: at(103.5)) == nil)
+        #expect(demand.tick(now: at(104)) == .tearDown && demand.reason == .idle, "idle counts from the exit going down")
+    }
+
     @Test func theFirstPacketIsTheUniversalTrigger() {
         var demand = TunnelDemand(settings: .init(onDemand: true), now: at(0))
         #expect(demand.packets(now: at(3)) == .bringUpThenPass)

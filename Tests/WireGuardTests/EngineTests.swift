@@ -348,6 +348,66 @@ func ipv6(_ source: String, _ destination: String, payload: Int = 8) -> [UInt8] 
         #expect(pair.a.status.peers.isEmpty)
     }
 
+    /// An on-demand teardown: the peer's sessions, handshake and staged packets go, the peer
+    /// and its byte counters stay; the old session's packets are refused; a new handshake
+    /// brings data through again and the counters go on from where they were.
+    @Test func resettingSessionsKeepsThePeerAndItsCounters() {
+        let pair = EnginePair()
+        pair.send(ipv4("10.0.0.2", "192.0.2.80", tag: 1), from: "b")
+        pair.run()
+        pair.send(ipv4("192.0.2.80", "10.0.0.2", tag: 3), from: "a")
+        pair.run()
+        let before = pair.b.status.peers[0]
+        #expect(before.lastHandshake != nil && before.txBytes > 0 && before.rxBytes > 0)
+        // A datagram of the session about to go, held back.
+        var held = [UInt8](repeating: 0, count: 16 + 40 + 64)
+        let packet = ipv4("192.0.2.80", "10.0.0.2", tag: 9)
+        held.replaceSubrange(16..<56, with: packet)
+        guard case let .send(range, _) = held.withUnsafeMutableBytes({ pair.a.encapsulate(buffer: $0, packet: 16..<56, now: pair.now, wall: pair.wall) }) else {
+            Issue.record("a has no session"); return
+        }
+        let oldDatagram = Array(held[range])
+
+        pair.b.resetSessions(pair.aKey.publicKey)
+        let after = pair.b.status.peers[0]
+        #expect(after.lastHandshake == nil, "no session")
+        #expect(after.txBytes == before.txBytes && after.rxBytes == before.rxBytes, "the counters stay")
+        #expect(after.allowedIPs == before.allowedIPs && after.endpoint == before.endpoint)
+        #expect(pair.b.drainOutput().isEmpty)
+        pair.advance(30)
+        #expect(pair.b.tick(now: pair.now, wall: pair.wall).isEmpty, "no timer left: nothing to send")
+        // The old session's datagram finds no key.
+        guard case .drop = pair.deliver(oldDatagram, from: "a") else { Issue.record("the old session still decrypts"); return }
+        #expect(pair.deliveredToB.count == 1)
+
+        // Data asks for a new handshake; it completes and the counters go on.
+        guard case .queued = pair.send(ipv4("10.0.0.2", "192.0.2.80", tag: 2), from: "b") else { Issue.record("expected a handshake"); return }
+        pair.run()
+        #expect(pair.deliveredToA.count == 2)
+        pair.send(ipv4("192.0.2.80", "10.0.0.2", tag: 4), from: "a")
+        pair.run()
+        #expect(pair.deliveredToB.count == 2, "the reply before the reset and this one, not the held datagram")
+        let again = pair.b.status.peers[0]
+        #expect(again.lastHandshake != nil && again.txBytes > before.txBytes && again.rxBytes > before.rxBytes)
+        pair.b.resetSessions(PrivateKey.generate().publicKey)  // an unknown key: nothing happens
+        #expect(pair.b.status.peers.count == 1 && pair.b.status.peers[0].lastHandshake != nil)
+    }
+
+    /// A bring-up right after a teardown: the initiation the floor holds back is delayed,
+    /// not lost (no retry timer survives the reset to send it otherwise).
+    @Test func aHandshakeAskedForRightAfterAResetLeavesWhenTheFloorAllows() {
+        let pair = EnginePair()
+        pair.b.keepalive(pair.aKey.publicKey, now: pair.now, wall: pair.wall)
+        #expect(pair.b.drainOutput().count == 1, "the first initiation")
+        pair.b.resetSessions(pair.aKey.publicKey)
+        pair.advance(1)
+        pair.b.keepalive(pair.aKey.publicKey, now: pair.now, wall: pair.wall)
+        #expect(pair.b.drainOutput().isEmpty, "within REKEY_TIMEOUT of the last: held by the floor")
+        pair.advance(4.5)
+        let retried = pair.b.tick(now: pair.now, wall: pair.wall)
+        #expect(retried.count == 1 && retried.first?.bytes.count == MessageSize.initiation, "it leaves once the floor allows")
+    }
+
     /// `wg set` with `allowed_ip=-PREFIX`: changes apply in order after the configuration's
     /// own prefixes, and a removal takes only what is the peer's.
     @Test func allowedIPChangesApplyInOrderAndRemoveOnlyThePeersOwn() {
