@@ -15,7 +15,7 @@ public final class FakeKernelApplier: KernelApplying {
     public private(set) var current: DesiredState?
     /// Thrown by the next apply (once), as a kernel refusal would be.
     public var failNextApply: (any Error)?
-    /// What `counters()` answers.
+    /// Counts to answer for counters of the applied state (others read as it has them: zero).
     public var counterValues: [String: NftCounter] = [:]
     public var socketMarksAttached: [String]? = nil
     private var added: [String: [NftElement]] = [:]
@@ -45,7 +45,10 @@ public final class FakeKernelApplier: KernelApplying {
         (current?.nft.set(named: set)?.elements ?? []) + (added[set] ?? [])
     }
 
-    public func counters() throws -> [String: NftCounter] { counterValues }
+    public func counters() throws -> [String: NftCounter] {
+        guard let current else { throw ApplyError("no table applied") }
+        return Dictionary(current.nft.counters.map { ($0.name, counterValues[$0.name] ?? $0) }, uniquingKeysWith: { a, _ in a })
+    }
 
     public func teardown() throws {
         teardowns += 1
