@@ -161,12 +161,6 @@ public final class Daemon {
         log.info("applied policy from \(options.policyDirectory): \(policy.profiles.count) profile(s)" + shown + (policy.profiles.count > 8 ? " ..." : ""))
     }
 
-    /// The policy and the files it was read from (kept once it applied).
-    static func loadPolicy(_ directory: String) throws -> (Policy, [PolicySource]) {
-        let sources = try PolicyDirectory.read(directory)
-        return (try Policy.parse(sources, resolver: SystemNameResolver()), sources)
-    }
-
     /// The files of the policy that applied, into the state directory's policy.d: each
     /// written beside and renamed over, then the ones no longer part of it removed. What
     /// the boot-time killswitch applies is always a policy that applied.

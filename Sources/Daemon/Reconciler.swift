@@ -62,6 +62,14 @@ final class Reconciler {
         onApplied(facts, before)
     }
 
+    /// What a reload of `directory` would apply first, now (`vpnctl plan`): the same load,
+    /// facts and planner, nothing applied. The plan shown is the plan applied.
+    func preview(from directory: String) throws -> (state: DesiredState, facts: RuntimeFacts) {
+        let next = try LoadedPolicy(directory: directory)
+        let facts = try factsSource.facts(for: next.policy, tunnelFiles: next.tunnelFiles)
+        return (Planner.plan(next.policy, facts: facts), facts)
+    }
+
     enum ReloadOutcome {
         /// The policy did not load: nothing changed.
         case refused(any Error)

@@ -84,6 +84,21 @@ import Testing
         #expect(reconciler.sources.map(\.text) == [Self.work + Self.home])
     }
 
+    @Test func thePlanShownIsThePlanAReloadApplies() throws {
+        let folder = try PolicyFolder(Self.work)
+        let (reconciler, applier, _) = try running(folder)
+        try folder.write(Self.work + Self.home)
+        let shown = try reconciler.preview(from: folder.path)
+        #expect(applier.applied.count == 1, "showing applies nothing")
+        #expect(reconciler.policy.profiles.map(\.name) == ["work"], "nor puts the policy in force")
+        guard case .applied = reconciler.reload(from: folder.path, check: { _ in }) else {
+            Issue.record("the reload did not apply")
+            return
+        }
+        #expect(applier.applied.last == shown.state)
+        #expect(reconciler.appliedFacts == shown.facts)
+    }
+
     @Test func aCgroupJoiningAppliesOnePlanWithItsElement() throws {
         let folder = try PolicyFolder(Self.work)
         let (reconciler, applier, source) = try running(folder)

@@ -5,7 +5,7 @@ import Testing
 /// `vpnctl plan --policy-dir` reads its facts with vpnd's reader: the plan it shows is the
 /// plan vpnd applies, but for what only a running vpnd knows, which its header names.
 @Suite(.serialized) struct SharedPlanTests {
-    @Test func theOfflinePlanKeepsABuiltInTunnelsNetworksLikeVpnds() throws {
+    @Test func thePlanShownKeepsBuiltInTunnelsNetworksAsTheAppliedOne() throws {
         let cleanup = Cleanup()
         defer { cleanup.run() }
         let net = try Topology(cleanup: cleanup)
@@ -41,5 +41,28 @@ import Testing
         let online = try daemon.vpnctl(["plan"])
         #expect(online.status == 0, "\(online.stderr)")
         #expect(networkLines(online.stdout) == fromFile)
+
+        // A built-in tunnel added on disk, not yet reloaded: vpnd's `vpnctl plan` is what the
+        // reload will apply, its networks from its file included.
+        let home = "vx\(net.tag)c"
+        let homeConf = URL(fileURLWithPath: daemon.policyDirectory + "/../home.conf").standardized.path
+        FileManager.default.createFile(atPath: homeConf, contents: Data("""
+            [Interface]
+            PrivateKey = \(clientKey)
+            Address = 10.78.0.2/24
+            [Peer]
+            PublicKey = \(serverPublic)
+            Endpoint = \(Topology.serverUplink4):51951
+            AllowedIPs = 0.0.0.0/0
+            """.utf8), attributes: [.posixPermissions: 0o600])
+        cleanup.add("remove \(home).sock") { try? FileManager.default.removeItem(atPath: "/var/run/wireguard/\(home).sock") }
+        try daemon.writePolicy("[profile.home]\ntunnel.wireguard = \"\(homeConf)\"\ntunnel.interface = \"\(home)\"\nallow_lan = true\n", file: "20-home.toml")
+        func homeLines(_ plan: String) -> [Substring] { plan.split(separator: "\n").filter { !$0.hasPrefix("#") && $0.contains("10.78.0.0/24") } }
+        let shown = try daemon.vpnctl(["plan"])
+        #expect(shown.status == 0, "\(shown.stderr)")
+        #expect(!homeLines(shown.stdout).isEmpty, "\(shown.stdout)")
+        let reload = try daemon.vpnctl(["reload"])
+        #expect(reload.status == 0, "\(reload.stderr)")
+        #expect(homeLines(try daemon.vpnctl(["plan"]).stdout) == homeLines(shown.stdout))
     }
 }
