@@ -15,6 +15,8 @@ public final class FakeKernelApplier: KernelApplying {
     public private(set) var current: DesiredState?
     /// Thrown by the next apply (once), as a kernel refusal would be.
     public var failNextApply: (any Error)?
+    /// Thrown by the next addRuntimeElements (once); the batch is recorded, not taken.
+    public var failNextElements: (any Error)?
     /// Counts to answer for counters of the applied state (others read as it has them: zero).
     public var counterValues: [String: NftCounter] = [:]
     public var socketMarksAttached: [String]? = nil
@@ -34,6 +36,10 @@ public final class FakeKernelApplier: KernelApplying {
     public func addRuntimeElements(_ bySet: [String: [NftElement]]) throws {
         guard current != nil else { throw ApplyError("no table applied yet") }
         elementBatches.append(bySet)
+        if let failure = failNextElements {
+            failNextElements = nil
+            throw failure
+        }
         for (set, elements) in bySet {
             let keys = Set(elements.map(\.key))
             added[set, default: []].removeAll { keys.contains($0.key) }
