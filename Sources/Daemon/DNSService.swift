@@ -22,7 +22,7 @@ enum DNSClient: Hashable {
 /// answer is sent.
 final class DNSService {
     private let loop: EventLoop
-    private let applier: KernelApplier
+    private let applier: any KernelApplying
     private let log: Log
     private let io = DatagramIO()
     private var resolvers: [String: ProfileResolver] = [:]
@@ -37,7 +37,7 @@ final class DNSService {
         var mark: UInt32
     }
 
-    init(loop: EventLoop, applier: KernelApplier, log: Log) {
+    init(loop: EventLoop, applier: any KernelApplying, log: Log) {
         self.loop = loop
         self.applier = applier
         self.log = log
@@ -110,7 +110,7 @@ final class ProfileResolver {
     private(set) var proxy: DNSProxy<DNSClient>
     private let loop: EventLoop
     private let io: DatagramIO
-    private let applier: KernelApplier
+    private let applier: any KernelApplying
     private let lifetimes: ElementLifetimes
     private let log: Log
     private let mark: UInt32
@@ -136,7 +136,7 @@ final class ProfileResolver {
     }
 
     init(profile: String, configuration: DNSProxyConfiguration, port: UInt16, mark: UInt32,
-         loop: EventLoop, io: DatagramIO, applier: KernelApplier, lifetimes: ElementLifetimes, log: Log) throws {
+         loop: EventLoop, io: DatagramIO, applier: any KernelApplying, lifetimes: ElementLifetimes, log: Log) throws {
         self.profile = profile
         self.loop = loop
         self.io = io

@@ -3,7 +3,7 @@ extension Daemon {
     var birthMarksSummary: String {
         if let reason = birthMarksUnavailable { return "off: \(reason)" }
         guard options.birthMarks else { return "off" }
-        let attached = applier.socketMarks?.attached ?? []
+        let attached = applier.socketMarksAttached ?? []
         return attached.isEmpty ? "none yet (no profile cgroup exists)" : "\(attached.count) cgroup(s): " + attached.joined(separator: ", ")
     }
 }

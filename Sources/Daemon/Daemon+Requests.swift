@@ -125,10 +125,9 @@ extension Daemon {
             case .status:
                 return ControlResponse(ok: true, status: try statusReport())
             case .plan:
-                let (fresh, _) = try Self.loadPolicy(options.policyDirectory)
-                let facts = try facts(for: fresh)
+                let (state, facts) = try reconciler.preview(from: options.policyDirectory)
                 let names = Dictionary(facts.links.values.map { ($0.index, $0.name) }, uniquingKeysWith: { a, _ in a })
-                return ControlResponse(ok: true, message: TrustedEvaluator.planHeader(facts) + PlanText.render(Planner.plan(fresh, facts: facts), interfaceNames: names))
+                return ControlResponse(ok: true, message: TrustedEvaluator.planHeader(facts) + PlanText.render(state, interfaceNames: names))
             case .reload:
                 if let refusal = Authorization.checkRoot(peer, action: "reload the policy") { return .failure(refusal.description) }
                 return reload()

@@ -58,20 +58,21 @@ public final class Daemon {
     let options: DaemonOptions
     let log: Log
     let hierarchy: CgroupHierarchy
-    let applier: KernelApplier
+    let applier: any KernelApplying
     let rtnl: Rtnetlink
-    internal(set) var policy: Policy
+    /// The policy in force and the kernel state planned from it.
+    let reconciler: Reconciler
+    let machineFacts: MachineFacts
+    var policy: Policy { reconciler.policy }
     /// The built-in tunnels' files, read with the policy they belong to.
-    var tunnelFiles: [String: TunnelFiles.Loaded]
-    /// The files `policy` was read from.
-    private var sources: [PolicySource]
+    var tunnelFiles: [String: TunnelFiles.Loaded] { reconciler.tunnelFiles }
     let tunnels: BuiltInTunnels
     let failover: ServerFailover
     var server: ControlServer?
     var loop: EventLoop?
     private let lock: NamespaceLock
     /// The facts the kernel state was last planned from (nil until an apply succeeded).
-    var appliedFacts: RuntimeFacts?
+    var appliedFacts: RuntimeFacts? { reconciler.appliedFacts }
     /// What the sandbox enforces, for status.
     var sandboxSummary = "off"
     private var lastFollowError: String?
@@ -83,8 +84,6 @@ public final class Daemon {
     var dns: DNSService?
     /// Launches through systemd, where it owns the cgroup tree.
     var scopes: SystemdScopes?
-    /// Every network a tunnel interface has been seen on (allow_lan keeps them tunneled).
-    private var seenTunnelNetworks: [String: [IPPrefix]] = [:]
     /// Where the profile tunnels' own transports are learned (TransportRules keeps them out).
     var transportReader: TransportReader {
         var reader = TransportReader(wireguard: WireGuardSocketReader(directory: options.wireguardSocketDirectory))
@@ -118,21 +117,25 @@ public final class Daemon {
             try Privileges.dropToMinimum(permitted: keep ? Privileges.permitted : Privileges.effective)
             log.info("capabilities: \(Privileges.current()); no_new_privs set")
         }
-        (policy, sources) = try Self.loadPolicy(options.policyDirectory)
-        tunnelFiles = try TunnelFiles.load(policy)
+        let loaded = try LoadedPolicy(directory: options.policyDirectory)
+        let policy = loaded.policy
         if !options.oneshot { try executables.checkEnforceable(policy) }
         tunnels = BuiltInTunnels(log: log, uapiDirectory: options.wireguardSocketDirectory)
         let socketDirectory = String(options.socketPath[..<(options.socketPath.lastIndex(of: "/") ?? options.socketPath.startIndex)])
         lock = try NamespaceLock(directory: socketDirectory.isEmpty ? "." : socketDirectory)
-        applier = try KernelApplier(socketMarks: (try? socketMarkProgram?.get()).map { [hierarchy] in SocketMarkAttacher(program: $0, hierarchy: hierarchy) })
+        let kernelNetlink = try Rtnetlink()
+        let kernel = try KernelApplier(socketMarks: (try? socketMarkProgram?.get()).map { [hierarchy] in SocketMarkAttacher(program: $0, hierarchy: hierarchy) })
+        kernel.onSocketMarkFailure = { [log] in log.warning("sockets are not born marked there: \($0)") }
+        kernel.onTableRestored = { [log] in log.warning("the nft table inet \(vpnexecTableName) was deleted by someone else; put back") }
+        applier = kernel
+        machineFacts = MachineFacts(hierarchy: hierarchy, netlink: kernelNetlink, cgroupParent: options.cgroupParent)
+        reconciler = Reconciler(policy: loaded, applier: kernel, facts: machineFacts)
         if case let .failure(error)? = socketMarkProgram {
             birthMarksUnavailable = error.description
             log.warning("sockets are not born marked (nftables marks, re-routes and NATs them): \(error)")
         }
-        rtnl = try Rtnetlink()
+        rtnl = kernelNetlink
         failover = ServerFailover(log: log, rtnl: rtnl)
-        applier.onSocketMarkFailure = { [log] in log.warning("sockets are not born marked there: \($0)") }
-        applier.onTableRestored = { [log] in log.warning("the nft table inet \(vpnexecTableName) was deleted by someone else; put back") }
         if options.sandbox {
             // Before any thread exists (built-in tunnels start below): all inherit it.
             mkdir(options.wireguardSocketDirectory, 0o755)
@@ -150,17 +153,12 @@ public final class Daemon {
             sandboxSummary = summary
             log.info("sandbox: \(summary)")
         }
+        followMachine()
         try applyPolicy()
         keepLastApplied()
         AppliedMarker(socketPath: options.socketPath).set()
         let shown = policy.profiles.prefix(8).map { " \($0.name)->\($0.tunnel.interfaceName)" }.joined()
         log.info("applied policy from \(options.policyDirectory): \(policy.profiles.count) profile(s)" + shown + (policy.profiles.count > 8 ? " ..." : ""))
-    }
-
-    /// The policy and the files it was read from (kept once it applied).
-    static func loadPolicy(_ directory: String) throws -> (Policy, [PolicySource]) {
-        let sources = try PolicyDirectory.read(directory)
-        return (try Policy.parse(sources, resolver: SystemNameResolver()), sources)
     }
 
     /// The files of the policy that applied, into the state directory's policy.d: each
@@ -171,7 +169,7 @@ public final class Daemon {
         let directory = state + "/policy.d"
         mkdir(directory, 0o755)
         var kept: Set<String> = []
-        for source in sources {
+        for source in reconciler.sources {
             let name = String(source.path.split(separator: "/").last ?? "")
             let temporary = directory + "/." + name + ".new"
             unlink(temporary)
@@ -195,26 +193,27 @@ public final class Daemon {
     // MARK: state
 
     func facts(for policy: Policy? = nil) throws -> RuntimeFacts {
-        var reader = FactsReader(hierarchy: hierarchy, netlink: rtnl)
+        try reconciler.facts(for: policy)
+    }
+
+    /// The reconciler's hooks into the machine: the facts' transports and networks, the
+    /// cgroups, the built-in tunnels, the log.
+    private func followMachine() {
         // A built-in tunnel's transport is vpnd's own socket: known without asking its wg socket.
-        reader.transports = { [transportReader, known = transportWatch.known, tunnels, builtIn = Set(tunnelFiles.keys)] interface, link in
-            builtIn.contains(interface) ? tunnels.transport(interface: interface)
-                : TransportReader.keepingKnown(transportReader.transport(of: interface, link: link), previous: known[interface])
+        machineFacts.transports = { [unowned self] builtIn in
+            { [transportReader, known = transportWatch.known, tunnels] interface, link in
+                builtIn.contains(interface) ? tunnels.transport(interface: interface)
+                    : TransportReader.keepingKnown(transportReader.transport(of: interface, link: link), previous: known[interface])
+            }
         }
-        reader.network = { [unowned self] in readNetwork() }
-        var facts = try reader.read(policy ?? self.policy, cgroupParent: options.cgroupParent)
-        // A tunnel's own networks stay in the tunnel (allow_lan) also while it is down or
-        // gone: a built-in tunnel's from its file, any other's as last seen.
-        for (interface, loaded) in tunnelFiles {
-            facts.tunnelNetworks[interface, default: []] += (loaded.servers.isEmpty ? [loaded.config] : loaded.servers.map(\.config)).flatMap(\.interface.addresses).map(\.network)
+        machineFacts.network = { [unowned self] in readNetwork() }
+        reconciler.prepare = { [unowned self] _ in try ensureCgroups() }
+        reconciler.reconcileTunnels = { [unowned self] in reconcileTunnels() }
+        reconciler.onApplied = { [unowned self] facts, before in noteApplied(facts, before: before) }
+        reconciler.afterPass = { [unowned self] in
+            followTransports()
+            followDemand()
         }
-        for (interface, networks) in facts.tunnelNetworks {
-            seenTunnelNetworks[interface] = Array(Set(networks + (seenTunnelNetworks[interface] ?? [])))
-        }
-        for (interface, networks) in seenTunnelNetworks where (policy ?? self.policy).profiles.contains(where: { $0.allowLAN && $0.tunnel.interfaceName == interface }) {
-            facts.tunnelNetworks[interface] = IPPrefix.covering(networks + (facts.tunnelNetworks[interface] ?? []))
-        }
-        return facts
     }
 
     func ensureCgroups() throws {
@@ -225,25 +224,22 @@ public final class Daemon {
         }
     }
 
-    /// The nft table, rules and routes first (the killswitch is in place before any
-    /// tunnel starts), then the built-in tunnels, then again for the routes to their new
-    /// interfaces. A built-in tunnel that cannot start leaves its profile fail-closed.
+    /// One pass of the reconciler: facts read, planned, applied, tunnels followed.
     func applyPolicy() throws {
-        defer { followTransports(); followDemand() }
-        try ensureCgroups()
-        try apply(try facts())
-        guard !tunnelFiles.isEmpty || tunnels.isRunningAny else { return }
+        try reconciler.applyPolicy()
+    }
+
+    /// The built-in tunnels to run, started or stopped (a built-in tunnel that cannot start
+    /// leaves its profile fail-closed); true when there are any.
+    private func reconcileTunnels() -> Bool {
+        guard !tunnelFiles.isEmpty || tunnels.isRunningAny else { return false }
         tunnels.reconcile(failover.chosen(trustedTunnelFiles(), policy: policy, tunnels: tunnels), policy: policy, netlink: rtnl, demand: demandSettings)
         failover.probe(tunnels)
         tunnels.followNetwork(policy, netlink: rtnl)
-        try apply(try facts())
+        return true
     }
 
-    private func apply(_ facts: RuntimeFacts) throws {
-        let before = appliedFacts
-        appliedFacts = nil
-        try applier.apply(Planner.plan(policy, facts: facts))
-        appliedFacts = facts
+    private func noteApplied(_ facts: RuntimeFacts, before: RuntimeFacts?) {
         noteTrusted(facts)
         for (path, joined) in facts.joinedCgroups.sorted(by: { $0.key < $1.key }) where before?.joinedCgroups[path] != joined {
             log.info("\(path) joined profile \(joined.profile) (named for it)")
@@ -254,30 +250,18 @@ public final class Daemon {
     }
 
     func reload() -> ControlResponse {
-        let next: Policy
-        let nextSources: [PolicySource]
-        let nextFiles: [String: TunnelFiles.Loaded]
-        do {
-            (next, nextSources) = try Self.loadPolicy(options.policyDirectory)
-            nextFiles = try TunnelFiles.load(next)
-            try executables.checkEnforceable(next)
-        } catch {
+        let previous: Policy
+        switch reconciler.reload(from: options.policyDirectory, check: executables.checkEnforceable) {
+        case let .refused(error):
             log.error("reload refused, running state unchanged:\n\(error)")
             return .failure("policy not reloaded, the running state is unchanged:\n\(error)")
-        }
-        let previous = policy
-        let previousFiles = tunnelFiles
-        policy = next
-        tunnelFiles = nextFiles
-        do {
-            try applyPolicy()
-        } catch {
-            policy = previous
-            tunnelFiles = previousFiles
+        case let .failed(error):
             log.error("reload failed while applying: \(error)")
-            try? applyPolicy()
             return .failure("reload failed while applying (previous policy restored): \(error)")
+        case let .applied(previous: before):
+            previous = before
         }
+        let next = policy
         for gone in previous.profiles where next.profile(named: gone.name) == nil {
             let path = gone.cgroupPath(parent: options.cgroupParent)
             let members = hierarchy.processes(in: path).count
@@ -288,7 +272,6 @@ public final class Daemon {
                 log.warning("profile \(gone.name) was removed but \(members) process(es) remain in \(path); their new connections are no longer routed")
             }
         }
-        sources = nextSources
         tunnels.releaseHolds()
         keepLastApplied()
         configureDNS()

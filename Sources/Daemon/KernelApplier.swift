@@ -10,7 +10,7 @@ import Routing
 /// 1. nftables (the killswitch) in one atomic batch, 2. routes added, 3. rules added,
 /// 4. stale rules removed, 5. stale routes removed, 6. sysctls, 7. birth marks (once the
 /// marks' rules and tables exist; nothing depends on them for the killswitch).
-public final class KernelApplier {
+public final class KernelApplier: KernelApplying {
     private let nft: NftablesClient
     private let rtnl: Rtnetlink
     /// The table as last applied, counters zeroed: to skip or narrow the next replace.
@@ -48,6 +48,8 @@ public final class KernelApplier {
         applied = nil
         try reconcileRouting(rules: [], routes: [])
     }
+
+    public var socketMarksAttached: [String]? { socketMarks?.attached }
 
     public func counters() throws -> [String: NftCounter] {
         try nft.counters(family: .inet, table: vpnexecTableName)
@@ -93,14 +95,7 @@ public final class KernelApplier {
         applied = Self.comparable(desired)
     }
 
-    /// Adds elements with timeouts (what the DNS proxy learned) to a set of the applied
-    /// table; returns once the kernel acknowledged them. An element that exists gets the
-    /// new timeout.
-    public func addRuntimeElements(_ elements: [NftElement], to set: String) throws {
-        try addRuntimeElements([set: elements])
-    }
-
-    /// The same for several sets in one batch (one acknowledgement for a burst of answers).
+    /// An element that exists gets the new timeout; one acknowledgement for a burst of answers.
     public func addRuntimeElements(_ bySet: [String: [NftElement]]) throws {
         guard let applied else { throw ApplyError("no table applied yet") }
         try nft.addElements(bySet, in: applied)

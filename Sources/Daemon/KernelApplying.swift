@@ -1,0 +1,30 @@
+import Nftables
+import Plan
+
+/// What vpnd asks of the kernel edge, and all it asks: the desired state applied
+/// (idempotently), run-time set elements added and read, the counters read, everything of
+/// ours removed. KernelApplier is the real one (proven against the kernel by the namespace
+/// tests); FakeKernelApplier records what it was asked, so the daemon's decisions are unit
+/// tests without root (the shape of tailscale's router.Router and router_fake.go).
+public protocol KernelApplying: AnyObject {
+    /// Makes the kernel match `state`; again with the same value, changes nothing.
+    func apply(_ state: DesiredState) throws
+    /// Elements with timeouts (what the DNS proxies learned) into sets of the applied
+    /// table, in one batch; returns once the kernel acknowledged them.
+    func addRuntimeElements(_ bySet: [String: [NftElement]]) throws
+    /// The elements of one of our address sets as the kernel holds them now.
+    func elements(of set: String, ipv4: Bool) throws -> [NftElement]
+    /// Our named counters, by name.
+    func counters() throws -> [String: NftCounter]
+    /// Everything of ours out of the kernel: the nft table (killswitch included), our rules
+    /// and the routes in their tables.
+    func teardown() throws
+    /// The cgroups whose sockets are born marked now (status); nil: birth marks are off.
+    var socketMarksAttached: [String]? { get }
+}
+
+extension KernelApplying {
+    public func addRuntimeElements(_ elements: [NftElement], to set: String) throws {
+        try addRuntimeElements([set: elements])
+    }
+}

@@ -1,0 +1,119 @@
+import Plan
+import Policy
+import TrustedFiles
+import TunnelFiles
+
+/// The policy in force and the kernel state planned from it: each pass reads the facts,
+/// plans and applies through the applier, and a reload either puts a new policy in force
+/// or leaves the old one (refused before anything changed, or restored and re-applied
+/// when applying failed). What happens around a pass (cgroups made, built-in tunnels
+/// started, the log) are the daemon's hooks; the decisions are here, testable with a fake
+/// applier and fake facts.
+final class Reconciler {
+    let applier: any KernelApplying
+    let factsSource: any RuntimeFactsSource
+    private(set) var policy: Policy
+    /// The files `policy` was read from.
+    private(set) var sources: [PolicySource]
+    /// The built-in tunnels' files, read with the policy they belong to.
+    private(set) var tunnelFiles: [String: TunnelFiles.Loaded]
+    /// The facts the kernel state was last planned from (nil until an apply succeeded, and
+    /// while one is under way).
+    private(set) var appliedFacts: RuntimeFacts?
+
+    /// Before the facts are read: the profile cgroups made (their ids are facts).
+    var prepare: (Policy) throws -> Void = { _ in }
+    /// After the first apply (the killswitch is in place): the built-in tunnels started or
+    /// stopped; true when a second apply is due, for the routes to their new interfaces.
+    var reconcileTunnels: () -> Bool = { false }
+    /// After each apply that succeeded, with the facts of the one before.
+    var onApplied: (_ facts: RuntimeFacts, _ before: RuntimeFacts?) -> Void = { _, _ in }
+    /// After each pass, whether it succeeded or not.
+    var afterPass: () -> Void = {}
+
+    init(policy: LoadedPolicy, applier: any KernelApplying, facts: any RuntimeFactsSource) {
+        self.policy = policy.policy
+        sources = policy.sources
+        tunnelFiles = policy.tunnelFiles
+        self.applier = applier
+        factsSource = facts
+    }
+
+    func facts(for policy: Policy? = nil) throws -> RuntimeFacts {
+        try factsSource.facts(for: policy ?? self.policy, tunnelFiles: tunnelFiles)
+    }
+
+    /// One pass: the nft table, rules and routes first (the killswitch is in place before
+    /// any tunnel starts), then the built-in tunnels, then again for the routes to their
+    /// new interfaces. Applying is idempotent: with nothing changed, the kernel is only read.
+    func applyPolicy() throws {
+        defer { afterPass() }
+        try prepare(policy)
+        try apply(try facts())
+        guard reconcileTunnels() else { return }
+        try apply(try facts())
+    }
+
+    private func apply(_ facts: RuntimeFacts) throws {
+        let before = appliedFacts
+        appliedFacts = nil
+        try applier.apply(Planner.plan(policy, facts: facts))
+        appliedFacts = facts
+        onApplied(facts, before)
+    }
+
+    /// What a reload of `directory` would apply first, now (`vpnctl plan`): the same load,
+    /// facts and planner, nothing applied. The plan shown is the plan applied.
+    func preview(from directory: String) throws -> (state: DesiredState, facts: RuntimeFacts) {
+        let next = try LoadedPolicy(directory: directory)
+        let facts = try factsSource.facts(for: next.policy, tunnelFiles: next.tunnelFiles)
+        return (Planner.plan(next.policy, facts: facts), facts)
+    }
+
+    enum ReloadOutcome {
+        /// The policy did not load: nothing changed.
+        case refused(any Error)
+        /// Applying failed: the previous policy is in force again (re-applied).
+        case failed(any Error)
+        /// The new policy is in force; `previous` was.
+        case applied(previous: Policy)
+    }
+
+    /// Reads the policy directory and puts what it holds in force.
+    func reload(from directory: String, check: (Policy) throws -> Void) -> ReloadOutcome {
+        let next: LoadedPolicy
+        do {
+            next = try LoadedPolicy(directory: directory, check: check)
+        } catch {
+            return .refused(error)
+        }
+        let previous = policy, previousFiles = tunnelFiles
+        policy = next.policy
+        tunnelFiles = next.tunnelFiles
+        do {
+            try applyPolicy()
+        } catch {
+            policy = previous
+            tunnelFiles = previousFiles
+            try? applyPolicy()
+            return .failed(error)
+        }
+        sources = next.sources
+        return .applied(previous: previous)
+    }
+}
+
+/// A policy read from its directory, with its built-in tunnels' files, checked; not yet in force.
+struct LoadedPolicy {
+    var policy: Policy
+    var sources: [PolicySource]
+    var tunnelFiles: [String: TunnelFiles.Loaded]
+
+    /// Throws a PolicyError (with file:line) or `check`'s refusal.
+    init(directory: String, check: (Policy) throws -> Void = { _ in }) throws {
+        sources = try PolicyDirectory.read(directory)
+        policy = try Policy.parse(sources, resolver: SystemNameResolver())
+        tunnelFiles = try TunnelFiles.load(policy)
+        try check(policy)
+    }
+}

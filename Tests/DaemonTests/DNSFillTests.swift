@@ -1,0 +1,108 @@
+import Addresses
+@testable import Daemon
+import DNS
+import Glibc
+import NetTestSupport
+import Nftables
+import Plan
+import Policy
+import ServiceSupport
+import Testing
+import TrustedFiles
+
+/// A DNS answer for a route.domains name fills the profile's set before the member gets
+/// it, and an answer whose elements the kernel refused is not given (SERVFAIL): vpnd's DNS
+/// service against the fake applier, its sockets on the loopback of a namespace of its own
+/// (the upstream socket carries the profile's mark, which takes CAP_NET_ADMIN).
+@Suite(.serialized) struct DNSFillTests {
+    struct Outcome {
+        var answer: DNSMessage?
+        /// The element batches the applier had seen when the answer arrived.
+        var batchesAtAnswer: Int?
+    }
+
+    static func ask(_ applier: FakeKernelApplier) throws -> Outcome {
+        let policy = try Policy.parse([PolicySource(path: "/p/10.toml", text: """
+            [profile.work]
+            tunnel.interface = "wg0"
+            dns = ["127.0.0.1"]
+            route.domains = ["*.corp.example"]
+            """)], resolver: SystemNameResolver())
+        let profile = try #require(policy.profiles.first)
+        try applier.apply(Planner.plan(policy, facts: RuntimeFacts()))
+        let loop = EventLoop()
+        let service = DNSService(loop: loop, applier: applier, log: Log(minimum: .error))
+        defer { service.closeAll() }
+        service.configure(policy, builtInServers: [:])
+
+        // The upstream resolver: 192.0.2.44 for any name, TTL 300.
+        let upstream = try udpSocket(bind: SocketAddress(.v4(0x7f00_0001), port: 53))
+        defer { close(upstream) }
+        loop.watch(upstream) { _ in
+            var buffer = [UInt8](repeating: 0, count: 4096)
+            var from = sockaddr_storage()
+            var length = socklen_t(MemoryLayout<sockaddr_storage>.size)
+            let count = withUnsafeMutablePointer(to: &from) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { recvfrom(upstream, &buffer, buffer.count, 0, $0, &length) } }
+            guard count > 0, var message = try? DNSMessage(parsing: Array(buffer.prefix(count))), let question = message.questions.first else { return }
+            message.header.isResponse = true
+            message.answers = [DNSRecord(name: question.name, ttl: 300, data: .address(IPAddress("192.0.2.44")!))]
+            let bytes = message.encoded()
+            _ = withUnsafePointer(to: &from) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { sendto(upstream, bytes, bytes.count, 0, $0, length) } }
+        }
+        // A member's query.
+        var outcome = Outcome()
+        let client = try udpSocket(bind: nil)
+        defer { close(client) }
+        loop.watch(client) { _ in
+            var buffer = [UInt8](repeating: 0, count: 4096)
+            let count = recv(client, &buffer, buffer.count, 0)
+            outcome.answer = count > 0 ? try? DNSMessage(parsing: Array(buffer.prefix(count))) : nil
+            outcome.batchesAtAnswer = applier.elementBatches.count
+            loop.stop()
+        }
+        var query = DNSMessage(header: DNSHeader(id: 7), questions: [DNSQuestion(name: DomainName("host.corp.example")!, type: .a)])
+        query.header.recursionDesired = true
+        let bytes = query.encoded()
+        let sent = SocketAddress(.v4(0x7f00_0001), port: policy.dns.port(for: profile)).withSockaddr { sendto(client, bytes, bytes.count, 0, $0, $1) }
+        #expect(sent == bytes.count)
+        _ = loop.after(5) { loop.stop() }
+        try loop.run()
+        return outcome
+    }
+
+    static func udpSocket(bind local: SocketAddress?) throws -> Int32 {
+        let fd = socket(AF_INET, Int32(SOCK_DGRAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
+        guard fd >= 0 else { throw ApplyError("socket: \(errno)") }
+        if let local, local.withSockaddr({ Glibc.bind(fd, $0, $1) }) != 0 { throw ApplyError("bind: \(errno)") }
+        return fd
+    }
+
+    @Test func theSetIsFilledBeforeTheAnswer() throws {
+        let cleanup = Cleanup()
+        defer { cleanup.run() }
+        let namespace = try NetworkNamespace("vx\(uniqueTag())df", cleanup: cleanup)
+        let applier = FakeKernelApplier()
+        let outcome = try namespace.within { try Self.ask(applier) }
+        let answer = try #require(outcome.answer, "no answer")
+        #expect(answer.answers.map(\.data) == [.address(IPAddress("192.0.2.44")!)])
+        #expect(outcome.batchesAtAnswer == 1, "the element was acknowledged before the answer left")
+        let batch = try #require(applier.elementBatches.first)
+        #expect(Array(batch.keys) == [ProfileObjectNames("work").routeDomainSet(ipv4: true)])
+        #expect(batch.values.first?.map(\.key) == [.prefix(IPPrefix("192.0.2.44/32")!)])
+        #expect((batch.values.first?.first?.timeout ?? 0) >= 300)
+    }
+
+    @Test func anAnswerWhoseElementsTheKernelRefusedIsNotGiven() throws {
+        let cleanup = Cleanup()
+        defer { cleanup.run() }
+        let namespace = try NetworkNamespace("vx\(uniqueTag())dr", cleanup: cleanup)
+        let applier = FakeKernelApplier()
+        applier.failNextElements = ApplyError("set full")
+        let outcome = try namespace.within { try Self.ask(applier) }
+        let answer = try #require(outcome.answer, "no answer")
+        #expect(answer.header.responseCode == .serverFailure)
+        #expect(answer.answers.isEmpty, "the address is not given")
+        let held = try applier.elements(of: ProfileObjectNames("work").routeDomainSet(ipv4: true), ipv4: true)
+        #expect(applier.elementBatches.count == 1 && held.isEmpty)
+    }
+}

@@ -1,0 +1,22 @@
+@testable import Daemon
+import Plan
+import Policy
+import TunnelFiles
+
+/// Facts a test sets, as vpnd's FactsReader would have read them: the cgroups, links and
+/// tunnel networks as given, trusted-network verdicts evaluated on `network` (as
+/// FactsReader does, for the profiles with rules).
+final class FakeFactsSource: RuntimeFactsSource {
+    var facts: RuntimeFacts
+    var network = NetworkFacts()
+    private(set) var reads = 0
+
+    init(_ facts: RuntimeFacts) { self.facts = facts }
+
+    func facts(for policy: Policy, tunnelFiles: [String: TunnelFiles.Loaded]) throws -> RuntimeFacts {
+        reads += 1
+        var result = facts
+        if policy.profiles.contains(where: { !$0.trusted.isEmpty }) { result.trusted = TrustedEvaluator.verdicts(policy, network) }
+        return result
+    }
+}
