@@ -218,10 +218,12 @@ import Testing
         let up = delta(upBefore, try threadWakeups())
         // Up, the timer thread ticks ten times a second: the busiest thread (30 wake-ups in
         // 3 s). Down, it does not tick: it wakes only for an event, such as the kernel's own
-        // route changes on the fresh interface (its MTU watch hears routes), seen once at most.
+        // route changes on the fresh interface (its MTU watch hears routes): once or twice on a
+        // quiet machine, a few more when other work delays the interface's start; a thread
+        // that ticked would show 30.
         let timer = try #require(up.max { $0.value < $1.value })
         #expect(timer.value >= 20, "the positive control: up, the timer thread ticks (\(up))")
-        #expect((down[timer.key] ?? 0) <= 2, "the timer thread woke \(down[timer.key] ?? -1) times in 3 s while the tunnel was down (all: \(down))")
+        #expect((down[timer.key] ?? 0) <= 5, "the timer thread woke \(down[timer.key] ?? -1) times in 3 s while the tunnel was down (all: \(down))")
 
         // vpnctl down by a user the profile allows (one it does not is refused), then a
         // reload: back to down on demand.
