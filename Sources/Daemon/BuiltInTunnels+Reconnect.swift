@@ -32,6 +32,7 @@ extension BuiltInTunnels {
             let running = demandState(interface: interface)?.isRunning ?? true
             if running, let before = uplinks[interface], UplinkChange.changed(before: before, after: now) {
                 log.info("built-in tunnel \(interface): the network changed; new handshake")
+                networkChanges[interface] = ServerFailover.wallNow()
                 engine.networkChanged(now: Self.now(), wall: Self.wall())
             }
             uplinks[interface] = now

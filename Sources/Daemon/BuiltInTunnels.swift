@@ -19,6 +19,8 @@ final class BuiltInTunnels {
     let log: Log
     /// Each tunnel's uplinks at the last look (BuiltInTunnels+Reconnect).
     var uplinks: [String: [Endpoint: Uplink]] = [:]
+    /// When each tunnel's network last changed (wall-clock seconds), until ServerFailover takes it.
+    var networkChanges: [String: Double] = [:]
     /// A stopped tunnel's reconnect schedules, for the one that replaces it.
     var schedules: [String: [PublicKey: ReconnectSchedule]] = [:]
     /// Where `wg` finds the tunnels' sockets; nil serves none (tests of vpnd alone).

@@ -135,7 +135,7 @@ public final class Daemon {
             log.warning("sockets are not born marked (nftables marks, re-routes and NATs them): \(error)")
         }
         rtnl = kernelNetlink
-        failover = ServerFailover(log: log, rtnl: rtnl)
+        failover = ServerFailover(log: log)
         if options.sandbox {
             // Before any thread exists (built-in tunnels start below): all inherit it.
             mkdir(options.wireguardSocketDirectory, 0o755)
@@ -233,8 +233,9 @@ public final class Daemon {
     /// leaves its profile fail-closed); true when there are any.
     private func reconcileTunnels() -> Bool {
         guard !tunnelFiles.isEmpty || tunnels.isRunningAny else { return false }
-        tunnels.reconcile(failover.chosen(trustedTunnelFiles(), policy: policy, tunnels: tunnels), policy: policy, netlink: rtnl, demand: demandSettings)
-        failover.probe(tunnels)
+        let files = trustedTunnelFiles()
+        tunnels.reconcile(failover.chosen(files, policy: policy, tunnels: tunnels), policy: policy, netlink: rtnl, demand: demandSettings)
+        failover.probe(tunnels, files: files)
         tunnels.followNetwork(policy, netlink: rtnl)
         return true
     }

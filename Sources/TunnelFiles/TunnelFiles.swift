@@ -12,15 +12,38 @@ public enum TunnelFiles {
         public var interface: String
         public var text: String
         public var config: WgQuickConfig
-        /// Every server's file, the first being `text` and `config` (`tunnel.wireguard` as a
-        /// list: ServerList); vpnd runs one of them at a time.
+        /// Every server, the first being `text` and `config`: one per file of
+        /// `tunnel.wireguard` as a list (ServerList), and one per `Endpoint` of a file whose
+        /// [Peer] lists several; vpnd runs one of them at a time. Empty: one server.
         public var servers: [Server] = []
     }
 
+    /// One server: a file, and for a file whose [Peer] lists several Endpoints, one of them
+    /// (`config` then has that endpoint alone; `text` is the file's, the same for each).
     public struct Server: Sendable {
         public var path: String
         public var text: String
         public var config: WgQuickConfig
+        /// Which of the file's Endpoints, when it lists several (0 for the first); nil when
+        /// it lists one or none.
+        public var endpointIndex: Int?
+
+        /// How status and the log name it: the file, and the endpoint when it has several.
+        public var name: String {
+            guard endpointIndex != nil, let endpoint = config.peers.first?.endpoint else { return path }
+            return "\(path) (Endpoint \(endpoint))"
+        }
+
+        /// Each of the file's Endpoints as a server, when its one [Peer] lists several.
+        public static func each(path: String, text: String, config: WgQuickConfig) -> [Server] {
+            guard config.peers.count == 1, config.peers[0].endpoints.count > 1 else { return [Server(path: path, text: text, config: config)] }
+            return config.peers[0].endpoints.enumerated().map { index, endpoint in
+                var one = config
+                one.peers[0].endpoint = endpoint
+                one.peers[0].endpoints = [endpoint]
+                return Server(path: path, text: text, config: one, endpointIndex: index)
+            }
+        }
     }
 
     /// A wg-quick file is a few hundred bytes; thousands of peers fit.
@@ -33,10 +56,20 @@ public enum TunnelFiles {
         for profile in policy.profiles {
             guard case let .wireguard(_, interface, location) = profile.tunnel else { continue }
             var servers: [Server] = []
+            var files = 0
             for path in profile.tunnel.serverFiles(profile) {
-                if let server = load(path, profile: profile.name, at: location, problems: &problems) { servers.append(server) }
+                if let server = load(path, profile: profile.name, at: location, problems: &problems) {
+                    servers += Server.each(path: server.path, text: server.text, config: server.config)
+                    files += 1
+                }
             }
-            guard let first = servers.first, servers.count == profile.tunnel.serverFiles(profile).count else { continue }
+            guard let first = servers.first, files == profile.tunnel.serverFiles(profile).count else { continue }
+            // `servers` with one file (its location is then the key's, not the file's): the
+            // file must give the several servers.
+            if let list = profile.servers, list.location != location, servers.count < 2 {
+                problems.append(PolicyDiagnostic("profile \(profile.name): tunnel.servers and tunnel.failover_after need several servers: \(first.path) has one [Peer] Endpoint; list several Endpoint lines in its [Peer] or several files in tunnel.wireguard", at: list.location))
+                continue
+            }
             loaded[interface] = Loaded(profile: profile.name, interface: interface, text: first.text, config: first.config, servers: servers)
         }
         guard problems.isEmpty else { throw PolicyError(problems) }

@@ -95,7 +95,12 @@ public struct WgQuickConfig: Sendable {
     public struct Peer: Sendable {
         public var publicKey: PublicKey
         public var presharedKey: PresharedKey?
+        /// The first of `endpoints`: where the peer is reached.
         public var endpoint: EndpointSpec?
+        /// Every `Endpoint` given, in order: several (vpnexec only; wg-quick refuses a
+        /// comma list and keeps the last of several lines) are servers of the same key to
+        /// choose from (ServerList), allowed in a file with one [Peer].
+        public var endpoints: [EndpointSpec] = []
         public var allowedIPs: [IPPrefix] = []
         /// Seconds between keepalives; nil when off.
         public var persistentKeepalive: UInt16?
@@ -160,7 +165,9 @@ extension WgQuickConfig {
         var line: Int
         var publicKey: PublicKey?
         var presharedKey: PresharedKey?
-        var endpoint: EndpointSpec?
+        var endpoints: [EndpointSpec] = []
+        /// The line of the second Endpoint, for the error when the file has several peers.
+        var secondEndpointLine: Int?
         var allowedIPs: [IPPrefix] = []
         var persistentKeepalive: UInt16?
     }
@@ -243,7 +250,7 @@ extension WgQuickConfig {
             isKeyName(key) ? String(key) : "the text before '=' (not shown: it may be a key)"
         }
 
-        static let repeatable: Set<String> = ["address", "dns", "allowedips"]
+        static let repeatable: Set<String> = ["address", "dns", "allowedips", "endpoint"]
 
         mutating func interfaceKey(_ lowered: String, key: Substring, value: Substring, line: Int) throws(WgQuickConfigError) {
             if interface!.keyLines[lowered] == nil { interface!.keyLines[lowered] = line }
@@ -302,10 +309,16 @@ extension WgQuickConfig {
                 guard let k = PresharedKey(base64: value) else { throw error(line, "PresharedKey is not a base64 key of 32 bytes") }
                 peers[index].presharedKey = k
             case "endpoint":
-                guard let endpoint = EndpointSpec(value) else {
-                    throw error(line, "Endpoint \(Redaction.quoted(value)) is not host:port (IPv6 as [address]:port)")
+                let items = Self.list(value)
+                guard !items.isEmpty else { throw error(line, "Endpoint is empty; give host:port (IPv6 as [address]:port)") }
+                for item in items {
+                    guard let endpoint = EndpointSpec(item) else {
+                        throw error(line, "Endpoint \(Redaction.quoted(item)) is not host:port (IPv6 as [address]:port)")
+                    }
+                    guard !peers[index].endpoints.contains(endpoint) else { throw error(line, "Endpoint \(endpoint) is listed twice for this peer") }
+                    peers[index].endpoints.append(endpoint)
+                    if peers[index].endpoints.count == 2 { peers[index].secondEndpointLine = line }
                 }
-                peers[index].endpoint = endpoint
             case "allowedips":
                 for item in Self.list(value) {
                     guard let prefix = IPPrefix(item) ?? IPAddress(item).flatMap({ IPPrefix(address: $0, length: $0.bitCount) }) else {
@@ -344,14 +357,17 @@ extension WgQuickConfig {
                 if let first = keys[publicKey] { throw sectionError(peer.line, "the peer \(publicKey) is already described at line \(first)") }
                 keys[publicKey] = peer.line
                 if publicKey == privateKey.publicKey { throw sectionError(peer.line, "a peer cannot have the interface's own public key") }
+                if let second = peer.secondEndpointLine, peers.count > 1 {
+                    throw WgQuickConfigError(file: file, line: second, message: "several Endpoints (servers of one key to choose from) need a file with one [Peer]; this one has \(peers.count)")
+                }
                 for prefix in peer.allowedIPs {
                     if let first = owners[prefix] {
                         throw sectionError(peer.line, "AllowedIPs \(prefix) is already the peer's at line \(first); a prefix routes to one peer")
                     }
                     owners[prefix] = peer.line
                 }
-                done.append(Peer(publicKey: publicKey, presharedKey: peer.presharedKey, endpoint: peer.endpoint,
-                                 allowedIPs: peer.allowedIPs, persistentKeepalive: peer.persistentKeepalive, line: peer.line))
+                done.append(Peer(publicKey: publicKey, presharedKey: peer.presharedKey, endpoint: peer.endpoints.first,
+                                 endpoints: peer.endpoints, allowedIPs: peer.allowedIPs, persistentKeepalive: peer.persistentKeepalive, line: peer.line))
             }
             return WgQuickConfig(
                 file: file,
