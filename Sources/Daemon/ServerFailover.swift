@@ -115,6 +115,10 @@ final class ServerFailover {
             // server's); the engine keeps its floor and storm limit.
             if moved.contains(interface) {
                 engine.networkChanged(now: now, wall: wallNow)
+                // Held back by the floor: no initiation counted yet, the first due in nextTry.
+                if let peer = engine.reconnection(now: now).first, peer.attempts == 0, let wait = peer.nextTry {
+                    entries[interface]?.choice.initiationLeaves(at: Self.wallNow() + Double(wait.nanoseconds) / 1e9)
+                }
             } else {
                 engine.keepalive(peer.publicKey, now: now, wall: wallNow)
             }

@@ -124,6 +124,14 @@ public struct ServerChoice: Hashable, Sendable {
         return .probe
     }
 
+    /// The handshake asked for leaves later than asked (another Endpoint of the same key: the
+    /// engine's floor of REKEY_TIMEOUT between two initiations to one peer holds): the round
+    /// trip counts from then, so a wait is not charged to the server.
+    public mutating func initiationLeaves(at time: Double) {
+        guard case let .probing(since, baseline) = phase, time > since else { return }
+        phase = .probing(since: time, baseline: baseline)
+    }
+
     private mutating func answered(roundTrip: Double, now: Double) -> Action {
         roundTrips[current] = roundTrip
         guard measuring else {

@@ -44,4 +44,17 @@ import WireGuard
         #expect(servers[choice.current].config.peers[0].endpoint?.description == "198.51.100.7:443")
         #expect(choice.reason == "server 1 left 2 initiations unanswered")
     }
+
+    /// fastest across the endpoints of one key: the second's handshake waits for the engine's
+    /// floor (5 s after the first's initiation); the wait is not its round trip.
+    @Test func aHandshakeHeldBackByTheFloorIsMeasuredFromWhenItLeaves() {
+        var choice = ServerChoice(mode: .fastest, count: 2)
+        #expect(choice.step(now: 0, lastHandshake: nil) == .probe)
+        #expect(choice.step(now: 1, lastHandshake: 0.05) == .use(1))
+        choice.initiationLeaves(at: 5)
+        #expect(choice.step(now: 6, lastHandshake: 5.02) == .none)
+        #expect(choice.current == 1 && choice.isUp && choice.roundTrips.map { $0.map { ($0 * 1000).rounded() } } == [50, 20])
+        choice.initiationLeaves(at: 100)
+        #expect(choice.isUp, "only a probe waiting for its answer moves")
+    }
 }

@@ -1,0 +1,108 @@
+import Foundation
+import NetTestSupport
+import Testing
+
+/// A built-in tunnel whose one file lists several `Endpoint`s for its [Peer] (one key,
+/// several addresses), against a `vpn-server` in the server namespace.
+@Suite(.serialized) struct ServerEndpointsTests {
+    /// failover with `failover_after = 2` across the endpoints of one file: the first is dead
+    /// (nothing answers on its port), the second is the live server. Once two initiations went
+    /// unanswered (10 s at WireGuard's 5 s; the third has just left to the first endpoint)
+    /// vpnd sets the second endpoint on the running engine (no new tunnel: the UDP port
+    /// stays); its handshake leaves when the engine's floor allows (5 s after the third: one
+    /// key), so about 15 s, and the member's datagrams arrive through it; nothing in the
+    /// clear meanwhile.
+    @Test func theSecondEndpointServesWhenTheFirstIsDeadAndNothingGoesDirect() throws {
+        let cleanup = Cleanup()
+        defer { cleanup.run() }
+        let net = try Topology(cleanup: cleanup)
+        let services = try net.startServices()
+        let probe = try PythonScript.write(PythonScript.probe, cleanup: cleanup)
+        let (clientKey, clientPublic) = try WireGuardGo.keyPair()
+        let (_, serverPublic) = try ServerFailoverTests.server(net, "vx\(net.tag)l", port: 51981, subnet: 66, client: clientPublic, cleanup: cleanup)
+        let interface = "vx\(net.tag)b"
+        let daemon = try DaemonHarness(topology: net, policy: "", cleanup: cleanup)
+        let conf = ServerFailoverTests.write(daemon, "endpoints", """
+            [Interface]
+            PrivateKey = \(clientKey)
+            Address = 10.66.0.2/24
+            [Peer]
+            PublicKey = \(serverPublic)
+            Endpoint = \(Topology.serverUplink4):51980
+            Endpoint = \(Topology.serverUplink4):51981
+            AllowedIPs = 0.0.0.0/0
+            """)
+        try daemon.writePolicy("[profile.work]\ntunnel = { wireguard = \"\(conf)\", interface = \"\(interface)\", failover_after = 2 }\n")
+        BuiltInTunnelPeer.removeSocketAtCleanup(interface, cleanup)
+        let dead = "\(conf) (Endpoint \(Topology.serverUplink4):51980)", live = "\(conf) (Endpoint \(Topology.serverUplink4):51981)"
+        let capture = try LeakWatch(on: net.clientUplink, in: net.client, probe: probe, cleanup: cleanup)
+        try daemon.start()
+        let started = Date()
+        let sender = try BackgroundProcess(try daemon.vpnexec(profile: "work", ["python3", probe, "udp-loop", Topology.service4, "8080"]), cleanup: cleanup)
+        let first = try #require(try daemon.status().profiles.first?.tunnel)
+        #expect(first.servers?.mode == "failover" && first.servers?.current == dead && first.servers?.state == "trying" && first.servers?.files == [dead, live],
+                "\(String(describing: first.servers))")
+        let port = try #require(first.transport?.udpPort)
+        try eventually("the member's datagrams through the second endpoint", seconds: 30) { services.count("udp 10.66.0.2") > 5 }
+        let elapsed = Date().timeIntervalSince(started)
+        sender.stop()
+        let (leaked, control) = try capture.stop()
+        #expect(leaked.isEmpty, "member packets left in the clear while the tunnel switched: \(leaked.prefix(5))")
+        #expect(control > 20, "the capture saw the non-member's datagrams")
+        #expect(elapsed >= 14 && elapsed < 22, "switched after \(elapsed) s: two unanswered initiations take 10 s, then the floor of 5 s")
+        let tunnel = try #require(try daemon.status().profiles.first?.tunnel)
+        #expect(tunnel.servers?.current == live && tunnel.servers?.state == "up", "\(String(describing: tunnel.servers))")
+        #expect(tunnel.servers?.reason == "server 1 left 2 initiations unanswered")
+        #expect(tunnel.transport?.udpPort == port, "the same engine and socket: the endpoint was set, no new tunnel")
+        #expect(tunnel.wireguard?.peers.first?.endpoint == "\(Topology.serverUplink4):51981")
+        #expect(try Command.run((try daemon.vpnexec(profile: "work", [])) + ["python3", probe, "tcp", Topology.service4, "8080"]).trimmed == "10.66.0.2")
+        let output = daemon.process?.output ?? ""
+        #expect(output.contains("server 2 of 2 (\(live)): server 1 left 2 initiations unanswered"), "\(output.suffix(2000))")
+        #expect(!output.contains("built-in tunnel \(interface) stopped"), "no restart")
+        print("endpoints: the second endpoint served \(String(format: "%.1f", elapsed)) s after vpnd started, on UDP port \(port) throughout")
+    }
+
+    /// fastest across the endpoints of one server: the first reaches it through a relay that
+    /// holds each datagram 300 ms each way, the second directly. The second's handshake waits
+    /// for the engine's floor (5 s after the first's initiation: one key), and that wait is not
+    /// counted as its round trip: the direct endpoint is chosen.
+    @Test func fastestPicksTheNearerEndpointOfOneServer() throws {
+        let cleanup = Cleanup()
+        defer { cleanup.run() }
+        let net = try Topology(cleanup: cleanup)
+        let services = try net.startServices()
+        let probe = try PythonScript.write(PythonScript.probe, cleanup: cleanup)
+        let (clientKey, clientPublic) = try WireGuardGo.keyPair()
+        let (_, serverPublic) = try ServerFailoverTests.server(net, "vx\(net.tag)n", port: 51986, subnet: 68, client: clientPublic, cleanup: cleanup)
+        let relay = NSTemporaryDirectory() + "vx-\(uniqueTag())-relay.py"
+        try ServerFailoverTests.delayRelay.write(toFile: relay, atomically: true, encoding: .utf8)
+        cleanup.add("remove \(relay)") { try? FileManager.default.removeItem(atPath: relay) }
+        let relayProcess = try BackgroundProcess(net.server.enter + ["python3", relay, "51985", "51986", "0.3"], cleanup: cleanup)
+        try eventually("the relay to listen") { try net.server.run(["ss", "-lunH"]).contains(":51985") || !relayProcess.isRunning }
+        let interface = "vx\(net.tag)b"
+        let daemon = try DaemonHarness(topology: net, policy: "", cleanup: cleanup)
+        let conf = ServerFailoverTests.write(daemon, "endpoints", """
+            [Interface]
+            PrivateKey = \(clientKey)
+            Address = 10.68.0.2/24
+            [Peer]
+            PublicKey = \(serverPublic)
+            Endpoint = \(Topology.serverUplink4):51985, \(Topology.serverUplink4):51986
+            AllowedIPs = 0.0.0.0/0
+            """)
+        try daemon.writePolicy("[profile.work]\ntunnel = { wireguard = \"\(conf)\", interface = \"\(interface)\", servers = \"fastest\" }\n")
+        BuiltInTunnelPeer.removeSocketAtCleanup(interface, cleanup)
+        try daemon.start()
+        try eventually("the fastest endpoint chosen and up", seconds: 40) {
+            let s = try daemon.status().profiles.first?.tunnel.servers
+            return s?.state == "up" && s?.reason.hasPrefix("fastest") == true
+        }
+        let servers = try #require(try daemon.status().profiles.first?.tunnel.servers)
+        #expect(servers.current == "\(conf) (Endpoint \(Topology.serverUplink4):51986)", "\(servers)")
+        let trips = servers.roundTripsMs
+        #expect(trips.count == 2 && (trips[0] ?? 0) >= 590 && (trips[1] ?? 1000) < (trips[0] ?? 0) - 300, "round trips \(trips)")
+        #expect(try Command.run((try daemon.vpnexec(profile: "work", [])) + ["python3", probe, "tcp", Topology.service4, "8080"]).trimmed == "10.68.0.2")
+        #expect(services.seen().contains("tcp 10.68.0.2"))
+        print("fastest across endpoints: round trips \(trips.map { $0.map(String.init) ?? "-" }) ms; \(servers.reason)")
+    }
+}
