@@ -3,9 +3,10 @@
 public struct ServerChoiceStatus: Codable, Hashable, Sendable {
     /// "failover" or "fastest".
     public var mode: String
-    /// The servers' files, in the policy's order.
+    /// The servers, in the policy's order: each one's file, or `FILE (Endpoint HOST:PORT)`
+    /// for each Endpoint of a file whose [Peer] lists several.
     public var files: [String]
-    /// The file in use now.
+    /// The server in use now, named as in `files`.
     public var current: String
     /// "up" (a handshake completed) or "trying" (waiting for one, members held).
     public var state: String

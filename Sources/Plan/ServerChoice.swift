@@ -4,7 +4,8 @@ import Policy
 /// with the wall clock, the engine's latest handshake and its count of failed initiations,
 /// as the engine's timers are. vpnd runs one server at a time; to try another it starts the
 /// tunnel afresh with that server's file (the same interface: the killswitch holds members
-/// meanwhile) and asks for a handshake at once.
+/// meanwhile), or sets another Endpoint of the same file on the running engine, and asks
+/// for a handshake at once.
 /// - failover: a server gives way to the next in order (after the last, the first again)
 ///   once `failoverAfter` initiations to it went unanswered (`tunnel.failover_after`,
 ///   default 3): counted by the engine, spaced by its reconnect schedule, so the time this

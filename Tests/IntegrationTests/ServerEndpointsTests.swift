@@ -105,4 +105,36 @@ import Testing
         #expect(services.seen().contains("tcp 10.68.0.2"))
         print("fastest across endpoints: round trips \(trips.map { $0.map(String.init) ?? "-" }) ms; \(servers.reason)")
     }
+
+    /// The errors, each at its place: several Endpoints in a file with two peers (the second
+    /// Endpoint's line of the file), `tunnel.servers` with one file whose peer has one
+    /// Endpoint (the policy's key).
+    @Test func endpointErrorsNameTheirPlace() throws {
+        let cleanup = Cleanup()
+        defer { cleanup.run() }
+        let net = try Topology(cleanup: cleanup)
+        let daemon = try DaemonHarness(topology: net, policy: "", cleanup: cleanup)
+        let (clientKey, _) = try WireGuardGo.keyPair()
+        let (_, aPublic) = try WireGuardGo.keyPair()
+        let (_, bPublic) = try WireGuardGo.keyPair()
+        let two = ServerFailoverTests.write(daemon, "two", """
+            [Interface]
+            PrivateKey = \(clientKey)
+            [Peer]
+            PublicKey = \(aPublic)
+            Endpoint = 192.0.2.1:51820
+            Endpoint = 192.0.2.2:51820
+            AllowedIPs = 10.1.0.0/24
+            [Peer]
+            PublicKey = \(bPublic)
+            AllowedIPs = 10.2.0.0/24
+            """)
+        let one = ServerFailoverTests.write(daemon, "one", "[Interface]\nPrivateKey = \(clientKey)\n[Peer]\nPublicKey = \(aPublic)\nEndpoint = 192.0.2.1:51820\nAllowedIPs = 0.0.0.0/0\n")
+        try daemon.writePolicy("[profile.work]\ntunnel.wireguard = \"\(two)\"\n")
+        let checked = try daemon.vpnctl(["check", daemon.policyDirectory + "/10-test.toml"])
+        #expect(checked.status != 0 && checked.stderr.contains("\(two):6:1: error: several Endpoints (servers of one key to choose from) need a file with one [Peer]; this one has 2"), "\(checked.stderr)")
+        try daemon.writePolicy("[profile.work]\ntunnel.wireguard = \"\(one)\"\ntunnel.servers = \"fastest\"\n")
+        let single = try daemon.vpnctl(["check", daemon.policyDirectory + "/10-test.toml"])
+        #expect(single.status != 0 && single.stderr.contains("10-test.toml:3:18: error: profile work: tunnel.servers and tunnel.failover_after need several servers: \(one) has one [Peer] Endpoint"), "\(single.stderr)")
+    }
 }
