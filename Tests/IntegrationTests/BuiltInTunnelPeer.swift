@@ -15,9 +15,10 @@ struct BuiltInTunnelPeer {
     let clientPublic: String
     let serverPublic: String
 
-    /// `network` is the tunnel's /24 ("10.78.0"); the client's file sends `allowedIPs` through it.
+    /// `network` is the tunnel's /24 ("10.78.0"); the client's file (FILE.conf) sends
+    /// `allowedIPs` through it; the server's interface is vx<tag><serverName>.
     init(net: Topology, daemon: DaemonHarness, cleanup: Cleanup, network: String = "10.78.0", port: Int = 51960,
-         allowedIPs: String = "0.0.0.0/0", keepalive: Int? = nil, file: String = "work.conf") throws {
+         allowedIPs: String = "0.0.0.0/0", keepalive: Int? = nil, file: String = "work", serverName: String = "o") throws {
         let (serverKey, serverPublic) = try WireGuardGo.keyPair()
         let (clientKey, clientPublic) = try WireGuardGo.keyPair()
         self.clientKey = clientKey
@@ -25,7 +26,7 @@ struct BuiltInTunnelPeer {
         self.serverPublic = serverPublic
         serverAddress = network + ".1"
         clientAddress = network + ".2"
-        server = try OurTunnel(in: net.server, name: "vx\(net.tag)o", cleanup: cleanup, config: """
+        server = try OurTunnel(in: net.server, name: "vx\(net.tag)\(serverName)", cleanup: cleanup, config: """
             [Interface]
             PrivateKey = \(serverKey)
             ListenPort = \(port)
@@ -34,9 +35,8 @@ struct BuiltInTunnelPeer {
             PublicKey = \(clientPublic)
             AllowedIPs = \(clientAddress)/32
             """)
-        conf = URL(fileURLWithPath: daemon.policyDirectory + "/../" + file).standardized.path
         let keepaliveLine = keepalive.map { "\nPersistentKeepalive = \($0)" } ?? ""
-        FileManager.default.createFile(atPath: conf, contents: Data(("""
+        conf = ServerScene.write(daemon, file, """
             [Interface]
             PrivateKey = \(clientKey)
             Address = \(clientAddress)/24
@@ -44,7 +44,7 @@ struct BuiltInTunnelPeer {
             PublicKey = \(serverPublic)
             Endpoint = \(Topology.serverUplink4):\(port)
             AllowedIPs = \(allowedIPs)
-            """ + keepaliveLine).utf8), attributes: [.posixPermissions: 0o600])
+            """ + keepaliveLine)
     }
 
     /// The `wg` socket vpnd serves for the built-in tunnel, removed with everything else.

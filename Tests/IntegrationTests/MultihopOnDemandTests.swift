@@ -16,36 +16,11 @@ import Testing
         let net = try Topology(cleanup: cleanup)
         let probe = try PythonScript.write(PythonScript.probe, cleanup: cleanup)
         let exit = try ExitBehindServer(net, cleanup: cleanup)
-        let (entryServerKey, entryServerPublic) = try WireGuardGo.keyPair()
-        let (entryKey, entryPublic) = try WireGuardGo.keyPair()
-        _ = try OurTunnel(in: net.server, name: "vx\(net.tag)n", cleanup: cleanup, config: """
-            [Interface]
-            PrivateKey = \(entryServerKey)
-            ListenPort = 51960
-            Address = 10.63.0.1/24
-            [Peer]
-            PublicKey = \(entryPublic)
-            AllowedIPs = 10.63.0.2/32
-            """)
         let entryInterface = "vx\(net.tag)i", exitInterface = "vx\(net.tag)o"
         let daemon = try DaemonHarness(topology: net, policy: "", cleanup: cleanup)
-        func writeConf(_ name: String, _ text: String) -> String {
-            let path = URL(fileURLWithPath: daemon.policyDirectory + "/../\(name).conf").standardized.path
-            FileManager.default.createFile(atPath: path, contents: Data(text.utf8), attributes: [.posixPermissions: 0o600])
-            return path
-        }
         // The entry's own keepalives never count as traffic: they cannot keep it up.
-        let entryConf = writeConf("entry", """
-            [Interface]
-            PrivateKey = \(entryKey)
-            Address = 10.63.0.2/24
-            [Peer]
-            PublicKey = \(entryServerPublic)
-            Endpoint = \(Topology.serverUplink4):51960
-            AllowedIPs = 0.0.0.0/0
-            PersistentKeepalive = 1
-            """)
-        let exitConf = writeConf("exit", exit.clientFile)
+        let entryConf = try BuiltInTunnelPeer(net: net, daemon: daemon, cleanup: cleanup, network: "10.63.0", keepalive: 1, file: "entry", serverName: "n").conf
+        let exitConf = ServerScene.write(daemon, "exit", exit.clientFile)
         try daemon.writePolicy("""
             [profile.entry]
             tunnel = { wireguard = "\(entryConf)", interface = "\(entryInterface)" }

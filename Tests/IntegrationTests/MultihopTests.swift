@@ -16,39 +16,15 @@ import Testing
         let exit = try ExitBehindServer(net, cleanup: cleanup)
         let targetService = exit.service
         let exitNS = exit.namespace
-        let (entryServerKey, entryServerPublic) = try WireGuardGo.keyPair()
-        let (entryKey, entryPublic) = try WireGuardGo.keyPair()
         let exitPublic = exit.clientPublic
         let entryServerName = "vx\(net.tag)n", exitServerName = exit.server.name
-        let entryServer = try OurTunnel(in: net.server, name: entryServerName, cleanup: cleanup, config: """
-            [Interface]
-            PrivateKey = \(entryServerKey)
-            ListenPort = 51960
-            Address = 10.63.0.1/24
-            [Peer]
-            PublicKey = \(entryPublic)
-            AllowedIPs = 10.63.0.2/32
-            """)
         let exitServer = exit.server
 
         let entryInterface = "vx\(net.tag)i", exitInterface = "vx\(net.tag)o"
         let daemon = try DaemonHarness(topology: net, policy: "", cleanup: cleanup)
-        func writeConf(_ name: String, _ text: String) -> String {
-            let path = URL(fileURLWithPath: daemon.policyDirectory + "/../\(name).conf").standardized.path
-            FileManager.default.createFile(atPath: path, contents: Data(text.utf8), attributes: [.posixPermissions: 0o600])
-            return path
-        }
-        let entryConf = writeConf("entry", """
-            [Interface]
-            PrivateKey = \(entryKey)
-            Address = 10.63.0.2/24
-            [Peer]
-            PublicKey = \(entryServerPublic)
-            Endpoint = \(Topology.serverUplink4):51960
-            AllowedIPs = 0.0.0.0/0
-            PersistentKeepalive = 1
-            """)
-        let exitConf = writeConf("exit", exit.clientFile)
+        let entry = try BuiltInTunnelPeer(net: net, daemon: daemon, cleanup: cleanup, network: "10.63.0", keepalive: 1, file: "entry", serverName: "n")
+        let (entryServer, entryPublic, entryConf) = (entry.server, entry.clientPublic, entry.conf)
+        let exitConf = ServerScene.write(daemon, "exit", exit.clientFile)
         try daemon.writePolicy("""
             [profile.entry]
             tunnel = { wireguard = "\(entryConf)", interface = "\(entryInterface)" }

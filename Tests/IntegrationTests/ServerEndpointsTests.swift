@@ -15,16 +15,12 @@ import Testing
     @Test func theSecondEndpointServesWhenTheFirstIsDeadAndNothingGoesDirect() throws {
         let cleanup = Cleanup()
         defer { cleanup.run() }
-        let net = try Topology(cleanup: cleanup)
-        let services = try net.startServices()
-        let probe = try PythonScript.write(PythonScript.probe, cleanup: cleanup)
-        let (clientKey, clientPublic) = try WireGuardGo.keyPair()
-        let (_, serverPublic) = try ServerFailoverTests.server(net, "vx\(net.tag)l", port: 51981, subnet: 66, client: clientPublic, cleanup: cleanup)
-        let interface = "vx\(net.tag)b"
-        let daemon = try DaemonHarness(topology: net, policy: "", cleanup: cleanup)
-        let conf = ServerFailoverTests.write(daemon, "endpoints", """
+        let scene = try ServerScene(cleanup: cleanup)
+        let (net, services, probe, interface, daemon) = (scene.net, scene.services, scene.probe, scene.interface, scene.daemon)
+        let (_, serverPublic) = try scene.server("l", port: 51981, subnet: 66)
+        let conf = scene.write("endpoints", """
             [Interface]
-            PrivateKey = \(clientKey)
+            PrivateKey = \(scene.clientKey)
             Address = 10.66.0.2/24
             [Peer]
             PublicKey = \(serverPublic)
@@ -32,13 +28,12 @@ import Testing
             Endpoint = \(Topology.serverUplink4):51981
             AllowedIPs = 0.0.0.0/0
             """)
-        try daemon.writePolicy("[profile.work]\ntunnel = { wireguard = \"\(conf)\", interface = \"\(interface)\", failover_after = 2 }\n")
-        BuiltInTunnelPeer.removeSocketAtCleanup(interface, cleanup)
+        try scene.policy(tunnel: "wireguard = \"\(conf)\", failover_after = 2")
         let dead = "\(conf) (Endpoint \(Topology.serverUplink4):51980)", live = "\(conf) (Endpoint \(Topology.serverUplink4):51981)"
         let capture = try LeakWatch(on: net.clientUplink, in: net.client, probe: probe, cleanup: cleanup)
         try daemon.start()
         let started = Date()
-        let sender = try BackgroundProcess(try daemon.vpnexec(profile: "work", ["python3", probe, "udp-loop", Topology.service4, "8080"]), cleanup: cleanup)
+        let sender = try scene.sendingMember()
         let first = try #require(try daemon.status().profiles.first?.tunnel)
         #expect(first.servers?.mode == "failover" && first.servers?.current == dead && first.servers?.state == "trying" && first.servers?.files == [dead, live],
                 "\(String(describing: first.servers))")
@@ -55,7 +50,7 @@ import Testing
         #expect(tunnel.servers?.reason == "server 1 left 2 initiations unanswered")
         #expect(tunnel.transport?.udpPort == port, "the same engine and socket: the endpoint was set, no new tunnel")
         #expect(tunnel.wireguard?.peers.first?.endpoint == "\(Topology.serverUplink4):51981")
-        #expect(try Command.run((try daemon.vpnexec(profile: "work", [])) + ["python3", probe, "tcp", Topology.service4, "8080"]).trimmed == "10.66.0.2")
+        #expect(try scene.memberSees() == "10.66.0.2")
         let output = daemon.process?.output ?? ""
         #expect(output.contains("server 2 of 2 (\(live)): server 1 left 2 initiations unanswered"), "\(output.suffix(2000))")
         #expect(!output.contains("built-in tunnel \(interface) stopped"), "no restart")
@@ -69,29 +64,20 @@ import Testing
     @Test func fastestPicksTheNearerEndpointOfOneServer() throws {
         let cleanup = Cleanup()
         defer { cleanup.run() }
-        let net = try Topology(cleanup: cleanup)
-        let services = try net.startServices()
-        let probe = try PythonScript.write(PythonScript.probe, cleanup: cleanup)
-        let (clientKey, clientPublic) = try WireGuardGo.keyPair()
-        let (_, serverPublic) = try ServerFailoverTests.server(net, "vx\(net.tag)n", port: 51986, subnet: 68, client: clientPublic, cleanup: cleanup)
-        let relay = NSTemporaryDirectory() + "vx-\(uniqueTag())-relay.py"
-        try ServerFailoverTests.delayRelay.write(toFile: relay, atomically: true, encoding: .utf8)
-        cleanup.add("remove \(relay)") { try? FileManager.default.removeItem(atPath: relay) }
-        let relayProcess = try BackgroundProcess(net.server.enter + ["python3", relay, "51985", "51986", "0.3"], cleanup: cleanup)
-        try eventually("the relay to listen") { try net.server.run(["ss", "-lunH"]).contains(":51985") || !relayProcess.isRunning }
-        let interface = "vx\(net.tag)b"
-        let daemon = try DaemonHarness(topology: net, policy: "", cleanup: cleanup)
-        let conf = ServerFailoverTests.write(daemon, "endpoints", """
+        let scene = try ServerScene(cleanup: cleanup)
+        let (services, daemon) = (scene.services, scene.daemon)
+        let (_, serverPublic) = try scene.server("n", port: 51986, subnet: 68)
+        try scene.relay(listen: 51985, target: 51986, delay: "0.3")
+        let conf = scene.write("endpoints", """
             [Interface]
-            PrivateKey = \(clientKey)
+            PrivateKey = \(scene.clientKey)
             Address = 10.68.0.2/24
             [Peer]
             PublicKey = \(serverPublic)
             Endpoint = \(Topology.serverUplink4):51985, \(Topology.serverUplink4):51986
             AllowedIPs = 0.0.0.0/0
             """)
-        try daemon.writePolicy("[profile.work]\ntunnel = { wireguard = \"\(conf)\", interface = \"\(interface)\", servers = \"fastest\" }\n")
-        BuiltInTunnelPeer.removeSocketAtCleanup(interface, cleanup)
+        try scene.policy(tunnel: "wireguard = \"\(conf)\", servers = \"fastest\"")
         try daemon.start()
         try eventually("the fastest endpoint chosen and up", seconds: 40) {
             let s = try daemon.status().profiles.first?.tunnel.servers
@@ -101,7 +87,7 @@ import Testing
         #expect(servers.current == "\(conf) (Endpoint \(Topology.serverUplink4):51986)", "\(servers)")
         let trips = servers.roundTripsMs
         #expect(trips.count == 2 && (trips[0] ?? 0) >= 590 && (trips[1] ?? 1000) < (trips[0] ?? 0) - 300, "round trips \(trips)")
-        #expect(try Command.run((try daemon.vpnexec(profile: "work", [])) + ["python3", probe, "tcp", Topology.service4, "8080"]).trimmed == "10.68.0.2")
+        #expect(try scene.memberSees() == "10.68.0.2")
         #expect(services.seen().contains("tcp 10.68.0.2"))
         print("fastest across endpoints: round trips \(trips.map { $0.map(String.init) ?? "-" }) ms; \(servers.reason)")
     }
@@ -117,7 +103,7 @@ import Testing
         let (clientKey, _) = try WireGuardGo.keyPair()
         let (_, aPublic) = try WireGuardGo.keyPair()
         let (_, bPublic) = try WireGuardGo.keyPair()
-        let two = ServerFailoverTests.write(daemon, "two", """
+        let two = ServerScene.write(daemon, "two", """
             [Interface]
             PrivateKey = \(clientKey)
             [Peer]
@@ -129,7 +115,7 @@ import Testing
             PublicKey = \(bPublic)
             AllowedIPs = 10.2.0.0/24
             """)
-        let one = ServerFailoverTests.write(daemon, "one", "[Interface]\nPrivateKey = \(clientKey)\n[Peer]\nPublicKey = \(aPublic)\nEndpoint = 192.0.2.1:51820\nAllowedIPs = 0.0.0.0/0\n")
+        let one = ServerScene.write(daemon, "one", "[Interface]\nPrivateKey = \(clientKey)\n[Peer]\nPublicKey = \(aPublic)\nEndpoint = 192.0.2.1:51820\nAllowedIPs = 0.0.0.0/0\n")
         try daemon.writePolicy("[profile.work]\ntunnel.wireguard = \"\(two)\"\n")
         let checked = try daemon.vpnctl(["check", daemon.policyDirectory + "/10-test.toml"])
         #expect(checked.status != 0 && checked.stderr.contains("\(two):6:1: error: several Endpoints (servers of one key to choose from) need a file with one [Peer]; this one has 2"), "\(checked.stderr)")

@@ -5,31 +5,6 @@ import Testing
 /// A built-in tunnel with several servers (`tunnel.wireguard` as a list, `tunnel.servers`),
 /// against `vpn-server`s in the server namespace.
 @Suite(.serialized) struct ServerFailoverTests {
-    /// One client file per server: the same client key, the server's key and port.
-    static func clientFile(key: String, address: String, serverPublic: String, port: Int) -> String {
-        "[Interface]\nPrivateKey = \(key)\nAddress = \(address)/24\n[Peer]\nPublicKey = \(serverPublic)\nEndpoint = \(Topology.serverUplink4):\(port)\nAllowedIPs = 0.0.0.0/0\n"
-    }
-
-    static func server(_ net: Topology, _ name: String, port: Int, subnet: Int, client: String, cleanup: Cleanup) throws -> (OurTunnel, String) {
-        let (key, publicKey) = try WireGuardGo.keyPair()
-        let tunnel = try OurTunnel(in: net.server, name: name, cleanup: cleanup, config: """
-            [Interface]
-            PrivateKey = \(key)
-            ListenPort = \(port)
-            Address = 10.\(subnet).0.1/24
-            [Peer]
-            PublicKey = \(client)
-            AllowedIPs = 10.\(subnet).0.2/32
-            """)
-        return (tunnel, publicKey)
-    }
-
-    static func write(_ daemon: DaemonHarness, _ name: String, _ text: String) -> String {
-        let path = URL(fileURLWithPath: daemon.policyDirectory + "/../\(name).conf").standardized.path
-        FileManager.default.createFile(atPath: path, contents: Data(text.utf8), attributes: [.posixPermissions: 0o600])
-        return path
-    }
-
     /// failover with `failover_after = 2`: the first server is dead (nothing answers on its
     /// port); once two initiations went unanswered (10 s at WireGuard's 5 s: the third
     /// leaves then) the second serves (plus its own handshake and vpnd's one-second look),
@@ -37,22 +12,17 @@ import Testing
     @Test func theSecondServerServesWhenTheFirstIsDeadAndNothingGoesDirect() throws {
         let cleanup = Cleanup()
         defer { cleanup.run() }
-        let net = try Topology(cleanup: cleanup)
-        let services = try net.startServices()
-        let probe = try PythonScript.write(PythonScript.probe, cleanup: cleanup)
-        let (clientKey, clientPublic) = try WireGuardGo.keyPair()
+        let scene = try ServerScene(cleanup: cleanup)
+        let (net, services, probe, daemon) = (scene.net, scene.services, scene.probe, scene.daemon)
         let (_, deadPublic) = try WireGuardGo.keyPair()
-        let (_, livePublic) = try Self.server(net, "vx\(net.tag)l", port: 51971, subnet: 66, client: clientPublic, cleanup: cleanup)
-        let interface = "vx\(net.tag)b"
-        let daemon = try DaemonHarness(topology: net, policy: "", cleanup: cleanup)
-        let dead = Self.write(daemon, "dead", Self.clientFile(key: clientKey, address: "10.66.0.2", serverPublic: deadPublic, port: 51970))
-        let live = Self.write(daemon, "live", Self.clientFile(key: clientKey, address: "10.66.0.2", serverPublic: livePublic, port: 51971))
-        try daemon.writePolicy("[profile.work]\ntunnel = { wireguard = [\"\(dead)\", \"\(live)\"], interface = \"\(interface)\", servers = \"failover\", failover_after = 2 }\n")
-        cleanup.add("remove \(interface).sock") { try? FileManager.default.removeItem(atPath: "/var/run/wireguard/\(interface).sock") }
+        let (_, livePublic) = try scene.server("l", port: 51971, subnet: 66)
+        let dead = scene.clientFile("dead", subnet: 66, serverPublic: deadPublic, port: 51970)
+        let live = scene.clientFile("live", subnet: 66, serverPublic: livePublic, port: 51971)
+        try scene.policy(tunnel: "wireguard = [\"\(dead)\", \"\(live)\"], servers = \"failover\", failover_after = 2")
         let capture = try LeakWatch(on: net.clientUplink, in: net.client, probe: probe, cleanup: cleanup)
         try daemon.start()
         let started = Date()
-        let sender = try BackgroundProcess(try daemon.vpnexec(profile: "work", ["python3", probe, "udp-loop", Topology.service4, "8080"]), cleanup: cleanup)
+        let sender = try scene.sendingMember()
         let first = try #require(try daemon.status().profiles.first?.tunnel.servers)
         #expect(first.mode == "failover" && first.current == dead && first.state == "trying" && first.files == [dead, live])
         try eventually("the member's datagrams through the second server", seconds: 30) { services.count("udp 10.66.0.2") > 5 }
@@ -65,7 +35,7 @@ import Testing
         let servers = try #require(try daemon.status().profiles.first?.tunnel.servers)
         #expect(servers.current == live && servers.state == "up", "\(servers)")
         #expect(servers.reason == "server 1 left 2 initiations unanswered")
-        #expect(try Command.run((try daemon.vpnexec(profile: "work", [])) + ["python3", probe, "tcp", Topology.service4, "8080"]).trimmed == "10.66.0.2")
+        #expect(try scene.memberSees() == "10.66.0.2")
         let text = try daemon.vpnctl(["status"]).stdout
         #expect(text.contains("servers   failover: \(live) (up), 2 of 2: server 1 left 2 initiations unanswered"), "\(text)")
         #expect(daemon.process?.output.contains("server 2 of 2 (\(live)): server 1 left 2 initiations unanswered") == true)
@@ -80,20 +50,15 @@ import Testing
     @Test func aServerThatDiesInUseGivesWayToTheNext() throws {
         let cleanup = Cleanup()
         defer { cleanup.run() }
-        let net = try Topology(cleanup: cleanup)
-        let services = try net.startServices()
-        let probe = try PythonScript.write(PythonScript.probe, cleanup: cleanup)
-        let (clientKey, clientPublic) = try WireGuardGo.keyPair()
-        let (firstServer, firstPublic) = try Self.server(net, "vx\(net.tag)l", port: 51971, subnet: 66, client: clientPublic, cleanup: cleanup)
-        let (_, secondPublic) = try Self.server(net, "vx\(net.tag)m", port: 51972, subnet: 69, client: clientPublic, cleanup: cleanup)
-        let interface = "vx\(net.tag)b"
-        let daemon = try DaemonHarness(topology: net, policy: "", cleanup: cleanup)
-        let first = Self.write(daemon, "first", Self.clientFile(key: clientKey, address: "10.66.0.2", serverPublic: firstPublic, port: 51971))
-        let second = Self.write(daemon, "second", Self.clientFile(key: clientKey, address: "10.69.0.2", serverPublic: secondPublic, port: 51972))
-        try daemon.writePolicy("[profile.work]\ntunnel = { wireguard = [\"\(first)\", \"\(second)\"], interface = \"\(interface)\" }\n")
-        cleanup.add("remove \(interface).sock") { try? FileManager.default.removeItem(atPath: "/var/run/wireguard/\(interface).sock") }
+        let scene = try ServerScene(cleanup: cleanup)
+        let (net, services, probe, daemon) = (scene.net, scene.services, scene.probe, scene.daemon)
+        let (firstServer, firstPublic) = try scene.server("l", port: 51971, subnet: 66)
+        let (_, secondPublic) = try scene.server("m", port: 51972, subnet: 69)
+        let first = scene.clientFile("first", subnet: 66, serverPublic: firstPublic, port: 51971)
+        let second = scene.clientFile("second", subnet: 69, serverPublic: secondPublic, port: 51972)
+        try scene.policy(tunnel: "wireguard = [\"\(first)\", \"\(second)\"]")
         try daemon.start()
-        let sender = try BackgroundProcess(try daemon.vpnexec(profile: "work", ["python3", probe, "udp-loop", Topology.service4, "8080"]), cleanup: cleanup)
+        let sender = try scene.sendingMember()
         try eventually("the member's datagrams through the first server", seconds: 20) { services.count("udp 10.66.0.2") > 5 }
         let capture = try LeakWatch(on: net.clientUplink, in: net.client, probe: probe, cleanup: cleanup)
         firstServer.process.kill9()
@@ -115,23 +80,14 @@ import Testing
     @Test func fastestPicksTheNearerOfTwo() throws {
         let cleanup = Cleanup()
         defer { cleanup.run() }
-        let net = try Topology(cleanup: cleanup)
-        let services = try net.startServices()
-        let probe = try PythonScript.write(PythonScript.probe, cleanup: cleanup)
-        let (clientKey, clientPublic) = try WireGuardGo.keyPair()
-        let (_, farPublic) = try Self.server(net, "vx\(net.tag)f", port: 51974, subnet: 67, client: clientPublic, cleanup: cleanup)
-        let (_, nearPublic) = try Self.server(net, "vx\(net.tag)n", port: 51976, subnet: 68, client: clientPublic, cleanup: cleanup)
-        let relay = NSTemporaryDirectory() + "vx-\(uniqueTag())-relay.py"
-        try Self.delayRelay.write(toFile: relay, atomically: true, encoding: .utf8)
-        cleanup.add("remove \(relay)") { try? FileManager.default.removeItem(atPath: relay) }
-        let relayProcess = try BackgroundProcess(net.server.enter + ["python3", relay, "51975", "51974", "0.3"], cleanup: cleanup)
-        try eventually("the relay to listen") { try net.server.run(["ss", "-lunH"]).contains(":51975") || !relayProcess.isRunning }
-        let interface = "vx\(net.tag)b"
-        let daemon = try DaemonHarness(topology: net, policy: "", cleanup: cleanup)
-        let far = Self.write(daemon, "far", Self.clientFile(key: clientKey, address: "10.67.0.2", serverPublic: farPublic, port: 51975))
-        let near = Self.write(daemon, "near", Self.clientFile(key: clientKey, address: "10.68.0.2", serverPublic: nearPublic, port: 51976))
-        try daemon.writePolicy("[profile.work]\ntunnel = { wireguard = [\"\(far)\", \"\(near)\"], interface = \"\(interface)\", servers = \"fastest\" }\n")
-        cleanup.add("remove \(interface).sock") { try? FileManager.default.removeItem(atPath: "/var/run/wireguard/\(interface).sock") }
+        let scene = try ServerScene(cleanup: cleanup)
+        let (services, daemon) = (scene.services, scene.daemon)
+        let (_, farPublic) = try scene.server("f", port: 51974, subnet: 67)
+        let (_, nearPublic) = try scene.server("n", port: 51976, subnet: 68)
+        try scene.relay(listen: 51975, target: 51974, delay: "0.3")
+        let far = scene.clientFile("far", subnet: 67, serverPublic: farPublic, port: 51975)
+        let near = scene.clientFile("near", subnet: 68, serverPublic: nearPublic, port: 51976)
+        try scene.policy(tunnel: "wireguard = [\"\(far)\", \"\(near)\"], servers = \"fastest\"")
         try daemon.start()
         try eventually("the fastest server chosen and up", seconds: 40) {
             let s = try daemon.status().profiles.first?.tunnel.servers
@@ -141,7 +97,7 @@ import Testing
         #expect(servers.current == near, "\(servers)")
         let trips = servers.roundTripsMs
         #expect(trips.count == 2 && (trips[0] ?? 0) >= 590 && (trips[1] ?? 1000) < (trips[0] ?? 0) - 300, "round trips \(trips)")
-        #expect(try Command.run((try daemon.vpnexec(profile: "work", [])) + ["python3", probe, "tcp", Topology.service4, "8080"]).trimmed == "10.68.0.2")
+        #expect(try scene.memberSees() == "10.68.0.2")
         #expect(!services.seen().contains("tcp 10.67.0.2"))
         print("fastest: round trips \(trips.map { $0.map(String.init) ?? "-" }) ms; \(servers.reason)")
     }
@@ -152,15 +108,10 @@ import Testing
     @Test func fastestMeasuresAgainWhenTheNetworkChanges() throws {
         let cleanup = Cleanup()
         defer { cleanup.run() }
-        let net = try Topology(cleanup: cleanup)
-        _ = try net.startServices()
-        let probe = try PythonScript.write(PythonScript.probe, cleanup: cleanup)
-        let (clientKey, clientPublic) = try WireGuardGo.keyPair()
-        let (_, aPublic) = try Self.server(net, "vx\(net.tag)f", port: 51974, subnet: 67, client: clientPublic, cleanup: cleanup)
-        let (_, bPublic) = try Self.server(net, "vx\(net.tag)n", port: 51976, subnet: 68, client: clientPublic, cleanup: cleanup)
-        let relay = NSTemporaryDirectory() + "vx-\(uniqueTag())-relay.py"
-        try Self.delayRelay.write(toFile: relay, atomically: true, encoding: .utf8)
-        cleanup.add("remove \(relay)") { try? FileManager.default.removeItem(atPath: relay) }
+        let scene = try ServerScene(cleanup: cleanup)
+        let (net, daemon) = (scene.net, scene.daemon)
+        let (_, aPublic) = try scene.server("f", port: 51974, subnet: 67)
+        let (_, bPublic) = try scene.server("n", port: 51976, subnet: 68)
         func delayFile(_ seconds: String) throws -> String {
             let path = NSTemporaryDirectory() + "vx-\(uniqueTag())-delay"
             try seconds.write(toFile: path, atomically: true, encoding: .utf8)
@@ -168,16 +119,11 @@ import Testing
             return path
         }
         let aDelay = try delayFile("0.2"), bDelay = try delayFile("0")
-        for (listen, target, file) in [("51975", "51974", aDelay), ("51977", "51976", bDelay)] {
-            let process = try BackgroundProcess(net.server.enter + ["python3", relay, listen, target, file], cleanup: cleanup)
-            try eventually("the relay to listen") { try net.server.run(["ss", "-lunH"]).contains(":\(listen)") || !process.isRunning }
-        }
-        let interface = "vx\(net.tag)b"
-        let daemon = try DaemonHarness(topology: net, policy: "", cleanup: cleanup)
-        let a = Self.write(daemon, "a", Self.clientFile(key: clientKey, address: "10.67.0.2", serverPublic: aPublic, port: 51975))
-        let b = Self.write(daemon, "b", Self.clientFile(key: clientKey, address: "10.68.0.2", serverPublic: bPublic, port: 51977))
-        try daemon.writePolicy("[profile.work]\ntunnel = { wireguard = [\"\(a)\", \"\(b)\"], interface = \"\(interface)\", servers = \"fastest\" }\n")
-        cleanup.add("remove \(interface).sock") { try? FileManager.default.removeItem(atPath: "/var/run/wireguard/\(interface).sock") }
+        try scene.relay(listen: 51975, target: 51974, delay: aDelay)
+        try scene.relay(listen: 51977, target: 51976, delay: bDelay)
+        let a = scene.clientFile("a", subnet: 67, serverPublic: aPublic, port: 51975)
+        let b = scene.clientFile("b", subnet: 68, serverPublic: bPublic, port: 51977)
+        try scene.policy(tunnel: "wireguard = [\"\(a)\", \"\(b)\"], servers = \"fastest\"")
         try daemon.start()
         func chosen() throws -> String? {
             let s = try daemon.status().profiles.first?.tunnel.servers
@@ -190,30 +136,7 @@ import Testing
         #expect(try chosen() == b, "no network change, no new measurement")
         try net.client.run(["ip", "addr", "add", "198.51.100.3/24", "dev", net.clientUplink])
         try eventually("the other server chosen after the network changed", seconds: 40) { try chosen() == a }
-        #expect(try Command.run((try daemon.vpnexec(profile: "work", [])) + ["python3", probe, "tcp", Topology.service4, "8080"]).trimmed == "10.67.0.2")
+        #expect(try scene.memberSees() == "10.67.0.2")
         #expect(daemon.process?.output.contains("network changed: measuring the handshake round trip of each server") == true)
     }
-
-    /// A UDP relay that holds every datagram DELAY seconds in each direction (one client);
-    /// DELAY is a number or a file holding one, read for every datagram.
-    static let delayRelay = """
-        import os, socket, sys, threading
-        listen, target, delay_arg = int(sys.argv[1]), int(sys.argv[2]), sys.argv[3]
-        def delay():
-            return float(open(delay_arg).read()) if os.path.exists(delay_arg) else float(delay_arg)
-        front = socket.socket(socket.AF_INET, socket.SOCK_DGRAM); front.bind(("0.0.0.0", listen))
-        back = socket.socket(socket.AF_INET, socket.SOCK_DGRAM); back.bind(("127.0.0.1", 0))
-        client = [None]
-        def later(sock, data, addr):
-            t = threading.Timer(delay(), lambda: sock.sendto(data, addr)); t.daemon = True; t.start()
-        def answers():
-            while True:
-                data, _ = back.recvfrom(65535)
-                if client[0]: later(front, data, client[0])
-        threading.Thread(target=answers, daemon=True).start()
-        while True:
-            data, addr = front.recvfrom(65535)
-            client[0] = addr
-            later(back, data, ("127.0.0.1", target))
-        """
 }
