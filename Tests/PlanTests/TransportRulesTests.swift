@@ -38,6 +38,7 @@ import Testing
             // A connection a profile carried into a tunnel keeps a NAT to the tunnel's address:
             // dropped until vpnd forgets it.
             [.conntrackMarkVerdictMap(mask: mask, map: "transport_held")],
+            [.markMatch(mask: mask, value: 0, negated: false), .setConntrackMark(clear: mask, set: 0), .namedCounter("tunnel_transport"), .verdict(.accept)],
             [.setMark(clear: mask, set: bypass), .setConntrackMark(clear: mask, set: 0), .namedCounter("tunnel_transport"), .verdict(.accept)],
         ])
         #expect(state.nft.set(named: "transport_held")?.elements == [NftElement(key: .mark(0x0100_0000), verdict: .jump("held_work")),
