@@ -1,3 +1,5 @@
+import Addresses
+
 /// A profile's trusted networks (`vpnctl status`): the action in force, the rule that
 /// chose it and why, since when, and what the host's networks looked like then.
 public struct TrustedStatus: Codable, Hashable, Sendable {
@@ -14,14 +16,14 @@ public struct TrustedStatus: Codable, Hashable, Sendable {
     /// How many rules the profile has.
     public var rules: Int
     /// What the rules were compared with.
-    public var network: NetworkStatus
+    public var network: NetworkFacts
     /// A multihop exit held by its chain: the profile carrying its transport (tunnel.via, or
     /// one further along) that does not connect, and that profile's action.
     public var heldBy: String?
     public var heldByAction: String?
 
     public init(action: String, rule: Int? = nil, ruleLocation: String? = nil, matched: [String: String] = [:], since: Double,
-                rules: Int, network: NetworkStatus = NetworkStatus(), heldBy: String? = nil, heldByAction: String? = nil) {
+                rules: Int, network: NetworkFacts = NetworkFacts(), heldBy: String? = nil, heldByAction: String? = nil) {
         self.heldBy = heldBy
         self.heldByAction = heldByAction
         self.action = action
@@ -31,22 +33,5 @@ public struct TrustedStatus: Codable, Hashable, Sendable {
         self.since = since
         self.rules = rules
         self.network = network
-    }
-}
-
-/// The host's networks as trusted-network rules see them; nil: not known.
-public struct NetworkStatus: Codable, Hashable, Sendable {
-    public var interface: String?
-    public var gateway: String?
-    public var gatewayMAC: String?
-    public var searchDomains: [String]
-    public var ssid: String?
-
-    public init(interface: String? = nil, gateway: String? = nil, gatewayMAC: String? = nil, searchDomains: [String] = [], ssid: String? = nil) {
-        self.interface = interface
-        self.gateway = gateway
-        self.gatewayMAC = gatewayMAC
-        self.searchDomains = searchDomains
-        self.ssid = ssid
     }
 }

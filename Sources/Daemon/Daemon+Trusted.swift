@@ -1,3 +1,4 @@
+import Addresses
 import Control
 import Facts
 import Glibc
@@ -75,11 +76,9 @@ extension Daemon {
         let entry = trustedState.verdicts[profile.name]
         guard !profile.trusted.isEmpty || entry?.verdict.heldBy != nil else { return nil }
         let verdict = entry?.verdict ?? TrustedVerdict(action: .connect)
-        let network = trustedState.network
         return TrustedStatus(action: verdict.action.rawValue, rule: verdict.rule, ruleLocation: verdict.location?.description,
                              matched: verdict.matched, since: entry?.since ?? Self.wallClock(), rules: profile.trusted.count,
-                             network: NetworkStatus(interface: network.interface, gateway: network.gateway, gatewayMAC: network.gatewayMAC,
-                                                    searchDomains: network.searchDomains, ssid: network.ssid),
+                             network: trustedState.network,
                              heldBy: verdict.heldBy?.entry, heldByAction: verdict.heldBy?.action.rawValue)
     }
 

@@ -1,3 +1,4 @@
+import Addresses
 import Cgroups
 import Facts
 import Netlink

@@ -1,3 +1,4 @@
+import Addresses
 import Control
 import Foundation
 import Testing
@@ -45,7 +46,7 @@ import Testing
         if reversed { matched = Dictionary(uniqueKeysWithValues: matched.sorted { $0.key > $1.key }) }
         profile.trusted = TrustedStatus(action: "disconnect", rule: 1, ruleLocation: "/etc/vpnexec/policy.d/10-work.toml:4:13", matched: matched,
                                         since: 1_700_000_100, rules: 2,
-                                        network: NetworkStatus(interface: "eth0", gateway: "198.51.100.1", gatewayMAC: "02:00:5e:00:53:0a",
+                                        network: NetworkFacts(interface: "eth0", gateway: "198.51.100.1", gatewayMAC: "02:00:5e:00:53:0a",
                                                                searchDomains: ["home.example"]))
         profile.via = HopStatus(entry: "entry", entryInterface: "vx-entry", entryState: "up", carried: Traffic(packets: 7, bytes: 1036))
         var report = StatusReport(daemonPID: 42, policyDirectory: "/etc/vpnexec/policy.d", cgroupRoot: "/sys/fs/cgroup", profiles: [profile], sandbox: "Landlock ABI 4 (verified)")

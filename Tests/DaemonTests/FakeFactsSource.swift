@@ -1,4 +1,5 @@
 @testable import Daemon
+import Addresses
 import Plan
 import Policy
 import TunnelFiles

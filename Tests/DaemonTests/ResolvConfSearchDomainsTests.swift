@@ -1,3 +1,4 @@
+import Addresses
 import Facts
 import Testing
 

@@ -1,3 +1,4 @@
+import Addresses
 import NetTestSupport
 import Nftables
 import Plan
