@@ -62,7 +62,7 @@ final class DaemonHarness: @unchecked Sendable {
         try FileManager.default.createDirectory(atPath: policyDirectory, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o755])
         chmod(base, 0o755)
         cleanup.add("remove \(base)") { try? FileManager.default.removeItem(atPath: base) }
-        cleanup.add("remove test cgroups") { [cgroupParent] in try TestCgroups.removeTree(cgroupParent) }
+        try TestCgroups.own(cgroupParent, cleanup: cleanup)
         try writePolicy(policy)
     }
 
@@ -135,6 +135,37 @@ final class DaemonHarness: @unchecked Sendable {
 }
 
 enum TestCgroups {
+    /// Which test process made each cgroup parent, as NetworkNamespace records its
+    /// namespaces: a killed run leaves its tree and the processes in it (vpnd, servers), so
+    /// the next run kills and removes what a dead process left, and only that.
+    static let owners = "/run/vpnexec-tests/cgroups"
+    static let sweepOnce: Void = {
+        try? FileManager.default.createDirectory(atPath: owners, withIntermediateDirectories: true)
+        for name in (try? FileManager.default.contentsOfDirectory(atPath: owners)) ?? [] {
+            let owner = owners + "/" + name
+            guard let pid = (try? String(contentsOfFile: owner, encoding: .utf8)).flatMap({ Int32($0.trimmingCharacters(in: .whitespacesAndNewlines)) }),
+                  kill(pid, 0) != 0 && errno == ESRCH, let root = try? cgroupRoot() + "/" + name else { continue }
+            try? "1".write(toFile: root + "/cgroup.kill", atomically: false, encoding: .utf8)
+            _ = try? eventually("the processes of \(name) to die") {
+                let events = try? String(contentsOfFile: root + "/cgroup.events", encoding: .utf8)
+                return events == nil || events!.contains("populated 0")
+            }
+            try? removeTree(name)
+            try? FileManager.default.removeItem(atPath: owner)
+        }
+    }()
+
+    /// Records this process as the owner of `relative` and removes the tree when the test ends.
+    static func own(_ relative: String, cleanup: Cleanup) throws {
+        sweepOnce
+        let owner = owners + "/" + relative
+        try String(getpid()).write(toFile: owner, atomically: true, encoding: .utf8)
+        cleanup.add("remove test cgroups") {
+            try removeTree(relative)
+            try? FileManager.default.removeItem(atPath: owner)
+        }
+    }
+
     /// Removes a cgroup subtree (children first); processes must be gone.
     static func removeTree(_ relative: String) throws {
         let root = try cgroupRoot() + "/" + relative
