@@ -1,5 +1,6 @@
 import Addresses
 import DNS
+import HexDigits
 import TOML
 
 /// Looks up user and group names; the system one reads the user database, tests pass
@@ -228,8 +229,6 @@ extension Policy {
 private func sortedUnique(_ patterns: [DomainPattern]) -> [DomainPattern] {
     Set(patterns).map { ($0.description, $0) }.sorted { $0.0 < $1.0 }.map(\.1)
 }
-
-func hex(_ value: UInt32) -> String { "0x" + String(value, radix: 16) }
 
 /// A profile as read, before marks and tables are assigned.
 struct ProfileDraft {
