@@ -65,6 +65,18 @@ struct TableReader {
         return (number, location(value.position))
     }
 
+    /// An integer that must fit `T` and be `valid`; otherwise "CONTEXT KEY VALUE PROBLEM"
+    /// at the value, and nil.
+    mutating func integer<T: FixedWidthInteger>(_ key: String, as _: T.Type, where valid: (T) -> Bool = { _ in true },
+                                                else problem: String) -> (T, SourceLocation)? {
+        guard let (number, at) = integer(key) else { return nil }
+        guard let value = T(exactly: number), valid(value) else {
+            log.error("\(context) \(key) \(number) \(problem)", at: at)
+            return nil
+        }
+        return (value, at)
+    }
+
     mutating func table(_ key: String) -> TOMLTable? {
         guard let value = value(key) else { return nil }
         guard case let .table(inner) = value.kind else {
