@@ -28,14 +28,16 @@ let package = Package(
 
         // Pure: values and functions, unit-tested without a kernel.
         .target(name: "Addresses"),
-        .target(name: "TOML"),
-        .target(name: "Policy", dependencies: ["TOML", "Addresses", "DNS"]),
-        .target(name: "Nftables", dependencies: ["Addresses"]),
-        .target(name: "Routing", dependencies: ["Addresses"]),
-        .target(name: "Plan", dependencies: ["Policy", "Nftables", "Routing", "Addresses"]),
+        // Hexadecimal text: marks as "0x7f000000", bytes as digit pairs, code points.
+        .target(name: "HexDigits"),
+        .target(name: "TOML", dependencies: ["HexDigits"]),
+        .target(name: "Policy", dependencies: ["TOML", "Addresses", "DNS", "HexDigits"]),
+        .target(name: "Nftables", dependencies: ["Addresses", "HexDigits"]),
+        .target(name: "Routing", dependencies: ["Addresses", "HexDigits"]),
+        .target(name: "Plan", dependencies: ["Policy", "Nftables", "Routing", "Addresses", "HexDigits"]),
         .target(name: "Control", dependencies: ["CLinux", "Addresses", "Descriptors"]),
         // The WireGuard protocol: crypto, handshake, cookies, replay, timers, cryptokey routing.
-        .target(name: "WireGuard", dependencies: ["CSodium", "Addresses", "Monotonic"]),
+        .target(name: "WireGuard", dependencies: ["CSodium", "Addresses", "HexDigits", "Monotonic"]),
         // The proxy is generic over its client type; specialized across modules, its hot
         // path runs without runtime generic metadata lookups.
         .target(name: "DNS", dependencies: ["Addresses", "Monotonic"], swiftSettings: [.unsafeFlags(["-cross-module-optimization"])]),
@@ -52,7 +54,7 @@ let package = Package(
         .target(name: "ServiceSupport", dependencies: ["CCap", "CLinux", "Control"]),
         .target(name: "TrustedFiles", dependencies: ["Policy", "Descriptors"]),
         .target(name: "TunnelFiles", dependencies: ["Policy", "TrustedFiles", "WireGuard"]),
-        .target(name: "Facts", dependencies: ["Addresses", "Descriptors", "Cgroups", "Netlink", "Plan", "Policy", "Routing", "TunnelFiles", "WireGuard", "CLinux"]),
+        .target(name: "Facts", dependencies: ["Addresses", "Descriptors", "Cgroups", "HexDigits", "Netlink", "Plan", "Policy", "Routing", "TunnelFiles", "WireGuard", "CLinux"]),
         .target(name: "WireGuardDevice", dependencies: ["WireGuard", "CLinux", "Addresses", "Descriptors", "Monotonic", "Netlink", "Routing"]),
         .target(name: "Daemon", dependencies: ["Addresses", "Descriptors", "ServiceSupport", "CCap", "DNS", "CLinux", "CSystemd", "Cgroups", "Control", "Facts", "TrustedFiles", "Netlink", "Nftables", "Plan", "Policy", "Routing", "TunnelFiles", "WireGuard", "WireGuardDevice"]),
 
@@ -60,11 +62,12 @@ let package = Package(
         .executableTarget(name: "vpnd", dependencies: ["BuildVersion", "Daemon", "ServiceSupport", "Control", "Policy", "TrustedFiles", .product(name: "ArgumentParser", package: "swift-argument-parser")]),
         .executableTarget(name: "vpnexec", dependencies: ["BuildVersion", "Control", "Descriptors"]),
         .executableTarget(name: "vpn-server", dependencies: ["BuildVersion", "Addresses", "Descriptors", "WireGuard", "WireGuardDevice", "ServiceSupport", "Netlink", "Nftables", "Plan", "CSystemd", "CLinux", .product(name: "ArgumentParser", package: "swift-argument-parser")]),
-        .executableTarget(name: "vpnctl", dependencies: ["BuildVersion", "Control", "Facts", "Plan", "Policy", "TrustedFiles", "TunnelFiles", "Cgroups", "Netlink", .product(name: "ArgumentParser", package: "swift-argument-parser")]),
+        .executableTarget(name: "vpnctl", dependencies: ["BuildVersion", "Control", "Facts", "HexDigits", "Plan", "Policy", "TrustedFiles", "TunnelFiles", "Cgroups", "Netlink", .product(name: "ArgumentParser", package: "swift-argument-parser")]),
 
         // Tests. NetTestSupport builds namespaces, runs tools and cleans up after them.
         .target(name: "NetTestSupport", dependencies: ["CLinux"], path: "Tests/NetTestSupport"),
         .testTarget(name: "AddressesTests", dependencies: ["Addresses"]),
+        .testTarget(name: "HexDigitsTests", dependencies: ["HexDigits"]),
         .testTarget(name: "TOMLTests", dependencies: ["TOML"], exclude: ["Fixtures"]),
         .testTarget(name: "PolicyTests", dependencies: ["Policy"]),
         .testTarget(name: "TrustedFilesTests", dependencies: ["TrustedFiles", "Policy", "NetTestSupport"]),

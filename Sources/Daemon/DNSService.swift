@@ -66,7 +66,7 @@ final class DNSService {
             let configuration = DNSProxyConfiguration(servers: servers, domainSets: Array(lists.prefix(DomainList.maxLists)), tunneledSets: tunneled,
                                                       elementTimeout: policy.dns.minTTL...max(policy.dns.minTTL, policy.dns.maxTTL))
             wanted[profile.name] = ResolverSettings(configuration: configuration, port: policy.dns.port(for: profile),
-                                                    mark: policy.routing.mark(forIndex: profile.index))
+                                                    mark: profile.mark.value)
         }
         for (name, resolver) in resolvers where wanted[name] != built[name] {
             resolver.close()

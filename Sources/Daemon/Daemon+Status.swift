@@ -65,7 +65,7 @@ extension Daemon {
                 tunnel.wireguard?.reconnect = tunnels.reconnectReport(interface: profile.tunnel.interfaceName)
             }
             var status = ProfileStatus(
-                name: profile.name, mark: policy.routing.mark(forIndex: profile.index), table: profile.table,
+                name: profile.name, mark: profile.mark.value, table: profile.table,
                 killswitch: profile.killswitch, cgroup: path,
                 members: memberCount(of: profile),
                 tunnel: tunnel, sent: traffic(names.sentCounter), received: traffic(names.receivedCounter),

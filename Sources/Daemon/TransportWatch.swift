@@ -78,7 +78,7 @@ extension Daemon {
         let fresh = Set(transportWatch.held.filter { now - $0.value >= TransportWatch.drainSeconds }.keys)
         guard !fresh.isEmpty else { return }
         let routing = policy.routing
-        let profileMarks = Set(policy.profiles.map { routing.mark(forIndex: $0.index) })
+        let profileMarks = Set(policy.profiles.map(\.mark.value))
         do {
             if transportWatch.conntrack == nil { transportWatch.conntrack = try ConntrackClient() }
             // By the mark, or by the source NAT alone: the first rule of route_output may

@@ -1,5 +1,6 @@
 import Addresses
 import Glibc
+import HexDigits
 import Netlink
 import Plan
 import Policy
@@ -32,7 +33,7 @@ public struct NetworkFactsReader {
         facts.gateway = gateway.description
         let entry = ((try? netlink.neighbours(ipv4: gateway.isIPv4, interfaceIndex: route.interfaceIndex)) ?? []).first { $0.address == gateway }
         if let entry, entry.isUsable, entry.linkLayerAddress.count == 6 {
-            facts.gatewayMAC = entry.linkLayerAddress.map { ($0 < 16 ? "0" : "") + String($0, radix: 16) }.joined(separator: ":")
+            facts.gatewayMAC = hexDigits(bytes: entry.linkLayerAddress, separator: ":")
         } else if resolve {
             try? netlink.resolveNeighbour(gateway, interfaceIndex: route.interfaceIndex)
         }

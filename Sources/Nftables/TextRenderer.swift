@@ -1,3 +1,5 @@
+import HexDigits
+
 /// Renders a table in `nft -f` syntax. The output is what `vpnctl plan` prints and what
 /// tests feed to `nft -c -f`, so it must stay valid input for the nft CLI.
 public struct NftTextRenderer: Sendable {
@@ -65,17 +67,17 @@ public struct NftTextRenderer: Sendable {
     func statement(_ statement: NftStatement) -> String {
         switch statement {
         case let .markMatch(mask, value, negated):
-            return "meta mark & \(hex(mask)) \(negated ? "!=" : "==") \(hex(value))"
+            return "meta mark & \(hex(mask, digits: 8)) \(negated ? "!=" : "==") \(hex(value, digits: 8))"
         case let .outputInterfaceName(name, negated):
             return "oifname \(negated ? "!= " : "")\(quoted(name))"
         case let .inputInterfaceName(name, negated):
             return "iifname \(negated ? "!= " : "")\(quoted(name))"
         case let .setMark(clear, set):
-            return "meta mark set meta mark & \(hex(~clear))" + (set == 0 ? "" : " | \(hex(set))")
+            return "meta mark set meta mark & \(hex(~clear, digits: 8))" + (set == 0 ? "" : " | \(hex(set, digits: 8))")
         case let .setConntrackMark(clear, set):
-            return "ct mark set ct mark & \(hex(~clear))" + (set == 0 ? "" : " | \(hex(set))")
+            return "ct mark set ct mark & \(hex(~clear, digits: 8))" + (set == 0 ? "" : " | \(hex(set, digits: 8))")
         case let .conntrackMarkMatch(mask, value, negated):
-            return "ct mark & \(hex(mask)) \(negated ? "!=" : "==") \(hex(value))"
+            return "ct mark & \(hex(mask, digits: 8)) \(negated ? "!=" : "==") \(hex(value, digits: 8))"
         case .conntrackStateNew:
             return "ct state new"
         case let .cgroupMatch(level, cgroup, negated):
@@ -93,15 +95,15 @@ public struct NftTextRenderer: Sendable {
         case let .redirect(port):
             return "redirect to :\(port)"
         case let .conntrackMarkVerdictMap(mask, map):
-            return "ct mark & \(hex(mask)) vmap @\(map)"
+            return "ct mark & \(hex(mask, digits: 8)) vmap @\(map)"
         case let .namedCounter(name):
             return "counter name \(quoted(name))"
         case let .cgroupVerdictMap(level, map):
             return "socket cgroupv2 level \(level) vmap @\(map)"
         case let .markVerdictMap(mask, map):
-            return "meta mark & \(hex(mask)) vmap @\(map)"
+            return "meta mark & \(hex(mask, digits: 8)) vmap @\(map)"
         case let .socketMarkMatch(value, negated):
-            return "socket mark \(negated ? "!=" : "==") \(hex(value))"
+            return "socket mark \(negated ? "!=" : "==") \(hex(value, digits: 8))"
         case let .transportProtocol(number):
             return "meta l4proto \(number)"
         case let .udpPorts(source, destination):
@@ -135,7 +137,7 @@ public struct NftTextRenderer: Sendable {
     func key(_ key: NftElementKey) -> String {
         switch key {
         case let .cgroup(_, path): return quoted(path)
-        case let .mark(mark): return hex(mark)
+        case let .mark(mark): return hex(mark, digits: 8)
         case let .prefix(prefix):
             return prefix.length == prefix.address.bitCount ? prefix.address.description : prefix.network.description
         case let .port(port): return String(port)
@@ -163,11 +165,6 @@ public struct NftTextRenderer: Sendable {
         case (NftBaseChain.srcnat, .postrouting): return "srcnat"
         default: return String(value)
         }
-    }
-
-    func hex(_ value: UInt32) -> String {
-        let digits = String(value, radix: 16)
-        return "0x" + String(repeating: "0", count: max(0, 8 - digits.count)) + digits
     }
 
     /// nft strings cannot contain a double quote or a newline; our names and comments are

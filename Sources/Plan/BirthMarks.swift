@@ -37,14 +37,14 @@ enum BirthMarks {
         var marks: [String: (UInt64, UInt32)] = [:]
         for profile in policy.profiles {
             let path = profile.cgroupPath(parent: facts.cgroupParent)
-            if let id = facts.cgroupIDs[path] { marks[path] = (id, policy.routing.mark(forIndex: profile.index)) }
+            if let id = facts.cgroupIDs[path] { marks[path] = (id, profile.mark.value) }
         }
         if policy.usesBypassSlice {
             let path = ExecutableRules.bypassCgroup(parent: facts.cgroupParent)
             if let id = facts.cgroupIDs[path] { marks[path] = (id, policy.routing.bypassMark) }
         }
         for (path, joined) in facts.joinedCgroups {
-            if let profile = policy.profile(named: joined.profile) { marks[path] = (joined.id, policy.routing.mark(forIndex: profile.index)) }
+            if let profile = policy.profile(named: joined.profile) { marks[path] = (joined.id, profile.mark.value) }
         }
         return marks.filter { !$0.key.split(separator: "/").isEmpty }
             .map { SocketMarkAttachment(cgroup: $0.key, id: $0.value.0, mark: $0.value.1) }.sorted()

@@ -20,7 +20,7 @@ enum InboundRules {
         let mask = policy.routing.markMask
         for profile in policy.profiles {
             let names = ProfileObjectNames(profile.name)
-            let mark = policy.routing.mark(forIndex: profile.index)
+            let mark = profile.mark.value
             var rules = [
                 NftRule([.inputInterfaceName(profile.tunnel.interfaceName, negated: false),
                          .setConntrackMark(clear: mask, set: mark), .verdict(.accept)],

@@ -21,7 +21,7 @@ enum KillswitchRules {
         var nat: [NftRule] = []
         for profile in policy.profiles {
             let names = ProfileObjectNames(profile.name)
-            let mark = policy.routing.mark(forIndex: profile.index)
+            let mark = profile.mark.value
             let tunnel = profile.tunnel.interfaceName
             egressMarks.append(NftElement(key: .mark(mark), verdict: .jump(names.egressChain)))
             table.counters.append(NftCounter(name: names.tunnelCounter, comment: "profile \(profile.name): packets that left through \(tunnel)"))

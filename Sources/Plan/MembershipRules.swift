@@ -29,7 +29,7 @@ enum MembershipRules {
         var inboundMarks: [NftElement] = []
         for profile in policy.profiles {
             let names = ProfileObjectNames(profile.name)
-            let mark = policy.routing.mark(forIndex: profile.index)
+            let mark = profile.mark.value
             connectionMarks.append(NftElement(key: .mark(mark), verdict: .jump(names.memberChain)))
             inboundMarks.append(NftElement(key: .mark(mark), verdict: .jump(names.inboundChain)))
             table.counters += [

@@ -18,7 +18,7 @@ public enum MultihopRules {
     /// the file's FwMark, else the bypass mark (no profile routes it).
     public static func socketMark(_ profile: Profile, in policy: Policy, fileMark: UInt32?) -> UInt32 {
         if let via = profile.via, let entry = policy.profile(named: via.entry) {
-            return policy.routing.mark(forIndex: entry.index)
+            return entry.mark.value
         }
         return fileMark ?? policy.routing.bypassMark
     }
@@ -32,7 +32,7 @@ public enum MultihopRules {
         for profile in policy.profiles {
             guard let via = profile.via, let entry = policy.profile(named: via.entry) else { continue }
             let names = ProfileObjectNames(profile.name)
-            let mark = policy.routing.mark(forIndex: entry.index)
+            let mark = entry.mark.value
             let port = facts.tunnelTransports[profile.tunnel.interfaceName]?.udpPort
             table.sets.append(NftSet(name: names.hopSet, key: .port, elements: port.map { [NftElement(key: .port($0))] } ?? [],
                                      comment: "profile \(profile.name): the UDP port of \(profile.tunnel.interfaceName)'s transport, carried by profile \(entry.name)"))

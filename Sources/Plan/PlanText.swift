@@ -1,3 +1,4 @@
+import HexDigits
 import Nftables
 import Routing
 
@@ -46,8 +47,6 @@ public enum PlanText {
         }
         return lines.joined(separator: "\n") + "\n"
     }
-
-    static func hex(_ value: UInt32) -> String { "0x" + String(value, radix: 16) }
 }
 
 extension String {

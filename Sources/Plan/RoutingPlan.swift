@@ -13,7 +13,7 @@ enum RoutingPlan {
     static func rules(_ profiles: [Profile], routing: RoutingSettings) -> [RoutingRule] {
         let lookups = profiles.flatMap { profile in
             [true, false].map { ipv4 in
-                RoutingRule(ipv4: ipv4, priority: routing.rulePriority, mark: routing.mark(forIndex: profile.index),
+                RoutingRule(ipv4: ipv4, priority: routing.rulePriority, mark: profile.mark.value,
                             mask: routing.markMask, table: profile.table, protocolNumber: vpnexecRouteProtocol)
             }
         }

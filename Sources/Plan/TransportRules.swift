@@ -43,7 +43,7 @@ enum TransportRules {
             NftSet(name: ownersSet, key: .uid, elements: Set(known.compactMap(\.owner)).sorted().map { NftElement(key: .uid($0)) },
                    comment: "the users that hold them"),
             NftSet(name: heldMap, key: .mark, data: .verdict,
-                   elements: policy.profiles.map { NftElement(key: .mark(policy.routing.mark(forIndex: $0.index)), verdict: .jump(ProfileObjectNames($0.name).heldChain)) },
+                   elements: policy.profiles.map { NftElement(key: .mark($0.mark.value), verdict: .jump(ProfileObjectNames($0.name).heldChain)) },
                    comment: "a transport connection a profile carried into its tunnel: counted as that profile's loop"),
         ]
         table.counters.append(NftCounter(name: counter, comment: "packets of the profile tunnels' own transport, kept out of every profile"))

@@ -4,14 +4,14 @@ import DNS
 /// The validated policy: what every file in the policy directory says, together.
 public struct Policy: Hashable, Sendable {
     /// Profiles in the order they were defined (file name order, then position).
-    public var profiles: [Profile]
-    public var routing: RoutingSettings
+    public var profiles: [Profile] { didSet { profiles = Policy.marked(profiles, routing: routing) } }
+    public var routing: RoutingSettings { didSet { profiles = Policy.marked(profiles, routing: routing) } }
     public var dns: DNSSettings
     public var system: SystemSettings
 
     public init(profiles: [Profile], routing: RoutingSettings = RoutingSettings(), dns: DNSSettings = DNSSettings(),
                 system: SystemSettings = SystemSettings()) {
-        self.profiles = profiles
+        self.profiles = Policy.marked(profiles, routing: routing)
         self.routing = routing
         self.dns = dns
         self.system = system
@@ -40,6 +40,9 @@ public struct Profile: Hashable, Sendable {
     public var killswitch: Bool
     /// Index under the mark mask: mark value = index << shift; routing table = base + index.
     public var index: UInt32
+    /// Set by the policy that holds the profile, from its index and the policy's routing
+    /// (the default routing's until then).
+    public internal(set) var mark: ProfileMark
     public var table: UInt32
     /// Members reach private (RFC 1918, ULA) and link-local destinations directly.
     public var allowLAN: Bool
@@ -93,6 +96,7 @@ public struct Profile: Hashable, Sendable {
         self.access = access
         self.killswitch = killswitch
         self.index = index
+        self.mark = ProfileMark(RoutingSettings().mark(forIndex: index))
         self.table = table
         self.allowLAN = allowLAN
         self.allowMulticast = allowMulticast

@@ -65,6 +65,18 @@ struct TableReader {
         return (number, location(value.position))
     }
 
+    /// An integer that must fit `T` and be `valid`; otherwise "CONTEXT KEY VALUE PROBLEM"
+    /// at the value, and nil.
+    mutating func integer<T: FixedWidthInteger>(_ key: String, as _: T.Type, where valid: (T) -> Bool = { _ in true },
+                                                else problem: String) -> (T, SourceLocation)? {
+        guard let (number, at) = integer(key) else { return nil }
+        guard let value = T(exactly: number), valid(value) else {
+            log.error("\(context) \(key) \(number) \(problem)", at: at)
+            return nil
+        }
+        return (value, at)
+    }
+
     mutating func table(_ key: String) -> TOMLTable? {
         guard let value = value(key) else { return nil }
         guard case let .table(inner) = value.kind else {
@@ -73,133 +85,81 @@ struct TableReader {
         return inner
     }
 
+    /// An array key whose items `read` takes one at a time; an item it refuses is left out.
+    mutating func array<Item>(_ key: String, of expected: String, _ read: (ArrayItem) -> Item?) -> [Item]? {
+        guard let value = value(key) else { return nil }
+        guard case let .array(items) = value.kind else { return typeError(key, value, expected: expected) }
+        let itemContext = "\(context) \(key)"
+        return items.compactMap { read(ArrayItem(value: $0, location: location($0.position), context: itemContext, log: log)) }
+    }
+
     /// An array whose items are strings or integers ("alice", 1001).
     mutating func namesOrNumbers(_ key: String) -> [(NameOrNumber, SourceLocation)]? {
-        guard let value = value(key) else { return nil }
-        guard case let .array(items) = value.kind else {
-            return typeError(key, value, expected: "an array of names and numbers")
-        }
-        var result: [(NameOrNumber, SourceLocation)] = []
-        for item in items {
-            switch item.kind {
-            case let .string(name): result.append((.name(name), location(item.position)))
-            case let .integer(number): result.append((.number(number), location(item.position)))
-            default:
-                log.error("\(context) \(key): items must be names (strings) or numbers, not \(item.kind.typeName)", at: location(item.position))
+        array(key, of: "an array of names and numbers") { item in
+            switch item.value.kind {
+            case let .string(name): return (.name(name), item.location)
+            case let .integer(number): return (.number(number), item.location)
+            default: return item.refuse("items must be names (strings) or numbers, not \(item.value.kind.typeName)")
             }
         }
-        return result
     }
 
     /// An array of networks ("10.20.0.0/16", "fd00:20::/48"; a bare address is one host);
     /// host bits must be clear.
     mutating func prefixes(_ key: String) -> [(IPPrefix, SourceLocation)]? {
-        guard let value = value(key) else { return nil }
-        guard case let .array(items) = value.kind else {
-            return typeError(key, value, expected: "an array of networks such as \"10.20.0.0/16\"")
-        }
-        var result: [(IPPrefix, SourceLocation)] = []
-        for item in items {
-            let at = location(item.position)
-            guard case let .string(text) = item.kind else {
-                log.error("\(context) \(key): items must be networks as strings (\"10.20.0.0/16\"), not \(item.kind.typeName)", at: at)
-                continue
-            }
+        array(key, of: "an array of networks such as \"10.20.0.0/16\"") { item in
+            guard let text = item.string("networks as strings (\"10.20.0.0/16\")") else { return nil }
             guard let prefix = IPPrefix(text) else {
-                log.error("\(context) \(key): \"\(text)\" is not a network (address/length, e.g. \"10.20.0.0/16\" or \"fd00:20::/48\")", at: at)
-                continue
+                return item.refuse("\"\(text)\" is not a network (address/length, e.g. \"10.20.0.0/16\" or \"fd00:20::/48\")")
             }
-            guard prefix.network == prefix else {
-                log.error("\(context) \(key): \"\(text)\" has host bits set; did you mean \"\(prefix.network)\"?", at: at)
-                continue
-            }
+            guard prefix.network == prefix else { return item.refuse("\"\(text)\" has host bits set; did you mean \"\(prefix.network)\"?") }
             // Everything, anyone's: the tunnel daemon's own packets and the host's link
             // protocols (DHCP, neighbour discovery) too, which system mode exempts and this would not.
             guard prefix.length > 0 else {
-                log.error("\(context) \(key): \"\(text)\" is every address; to send the whole host through a profile use [system] profile = \"NAME\" (system mode)", at: at)
-                continue
+                return item.refuse("\"\(text)\" is every address; to send the whole host through a profile use [system] profile = \"NAME\" (system mode)")
             }
-            result.append((prefix, at))
+            return (prefix, item.location)
         }
-        return result
     }
 
     /// An array of domain names and wildcards ("bank.example", "*.corp.example").
     mutating func domains(_ key: String) -> [(DomainPattern, SourceLocation)]? {
-        guard let value = value(key) else { return nil }
-        guard case let .array(items) = value.kind else {
-            return typeError(key, value, expected: "an array of names such as \"bank.example\" or \"*.corp.example\"")
-        }
-        var result: [(DomainPattern, SourceLocation)] = []
-        for item in items {
-            let at = location(item.position)
-            guard case let .string(text) = item.kind else {
-                log.error("\(context) \(key): items must be names as strings, not \(item.kind.typeName)", at: at)
-                continue
-            }
+        array(key, of: "an array of names such as \"bank.example\" or \"*.corp.example\"") { item in
+            guard let text = item.string("names as strings") else { return nil }
             do {
-                result.append((try DomainPattern(text), at))
+                return (try DomainPattern(text), item.location)
             } catch {
-                log.error("\(context) \(key): \(error)", at: at)
+                return item.refuse("\(error)")
             }
         }
-        return result
     }
 
     /// An array of IP addresses ("10.64.0.1", "fd00::53").
     mutating func addresses(_ key: String) -> [IPAddress]? {
-        guard let value = value(key) else { return nil }
-        guard case let .array(items) = value.kind else {
-            return typeError(key, value, expected: "an array of addresses such as \"10.64.0.1\"")
-        }
-        var result: [IPAddress] = []
-        for item in items {
-            guard case let .string(text) = item.kind, let address = IPAddress(text) else {
-                log.error("\(context) \(key): items must be IP addresses as strings (\"10.64.0.1\", \"fd00::53\")", at: location(item.position))
-                continue
+        array(key, of: "an array of addresses such as \"10.64.0.1\"") { item in
+            guard case let .string(text) = item.value.kind, let address = IPAddress(text) else {
+                return item.refuse("items must be IP addresses as strings (\"10.64.0.1\", \"fd00::53\")")
             }
-            result.append(address)
+            return address
         }
-        return result
+    }
+
+    /// An array of strings.
+    mutating func strings(_ key: String) -> [(String, SourceLocation)]? {
+        array(key, of: "an array of strings") { item in item.string("strings").map { ($0, item.location) } }
     }
 
     /// An array of absolute, normalized paths of executables.
-    /// An array of strings.
-    mutating func strings(_ key: String) -> [(String, SourceLocation)]? {
-        guard let value = value(key) else { return nil }
-        guard case let .array(items) = value.kind else { return typeError(key, value, expected: "an array of strings") }
-        var result: [(String, SourceLocation)] = []
-        for item in items {
-            guard case let .string(text) = item.kind else {
-                log.error("\(context) \(key): items must be strings, not \(item.kind.typeName)", at: location(item.position))
-                continue
-            }
-            result.append((text, location(item.position)))
-        }
-        return result
-    }
-
     mutating func executables(_ key: String) -> [(String, SourceLocation)]? {
-        guard let value = value(key) else { return nil }
-        guard case let .array(items) = value.kind else {
-            return typeError(key, value, expected: "an array of absolute paths such as \"/usr/bin/steam\"")
-        }
-        var result: [(String, SourceLocation)] = []
-        for item in items {
-            let at = location(item.position)
-            guard case let .string(path) = item.kind else {
-                log.error("\(context) \(key): items must be paths as strings (\"/usr/bin/steam\"), not \(item.kind.typeName)", at: at)
-                continue
-            }
+        array(key, of: "an array of absolute paths such as \"/usr/bin/steam\"") { item in
+            guard let path = item.string("paths as strings (\"/usr/bin/steam\")") else { return nil }
             let components = path.split(separator: "/", omittingEmptySubsequences: false).dropFirst()
             guard path.hasPrefix("/"), path.count <= 4096, !components.isEmpty,
                   components.allSatisfy({ !$0.isEmpty && $0 != "." && $0 != ".." }) else {
-                log.error("\(context) \(key): \"\(path)\" must be an absolute path without '.', '..', '//' or a trailing '/' (the file the program is run from)", at: at)
-                continue
+                return item.refuse("\"\(path)\" must be an absolute path without '.', '..', '//' or a trailing '/' (the file the program is run from)")
             }
-            result.append((path, at))
+            return (path, item.location)
         }
-        return result
     }
 
     private func typeError<T>(_ key: String, _ value: TOMLValue, expected: String) -> T? {
@@ -224,6 +184,27 @@ struct TableReader {
             }
             log.error(message, at: at)
         }
+    }
+}
+
+/// One item of an array key: its value, where it was written, and how to refuse it.
+struct ArrayItem {
+    let value: TOMLValue
+    let location: SourceLocation
+    /// How messages about the array's items begin ("[profile.work] route networks").
+    let context: String
+    let log: DiagnosticLog
+
+    /// Logs "CONTEXT: PROBLEM" at the item, and leaves it out.
+    func refuse<T>(_ problem: String) -> T? {
+        log.error("\(context): \(problem)", at: location)
+        return nil
+    }
+
+    /// The item's text, or nil after "items must be WHAT, not TYPE".
+    func string(_ what: String) -> String? {
+        guard case let .string(text) = value.kind else { return refuse("items must be \(what), not \(value.kind.typeName)") }
+        return text
     }
 }
 

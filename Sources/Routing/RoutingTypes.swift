@@ -1,4 +1,5 @@
 @_exported import Addresses
+import HexDigits
 
 // Routing state as values: what the planner wants and what rtnetlink reads back.
 
@@ -43,7 +44,7 @@ public struct RoutingRule: Hashable, Sendable, CustomStringConvertible {
     }
 
     public var description: String {
-        let selector = mask == 0 ? "all" : "\(invert ? "not " : "")fwmark 0x\(String(mark, radix: 16))/0x\(String(mask, radix: 16))"
+        let selector = mask == 0 ? "all" : "\(invert ? "not " : "")fwmark \(hex(mark))/\(hex(mask))"
         let suppress = suppressPrefixLength.map { " suppress_prefixlength \($0)" } ?? ""
         let what: String
         switch action {

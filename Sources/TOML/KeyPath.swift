@@ -1,3 +1,5 @@
+import HexDigits
+
 /// One part of a dotted key, with where it was written.
 struct KeyComponent {
     var name: String
@@ -45,7 +47,7 @@ enum KeyPath {
             case "\n": result += "\\n"
             case "\t": result += "\\t"
             case _ where scalar.value < 0x20 || scalar.value == 0x7F:
-                result += "\\u" + hex4(scalar.value)
+                result += "\\u" + hexDigits(scalar.value, minimum: 4, uppercase: true)
             default:
                 result.unicodeScalars.append(scalar)
             }

@@ -1,3 +1,5 @@
+import HexDigits
+
 /// The four string forms: basic ("..."), literal ('...'), and their
 /// multi-line variants. Runs of plain text are copied as byte ranges; only
 /// escapes and CRLF line endings need per-character work.
@@ -147,7 +149,7 @@ extension Parser {
             }
             guard UTF8Validation.isScalarValue(value) else {
                 let text = String(decoding: scanner.bytes[backslash..<(backslash + 2 + digits)], as: UTF8.self)
-                throw scanner.error("invalid escape sequence \(text): U+\(hex4(value)) is not a Unicode scalar value (surrogates and values above 10FFFF are not allowed)", at: backslash)
+                throw scanner.error("invalid escape sequence \(text): U+\(hexDigits(value, minimum: 4, uppercase: true)) is not a Unicode scalar value (surrogates and values above 10FFFF are not allowed)", at: backslash)
             }
             UTF8Validation.append(scalar: value, to: &buffer)
             scanner.advance(2 + digits)
@@ -203,7 +205,7 @@ extension Parser {
         if byte == ASCII.carriageReturn {
             message = "a carriage return (U+000D) must be followed by a line feed; it is not allowed on its own in \(what)"
         } else if escapable {
-            message += "; write it as \\u\(hex4(UInt32(byte)))"
+            message += "; write it as \\u\(hexDigits(UInt32(byte), minimum: 4, uppercase: true))"
         }
         return scanner.error(message)
     }

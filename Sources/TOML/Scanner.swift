@@ -1,3 +1,5 @@
+import HexDigits
+
 /// A cursor over the document's bytes that knows which line it is on.
 ///
 /// The parser works on UTF-8 bytes because TOML's grammar is defined on ASCII
@@ -158,7 +160,7 @@ struct Scanner {
         case ASCII.tab:
             return "a tab"
         case 0..<0x20, ASCII.delete:
-            return "control character U+\(hex4(UInt32(byte)))"
+            return "control character U+\(hexDigits(UInt32(byte), minimum: 4, uppercase: true))"
         case ASCII.apostrophe:
             return "\"'\""
         case 0x20..<0x7F:
@@ -169,13 +171,7 @@ struct Scanner {
             while end < bytes.count, bytes[end] & 0xC0 == 0x80 { end += 1 }
             let text = String(decoding: bytes[index..<end], as: UTF8.self)
             let scalar = text.unicodeScalars.first.map { UInt32($0.value) } ?? 0
-            return "'\(text)' (U+\(hex4(scalar)))"
+            return "'\(text)' (U+\(hexDigits(scalar, minimum: 4, uppercase: true)))"
         }
     }
-}
-
-/// At least four upper-case hex digits, the way Unicode code points are written.
-func hex4(_ value: UInt32) -> String {
-    let digits = String(value, radix: 16, uppercase: true)
-    return String(repeating: "0", count: max(0, 4 - digits.count)) + digits
 }

@@ -1,3 +1,5 @@
+import HexDigits
+
 /// Entry points of the TOML v1.0.0 parser.
 ///
 /// ```swift
@@ -48,7 +50,7 @@ public enum TOML {
             }
             index += 1
         }
-        let byte = "byte 0x" + String(bytes[offset], radix: 16, uppercase: true)
+        let byte = "byte 0x" + hexDigits(bytes[offset], uppercase: true)
         return TOMLError("invalid UTF-8 (\(byte)); a TOML document must be encoded in UTF-8", at: SourcePosition(line: line, column: column))
     }
 }

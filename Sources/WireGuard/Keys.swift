@@ -1,4 +1,5 @@
 import CSodium
+import HexDigits
 
 /// 32 secret bytes that live outside Swift's copy-on-write arrays, so there is exactly one
 /// copy to wipe: the storage is zeroed with sodium_memzero when the last reference goes.
@@ -62,14 +63,6 @@ enum Base64Key {
         return String(decoding: out.prefix(44).map { UInt8(bitPattern: $0) }, as: UTF8.self)
     }
 
-    static func hex(_ bytes: UnsafeRawBufferPointer) -> String {
-        let digits = Array("0123456789abcdef".utf8)
-        var out = [UInt8]()
-        out.reserveCapacity(bytes.count * 2)
-        for b in bytes { out.append(digits[Int(b >> 4)]); out.append(digits[Int(b & 15)]) }
-        return String(decoding: out, as: UTF8.self)
-    }
-
     /// Decodes exactly 32 bytes from 64 lowercase or uppercase hex digits (the UAPI form).
     static func decodeHex(_ text: some StringProtocol) -> [UInt8]? {
         let utf8 = Array(text.utf8)
@@ -112,7 +105,7 @@ public struct PublicKey: Hashable, Sendable, CustomStringConvertible {
     }
 
     public var base64: String { bytes.withUnsafeBytes(Base64Key.encode) }
-    public var hex: String { bytes.withUnsafeBytes(Base64Key.hex) }
+    public var hex: String { bytes.withUnsafeBytes { hexDigits(bytes: $0) } }
     public var description: String { base64 }
 }
 
@@ -153,7 +146,7 @@ public struct PrivateKey: Sendable {
     }
 
     public var base64: String { secret.withUnsafeBytes(Base64Key.encode) }
-    public var hex: String { secret.withUnsafeBytes(Base64Key.hex) }
+    public var hex: String { secret.withUnsafeBytes { hexDigits(bytes: $0) } }
 }
 
 /// The optional pre-shared symmetric key mixed into the handshake; wiped when dropped.
@@ -175,7 +168,7 @@ public struct PresharedKey: Sendable {
     public init(secret: SecretBytes) { self.secret = secret }
 
     public var base64: String { secret.withUnsafeBytes(Base64Key.encode) }
-    public var hex: String { secret.withUnsafeBytes(Base64Key.hex) }
+    public var hex: String { secret.withUnsafeBytes { hexDigits(bytes: $0) } }
 }
 
 /// libsodium must be initialised once before its CSPRNG is used; cheap after the first call.

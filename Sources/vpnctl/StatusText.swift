@@ -1,5 +1,6 @@
 import Control
 import Glibc
+import HexDigits
 
 /// `vpnctl status` for people.
 enum StatusText {
@@ -13,7 +14,7 @@ enum StatusText {
         if report.profiles.isEmpty { lines.append("no profiles") }
         for profile in report.profiles {
             lines.append("")
-            lines.append("profile \(profile.name): mark 0x\(String(profile.mark, radix: 16)), table \(profile.table), killswitch \(profile.killswitch ? "on" : "off")")
+            lines.append("profile \(profile.name): mark \(hex(profile.mark)), table \(profile.table), killswitch \(profile.killswitch ? "on" : "off")")
             let addresses = profile.tunnel.addresses.isEmpty ? "" : " (" + profile.tunnel.addresses.joined(separator: ", ") + ")"
             lines.append("  tunnel    \(profile.tunnel.interface): \(profile.tunnel.state)\(addresses), rx \(bytes(profile.tunnel.rxBytes)), tx \(bytes(profile.tunnel.txBytes))")
             if let demand = profile.tunnel.demand { lines.append(self.demand(demand, now: now)) }
