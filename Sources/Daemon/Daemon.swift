@@ -82,8 +82,6 @@ public final class Daemon {
     var birthMarksUnavailable: String?
     /// The profiles' DNS proxies (while vpnd serves).
     var dns: DNSService?
-    /// Launches through systemd, where it owns the cgroup tree.
-    var scopes: SystemdScopes?
     /// Where the profile tunnels' own transports are learned (TransportRules keeps them out).
     var transportReader: TransportReader {
         var reader = TransportReader(wireguard: WireGuardSocketReader(directory: options.wireguardSocketDirectory))
@@ -286,12 +284,13 @@ public final class Daemon {
 
     public func run() throws {
         let loop = EventLoop()
-        let server = try ControlServer(path: options.socketPath, loop: loop) { [unowned self] request, caller, reply in
-            handle(request, from: caller, reply: reply)
+        let requests = requestHandler()
+        let server = try ControlServer(path: options.socketPath, loop: loop) { request, caller, reply in
+            requests.handle(request, from: Peer.of(socket: caller.fd, passed: caller.passed), reply: reply)
         }
         // systemd's cgroup tree: launches become scopes in the profile's slice (SystemdScopes).
-        if options.cgroupParent == "vpn.slice" { scopes = SystemdScopes(loop: loop) }
-        defer { scopes = nil }
+        if options.cgroupParent == "vpn.slice" { requests.scopes = SystemdScopes(loop: loop) }
+        defer { requests.scopes = nil }
         self.server = server
         defer { server.close() }
         let monitor = try RoutingMonitor()
@@ -384,6 +383,33 @@ public final class Daemon {
         var builtIn: [String: [IPAddress]] = [:]
         for loaded in tunnelFiles.values { builtIn[loaded.profile] = loaded.config.interface.dnsServers }
         dns?.configure(policy, builtInServers: builtIn)
+    }
+
+    /// The requests' handler, with the running daemon's part of the answers.
+    private func requestHandler() -> RequestHandler {
+        RequestHandler(reconciler: reconciler, cgroups: hierarchy, policyDirectory: options.policyDirectory,
+                       cgroupParent: options.cgroupParent, log: log, answers: RequestHandler.Answers(
+                           status: { [unowned self] in try statusReport() },
+                           reload: { [unowned self] in reload() },
+                           down: { [unowned self] in try down() },
+                           profiles: { [unowned self] in try profileSummaries(for: $0) },
+                           members: { [unowned self] in try members(of: $0, for: $1) },
+                           hold: { [tunnels] in tunnels.hold(interface: $0, up: $1) },
+                           joined: { [unowned self] in followDemand($0) }))
+    }
+
+    /// `vpnctl down`: everything of ours out of the kernel, then vpnd exits.
+    private func down() throws -> ControlResponse {
+        try applier.teardown()
+        AppliedMarker(socketPath: options.socketPath).clear()
+        loop?.stop()
+        log.notice("down: removed the nft table, rules and routes; exiting")
+        return ControlResponse(ok: true, message: "vpnexec is down: no killswitch, no profile routing; vpnd exits")
+    }
+
+    /// Before a move: every cgroup vpnd keeps exists and its id is in the applied maps.
+    func prepareMove() throws {
+        try reconciler.prepareMove(cgroups: hierarchy, parent: options.cgroupParent)
     }
 
     /// Marks the listed files, listens for exec events while the policy lists executables,
