@@ -10,11 +10,6 @@ extension Daemon {
         policy.profiles.filter { peer.uid == 0 || Authorization.check(peer, mayUse: $0) == nil }
     }
 
-    /// "up", "down" (exists, administratively down or no carrier) or "missing".
-    static func tunnelState(_ link: Link?) -> String {
-        link.map { $0.isUp && $0.isRunning ? "up" : "down" } ?? "missing"
-    }
-
     /// The profile's cgroup and those that joined it where they stand (a user's
     /// vpn-NAME.slice, a listed desktop app's scope).
     func memberCgroups(of profile: Profile) -> [String] {
@@ -30,7 +25,7 @@ extension Daemon {
         let links = try rtnl.links()
         return usableProfiles(by: peer).map { profile in
             ProfileSummary(name: profile.name, interface: profile.tunnel.interfaceName,
-                           state: Self.tunnelState(links.first { $0.name == profile.tunnel.interfaceName }),
+                           state: StatusBuilder.tunnelState(links.first { $0.name == profile.tunnel.interfaceName }),
                            builtIn: profile.tunnel.isBuiltIn, killswitch: profile.killswitch,
                            members: memberCount(of: profile))
         }
