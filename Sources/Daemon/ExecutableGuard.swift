@@ -153,7 +153,7 @@ final class ExecutableGuard: Sendable {
             finish(event.file, allow: late == .allow, unplaced: true)
             return
         }
-        guard let decision = ExecutableRules.decide(executables: names, cgroup: cgroup, policy: snapshot.policy, parent: snapshot.parent) else {
+        guard let placement = ExecPlacement.of(names: names, cgroup: cgroup, policy: snapshot.policy, parent: snapshot.parent) else {
             finish(event.file, allow: true)
             return
         }
@@ -163,15 +163,7 @@ final class ExecutableGuard: Sendable {
             finish(event.file, allow: true)
             return
         }
-        let (target, label): (String, String)
-        switch decision {
-        case let .join(profile):
-            target = snapshot.policy.profile(named: profile)!.cgroupPath(parent: snapshot.parent)
-            label = profile
-        case .bypass:
-            target = ExecutableRules.bypassCgroup(parent: snapshot.parent)
-            label = Policy.bypassSliceName
-        }
+        let (target, label) = (placement.target, placement.label)
         let program = names.joined(separator: ", ")
         let placed: String
         do {
