@@ -75,7 +75,7 @@ let package = Package(
         .testTarget(name: "DNSTests", dependencies: ["DNS", "Addresses"]),
         .testTarget(name: "MonotonicTests", dependencies: ["Monotonic"]),
         .testTarget(name: "WireGuardDeviceTests", dependencies: ["WireGuardDevice", "WireGuard", "Addresses", "Descriptors"]),
-        .testTarget(name: "DaemonTests", dependencies: ["Daemon", "DNS", "Facts", "ServiceSupport", "TrustedFiles", "Plan", "Policy", "Nftables", "Netlink", "Routing", "Addresses", "TunnelFiles", "NetTestSupport"], exclude: ["Fixtures"]),
+        .testTarget(name: "DaemonTests", dependencies: ["Daemon", "DNS", "Facts", "ServiceSupport", "TrustedFiles", "Plan", "Policy", "Nftables", "Netlink", "Routing", "Addresses", "TunnelFiles", "NetTestSupport"]),
         .testTarget(name: "ControlTests", dependencies: ["Control"], exclude: ["Fixtures"]),
         .testTarget(name: "IntegrationTests", dependencies: ["NetTestSupport", "Control"]),
     ]

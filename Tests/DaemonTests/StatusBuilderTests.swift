@@ -13,7 +13,7 @@ import TrustedFiles
 /// `vpnctl status` from plain values, without root: StatusBuilder fed with a policy, the
 /// counters and set elements of FakeKernelApplier after it applied that policy's plan, links
 /// and addresses, and what the running parts report; its encoding is a golden file
-/// (Fixtures/status-built.json). What the daemon gathers is proven in namespaces
+/// (Tests/ControlTests/Fixtures/status-built.json, beside the status JSON's own). What the daemon gathers is proven in namespaces
 /// (MetricsTests, VpnctlStatusTests...).
 @Suite struct StatusBuilderTests {
     static let policyText = """
@@ -75,8 +75,8 @@ import TrustedFiles
     }
 
     @Test func theReportOfAFixtureIsItsGoldenFile() throws {
-        let golden = try String(contentsOfFile: URL(fileURLWithPath: #filePath).deletingLastPathComponent()
-            .appendingPathComponent("Fixtures/status-built.json").path, encoding: .utf8)
+        let golden = try String(contentsOfFile: URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+            .appendingPathComponent("ControlTests/Fixtures/status-built.json").path, encoding: .utf8)
         let encoded = String(decoding: ControlCoding.encode(try Self.report()), as: UTF8.self)
         #expect(encoded == golden, "\(encoded)")
     }
