@@ -15,15 +15,24 @@ struct ExecPlacement: Equatable, Sendable {
     /// nil: the process stays where it is. `names`: the program's listed names (its path,
     /// hard links, listed symbolic links to it); `cgroup`: where the process is now.
     static func of(names: [String], cgroup: String, policy: Policy, parent: String) -> ExecPlacement? {
-        switch ExecutableRules.decide(executables: names, cgroup: cgroup, policy: policy, parent: parent) {
-        case let .join(profile)?:
-            guard let target = policy.profile(named: profile) else { return nil }
-            return ExecPlacement(target: target.cgroupPath(parent: parent), label: profile)
-        case .bypass?:
-            return ExecPlacement(target: ExecutableRules.bypassCgroup(parent: parent), label: Policy.bypassSliceName)
-        case nil:
-            return nil
+        ExecutableRules.decide(executables: names, cgroup: cgroup, policy: policy, parent: parent).map { ExecPlacement($0, policy: policy, parent: parent) }
+    }
+
+    /// Where `decision` (made from `policy`) sends the process.
+    init(_ decision: ExecutableRules.Decision, policy: Policy, parent: String) {
+        switch decision {
+        case let .join(profile):
+            target = policy.profile(named: profile)!.cgroupPath(parent: parent)
+            label = profile
+        case .bypass:
+            target = ExecutableRules.bypassCgroup(parent: parent)
+            label = Policy.bypassSliceName
         }
+    }
+
+    init(target: String, label: String) {
+        self.target = target
+        self.label = label
     }
 
     /// After the exec: the kernel's maps know the target's id first (`prepare`: the

@@ -153,7 +153,7 @@ final class ExecutableGuard: Sendable {
             finish(event.file, allow: late == .allow, unplaced: true)
             return
         }
-        guard let placement = ExecPlacement.of(names: names, cgroup: cgroup, policy: snapshot.policy, parent: snapshot.parent) else {
+        guard let decision = ExecutableRules.decide(executables: names, cgroup: cgroup, policy: snapshot.policy, parent: snapshot.parent) else {
             finish(event.file, allow: true)
             return
         }
@@ -163,6 +163,7 @@ final class ExecutableGuard: Sendable {
             finish(event.file, allow: true)
             return
         }
+        let placement = ExecPlacement(decision, policy: snapshot.policy, parent: snapshot.parent)
         let (target, label) = (placement.target, placement.label)
         let program = names.joined(separator: ", ")
         let placed: String
