@@ -31,6 +31,11 @@ extension Daemon {
         }
     }
 
+    /// The processes in the profile's cgroup and in those that joined it.
+    func memberCount(of profile: Profile) -> Int {
+        reconciler.memberCgroups(of: profile, parent: options.cgroupParent).reduce(0) { $0 + hierarchy.processes(in: $1).count }
+    }
+
     /// The status of a built-in tunnel's demand machine, with wall-clock times.
     func demandStatus(_ profile: Profile) -> TunnelDemandStatus? {
         guard profile.tunnel.isBuiltIn, let state = tunnels.demandState(interface: profile.tunnel.interfaceName) else { return nil }

@@ -21,7 +21,7 @@ extension Daemon {
     private func statusParts(_ profile: Profile, counters: [String: NftCounter]) -> StatusBuilder.ProfileParts {
         let interface = profile.tunnel.interfaceName
         var parts = StatusBuilder.ProfileParts()
-        let cgroups = memberCgroups(of: profile)
+        let cgroups = reconciler.memberCgroups(of: profile, parent: options.cgroupParent)
         parts.members = cgroups.reduce(0) { $0 + hierarchy.processes(in: $1).count }
         parts.joinedCgroups = Array(cgroups.dropFirst())
         parts.execMoves = executables.moves(profile.name)

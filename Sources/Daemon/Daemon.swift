@@ -352,8 +352,7 @@ public final class Daemon {
                            status: { [unowned self] in try statusReport() },
                            reload: { [unowned self] in reload() },
                            down: { [unowned self] in try down() },
-                           profiles: { [unowned self] in try profileSummaries(for: $0) },
-                           members: { [unowned self] in try members(of: $0, for: $1) },
+                           links: { [rtnl] in try rtnl.links() },
                            hold: { [tunnels] in tunnels.hold(interface: $0, up: $1) },
                            joined: { [unowned self] in followDemand($0) }))
     }

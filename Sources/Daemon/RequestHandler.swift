@@ -3,12 +3,13 @@ import Control
 import CSystemd
 import Plan
 import Policy
+import Routing
 import ServiceSupport
 
 /// What vpnd does for vpnexec and vpnctl: each request decided from the kernel's account of
 /// the caller (Peer) and the policy in force, processes moved through pidfds. It holds what
 /// those decisions need (the reconciler, the cgroup tree, systemd's scopes); what only the
-/// running daemon knows (status, reload, down, the listings, its tunnels) it asks through
+/// running daemon knows (status, reload, down, the links, its tunnels) it asks through
 /// `answers`. With a fake applier and cgroup tree, a unit test (RequestHandlerTests).
 final class RequestHandler {
     /// The running daemon's part of the answers.
@@ -17,8 +18,8 @@ final class RequestHandler {
         var reload: () -> ControlResponse
         /// Everything of ours out of the kernel, then vpnd exits.
         var down: () throws -> ControlResponse
-        var profiles: (Peer) throws -> [ProfileSummary]
-        var members: (_ profile: String?, Peer) throws -> [MemberReport]
+        /// The interfaces now (a profile's tunnel up, down or missing).
+        var links: () throws -> [Link]
         /// A built-in tunnel held up or down; false if it is not running.
         var hold: (_ interface: String, _ up: Bool) -> Bool
         /// A process joined the profile (on-demand tunnels come up for it).
@@ -109,9 +110,9 @@ final class RequestHandler {
             case let .moveOut(pid):
                 return try moveOut(pid, by: peer)
             case .profiles:
-                return ControlResponse(ok: true, profiles: try answers.profiles(peer))
+                return ControlResponse(ok: true, profiles: try profileSummaries(for: peer))
             case let .members(name):
-                return ControlResponse(ok: true, members: try answers.members(name, peer))
+                return ControlResponse(ok: true, members: try members(of: name, for: peer))
             case .status:
                 return ControlResponse(ok: true, status: try answers.status())
             case .plan:

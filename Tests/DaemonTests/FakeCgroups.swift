@@ -25,6 +25,10 @@ final class FakeCgroups: CgroupMoving, RuntimeFactsSource {
 
     func currentCgroup(of pid: Int32) -> String? { processes[pid] }
 
+    func processes(in path: String) -> [Int32] {
+        processes.filter { $0.value == path || $0.value.hasPrefix(path + "/") }.keys.sorted()
+    }
+
     func move(_ process: ProcessHandle, to path: String) throws {
         guard ids[path] != nil || path.isEmpty else { throw CgroupError("no cgroup \(path)") }
         onMove(process.pid, path)

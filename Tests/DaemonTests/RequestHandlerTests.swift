@@ -46,7 +46,7 @@ import Testing
             status: { throw RequestFailure("status: not this test's") },
             reload: { asked.reloads += 1; return ControlResponse(ok: true, message: "reloaded") },
             down: { asked.downs += 1; return ControlResponse(ok: true, message: "down") },
-            profiles: { _ in [] }, members: { _, _ in [] },
+            links: { [Link(index: 7, name: "wg0", isUp: true, isRunning: true, mtu: 1420)] },
             hold: { asked.holds.append(($0, $1)); return true },
             joined: { asked.joined.append($0.name) })
         let handler = RequestHandler(reconciler: reconciler, cgroups: cgroups, policyDirectory: folder.path,
@@ -128,6 +128,26 @@ import Testing
         let unnamed = Peer(pid: Self.me, uid: 4711, gid: 4711, groups: [4711], process: nil, unidentified: "the process that connected has exited")
         #expect(serving.handler.handle(.exec(profile: "work"), from: unnamed).text == "refused: the process that connected has exited")
         #expect(serving.cgroups.moves.isEmpty)
+    }
+
+    @Test func aUserListsTheProfilesItMayUseAndTheirMembers() throws {
+        let folder = try PolicyFolder(Self.work + "[profile.home]\ntunnel.interface = \"tun0\"\nusers = [4712]\n")
+        // The test's process is in a unit's slice that joined work where it stands.
+        let unit = "user.slice/user-4711.slice/user@4711.service/app.slice/vpn-work.slice"
+        let serving = try makeServing(folder, ids: [Self.workCgroup: 101, "vpn.slice/vpn-home.slice": 102], cgroup: unit)
+        serving.cgroups.facts.joinedCgroups[unit] = RuntimeFacts.JoinedCgroup(profile: "work", id: 555)
+        try serving.handler.reconciler.applyPolicy()
+        let user = try caller(uid: 4711)
+        let listed = try #require(serving.handler.handle(.profiles, from: user).profiles)
+        #expect(listed.map(\.name) == ["work"], "only what the policy lets it use")
+        #expect(listed.first?.state == "up" && listed.first?.members == 1)
+        let all = try #require(serving.handler.handle(.profiles, from: try caller(uid: 0)).profiles)
+        #expect(all.map(\.name) == ["work", "home"] && all.last?.state == "missing" && all.last?.members == 0)
+        let members = try #require(serving.handler.handle(.members(profile: "work"), from: user).members)
+        #expect(members.map(\.pid) == [Self.me] && members.first?.uid == getuid() && members.first?.profile == "work")
+        #expect(serving.handler.handle(.members(profile: nil), from: user).members?.map(\.pid) == [Self.me])
+        let refused = serving.handler.handle(.members(profile: "home"), from: user)
+        #expect(!refused.ok && refused.text.contains("may not use profile \"home\": the rule at \(folder.path)/10-test.toml:6"), "\(refused.text)")
     }
 
     @Test func upAndDownAreForBuiltInTunnels() throws {
