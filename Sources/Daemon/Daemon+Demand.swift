@@ -31,24 +31,9 @@ extension Daemon {
         }
     }
 
-    /// `vpnctl up PROFILE` / `vpnctl down PROFILE`: root, or a user the profile allows.
-    func holdTunnel(_ name: String, up: Bool, by peer: Peer) throws -> ControlResponse {
-        let profile = try Authorization.profile(named: name, in: policy, directory: options.policyDirectory).get()
-        if let refusal = Authorization.check(peer, mayUse: profile) {
-            log.notice("refused: \(refusal)")
-            throw refusal
-        }
-        let interface = profile.tunnel.interfaceName
-        guard profile.tunnel.isBuiltIn else {
-            throw RequestFailure("profile \(name) uses interface \(interface), which vpnd does not own (tunnel.interface): bring it \(up ? "up" : "down") with whatever runs it (wg-quick, systemd-networkd, NetworkManager); vpnctl up/down work on built-in tunnels (tunnel.wireguard)")
-        }
-        guard tunnels.hold(interface: interface, up: up) else {
-            throw RequestFailure("profile \(name)'s built-in tunnel \(interface) is not running (see vpnd's log); the killswitch holds its members")
-        }
-        log.notice("\(peer.userName): vpnctl \(up ? "up" : "down") \(name)")
-        return ControlResponse(ok: true, message: up
-            ? "profile \(name): tunnel \(interface) is coming up and stays up until `vpnctl down \(name)` or a reload"
-            : "profile \(name): tunnel \(interface) is down and held down (members' traffic is held by the killswitch) until `vpnctl up \(name)` or a reload")
+    /// The processes in the profile's cgroup and in those that joined it.
+    func memberCount(of profile: Profile) -> Int {
+        reconciler.memberCgroups(of: profile, parent: options.cgroupParent).reduce(0) { $0 + hierarchy.processes(in: $1).count }
     }
 
     /// The status of a built-in tunnel's demand machine, with wall-clock times.

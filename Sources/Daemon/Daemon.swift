@@ -14,42 +14,6 @@ import TunnelFiles
 import Routing
 import ServiceSupport
 
-public struct DaemonOptions: Sendable {
-    public var policyDirectory: String
-    public var socketPath: String
-    /// Where profile cgroups live, relative to the cgroup2 root.
-    public var cgroupParent: String
-    public var dropPrivileges: Bool
-    /// Confine vpnd's own file system writes, program execution and TCP (Landlock).
-    public var sandbox: Bool
-    /// The initial network namespace, whose process connector reports exec events (the
-    /// kernel sends them there only); vpnd in another namespace opens it there.
-    public var initialNetworkNamespace = "/proc/1/ns/net"
-    /// Where built-in tunnels serve the `wg` tool's socket (IFACE.sock).
-    public var wireguardSocketDirectory: String
-    /// Where the last policy that applied is kept (`policy.d` inside), for the killswitch at
-    /// boot (`vpnd --oneshot --policy-dir STATE/policy.d` before the network); nil: not kept.
-    public var stateDirectory: String?
-    /// Applies and exits (`--oneshot`, the killswitch at boot): exec rules, which only a
-    /// serving vpnd enforces, need not be enforceable then.
-    public var oneshot = false
-    /// Load the socket mark program (sockets born in their tunnel): not for `--oneshot`,
-    /// whose attachments would end with it.
-    public var birthMarks = true
-    /// Where trusted-network rules read the host's DNS search domains.
-    public var resolvConfPath = "/etc/resolv.conf"
-
-    public init(policyDirectory: String, socketPath: String, cgroupParent: String = "vpn.slice", dropPrivileges: Bool = true,
-                sandbox: Bool = true, wireguardSocketDirectory: String = "/var/run/wireguard") {
-        self.sandbox = sandbox
-        self.policyDirectory = policyDirectory
-        self.socketPath = socketPath
-        self.cgroupParent = cgroupParent
-        self.dropPrivileges = dropPrivileges
-        self.wireguardSocketDirectory = wireguardSocketDirectory
-    }
-}
-
 /// vpnd: loads the policy, makes the kernel match it, and then serves requests and
 /// follows the machine (tunnels appearing and going, cgroups re-created) from one
 /// single-threaded poll loop. Stopping it leaves the kernel state in place: the
@@ -82,8 +46,6 @@ public final class Daemon {
     var birthMarksUnavailable: String?
     /// The profiles' DNS proxies (while vpnd serves).
     var dns: DNSService?
-    /// Launches through systemd, where it owns the cgroup tree.
-    var scopes: SystemdScopes?
     /// Where the profile tunnels' own transports are learned (TransportRules keeps them out).
     var transportReader: TransportReader {
         var reader = TransportReader(wireguard: WireGuardSocketReader(directory: options.wireguardSocketDirectory))
@@ -192,10 +154,6 @@ public final class Daemon {
 
     // MARK: state
 
-    func facts(for policy: Policy? = nil) throws -> RuntimeFacts {
-        try reconciler.facts(for: policy)
-    }
-
     /// The reconciler's hooks into the machine: the facts' transports and networks, the
     /// cgroups, the built-in tunnels, the log.
     private func followMachine() {
@@ -286,12 +244,13 @@ public final class Daemon {
 
     public func run() throws {
         let loop = EventLoop()
-        let server = try ControlServer(path: options.socketPath, loop: loop) { [unowned self] request, caller, reply in
-            handle(request, from: caller, reply: reply)
+        let requests = requestHandler()
+        let server = try ControlServer(path: options.socketPath, loop: loop) { request, caller, reply in
+            requests.handle(request, from: Peer.of(socket: caller.fd, passed: caller.passed), reply: reply)
         }
         // systemd's cgroup tree: launches become scopes in the profile's slice (SystemdScopes).
-        if options.cgroupParent == "vpn.slice" { scopes = SystemdScopes(loop: loop) }
-        defer { scopes = nil }
+        if options.cgroupParent == "vpn.slice" { requests.scopes = SystemdScopes(loop: loop) }
+        defer { requests.scopes = nil }
         self.server = server
         defer { server.close() }
         let monitor = try RoutingMonitor()
@@ -384,6 +343,32 @@ public final class Daemon {
         var builtIn: [String: [IPAddress]] = [:]
         for loaded in tunnelFiles.values { builtIn[loaded.profile] = loaded.config.interface.dnsServers }
         dns?.configure(policy, builtInServers: builtIn)
+    }
+
+    /// The requests' handler, with the running daemon's part of the answers.
+    private func requestHandler() -> RequestHandler {
+        RequestHandler(reconciler: reconciler, cgroups: hierarchy, policyDirectory: options.policyDirectory,
+                       cgroupParent: options.cgroupParent, log: log, answers: RequestHandler.Answers(
+                           status: { [unowned self] in try statusReport() },
+                           reload: { [unowned self] in reload() },
+                           down: { [unowned self] in try down() },
+                           links: { [rtnl] in try rtnl.links() },
+                           hold: { [tunnels] in tunnels.hold(interface: $0, up: $1) },
+                           joined: { [unowned self] in followDemand($0) }))
+    }
+
+    /// `vpnctl down`: everything of ours out of the kernel, then vpnd exits.
+    private func down() throws -> ControlResponse {
+        try applier.teardown()
+        AppliedMarker(socketPath: options.socketPath).clear()
+        loop?.stop()
+        log.notice("down: removed the nft table, rules and routes; exiting")
+        return ControlResponse(ok: true, message: "vpnexec is down: no killswitch, no profile routing; vpnd exits")
+    }
+
+    /// Before a move: every cgroup vpnd keeps exists and its id is in the applied maps.
+    func prepareMove() throws {
+        try reconciler.prepareMove(cgroups: hierarchy, parent: options.cgroupParent)
     }
 
     /// Marks the listed files, listens for exec events while the policy lists executables,

@@ -97,23 +97,13 @@ final class ExecutableFollower {
     private func place(_ pid: Int32, policy: Policy, parent: String, hierarchy: CgroupHierarchy, names: (String) -> [String], prepare: () throws -> Void) {
         guard let process = try? ProcessHandle.open(pid: pid), let executable = reader.executable(of: pid),
               let cgroup = CgroupHierarchy.cgroup(ofProcess: pid), process.isAlive,
-              let decision = ExecutableRules.decide(executables: [executable] + names(executable), cgroup: cgroup, policy: policy, parent: parent) else { return }
-        let (target, label): (String, String)
-        switch decision {
-        case let .join(profile):
-            target = policy.profile(named: profile)!.cgroupPath(parent: parent)
-            label = profile
-        case .bypass:
-            target = ExecutableRules.bypassCgroup(parent: parent)
-            label = Policy.bypassSliceName
-        }
+              let placement = ExecPlacement.of(names: [executable] + names(executable), cgroup: cgroup, policy: policy, parent: parent) else { return }
         do {
-            try prepare()
-            let placed = try hierarchy.place(process, in: target)
-            moves[label, default: 0] += 1
+            let placed = try placement.apply(to: process, cgroups: hierarchy, prepare: prepare)
+            moves[placement.label, default: 0] += 1
             log.info("pid \(pid) ran \(executable): moved from \(cgroup.isEmpty ? "the root cgroup" : cgroup) into \(placed)")
         } catch {
-            log.warning("pid \(pid) ran \(executable) but could not be moved into \(target): \(error)")
+            log.warning("pid \(pid) ran \(executable) but could not be moved into \(placement.target): \(error)")
         }
     }
 }

@@ -163,15 +163,8 @@ final class ExecutableGuard: Sendable {
             finish(event.file, allow: true)
             return
         }
-        let (target, label): (String, String)
-        switch decision {
-        case let .join(profile):
-            target = snapshot.policy.profile(named: profile)!.cgroupPath(parent: snapshot.parent)
-            label = profile
-        case .bypass:
-            target = ExecutableRules.bypassCgroup(parent: snapshot.parent)
-            label = Policy.bypassSliceName
-        }
+        let placement = ExecPlacement(decision, policy: snapshot.policy, parent: snapshot.parent)
+        let (target, label) = (placement.target, placement.label)
         let program = names.joined(separator: ", ")
         let placed: String
         do {

@@ -1,36 +1,23 @@
 import Cgroups
 import Control
 import Policy
-import Routing
 
 /// `vpnctl profiles` and `vpnctl members`: what the caller may use, and who is in it. A
 /// user sees the profiles the policy lets it use; root sees all.
-extension Daemon {
+extension RequestHandler {
     func usableProfiles(by peer: Peer) -> [Profile] {
         policy.profiles.filter { peer.uid == 0 || Authorization.check(peer, mayUse: $0) == nil }
     }
 
-    /// "up", "down" (exists, administratively down or no carrier) or "missing".
-    static func tunnelState(_ link: Link?) -> String {
-        link.map { $0.isUp && $0.isRunning ? "up" : "down" } ?? "missing"
-    }
-
-    /// The profile's cgroup and those that joined it where they stand (a user's
-    /// vpn-NAME.slice, a listed desktop app's scope).
-    func memberCgroups(of profile: Profile) -> [String] {
-        [profile.cgroupPath(parent: options.cgroupParent)]
-            + (appliedFacts?.joinedCgroups ?? [:]).filter { $0.value.profile == profile.name }.keys.sorted()
-    }
-
     func memberCount(of profile: Profile) -> Int {
-        memberCgroups(of: profile).reduce(0) { $0 + hierarchy.processes(in: $1).count }
+        reconciler.memberCgroups(of: profile, parent: cgroupParent).reduce(0) { $0 + cgroups.processes(in: $1).count }
     }
 
     func profileSummaries(for peer: Peer) throws -> [ProfileSummary] {
-        let links = try rtnl.links()
+        let links = try answers.links()
         return usableProfiles(by: peer).map { profile in
             ProfileSummary(name: profile.name, interface: profile.tunnel.interfaceName,
-                           state: Self.tunnelState(links.first { $0.name == profile.tunnel.interfaceName }),
+                           state: StatusBuilder.tunnelState(links.first { $0.name == profile.tunnel.interfaceName }),
                            builtIn: profile.tunnel.isBuiltIn, killswitch: profile.killswitch,
                            members: memberCount(of: profile))
         }
@@ -41,12 +28,12 @@ extension Daemon {
     func members(of name: String?, for peer: Peer) throws -> [MemberReport] {
         var profiles = usableProfiles(by: peer)
         if let name {
-            let profile = try Authorization.profile(named: name, in: policy, directory: options.policyDirectory).get()
+            let profile = try Authorization.profile(named: name, in: policy, directory: policyDirectory).get()
             if peer.uid != 0, let refusal = Authorization.check(peer, mayUse: profile) { throw refusal }
             profiles = [profile]
         }
         return profiles.flatMap { profile in
-            memberCgroups(of: profile).flatMap { hierarchy.processes(in: $0) }.sorted().compactMap { pid -> MemberReport? in
+            reconciler.memberCgroups(of: profile, parent: cgroupParent).flatMap { cgroups.processes(in: $0) }.sorted().compactMap { pid -> MemberReport? in
                 // One that exited while it was read is no longer a member.
                 guard let uid = ProcessHandle.realUID(of: pid), let since = ProcessDetails.startTime(of: pid) else { return nil }
                 return MemberReport(pid: pid, uid: uid, user: UserNames.name(of: uid) ?? String(uid), profile: profile.name,

@@ -1,0 +1,56 @@
+import Control
+import DNS
+import Glibc
+import Nftables
+import Policy
+
+/// `vpnctl status`: what StatusBuilder makes the report from, as the kernel and vpnd's
+/// running parts (tunnels, failover, DNS proxies, exec rules, trusted networks) have it now.
+extension Daemon {
+    func statusReport() throws -> StatusReport {
+        var builder = StatusBuilder(policy: policy, cgroupParent: options.cgroupParent, counters: try applier.counters(),
+                                    links: try rtnl.links(), addresses: try rtnl.addresses())
+        builder.setSize = { [applier] set, ipv4 in (try? applier.elements(of: set, ipv4: ipv4).count) ?? 0 }
+        let parts = StatusBuilder.Parts(pid: getpid(), policyDirectory: options.policyDirectory, cgroupRoot: hierarchy.mountPoint,
+                                        refusedConnections: server?.refusedConnections ?? 0, sandbox: sandboxSummary,
+                                        birthMarks: birthMarksSummary, bypassMoves: executables.moves(Policy.bypassSliceName),
+                                        executableRules: executables.status(policy))
+        return builder.report(parts) { [counters = builder.counters] in statusParts($0, counters: counters) }
+    }
+
+    private func statusParts(_ profile: Profile, counters: [String: NftCounter]) -> StatusBuilder.ProfileParts {
+        let interface = profile.tunnel.interfaceName
+        var parts = StatusBuilder.ProfileParts()
+        let cgroups = reconciler.memberCgroups(of: profile, parent: options.cgroupParent)
+        parts.members = cgroups.reduce(0) { $0 + hierarchy.processes(in: $1).count }
+        parts.joinedCgroups = Array(cgroups.dropFirst())
+        parts.execMoves = executables.moves(profile.name)
+        parts.transport = transportStatus(profile, counters: counters)
+        parts.servers = failover.status(interface: interface)
+        parts.demand = demandStatus(profile)
+        if profile.tunnel.isBuiltIn {
+            parts.wireguard = tunnels.status(interface: interface).map(WireGuardReport.init)
+            parts.reconnect = tunnels.reconnectReport(interface: interface)
+        }
+        parts.trusted = trustedStatus(profile)
+        if let proxy = dns?.counters(of: profile.name) {
+            parts.dns = proxy
+            parts.tunnelDNSServers = tunnelFiles[interface]?.config.interface.dnsServers ?? []
+            let now = ProfileResolver.now()
+            parts.sharedNow = (dns?.sharedAddresses(of: profile.name) ?? []).map {
+                SharedAddressReport(address: $0.address.description, bypassed: String($0.bypassed.description.dropLast()),
+                                    tunneled: String($0.tunneled.description.dropLast()),
+                                    secondsLeft: UInt32(clamping: ($0.until.nanoseconds &- now.nanoseconds + 999_999_999) / 1_000_000_000))
+            }
+        }
+        return parts
+    }
+
+    /// For status: the cgroups whose sockets are born marked now, or why none are.
+    var birthMarksSummary: String {
+        if let reason = birthMarksUnavailable { return "off: \(reason)" }
+        guard options.birthMarks else { return "off" }
+        let attached = applier.socketMarksAttached ?? []
+        return attached.isEmpty ? "none yet (no profile cgroup exists)" : "\(attached.count) cgroup(s): " + attached.joined(separator: ", ")
+    }
+}

@@ -1,0 +1,45 @@
+import Cgroups
+import Plan
+import Policy
+
+/// Where a process that executes a listed program goes (`route.executables`,
+/// `bypass.executables`): ExecutableRules' decision as the cgroup to place it in and the
+/// name its move is counted under. Both ways of following execs use it: the guard before
+/// the program runs (ExecutableGuard) and exec events after (ExecutableFollower).
+struct ExecPlacement: Equatable, Sendable {
+    /// The cgroup the process goes into: its profile's, or the bypass slice.
+    var target: String
+    /// The profile's name, or "bypass" (status counts moves by it).
+    var label: String
+
+    /// nil: the process stays where it is. `names`: the program's listed names (its path,
+    /// hard links, listed symbolic links to it); `cgroup`: where the process is now.
+    static func of(names: [String], cgroup: String, policy: Policy, parent: String) -> ExecPlacement? {
+        ExecutableRules.decide(executables: names, cgroup: cgroup, policy: policy, parent: parent).map { ExecPlacement($0, policy: policy, parent: parent) }
+    }
+
+    /// Where `decision` (made from `policy`) sends the process.
+    init(_ decision: ExecutableRules.Decision, policy: Policy, parent: String) {
+        switch decision {
+        case let .join(profile):
+            target = policy.profile(named: profile)!.cgroupPath(parent: parent)
+            label = profile
+        case .bypass:
+            target = ExecutableRules.bypassCgroup(parent: parent)
+            label = Policy.bypassSliceName
+        }
+    }
+
+    init(target: String, label: String) {
+        self.target = target
+        self.label = label
+    }
+
+    /// After the exec: the kernel's maps know the target's id first (`prepare`: the
+    /// reconciler makes the cgroup and applies its id if it is new), then the process moves
+    /// (into a leaf below where the cgroup takes no processes). Returns where it went.
+    func apply(to process: ProcessHandle, cgroups: any CgroupMoving, prepare: () throws -> Void) throws -> String {
+        try prepare()
+        return try cgroups.place(process, in: target)
+    }
+}

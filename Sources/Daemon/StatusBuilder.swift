@@ -1,0 +1,154 @@
+import Addresses
+import Control
+import DNS
+import Nftables
+import Plan
+import Policy
+import Routing
+
+/// `vpnctl status` from plain values: the policy in force, the kernel's counters, links
+/// and addresses, and what vpnd's running parts report (Parts, ProfileParts). It reads
+/// nothing itself, so a unit test feeds it a fixture (StatusBuilderTests); vpnd gathers
+/// the values (Daemon+StatusParts).
+struct StatusBuilder {
+    /// What vpnd knows of itself.
+    struct Parts {
+        var pid: Int32
+        var policyDirectory: String
+        var cgroupRoot: String
+        var refusedConnections = 0
+        var sandbox = "off"
+        var birthMarks = "off"
+        var bypassMoves = 0
+        var executableRules: ExecutableRulesStatus?
+    }
+
+    /// What vpnd's running parts know of one profile.
+    struct ProfileParts {
+        /// Its processes, in its cgroup and in those that joined it.
+        var members = 0
+        /// Cgroups that joined it where they stand (a user's vpn-NAME.slice, an app's scope).
+        var joinedCgroups: [String] = []
+        /// Processes placed in it by exec rules.
+        var execMoves = 0
+        var transport: TransportStatus?
+        var servers: ServerChoiceStatus?
+        var demand: TunnelDemandStatus?
+        /// A built-in tunnel's engine; nil: none runs (shown empty).
+        var wireguard: WireGuardReport?
+        var reconnect: ReconnectReport?
+        var trusted: TrustedStatus?
+        /// Its DNS proxy's counters; nil: no proxy runs for it.
+        var dns: DNSProxyCounters?
+        /// Addresses shared by a bypassed and a tunneled name now.
+        var sharedNow: [SharedAddressReport] = []
+        /// A built-in tunnel's `DNS =`, which serves a profile without `dns`.
+        var tunnelDNSServers: [IPAddress] = []
+    }
+
+    let policy: Policy
+    let cgroupParent: String
+    let counters: [String: NftCounter]
+    let links: [Link]
+    let addresses: [InterfaceAddress]
+    /// How many elements one of our sets holds now.
+    var setSize: (_ set: String, _ ipv4: Bool) -> Int = { _, _ in 0 }
+
+    func traffic(_ name: String) -> Traffic {
+        Traffic(packets: counters[name]?.packets ?? 0, bytes: counters[name]?.bytes ?? 0)
+    }
+
+    func dnsStatus(_ profile: Profile, _ parts: ProfileParts) -> DNSStatus? {
+        guard let counters = parts.dns else { return nil }
+        let names = ProfileObjectNames(profile.name)
+        var sizes: [String: Int] = [:]
+        for (set, used, ipv4) in [(names.bypassDomainSet(ipv4: true), !profile.bypassDomains.isEmpty, true),
+                                  (names.bypassDomainSet(ipv4: false), !profile.bypassDomains.isEmpty, false),
+                                  (names.tunneledDomainSet(ipv4: true), !profile.bypassDomains.isEmpty, true),
+                                  (names.tunneledDomainSet(ipv4: false), !profile.bypassDomains.isEmpty, false),
+                                  (names.routeDomainSet(ipv4: true), !profile.routeDomains.isEmpty, true),
+                                  (names.routeDomainSet(ipv4: false), !profile.routeDomains.isEmpty, false)] where used {
+            sizes[set] = setSize(set, ipv4)
+        }
+        let servers = profile.dnsServers.isEmpty ? parts.tunnelDNSServers : profile.dnsServers
+        var status = DNSStatus(port: policy.dns.port(for: profile), servers: servers.map(\.description),
+                               bypassDomains: profile.bypassDomains.prefix(DNSStatus.listedDomains).map(\.description), bypassDomainCount: profile.bypassDomains.count,
+                               routeDomains: profile.routeDomains.prefix(DNSStatus.listedDomains).map(\.description), routeDomainCount: profile.routeDomains.count,
+                               answered: counters.answered, forwarded: counters.forwarded, failed: counters.failed, dropped: counters.droppedTotal,
+                               setSizes: sizes)
+        // What would escape the domain rules: Firefox's canary, encrypted DNS refused,
+        // addresses shared by bypassed and other names.
+        status.canaryAnswered = counters.canaryAnswered
+        status.encryptedDNS = policy.encryptedDNS(of: profile)
+        status.encryptedDNSRefused = self.counters[names.encryptedDNSCounter]?.packets ?? 0
+        status.sharedAddresses = counters.sharedAddresses
+        status.sharedNow = parts.sharedNow
+        return status
+    }
+
+    func exceptionStatus(_ profile: Profile, _ parts: ProfileParts) -> ExceptionStatus {
+        var status = ExceptionStatus()
+        status.allowLAN = profile.allowLAN
+        status.allowMulticast = profile.allowMulticast
+        status.routeNetworks = profile.routeNetworks.map(\.description)
+        status.bypassExecutables = profile.bypassExecutables
+        status.routeExecutables = profile.routeExecutables
+        status.execMoves = parts.execMoves
+        status.direct = traffic(ProfileObjectNames(profile.name).directCounter)
+        return status
+    }
+
+    /// Multihop: the entry that carries a profile's transport, its tunnel's state and what
+    /// route_output sent into it (MultihopRules' counter).
+    func hopStatus(_ profile: Profile) -> HopStatus? {
+        guard let via = profile.via else { return nil }
+        let entryInterface = policy.profile(named: via.entry)?.tunnel.interfaceName ?? via.entry
+        return HopStatus(entry: via.entry, entryInterface: entryInterface,
+                         entryState: Self.tunnelState(links.first { $0.name == entryInterface }),
+                         carried: traffic(ProfileObjectNames(profile.name).hopCounter))
+    }
+
+    /// "up", "down" (exists, administratively down or no carrier) or "missing".
+    static func tunnelState(_ link: Link?) -> String {
+        link.map { $0.isUp && $0.isRunning ? "up" : "down" } ?? "missing"
+    }
+
+    func report(_ daemon: Parts, parts partsOf: (Profile) -> ProfileParts) -> StatusReport {
+        let profiles = policy.profiles.map { profile -> ProfileStatus in
+            let parts = partsOf(profile)
+            let names = ProfileObjectNames(profile.name)
+            let path = profile.cgroupPath(parent: cgroupParent)
+            let link = links.first { $0.name == profile.tunnel.interfaceName }
+            var tunnel = TunnelStatus(
+                interface: profile.tunnel.interfaceName, state: Self.tunnelState(link),
+                addresses: link.map { l in addresses.filter { $0.interfaceIndex == l.index }.map(\.prefix.description) } ?? [],
+                rxBytes: link?.statistics.rxBytes ?? 0, txBytes: link?.statistics.txBytes ?? 0)
+            tunnel.transport = parts.transport
+            tunnel.servers = parts.servers
+            tunnel.demand = parts.demand
+            if profile.tunnel.isBuiltIn {
+                tunnel.wireguard = parts.wireguard ?? WireGuardReport(publicKey: nil, listenPort: nil, peers: [], drops: [:])
+                tunnel.wireguard?.reconnect = parts.reconnect
+            }
+            var status = ProfileStatus(
+                name: profile.name, mark: policy.routing.mark(forIndex: profile.index), table: profile.table,
+                killswitch: profile.killswitch, cgroup: path,
+                members: parts.members,
+                tunnel: tunnel, sent: traffic(names.sentCounter), received: traffic(names.receivedCounter),
+                throughTunnel: traffic(names.tunnelCounter), droppedByKillswitch: traffic(names.droppedCounter),
+                exceptions: exceptionStatus(profile, parts), dns: dnsStatus(profile, parts))
+            status.joinedCgroups = parts.joinedCgroups
+            status.trusted = parts.trusted
+            status.via = hopStatus(profile)
+            return status
+        }
+        var report = StatusReport(daemonPID: daemon.pid, policyDirectory: daemon.policyDirectory,
+                            cgroupRoot: daemon.cgroupRoot, profiles: profiles,
+                            droppedUnknownCgroup: traffic(unknownCgroupCounter), refusedConnections: daemon.refusedConnections,
+                            sandbox: daemon.sandbox, bypassMoves: daemon.bypassMoves,
+                            bypassed: traffic(bypassedCounter), systemProfile: policy.systemProfile?.name)
+        report.birthMarks = daemon.birthMarks
+        report.executableRules = daemon.executableRules
+        return report
+    }
+}

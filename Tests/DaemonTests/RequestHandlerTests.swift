@@ -1,0 +1,203 @@
+import Cgroups
+import Control
+@testable import Daemon
+import Glibc
+import Plan
+import Routing
+import ServiceSupport
+import Testing
+
+/// vpnd's answers to vpnexec and vpnctl, without root: the request handler with the
+/// reconciler over FakeKernelApplier, a fake cgroup tree and fake systemd scopes. The
+/// process moved is the test's own, held by a real pidfd (which needs no privilege); where
+/// it is, and where it goes, is the fake tree's. The real moves are proven in namespaces
+/// (VpnexecTests, MoveTests, SystemdScopeTests...).
+@Suite struct RequestHandlerTests {
+    typealias PolicyFolder = ReconcilerTests.PolicyFolder
+    static let work = "[profile.work]\ntunnel.interface = \"wg0\"\nusers = [4711]\n"
+    static let workCgroup = "vpn.slice/vpn-work.slice"
+    static let session = "user.slice/user-4711.slice/session-2.scope"
+    static let me = getpid()
+
+    /// What the daemon's part of the answers was asked.
+    final class Asked {
+        var joined: [String] = []
+        var reloads = 0
+        var downs = 0
+        var holds: [(String, Bool)] = []
+    }
+
+    struct Serving {
+        let handler: RequestHandler
+        let applier: FakeKernelApplier
+        let cgroups: FakeCgroups
+        let asked: Asked
+    }
+
+    /// A handler over the folder's policy, applied once; the test's process in `cgroup`.
+    func makeServing(_ folder: PolicyFolder, ids: [String: UInt64] = [RequestHandlerTests.workCgroup: 101], cgroup: String = RequestHandlerTests.session) throws -> Serving {
+        let cgroups = FakeCgroups(ids: ids, facts: RuntimeFacts(links: ["wg0": Link(index: 7, name: "wg0", isUp: true, isRunning: true, mtu: 1420)]))
+        cgroups.processes[Self.me] = cgroup
+        let applier = FakeKernelApplier()
+        let reconciler = Reconciler(policy: try LoadedPolicy(directory: folder.path), applier: applier, facts: cgroups)
+        try reconciler.applyPolicy()
+        let asked = Asked()
+        let answers = RequestHandler.Answers(
+            status: { throw RequestFailure("status: not this test's") },
+            reload: { asked.reloads += 1; return ControlResponse(ok: true, message: "reloaded") },
+            down: { asked.downs += 1; return ControlResponse(ok: true, message: "down") },
+            links: { [Link(index: 7, name: "wg0", isUp: true, isRunning: true, mtu: 1420)] },
+            hold: { asked.holds.append(($0, $1)); return true },
+            joined: { asked.joined.append($0.name) })
+        let handler = RequestHandler(reconciler: reconciler, cgroups: cgroups, policyDirectory: folder.path,
+                                     cgroupParent: "vpn.slice", log: Log(minimum: .error), answers: answers)
+        handler.systemdManagesCgroups = true
+        return Serving(handler: handler, applier: applier, cgroups: cgroups, asked: asked)
+    }
+
+    /// The test's own process, as the kernel would name a caller of uid `uid`.
+    func caller(uid: UInt32) throws -> Peer {
+        Peer(pid: Self.me, uid: uid, gid: uid, groups: [uid], process: try ProcessHandle.open(pid: Self.me), unidentified: nil)
+    }
+
+    @Test func aLaunchIntoAProfileTheUserMayNotUseIsRefusedNamingTheRule() throws {
+        let folder = try PolicyFolder(Self.work)
+        let serving = try makeServing(folder)
+        let answer = serving.handler.handle(.exec(profile: "work"), from: try caller(uid: 4712))
+        #expect(!answer.ok)
+        #expect(answer.text.contains("may not use profile \"work\": the rule at \(folder.path)/10-test.toml:3"), "\(answer.text)")
+        #expect(answer.text.contains("allows user 4711"), "\(answer.text)")
+        #expect(serving.cgroups.moves.isEmpty && serving.asked.joined.isEmpty)
+        #expect(serving.applier.applied.count == 1, "nothing applied for a refusal")
+    }
+
+    @Test func anUnknownProfileNamesTheKnownOnes() throws {
+        let serving = try makeServing(try PolicyFolder(Self.work))
+        let answer = serving.handler.handle(.exec(profile: "wrok"), from: try caller(uid: 4711))
+        #expect(!answer.ok && answer.text == "unknown profile \"wrok\"; known profiles: work", "\(answer.text)")
+        #expect(serving.cgroups.moves.isEmpty)
+    }
+
+    @Test func aLaunchMovesTheCallerOnlyOnceTheMapsKnowItsCgroup() throws {
+        // The profile's cgroup was made again by someone (a new id) since the last apply.
+        let serving = try makeServing(try PolicyFolder(Self.work))
+        serving.cgroups.ids[Self.workCgroup] = 202
+        var appliedAtMove: UInt64?
+        serving.cgroups.onMove = { _, _ in appliedAtMove = serving.handler.reconciler.appliedFacts?.cgroupIDs[Self.workCgroup] }
+        let answer = serving.handler.handle(.exec(profile: "work"), from: try caller(uid: 4711))
+        #expect(answer.ok && answer.text == "pid \(Self.me) is in profile work", "\(answer.text)")
+        #expect(serving.cgroups.moves.map(\.path) == [Self.workCgroup])
+        #expect(appliedAtMove == 202, "the new id was applied before the move")
+        #expect(serving.applier.applied.count == 2, "one apply for the new id, none after the move")
+        #expect(serving.applier.current == Planner.plan(serving.handler.reconciler.policy, facts: try serving.cgroups.facts(for: serving.handler.reconciler.policy, tunnelFiles: [:])))
+        #expect(serving.asked.joined == ["work"])
+    }
+
+    @Test func aUserMayNotTakeAProcessOutOfASystemUnit() throws {
+        let serving = try makeServing(try PolicyFolder(Self.work), cgroup: "system.slice/cron.service")
+        let answer = serving.handler.handle(.exec(profile: "work"), from: try caller(uid: 4711))
+        #expect(!answer.ok)
+        #expect(answer.text.contains("may not move pid \(Self.me) out of system.slice/cron.service: a user may move only processes of its own session"), "\(answer.text)")
+        #expect(serving.cgroups.moves.isEmpty)
+    }
+
+    @Test func aMoveOfAnotherUsersProcessIsRefused() throws {
+        let serving = try makeServing(try PolicyFolder(Self.work))
+        let answer = serving.handler.handle(.move(profile: "work", pid: Self.me), from: try caller(uid: 4711))
+        #expect(!answer.ok && answer.text.contains("process \(Self.me) belongs to uid \(getuid()); ") && answer.text.hasSuffix(" may only move its own processes"), "\(answer.text)")
+        #expect(serving.cgroups.moves.isEmpty)
+    }
+
+    @Test func bypassNeedsTheRuleAndASlice() throws {
+        let serving = try makeServing(try PolicyFolder(Self.work))
+        let user = serving.handler.handle(.bypass, from: try caller(uid: 4711))
+        #expect(!user.ok && user.text.contains("may not start commands outside the profiles: no policy file sets [system] bypass.users or bypass.groups, so only root may"), "\(user.text)")
+        let root = serving.handler.handle(.bypass, from: try caller(uid: 0))
+        #expect(!root.ok && root.text.hasPrefix("this policy has no bypass slice"), "\(root.text)")
+        #expect(serving.cgroups.moves.isEmpty)
+    }
+
+    @Test func reloadAndDownAreRootsAndAnUnnamedCallerNobodys() throws {
+        let serving = try makeServing(try PolicyFolder(Self.work))
+        let user = try caller(uid: 4711)
+        #expect(serving.handler.handle(.reload, from: user).text == "only root may reload the policy (you are \(user.userName))")
+        #expect(serving.handler.handle(.down, from: user).text == "only root may take vpnexec down (you are \(user.userName))")
+        #expect(serving.asked.reloads == 0 && serving.asked.downs == 0)
+        #expect(serving.handler.handle(.reload, from: try caller(uid: 0)).ok && serving.asked.reloads == 1)
+        #expect(serving.handler.handle(.status, from: nil).text == "cannot identify the caller")
+        let unnamed = Peer(pid: Self.me, uid: 4711, gid: 4711, groups: [4711], process: nil, unidentified: "the process that connected has exited")
+        #expect(serving.handler.handle(.exec(profile: "work"), from: unnamed).text == "refused: the process that connected has exited")
+        #expect(serving.cgroups.moves.isEmpty)
+    }
+
+    @Test func aUserListsTheProfilesItMayUseAndTheirMembers() throws {
+        let folder = try PolicyFolder(Self.work + "[profile.home]\ntunnel.interface = \"tun0\"\nusers = [4712]\n")
+        // The test's process is in a unit's slice that joined work where it stands.
+        let unit = "user.slice/user-4711.slice/user@4711.service/app.slice/vpn-work.slice"
+        let serving = try makeServing(folder, ids: [Self.workCgroup: 101, "vpn.slice/vpn-home.slice": 102], cgroup: unit)
+        serving.cgroups.facts.joinedCgroups[unit] = RuntimeFacts.JoinedCgroup(profile: "work", id: 555)
+        try serving.handler.reconciler.applyPolicy()
+        let user = try caller(uid: 4711)
+        let listed = try #require(serving.handler.handle(.profiles, from: user).profiles)
+        #expect(listed.map(\.name) == ["work"], "only what the policy lets it use")
+        #expect(listed.first?.state == "up" && listed.first?.members == 1)
+        let all = try #require(serving.handler.handle(.profiles, from: try caller(uid: 0)).profiles)
+        #expect(all.map(\.name) == ["work", "home"] && all.last?.state == "missing" && all.last?.members == 0)
+        let members = try #require(serving.handler.handle(.members(profile: "work"), from: user).members)
+        #expect(members.map(\.pid) == [Self.me] && members.first?.uid == getuid() && members.first?.profile == "work")
+        #expect(serving.handler.handle(.members(profile: nil), from: user).members?.map(\.pid) == [Self.me])
+        let refused = serving.handler.handle(.members(profile: "home"), from: user)
+        #expect(!refused.ok && refused.text.contains("may not use profile \"home\": the rule at \(folder.path)/10-test.toml:6"), "\(refused.text)")
+    }
+
+    @Test func upAndDownAreForBuiltInTunnels() throws {
+        let serving = try makeServing(try PolicyFolder(Self.work))
+        let answer = serving.handler.handle(.tunnelUp(profile: "work"), from: try caller(uid: 4711))
+        #expect(!answer.ok && answer.text.hasPrefix("profile work uses interface wg0, which vpnd does not own"), "\(answer.text)")
+        #expect(serving.asked.holds.isEmpty)
+    }
+
+    @Test func systemdsScopeOrTheCgroupMoveWhenItRefuses() throws {
+        let serving = try makeServing(try PolicyFolder(Self.work))
+        let scopes = FakeScopes()
+        serving.handler.scopes = scopes
+        scopes.run = { unit, pid in
+            serving.cgroups.processes[pid] = Self.workCgroup + "/" + unit
+            return nil
+        }
+        var answers: [ControlResponse] = []
+        serving.handler.handle(.exec(profile: "work"), from: try caller(uid: 4711)) { answers.append($0) }
+        #expect(answers.map(\.text) == ["pid \(Self.me) is in profile work"])
+        #expect(scopes.started.map(\.unit) == ["vpnexec-work-\(Self.me).scope"] && scopes.started.map(\.slice) == ["vpn-work.slice"])
+        #expect(serving.cgroups.moves.isEmpty, "systemd placed it")
+
+        serving.cgroups.processes[Self.me] = Self.session
+        scopes.run = { _, _ in "systemd refused the scope: access denied" }
+        serving.handler.handle(.exec(profile: "work"), from: try caller(uid: 4711)) { answers.append($0) }
+        #expect(answers.last?.ok == true)
+        #expect(serving.cgroups.moves.map(\.path) == [Self.workCgroup], "moved by vpnd instead")
+        #expect(serving.asked.joined == ["work", "work"])
+    }
+
+    @Test func moveOutGoesWhereTheSessionWouldHaveIt() throws {
+        let home = "user.slice/user-\(getuid()).slice/session-3.scope"
+        let serving = try makeServing(try PolicyFolder(Self.work), ids: [Self.workCgroup: 101, home: 303], cgroup: Self.workCgroup)
+        serving.handler.sessionID = { _ in 3 }
+        let root = try caller(uid: 0)
+        let answer = serving.handler.handle(.moveOut(pid: Self.me), from: root)
+        #expect(answer.ok && answer.text.hasPrefix("pid \(Self.me) moved out of profile work into \(home);"), "\(answer.text)")
+        #expect(serving.cgroups.moves.map(\.path) == [home])
+        serving.handler.sessionID = { _ in nil }
+        serving.cgroups.processes[Self.me] = Self.workCgroup
+        let lost = serving.handler.handle(.moveOut(pid: Self.me), from: root)
+        #expect(!lost.ok && lost.text.contains("belongs to no live login session"), "\(lost.text)")
+        serving.cgroups.processes[Self.me] = home
+        let outside = serving.handler.handle(.moveOut(pid: Self.me), from: root)
+        #expect(outside.text == "pid \(Self.me) is in no profile's cgroup (it is in \(home))")
+    }
+}
+
+extension ControlResponse {
+    /// The message, "" when there is none.
+    var text: String { message ?? "" }
+}

@@ -1,0 +1,97 @@
+import Addresses
+import Control
+@testable import Daemon
+@testable import DNS
+import Foundation
+import Nftables
+import Plan
+import Policy
+import Routing
+import Testing
+import TrustedFiles
+
+/// `vpnctl status` from plain values, without root: StatusBuilder fed with a policy, the
+/// counters and set elements of FakeKernelApplier after it applied that policy's plan, links
+/// and addresses, and what the running parts report; its encoding is a golden file
+/// (Tests/ControlTests/Fixtures/status-built.json, beside the status JSON's own). What the daemon gathers is proven in namespaces
+/// (MetricsTests, VpnctlStatusTests...).
+@Suite struct StatusBuilderTests {
+    static let policyText = """
+        [profile.work]
+        tunnel.interface = "wg0"
+        dns = ["10.64.0.1"]
+        allow_lan = true
+        route.networks = ["192.0.2.0/24"]
+        route.domains = ["*.corp.example"]
+        bypass.domains = ["bank.example"]
+        route.executables = ["/usr/bin/curl"]
+        bypass.executables = ["/usr/bin/ssh"]
+
+        [profile.exit]
+        tunnel.wireguard = "/etc/vpnexec/exit.conf"
+        tunnel.via = "work"
+
+        """
+
+    static func report() throws -> StatusReport {
+        let policy = try Policy.parse([PolicySource(path: "/etc/vpnexec/policy.d/10-work.toml", text: policyText)], resolver: SystemNameResolver())
+        var statistics = Link.Statistics()
+        statistics.rxBytes = 1024
+        statistics.txBytes = 2048
+        let wg0 = Link(index: 7, name: "wg0", isUp: true, isRunning: true, mtu: 1420, statistics: statistics)
+        let facts = RuntimeFacts(cgroupIDs: ["vpn.slice/vpn-work.slice": 101, "vpn.slice/vpn-exit.slice": 102, "vpn.slice/vpn-bypass.slice": 103],
+                                 cgroupsAlongParent: ["vpn.slice": 100, "system.slice": 3], links: ["wg0": wg0])
+        let applier = FakeKernelApplier()
+        try applier.apply(Planner.plan(policy, facts: facts))
+        let work = ProfileObjectNames("work"), exit = ProfileObjectNames("exit")
+        for (name, packets) in [(work.sentCounter, 3), (work.receivedCounter, 4), (work.tunnelCounter, 5), (work.droppedCounter, 6),
+                                (work.directCounter, 7), (work.encryptedDNSCounter, 8), (exit.hopCounter, 9), (bypassedCounter, 10), (unknownCgroupCounter, 11)] {
+            applier.counterValues[name] = NftCounter(name: name, packets: UInt64(packets), bytes: UInt64(packets * 60))
+        }
+        try applier.addRuntimeElements([NftElement(key: .prefix(IPPrefix("203.0.113.7/32")!), timeout: 60)], to: work.routeDomainSet(ipv4: true))
+        var builder = StatusBuilder(policy: policy, cgroupParent: "vpn.slice", counters: try applier.counters(), links: [wg0],
+                                    addresses: [InterfaceAddress(interfaceIndex: 7, prefix: IPPrefix("10.79.0.2/24")!),
+                                                InterfaceAddress(interfaceIndex: 3, prefix: IPPrefix("198.51.100.2/24")!)])
+        builder.setSize = { set, ipv4 in (try? applier.elements(of: set, ipv4: ipv4).count) ?? -1 }
+        var proxy = DNSProxyCounters()
+        proxy.answered = 5
+        proxy.forwarded = 4
+        proxy.failed = 1
+        proxy.canaryAnswered = 2
+        let daemon = StatusBuilder.Parts(pid: 42, policyDirectory: "/etc/vpnexec/policy.d", cgroupRoot: "/sys/fs/cgroup", refusedConnections: 1,
+                                         sandbox: "Landlock ABI 4 (verified)", birthMarks: "1 cgroup(s): vpn.slice/vpn-work.slice", bypassMoves: 2)
+        return builder.report(daemon) { profile in
+            var parts = StatusBuilder.ProfileParts()
+            if profile.name == "work" {
+                parts.members = 2
+                parts.joinedCgroups = ["user.slice/user-1000.slice/user@1000.service/app.slice/vpn-work.slice"]
+                parts.execMoves = 1
+                parts.dns = proxy
+            } else {
+                parts.tunnelDNSServers = [IPAddress("10.64.0.9")!]
+            }
+            return parts
+        }
+    }
+
+    @Test func theReportOfAFixtureIsItsGoldenFile() throws {
+        let golden = try String(contentsOfFile: URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+            .appendingPathComponent("ControlTests/Fixtures/status-built.json").path, encoding: .utf8)
+        let encoded = String(decoding: ControlCoding.encode(try Self.report()), as: UTF8.self)
+        #expect(encoded == golden, "\(encoded)")
+    }
+
+    @Test func whatTheReportSaysComesFromItsValues() throws {
+        let report = try Self.report()
+        let work = try #require(report.profiles.first), exit = try #require(report.profiles.last)
+        #expect(report.profiles.map(\.name) == ["work", "exit"])
+        #expect(work.tunnel.state == "up" && work.tunnel.addresses == ["10.79.0.2/24"] && work.tunnel.rxBytes == 1024)
+        #expect(work.sent == Traffic(packets: 3, bytes: 180) && work.exceptions.direct == Traffic(packets: 7, bytes: 420))
+        #expect(work.dns?.setSizes[ProfileObjectNames("work").routeDomainSet(ipv4: true)] == 1, "the element the fake holds: \(work.dns?.setSizes ?? [:])")
+        #expect(work.dns?.encryptedDNS == "refused" && work.dns?.encryptedDNSRefused == 8)
+        #expect(exit.tunnel.state == "missing" && exit.tunnel.wireguard == WireGuardReport(publicKey: nil, listenPort: nil, peers: [], drops: [:]))
+        #expect(exit.dns == nil, "no proxy runs for it")
+        #expect(exit.via == HopStatus(entry: "work", entryInterface: "wg0", entryState: "up", carried: Traffic(packets: 9, bytes: 540)))
+        #expect(report.bypassed == Traffic(packets: 10, bytes: 600) && report.droppedUnknownCgroup == Traffic(packets: 11, bytes: 660))
+    }
+}
