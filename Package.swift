@@ -35,7 +35,7 @@ let package = Package(
         .target(name: "Nftables", dependencies: ["Addresses", "HexDigits"]),
         .target(name: "Routing", dependencies: ["Addresses", "HexDigits"]),
         .target(name: "Plan", dependencies: ["Policy", "Nftables", "Routing", "Addresses", "HexDigits"]),
-        .target(name: "Control", dependencies: ["CLinux", "Addresses", "Descriptors"]),
+        .target(name: "Control", dependencies: ["CLinux", "Addresses", "Descriptors", "HexDigits"]),
         // The WireGuard protocol: crypto, handshake, cookies, replay, timers, cryptokey routing.
         .target(name: "WireGuard", dependencies: ["CSodium", "Addresses", "HexDigits", "Monotonic"]),
         // The proxy is generic over its client type; specialized across modules, its hot
@@ -61,7 +61,7 @@ let package = Package(
         // Executables: thin commands over the libraries.
         .executableTarget(name: "vpnd", dependencies: ["BuildVersion", "Daemon", "ServiceSupport", "Control", "Policy", "TrustedFiles", .product(name: "ArgumentParser", package: "swift-argument-parser")]),
         .executableTarget(name: "vpnexec", dependencies: ["BuildVersion", "Control", "Descriptors"]),
-        .executableTarget(name: "vpn-server", dependencies: ["BuildVersion", "Addresses", "Descriptors", "WireGuard", "WireGuardDevice", "ServiceSupport", "Netlink", "Nftables", "Plan", "CSystemd", "CLinux", .product(name: "ArgumentParser", package: "swift-argument-parser")]),
+        .executableTarget(name: "vpn-server", dependencies: ["BuildVersion", "Addresses", "HexDigits", "Descriptors", "WireGuard", "WireGuardDevice", "ServiceSupport", "Netlink", "Nftables", "Plan", "CSystemd", "CLinux", .product(name: "ArgumentParser", package: "swift-argument-parser")]),
         .executableTarget(name: "vpnctl", dependencies: ["BuildVersion", "Control", "Facts", "HexDigits", "Plan", "Policy", "TrustedFiles", "TunnelFiles", "Cgroups", "Netlink", .product(name: "ArgumentParser", package: "swift-argument-parser")]),
 
         // Tests. NetTestSupport builds namespaces, runs tools and cleans up after them.

@@ -1,3 +1,5 @@
+import HexDigits
+
 /// A number written as a "0x..." string in JSON: packet marks are bit patterns, and every
 /// tool that shows them (ip rule, nft, vpnctl status) writes them so.
 @propertyWrapper
@@ -16,6 +18,6 @@ public struct Hexadecimal: Codable, Hashable, Sendable {
 
     public func encode(to encoder: any Encoder) throws {
         var container = encoder.singleValueContainer()
-        try container.encode("0x" + String(wrappedValue, radix: 16))
+        try container.encode(hex(wrappedValue))
     }
 }

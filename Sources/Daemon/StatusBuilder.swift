@@ -131,7 +131,7 @@ struct StatusBuilder {
                 tunnel.wireguard?.reconnect = parts.reconnect
             }
             var status = ProfileStatus(
-                name: profile.name, mark: policy.routing.mark(forIndex: profile.index), table: profile.table,
+                name: profile.name, mark: profile.mark.value, table: profile.table,
                 killswitch: profile.killswitch, cgroup: path,
                 members: parts.members,
                 tunnel: tunnel, sent: traffic(names.sentCounter), received: traffic(names.receivedCounter),

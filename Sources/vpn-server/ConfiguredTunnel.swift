@@ -1,6 +1,7 @@
 import Addresses
 import ArgumentParser
 import Descriptors
+import HexDigits
 import ServiceSupport
 import Glibc
 import Netlink
@@ -63,7 +64,7 @@ struct ConfiguredTunnel {
                                               ipv6: routing.everything.contains { !$0.isIPv4 }, mark: mark)
                 try rules.apply(netlink)
                 fullTunnel = rules
-                log.notice("\(tunnel.tun.name): everything but the tunnel's own datagrams (mark 0x\(String(mark, radix: 16))) goes through it (table \(FullTunnelRouting.table))")
+                log.notice("\(tunnel.tun.name): everything but the tunnel's own datagrams (mark \(hex(mark))) goes through it (table \(FullTunnelRouting.table))")
             }
             var natTable: NftTable?
             if !isClient {
