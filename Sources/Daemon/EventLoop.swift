@@ -1,3 +1,4 @@
+import Descriptors
 import Glibc
 
 /// vpnd's one thread: descriptors registered with their handlers, and timers. Handlers
@@ -17,22 +18,31 @@ final class EventLoop {
         var body: () -> Void
     }
 
-    private var sources: [Int32: Source] = [:]
+    private var sources: [DescriptorNumber: Source] = [:]
     private var timers: [Int: Timer] = [:]
     private var nextTimer = 0
     private(set) var running = false
 
-    /// Calls `handler` with the revents whenever `fd` is ready for `events`.
-    func watch(_ fd: Int32, events: Int16 = Int16(POLLIN), _ handler: @escaping Handler) {
+    /// Calls `handler` with the revents whenever `fd` is ready for `events`. The loop owns
+    /// no descriptor: the owner unwatches before it closes.
+    func watch(_ fd: DescriptorNumber, events: Int16 = Int16(POLLIN), _ handler: @escaping Handler) {
         sources[fd] = Source(events: events, handler: handler)
     }
 
-    func setEvents(_ fd: Int32, _ events: Int16) {
+    func watch(_ fd: borrowing FileDescriptor, events: Int16 = Int16(POLLIN), _ handler: @escaping Handler) {
+        watch(fd.number, events: events, handler)
+    }
+
+    func setEvents(_ fd: DescriptorNumber, _ events: Int16) {
         sources[fd]?.events = events
     }
 
-    func unwatch(_ fd: Int32) {
+    func unwatch(_ fd: DescriptorNumber) {
         sources[fd] = nil
+    }
+
+    func unwatch(_ fd: borrowing FileDescriptor) {
+        unwatch(fd.number)
     }
 
     /// Runs `body` every `seconds`, first after one interval.
@@ -61,12 +71,12 @@ final class EventLoop {
         while running {
             let now = Self.now()
             let wait = timers.values.map { max(0, $0.due - now) }.min() ?? 1
-            var fds = sources.map { pollfd(fd: $0.key, events: $0.value.events, revents: 0) }
+            var fds = sources.map { pollfd(fd: $0.key.raw, events: $0.value.events, revents: 0) }
             let ready = poll(&fds, nfds_t(fds.count), Int32(min(wait, 1) * 1000) + 1)
-            if ready < 0 && errno != EINTR { throw ApplyError("poll: \(String(cString: strerror(errno)))") }
+            if ready < 0 && errno != EINTR { throw ApplyError(SystemError("poll").description) }
             for entry in fds where entry.revents != 0 && running {
                 // A handler may have removed (and closed) another source in this round.
-                sources[entry.fd]?.handler(entry.revents)
+                sources[DescriptorNumber(borrowing: entry.fd)]?.handler(entry.revents)
             }
             let after = Self.now()
             for (id, timer) in timers.sorted(by: { $0.value.due < $1.value.due }) where timer.due <= after && running {

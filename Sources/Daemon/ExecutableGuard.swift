@@ -1,5 +1,6 @@
 import CLinux
 import Cgroups
+import Descriptors
 import Glibc
 import Plan
 import Policy
@@ -60,8 +61,8 @@ final class ExecutableGuard: Sendable {
 
     private struct Shared {
         var snapshot: Snapshot?
-        /// Events read and not yet closed, by their file descriptor.
-        var waiting: [Int32: Waiting] = [:]
+        /// Events read and not yet answered here, by their file descriptor.
+        var waiting: [DescriptorNumber: Waiting] = [:]
         /// When the answering thread began the events it holds.
         var busySince: Double?
         var counters = Counters()
@@ -72,7 +73,7 @@ final class ExecutableGuard: Sendable {
     private let log: Log
     private let shared = Mutex(Shared())
     /// Wakes the deadline thread (an eventfd).
-    private let wake: Int32
+    private let wake: FileDescriptor
     /// Test-only (VPND_TEST_EXEC_ANSWER_DELAY_MS): each event waits this long before it is
     /// decided, as a stuck vpnd would.
     private let testDelay: Double
@@ -81,12 +82,15 @@ final class ExecutableGuard: Sendable {
         self.group = group
         self.hierarchy = hierarchy
         self.log = log
-        wake = eventfd(0, Int32(EFD_CLOEXEC | EFD_NONBLOCK))
-        guard wake >= 0 else { throw ApplyError("eventfd: \(String(cString: strerror(errno)))") }
+        wake = try Self.eventDescriptor()
         testDelay = ExecutableGuardTestDelay.seconds(log: log)
     }
 
-    deinit { close(wake) }
+    private static func eventDescriptor() throws(ApplyError) -> FileDescriptor {
+        do { return try FileDescriptor("eventfd", returned: eventfd(0, Int32(EFD_CLOEXEC | EFD_NONBLOCK))) } catch {
+            throw ApplyError(error.description)
+        }
+    }
 
     /// Starts both threads. vpnd calls this after its signals are blocked (signalfd), its
     /// capabilities dropped and its sandbox applied: threads inherit all three.
@@ -104,10 +108,10 @@ final class ExecutableGuard: Sendable {
     // MARK: the answering thread
 
     private func answerLoop() {
-        var ready = pollfd(fd: group.fileDescriptor, events: Int16(POLLIN), revents: 0)
+        var ready = pollfd(fd: group.fileDescriptor.raw, events: Int16(POLLIN), revents: 0)
         while true {
             if poll(&ready, 1, -1) < 0 && errno != EINTR {
-                log.error("exec guard: poll: \(String(cString: strerror(errno))); listed programs are answered at the deadline only")
+                log.error("exec guard: \(SystemError("poll")); listed programs are answered at the deadline only")
                 return
             }
             let events = group.read()
@@ -116,14 +120,14 @@ final class ExecutableGuard: Sendable {
     }
 
     private func answer(_ events: [FanotifyGroup.Event]) {
-        let identities = events.map { Self.identity(of: $0.file) }
+        let identities = events.map { Self.identity(of: $0.file.number) }
         let now = EventLoop.now()
         let (snapshot, wasQuiet) = shared.withLock { state in
             let quiet = !state.waiting.values.contains { !$0.answered }
             for (event, identity) in zip(events, identities) {
                 let names = identity.flatMap { state.snapshot?.names[$0] } ?? []
                 let late = state.snapshot.map { ExecutableRules.lateAnswer(executables: names, policy: $0.policy) } ?? .allow
-                state.waiting[event.file] = Waiting(deadline: now + Self.answerDeadline, lateAnswer: late, pid: event.pid, names: names)
+                state.waiting[event.file.number] = Waiting(deadline: now + Self.answerDeadline, lateAnswer: late, pid: event.pid, names: names)
             }
             state.busySince = now
             return (state.snapshot, quiet)
@@ -145,22 +149,22 @@ final class ExecutableGuard: Sendable {
         // Not a listed file's exec (a mark removed meanwhile), or a process outside vpnd's
         // pid namespace, which vpnd cannot place (nor see with the process connector).
         guard let snapshot, event.isExecPermission, !names.isEmpty, event.pid > 0 else {
-            finish(event.file, allow: true)
+            finish(event, allow: true)
             return
         }
         let late = ExecutableRules.lateAnswer(executables: names, policy: snapshot.policy)
         guard let cgroup = CgroupHierarchy.cgroup(ofProcess: event.pid) else {
-            finish(event.file, allow: late == .allow, unplaced: true)
+            finish(event, allow: late == .allow, unplaced: true)
             return
         }
         guard let decision = ExecutableRules.decide(executables: names, cgroup: cgroup, policy: snapshot.policy, parent: snapshot.parent) else {
-            finish(event.file, allow: true)
+            finish(event, allow: true)
             return
         }
         // Answered at the deadline already (this thread was stuck): the exec went on, or
         // was refused, without us; the process connector places what did run.
-        guard !isAnswered(event.file) else {
-            finish(event.file, allow: true)
+        guard !isAnswered(event.file.number) else {
+            finish(event, allow: true)
             return
         }
         let placement = ExecPlacement(decision, policy: snapshot.policy, parent: snapshot.parent)
@@ -172,10 +176,10 @@ final class ExecutableGuard: Sendable {
         } catch {
             log.warning("pid \(event.pid) executes \(program) but could not be moved into \(target): \(error); "
                         + (late == .refuse ? "the exec is refused" : "it runs where it was started"))
-            finish(event.file, allow: late == .allow, unplaced: true)
+            finish(event, allow: late == .allow, unplaced: true)
             return
         }
-        if finish(event.file, allow: true) || late == .allow {
+        if finish(event, allow: true) || late == .allow {
             shared.withLock { $0.counters.moves[label, default: 0] += 1 }
             log.info("pid \(event.pid) executes \(program): moved from \(cgroup.isEmpty ? "the root cgroup" : cgroup) into \(placed) before it runs")
         } else {
@@ -185,21 +189,21 @@ final class ExecutableGuard: Sendable {
         }
     }
 
-    private func isAnswered(_ file: Int32) -> Bool {
+    private func isAnswered(_ file: DescriptorNumber) -> Bool {
         shared.withLock { $0.waiting[file]?.answered ?? false }
     }
 
-    /// Answers (unless the deadline did) and closes the event's file; true if answered here.
+    /// Answers (unless the deadline did); true if answered here. The event's file closes
+    /// with the event.
     @discardableResult
-    private func finish(_ file: Int32, allow: Bool, unplaced: Bool = false) -> Bool {
-        let answered = shared.withLock { state -> Bool in
+    private func finish(_ event: FanotifyGroup.Event, allow: Bool, unplaced: Bool = false) -> Bool {
+        let file = event.file.number
+        return shared.withLock { state -> Bool in
             guard let waiting = state.waiting.removeValue(forKey: file), !waiting.answered else { return false }
             group.respond(file, allow: allow)
             if unplaced { state.counters.unplaced += 1 }
             return true
         }
-        close(file)
-        return answered
     }
 
     // MARK: the deadline thread
@@ -211,12 +215,12 @@ final class ExecutableGuard: Sendable {
                 (state.waiting.values.filter { !$0.answered }.map(\.deadline).min(),
                  state.busySince.map { now - $0 >= Self.answerDeadline } ?? false)
             }
-            var fds = [pollfd(fd: wake, events: Int16(POLLIN), revents: 0)]
-            if covering { fds.append(pollfd(fd: group.fileDescriptor, events: Int16(POLLIN), revents: 0)) }
+            var fds = [pollfd(fd: wake.raw, events: Int16(POLLIN), revents: 0)]
+            if covering { fds.append(pollfd(fd: group.fileDescriptor.raw, events: Int16(POLLIN), revents: 0)) }
             let timeout = next.map { Int32(max(0, ($0 - now) * 1000).rounded(.up)) + 1 } ?? -1
             _ = poll(&fds, nfds_t(fds.count), timeout)
             var count: UInt64 = 0
-            _ = read(wake, &count, 8)
+            _ = read(wake.raw, &count, 8)
             answerOverdue()
             coverForStuckThread()
         }
@@ -245,7 +249,7 @@ final class ExecutableGuard: Sendable {
             let events = group.read()
             if events.isEmpty { return }
             for event in events {
-                let identity = Self.identity(of: event.file)
+                let identity = Self.identity(of: event.file.number)
                 let (names, answer) = shared.withLock { state -> ([String], ExecutableRules.LateAnswer) in
                     let names = identity.flatMap { state.snapshot?.names[$0] } ?? []
                     let answer = state.snapshot.map { ExecutableRules.lateAnswer(executables: names, policy: $0.policy) } ?? .allow
@@ -254,8 +258,7 @@ final class ExecutableGuard: Sendable {
                     }
                     return (names, answer)
                 }
-                group.respond(event.file, allow: answer == .allow)
-                close(event.file)
+                group.respond(event.file.number, allow: answer == .allow)
                 if !names.isEmpty { logLate(pid: event.pid, names: names, answer: answer) }
             }
         }
@@ -273,12 +276,12 @@ final class ExecutableGuard: Sendable {
 
     private func signalDeadlineThread() {
         var one: UInt64 = 1
-        _ = write(wake, &one, 8)
+        _ = write(wake.raw, &one, 8)
     }
 
-    private static func identity(of file: Int32) -> ExecutableFile.Identity? {
+    private static func identity(of file: DescriptorNumber) -> ExecutableFile.Identity? {
         var info = stat()
-        guard fstat(file, &info) == 0 else { return nil }
+        guard fstat(file.raw, &info) == 0 else { return nil }
         return ExecutableFile.Identity(device: UInt64(info.st_dev), inode: UInt64(info.st_ino))
     }
 
