@@ -3,6 +3,7 @@ import CLinux
 import Control
 import Descriptors
 import Glibc
+import Monotonic
 
 /// The listening socket at /run/vpnexec/vpnd.sock and its connections. Anyone may
 /// connect (mode 0666): what a caller may do is decided per request from the kernel's
@@ -21,9 +22,9 @@ final class ControlServer {
         var root = 16
         var requestBytes = 65536
         /// A connection that has sent nothing by then is closed.
-        var silentSeconds = 1.0
+        var silent: Swift.Duration = .seconds(1)
         /// Any connection is closed by then, answered or not.
-        var totalSeconds = 5.0
+        var total: Swift.Duration = .seconds(5)
     }
 
     /// What the daemon learns about a request's connection.
@@ -40,7 +41,7 @@ final class ControlServer {
     private final class Connection {
         let fd: DescriptorNumber
         let uid: UInt32
-        let opened: Double
+        let opened: MonotonicInstant
         var received: [UInt8] = []
         var passed: DescriptorNumber?
         var outbox: [UInt8] = []
@@ -48,7 +49,7 @@ final class ControlServer {
         var sent = 0
         var answered = false
 
-        init(fd: DescriptorNumber, uid: UInt32, opened: Double) {
+        init(fd: DescriptorNumber, uid: UInt32, opened: MonotonicInstant) {
             self.fd = fd
             self.uid = uid
             self.opened = opened
@@ -83,7 +84,7 @@ final class ControlServer {
         unlink(path)
         listener = owned.insert(try Self.listen(at: address, path: path))
         loop.watch(listener) { [unowned self] _ in acceptAll() }
-        loop.every(0.2) { [unowned self] in expire() }
+        loop.every(.milliseconds(200)) { [unowned self] in expire() }
     }
 
     private static func listen(at address: UnixSocketAddress, path: String) throws(ApplyError) -> FileDescriptor {
@@ -136,7 +137,7 @@ final class ControlServer {
                 continue
             }
             let fd = owned.insert(connection)
-            connections[fd] = Connection(fd: fd, uid: credentials.uid, opened: EventLoop.now())
+            connections[fd] = Connection(fd: fd, uid: credentials.uid, opened: .now())
             loop.watch(fd) { [unowned self] events in service(fd, events) }
         }
     }
@@ -263,10 +264,10 @@ final class ControlServer {
 
     /// Silent connections go after a second, any connection after the total limit.
     private func expire() {
-        let now = EventLoop.now()
+        let now = MonotonicInstant.now()
         for connection in Array(connections.values) {
-            let age = now - connection.opened
-            if age > limits.totalSeconds || (connection.received.isEmpty && !connection.answered && age > limits.silentSeconds) {
+            let age = now.since(connection.opened)
+            if age > limits.total || (connection.received.isEmpty && !connection.answered && age > limits.silent) {
                 drop(connection.fd)
             }
         }

@@ -3,6 +3,7 @@ import CLinux
 import DNS
 import Descriptors
 import Glibc
+import Monotonic
 import Nftables
 import Plan
 import Policy
@@ -128,7 +129,7 @@ final class ProfileResolver {
     struct TCPPeer {
         var reader = DNSTCPReader()
         var outbox: [UInt8] = []
-        var opened: Double
+        var opened: MonotonicInstant
     }
 
     struct TCPUpstream {
@@ -230,9 +231,9 @@ final class ProfileResolver {
                 continue
             }
             let fd = owned.insert(connection)
-            tcpClients[fd] = TCPPeer(opened: EventLoop.now())
+            tcpClients[fd] = TCPPeer(opened: .now())
             loop.watch(fd) { [unowned self] events in serviceClient(fd, events) }
-            loop.after(10) { [weak self] in self?.dropClient(fd) }
+            loop.after(.seconds(10)) { [weak self] in self?.dropClient(fd) }
         }
     }
 
@@ -290,7 +291,7 @@ final class ProfileResolver {
         tcpUpstreams[fd] = TCPUpstream(server: server, query: framed)
         loop.watch(fd, events: Int16(POLLOUT)) { [unowned self] events in serviceUpstream(fd, events) }
         // The proxy retries and fails by its own clock; the connection goes after that.
-        loop.after(10) { [weak self] in self?.dropUpstream(fd) }
+        loop.after(.seconds(10)) { [weak self] in self?.dropUpstream(fd) }
         return true
     }
 
@@ -383,8 +384,7 @@ final class ProfileResolver {
         if let timer { loop.cancel(timer) }
         timer = nil
         if let deadline = proxy.nextDeadline() {
-            let delay = max(0, Double(Int64(bitPattern: deadline.nanoseconds &- Self.now().nanoseconds))) / 1e9
-            timer = loop.after(delay) { [weak self] in
+            timer = loop.after(deadline.since(Self.now())) { [weak self] in
                 guard let self else { return }
                 self.timer = nil
                 self.proxy.tick(now: Self.now(), into: &self.actions)
@@ -427,5 +427,5 @@ final class ProfileResolver {
         }
     }
 
-    static func now() -> DNSInstant { DNSInstant(nanoseconds: UInt64(EventLoop.now() * 1e9)) }
+    static func now() -> DNSInstant { .now() }
 }

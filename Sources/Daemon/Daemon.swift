@@ -282,7 +282,7 @@ public final class Daemon {
         }
         // Events can be missed (a directory replaced between two watches, a table someone
         // deleted): once a second the facts are read again and the kernel state checked.
-        loop.every(1) { [unowned self] in
+        loop.every(.seconds(1)) { [unowned self] in
             watcher.rewatch()
             follow("periodic check")
             executables.refresh(policy, parent: options.cgroupParent)

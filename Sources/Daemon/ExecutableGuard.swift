@@ -2,6 +2,7 @@ import CLinux
 import Cgroups
 import Descriptors
 import Glibc
+import Monotonic
 import Plan
 import Policy
 import Synchronization
@@ -31,7 +32,7 @@ final class ExecutableGuard: Sendable {
     /// How long an exec of a listed file waits for vpnd at most, beyond which it is
     /// answered unplaced. Placing takes tens of microseconds; a second of no progress is a
     /// stuck vpnd, not a busy one, and one second is what a user can wait for a program.
-    static let answerDeadline = 1.0
+    static let answerDeadline: Swift.Duration = .seconds(1)
 
     /// What the answering thread decides from: published by the event loop when the policy
     /// or the files change.
@@ -52,7 +53,7 @@ final class ExecutableGuard: Sendable {
     }
 
     private struct Waiting {
-        var deadline: Double
+        var deadline: MonotonicInstant
         var lateAnswer: ExecutableRules.LateAnswer
         var answered = false
         var pid: Int32
@@ -64,7 +65,7 @@ final class ExecutableGuard: Sendable {
         /// Events read and not yet answered here, by their file descriptor.
         var waiting: [DescriptorNumber: Waiting] = [:]
         /// When the answering thread began the events it holds.
-        var busySince: Double?
+        var busySince: MonotonicInstant?
         var counters = Counters()
     }
 
@@ -121,7 +122,7 @@ final class ExecutableGuard: Sendable {
 
     private func answer(_ events: [FanotifyGroup.Event]) {
         let identities = events.map { Self.identity(of: $0.file.number) }
-        let now = EventLoop.now()
+        let now = MonotonicInstant.now()
         let (snapshot, wasQuiet) = shared.withLock { state in
             let quiet = !state.waiting.values.contains { !$0.answered }
             for (event, identity) in zip(events, identities) {
@@ -139,7 +140,7 @@ final class ExecutableGuard: Sendable {
         }
         let wasLate = shared.withLock { state in
             defer { state.busySince = nil }
-            return state.busySince.map { EventLoop.now() - $0 >= Self.answerDeadline } ?? false
+            return state.busySince.map { MonotonicInstant.now().since($0) >= Self.answerDeadline } ?? false
         }
         if wasLate { signalDeadlineThread() }
     }
@@ -210,14 +211,14 @@ final class ExecutableGuard: Sendable {
 
     private func deadlineLoop() {
         while true {
-            let now = EventLoop.now()
+            let now = MonotonicInstant.now()
             let (next, covering) = shared.withLock { state in
                 (state.waiting.values.filter { !$0.answered }.map(\.deadline).min(),
-                 state.busySince.map { now - $0 >= Self.answerDeadline } ?? false)
+                 state.busySince.map { now.since($0) >= Self.answerDeadline } ?? false)
             }
             var fds = [pollfd(fd: wake.raw, events: Int16(POLLIN), revents: 0)]
             if covering { fds.append(pollfd(fd: group.fileDescriptor.raw, events: Int16(POLLIN), revents: 0)) }
-            let timeout = next.map { Int32(max(0, ($0 - now) * 1000).rounded(.up)) + 1 } ?? -1
+            let timeout = next.map { Int32(($0.since(now).nanoseconds + 999_999) / 1_000_000) + 1 } ?? -1
             _ = poll(&fds, nfds_t(fds.count), timeout)
             var count: UInt64 = 0
             _ = read(wake.raw, &count, 8)
@@ -228,7 +229,7 @@ final class ExecutableGuard: Sendable {
 
     /// Answers every event whose deadline has passed.
     private func answerOverdue() {
-        let now = EventLoop.now()
+        let now = MonotonicInstant.now()
         let late = shared.withLock { state -> [Waiting] in
             var late: [Waiting] = []
             for (file, waiting) in state.waiting where !waiting.answered && waiting.deadline <= now {
@@ -245,7 +246,7 @@ final class ExecutableGuard: Sendable {
     /// While the answering thread is stuck past the deadline, new events are answered here
     /// at once, as they would be at their deadline.
     private func coverForStuckThread() {
-        while shared.withLock({ state in state.busySince.map { EventLoop.now() - $0 >= Self.answerDeadline } ?? false }) {
+        while shared.withLock({ state in state.busySince.map { MonotonicInstant.now().since($0) >= Self.answerDeadline } ?? false }) {
             let events = group.read()
             if events.isEmpty { return }
             for event in events {
@@ -265,7 +266,7 @@ final class ExecutableGuard: Sendable {
     }
 
     private func logLate(pid: Int32, names: [String], answer: ExecutableRules.LateAnswer) {
-        let seconds = Self.answerDeadline.formatted
+        let seconds = (Double(Self.answerDeadline.nanoseconds) / 1e9).formatted
         switch answer {
         case .refuse:
             log.warning("exec of \(names.joined(separator: ", ")) by pid \(pid) not placed within \(seconds) s: refused (a route.executables program does not run outside its tunnel)")

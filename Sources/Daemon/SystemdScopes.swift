@@ -1,6 +1,7 @@
 import CSystemd
 import Descriptors
 import Glibc
+import Monotonic
 
 /// Where systemd owns the cgroup tree (it is PID 1 and the profiles' cgroups are its
 /// `vpn.slice/vpn-NAME.slice`), a process joins a profile the way systemd-run --scope puts
@@ -120,8 +121,9 @@ final class SystemdScopes {
         timer = nil
         var deadline: UInt64 = 0
         guard sd_bus_get_timeout(bus, &deadline) >= 0, deadline != UInt64.max else { return }
-        let delay = max(0, Double(deadline) / 1e6 - EventLoop.now())
-        timer = loop.after(delay) { [weak self] in
+        // sd-bus's deadline is on CLOCK_MONOTONIC, in microseconds.
+        let (nanoseconds, overflow) = deadline.multipliedReportingOverflow(by: 1000)
+        timer = loop.after(MonotonicInstant(nanoseconds: overflow ? .max : nanoseconds).since(.now())) { [weak self] in
             self?.timer = nil
             self?.process()
         }

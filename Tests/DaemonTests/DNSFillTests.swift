@@ -66,7 +66,7 @@ import TrustedFiles
         let bytes = query.encoded()
         let sent = SocketAddress(.v4(0x7f00_0001), port: policy.dns.port(for: profile)).withSockaddr { sendto(client, bytes, bytes.count, 0, $0, $1) }
         #expect(sent == bytes.count)
-        _ = loop.after(5) { loop.stop() }
+        _ = loop.after(.seconds(5)) { loop.stop() }
         try loop.run()
         return outcome
     }
