@@ -91,7 +91,7 @@ final class DNSService {
     func counters(of profile: String) -> DNSProxyCounters? { resolvers[profile]?.proxy.counters }
 
     func sharedAddresses(of profile: String) -> [DNSSharedAddress] {
-        resolvers[profile]?.proxy.sharedAddresses(now: ProfileResolver.now()) ?? []
+        resolvers[profile]?.proxy.sharedAddresses(now: MonotonicInstant.now()) ?? []
     }
 
     func closeAll() {
@@ -217,7 +217,7 @@ final class ProfileResolver {
 
     private func receiveQueries(_ fd: DescriptorNumber) {
         receiveBurst(fd) { query, from in
-            proxy.query(query, from: .udp(socket: fd, from: from), over: .udp, now: Self.now(), into: &actions)
+            proxy.query(query, from: .udp(socket: fd, from: from), over: .udp, now: .now(), into: &actions)
         }
     }
 
@@ -249,7 +249,7 @@ final class ProfileResolver {
         }
         tcpClients[fd]?.reader.append(buffer[0..<count])
         while let message = tcpClients[fd]?.reader.next() {
-            proxy.query(message, from: .tcp(connection: fd), over: .tcp, now: Self.now(), into: &actions)
+            proxy.query(message, from: .tcp(connection: fd), over: .tcp, now: .now(), into: &actions)
         }
         perform()
     }
@@ -281,7 +281,7 @@ final class ProfileResolver {
 
     private func receiveAnswers(_ fd: DescriptorNumber) {
         receiveBurst(fd) { answer, from in
-            proxy.upstreamAnswer(answer, from: DNSServer(address: from.address, port: from.port), now: Self.now(), into: &actions)
+            proxy.upstreamAnswer(answer, from: DNSServer(address: from.address, port: from.port), now: .now(), into: &actions)
         }
     }
 
@@ -328,7 +328,7 @@ final class ProfileResolver {
         connection.reader.append(buffer[0..<count])
         tcpUpstreams[fd] = connection
         if let answer = tcpUpstreams[fd]?.reader.next() {
-            proxy.upstreamAnswer(answer, from: connection.server, now: Self.now(), into: &actions)
+            proxy.upstreamAnswer(answer, from: connection.server, now: .now(), into: &actions)
             dropUpstream(fd)
             perform()
         }
@@ -359,7 +359,7 @@ final class ProfileResolver {
                 switch action {
                 case let .forward(query, server, transport):
                     if transport == .tcp {
-                        if !forwardOverTCP(query, to: server) { proxy.forwardFailed(query, now: Self.now(), into: &actions) }
+                        if !forwardOverTCP(query, to: server) { proxy.forwardFailed(query, now: .now(), into: &actions) }
                     } else if let fd = upstream[server.address.isIPv4] {
                         forwards.append(OutgoingDatagram(bytes: query, destination: SocketAddress(server.address, port: server.port)), on: fd)
                     }
@@ -371,7 +371,7 @@ final class ProfileResolver {
                 }
             }
             for (_, refused) in io.send(forwards) {
-                proxy.forwardFailed(refused.bytes, now: Self.now(), into: &actions)
+                proxy.forwardFailed(refused.bytes, now: .now(), into: &actions)
             }
             if !filled.isEmpty {
                 let accepted = fill(fills)
@@ -384,10 +384,10 @@ final class ProfileResolver {
         if let timer { loop.cancel(timer) }
         timer = nil
         if let deadline = proxy.nextDeadline() {
-            timer = loop.after(deadline.since(Self.now())) { [weak self] in
+            timer = loop.after(deadline.since(.now())) { [weak self] in
                 guard let self else { return }
                 self.timer = nil
-                self.proxy.tick(now: Self.now(), into: &self.actions)
+                self.proxy.tick(now: .now(), into: &self.actions)
                 self.perform()
             }
         }
@@ -397,7 +397,7 @@ final class ProfileResolver {
     /// address asked for twice in the burst gets the longer timeout, and none gets a
     /// shorter one than its element has left.
     private func fill(_ elements: [DNSSetElement]) -> Bool {
-        let now = Self.now()
+        let now = MonotonicInstant.now()
         let elements = lifetimes.table.lengthened(elements, now: now)
         var bySet: [String: [IPAddress: UInt32]] = [:]
         for element in elements { bySet[element.set, default: [:]][element.address] = max(bySet[element.set]?[element.address] ?? 0, element.timeoutSeconds) }
@@ -426,6 +426,4 @@ final class ProfileResolver {
             flushClient(fd)
         }
     }
-
-    static func now() -> DNSInstant { .now() }
 }

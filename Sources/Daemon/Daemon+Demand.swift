@@ -16,7 +16,7 @@ extension Daemon {
         for profile in policy.profiles where profile.tunnel.isBuiltIn {
             guard let onDemand = profile.onDemand else { continue }
             settings[profile.tunnel.interfaceName] = TunnelDemand.Settings(
-                onDemand: true, idle: onDemand.idle.map { Timestamp.Duration(nanoseconds: $0.milliseconds * 1_000_000) })
+                onDemand: true, idle: onDemand.idle.map { MonotonicInstant.Duration(nanoseconds: $0.milliseconds * 1_000_000) })
         }
         return settings
     }
