@@ -79,7 +79,7 @@ let package = Package(
         .testTarget(name: "MonotonicTests", dependencies: ["Monotonic"]),
         .testTarget(name: "DescriptorsTests", dependencies: ["Descriptors"]),
         .testTarget(name: "WireGuardDeviceTests", dependencies: ["WireGuardDevice", "WireGuard", "Addresses", "Descriptors"]),
-        .testTarget(name: "DaemonTests", dependencies: ["Daemon", "Descriptors", "DNS", "Facts", "ServiceSupport", "TrustedFiles", "Plan", "Policy", "Nftables", "Netlink", "Routing", "Addresses", "TunnelFiles", "NetTestSupport"]),
+        .testTarget(name: "DaemonTests", dependencies: ["Daemon", "Descriptors", "DNS", "Monotonic", "Facts", "ServiceSupport", "TrustedFiles", "Plan", "Policy", "Nftables", "Netlink", "Routing", "Addresses", "TunnelFiles", "NetTestSupport"]),
         .testTarget(name: "ControlTests", dependencies: ["Control", "Addresses"], exclude: ["Fixtures"]),
         .testTarget(name: "IntegrationTests", dependencies: ["NetTestSupport", "Control"]),
     ]
