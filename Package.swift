@@ -37,7 +37,7 @@ let package = Package(
         .target(name: "Plan", dependencies: ["Policy", "Nftables", "Routing", "Addresses", "HexDigits"]),
         .target(name: "Control", dependencies: ["CLinux", "Addresses", "Descriptors", "HexDigits"]),
         // The WireGuard protocol: crypto, handshake, cookies, replay, timers, cryptokey routing.
-        .target(name: "WireGuard", dependencies: ["CSodium", "Addresses", "HexDigits", "Monotonic"]),
+        .target(name: "WireGuard", dependencies: ["CSodium", "Addresses", "Descriptors", "HexDigits", "Monotonic"]),
         // The proxy is generic over its client type; specialized across modules, its hot
         // path runs without runtime generic metadata lookups.
         .target(name: "DNS", dependencies: ["Addresses", "Monotonic"], swiftSettings: [.unsafeFlags(["-cross-module-optimization"])]),
@@ -51,18 +51,18 @@ let package = Package(
         .target(name: "Cgroups", dependencies: ["CLinux", "Descriptors"]),
         // What vpnd and vpn-server both are: a service that logs for journald and keeps
         // only the capabilities it needs.
-        .target(name: "ServiceSupport", dependencies: ["CCap", "CLinux", "Control"]),
+        .target(name: "ServiceSupport", dependencies: ["CCap", "CLinux", "Control", "Descriptors"]),
         .target(name: "TrustedFiles", dependencies: ["Policy", "Descriptors"]),
         .target(name: "TunnelFiles", dependencies: ["Policy", "TrustedFiles", "WireGuard"]),
         .target(name: "Facts", dependencies: ["Addresses", "Descriptors", "Cgroups", "HexDigits", "Netlink", "Plan", "Policy", "Routing", "TunnelFiles", "WireGuard", "CLinux"]),
         .target(name: "WireGuardDevice", dependencies: ["WireGuard", "CLinux", "Addresses", "Descriptors", "Monotonic", "Netlink", "Routing"]),
-        .target(name: "Daemon", dependencies: ["Addresses", "Descriptors", "ServiceSupport", "CCap", "DNS", "CLinux", "CSystemd", "Cgroups", "Control", "Facts", "TrustedFiles", "Netlink", "Nftables", "Plan", "Policy", "Routing", "TunnelFiles", "WireGuard", "WireGuardDevice"]),
+        .target(name: "Daemon", dependencies: ["Addresses", "Descriptors", "Monotonic", "ServiceSupport", "CCap", "DNS", "CLinux", "CSystemd", "Cgroups", "Control", "Facts", "TrustedFiles", "Netlink", "Nftables", "Plan", "Policy", "Routing", "TunnelFiles", "WireGuard", "WireGuardDevice"]),
 
         // Executables: thin commands over the libraries.
         .executableTarget(name: "vpnd", dependencies: ["BuildVersion", "Daemon", "ServiceSupport", "Control", "Policy", "TrustedFiles", .product(name: "ArgumentParser", package: "swift-argument-parser")]),
         .executableTarget(name: "vpnexec", dependencies: ["BuildVersion", "Control", "Descriptors"]),
         .executableTarget(name: "vpn-server", dependencies: ["BuildVersion", "Addresses", "HexDigits", "Descriptors", "WireGuard", "WireGuardDevice", "ServiceSupport", "Netlink", "Nftables", "Plan", "CSystemd", "CLinux", .product(name: "ArgumentParser", package: "swift-argument-parser")]),
-        .executableTarget(name: "vpnctl", dependencies: ["BuildVersion", "Control", "Facts", "HexDigits", "Plan", "Policy", "TrustedFiles", "TunnelFiles", "Cgroups", "Netlink", .product(name: "ArgumentParser", package: "swift-argument-parser")]),
+        .executableTarget(name: "vpnctl", dependencies: ["BuildVersion", "Control", "Descriptors", "Facts", "HexDigits", "Plan", "Policy", "TrustedFiles", "TunnelFiles", "Cgroups", "Netlink", .product(name: "ArgumentParser", package: "swift-argument-parser")]),
 
         // Tests. NetTestSupport builds namespaces, runs tools and cleans up after them.
         .target(name: "NetTestSupport", dependencies: ["CLinux"], path: "Tests/NetTestSupport"),
@@ -77,8 +77,9 @@ let package = Package(
         .testTarget(name: "WireGuardTests", dependencies: ["WireGuard", "Addresses"]),
         .testTarget(name: "DNSTests", dependencies: ["DNS", "Addresses"]),
         .testTarget(name: "MonotonicTests", dependencies: ["Monotonic"]),
+        .testTarget(name: "DescriptorsTests", dependencies: ["Descriptors"]),
         .testTarget(name: "WireGuardDeviceTests", dependencies: ["WireGuardDevice", "WireGuard", "Addresses", "Descriptors"]),
-        .testTarget(name: "DaemonTests", dependencies: ["Daemon", "DNS", "Facts", "ServiceSupport", "TrustedFiles", "Plan", "Policy", "Nftables", "Netlink", "Routing", "Addresses", "TunnelFiles", "NetTestSupport"]),
+        .testTarget(name: "DaemonTests", dependencies: ["Daemon", "Descriptors", "DNS", "Monotonic", "Facts", "ServiceSupport", "TrustedFiles", "Plan", "Policy", "Nftables", "Netlink", "Routing", "Addresses", "TunnelFiles", "NetTestSupport"]),
         .testTarget(name: "ControlTests", dependencies: ["Control", "Addresses"], exclude: ["Fixtures"]),
         .testTarget(name: "IntegrationTests", dependencies: ["NetTestSupport", "Control"]),
     ]

@@ -7,7 +7,7 @@ public struct CgroupError: Error, CustomStringConvertible, Sendable {
     /// The errno of the system call that failed (0 when none did).
     public var code: Int32 = 0
     init(_ operation: String, path: String, code: Int32 = errno) {
-        description = "\(operation) \(path): \(String(cString: strerror(code)))"
+        description = SystemError("\(operation) \(path)", code: code).description
         self.code = code
     }
     public init(_ description: String) { self.description = description }

@@ -11,7 +11,7 @@ import Glibc
 public final class CgroupWatcher {
     private let inotify: FileDescriptor
     /// For poll().
-    public var fileDescriptor: Int32 { inotify.raw }
+    public var fileDescriptor: DescriptorNumber { inotify.number }
     /// The directories to watch, asked again at every rewatch (the users' trees grow).
     private let paths: () -> [String]
     /// Watch descriptors handed out so far (the kernel does not reuse them soon).
@@ -31,7 +31,7 @@ public final class CgroupWatcher {
         let mask = UInt32(IN_CREATE | IN_DELETE | IN_MOVED_FROM | IN_MOVED_TO | IN_DELETE_SELF | IN_MOVE_SELF) | UInt32(IN_ONLYDIR)
         var added = false
         for path in paths() {
-            let watch = inotify_add_watch(fileDescriptor, path, mask)
+            let watch = inotify_add_watch(inotify.raw, path, mask)
             if watch >= 0, watched.insert(watch).inserted { added = true }
         }
         return added
@@ -41,7 +41,7 @@ public final class CgroupWatcher {
     public func drain() -> Bool {
         var buffer = [UInt8](repeating: 0, count: 8192)
         var changed = false
-        while read(fileDescriptor, &buffer, buffer.count) > 0 { changed = true }
+        while read(inotify.raw, &buffer, buffer.count) > 0 { changed = true }
         return changed
     }
 }

@@ -20,7 +20,7 @@ public final class ProcessHandle {
     /// Takes a pidfd somebody handed us (it is dup'ed; the caller keeps its own) if it
     /// names process `pid`, whose real uid is `uid`, alive after both were read: then the
     /// uid read was that process's, and the pid cannot have been reused in between.
-    public static func verify(pidfd: Int32, pid: Int32, uid: UInt32) -> Result<ProcessHandle, Mismatch> {
+    public static func verify(pidfd: DescriptorNumber, pid: Int32, uid: UInt32) -> Result<ProcessHandle, Mismatch> {
         guard let info = CgroupHierarchy.readFile("/proc/self/fdinfo/\(pidfd)"),
               let line = info.split(separator: "\n").first(where: { $0.hasPrefix("Pid:") }),
               let named = Int32(line.dropFirst(4).trimmingCharacters(in: " \t")) else {
@@ -30,7 +30,7 @@ public final class ProcessHandle {
             return .failure(Mismatch(description: named < 0 ? "names a process that has exited" : "names pid \(named), not the connecting pid \(pid)"))
         }
         let own: FileDescriptor
-        do { own = try FileDescriptor("duplicate", returned: fcntl(pidfd, F_DUPFD_CLOEXEC, 3)) } catch {
+        do { own = try FileDescriptor("duplicate", returned: fcntl(pidfd.raw, F_DUPFD_CLOEXEC, 3)) } catch {
             return .failure(Mismatch(description: "cannot be duplicated: \(error.reason)"))
         }
         let process = ProcessHandle(pid: pid, pidfd: own)

@@ -18,7 +18,7 @@ public final class SocketMarkProgram {
         public let code: Int32
         init(_ operation: String, code: Int32 = errno, detail: String = "") {
             self.code = code
-            description = "\(operation): \(String(cString: strerror(code)))" + (detail.isEmpty ? "" : " (\(detail))")
+            description = SystemError(operation, code: code).description + (detail.isEmpty ? "" : " (\(detail))")
         }
         init(_ error: SystemError) { self.init(error.operation, code: error.code) }
     }

@@ -16,7 +16,7 @@ public enum ControlClient {
         }
     }
 
-    public static func send(_ request: ControlRequest, socketPath: String, passing: Int32? = nil) throws(ControlClientError) -> ControlResponse {
+    public static func send(_ request: ControlRequest, socketPath: String, passing: DescriptorNumber? = nil) throws(ControlClientError) -> ControlResponse {
         let connection = try unixStream()
         let address: UnixSocketAddress
         do { address = try UnixSocketAddress(path: socketPath) } catch { throw ControlClientError(description: "\(error)") }
@@ -29,15 +29,15 @@ public enum ControlClient {
             case EACCES:
                 throw ControlClientError(description: "permission denied on \(socketPath)")
             default:
-                throw ControlClientError(description: "cannot reach vpnd at \(socketPath): \(String(cString: strerror(code)))")
+                throw ControlClientError(description: "cannot reach vpnd at \(socketPath): \(SystemError.reason(of: code))")
             }
         }
         let bytes = ControlCoding.encode(request)
         var sent = 0
         while sent < bytes.count {
             // The descriptor travels with the first bytes.
-            let count = bytes[sent...].withUnsafeBytes { vx_send_with_fd(connection.raw, $0.baseAddress, $0.count, sent == 0 ? (passing ?? -1) : -1) }
-            guard count > 0 else { throw ControlClientError(description: "vpnd closed the connection: \(String(cString: strerror(errno)))") }
+            let count = bytes[sent...].withUnsafeBytes { vx_send_with_fd(connection.raw, $0.baseAddress, $0.count, sent == 0 ? (passing?.raw ?? -1) : -1) }
+            guard count > 0 else { throw ControlClientError(description: "vpnd closed the connection: \(SystemError("send").reason)") }
             sent += count
         }
         var answer: [UInt8] = []

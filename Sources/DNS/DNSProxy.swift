@@ -43,15 +43,15 @@ public struct DNSProxy<Client: Hashable> {
     public var inFlightCount: Int { inFlight.count }
 
     /// The addresses that bypassed and other names share now (most recent first, a few).
-    public func sharedAddresses(now: DNSInstant) -> [DNSSharedAddress] { shared.collisions(now: now) }
+    public func sharedAddresses(now: MonotonicInstant) -> [DNSSharedAddress] { shared.collisions(now: now) }
 
     /// When `tick` next has work (a query's upstream timeout), if any query is in flight.
-    public mutating func nextDeadline() -> DNSInstant? { inFlight.nextDeadline() }
+    public mutating func nextDeadline() -> MonotonicInstant? { inFlight.nextDeadline() }
 
     /// A query from a member. Appends to `actions`: a forward, or a reply made here (FORMERR
     /// for a query that cannot be read, NOTIMP for opcodes other than QUERY, REFUSED with no
     /// server), and a SERVFAIL to the oldest query in flight when the table is full.
-    public mutating func query(_ bytes: [UInt8], from client: Client, over transport: DNSTransport, now: DNSInstant,
+    public mutating func query(_ bytes: [UInt8], from client: Client, over transport: DNSTransport, now: MonotonicInstant,
                                into actions: inout [DNSProxyAction<Client>]) {
         expire(now: now, into: &actions)
         guard let header = DNSHeader(of: bytes) else { return drop(.unreadableQuery) }
@@ -80,7 +80,7 @@ public struct DNSProxy<Client: Hashable> {
         Wire.put16(id, into: &upstream, at: 0)
         let server = preferred
         inFlight.insert(.init(client: client, clientID: header.id, transport: transport, bytes: upstream, firstServer: server, attempts: 1, generation: 0),
-                        id: id, deadline: DNSInstant(nanoseconds: now.nanoseconds &+ upstreamTimeout))
+                        id: id, deadline: MonotonicInstant(nanoseconds: now.nanoseconds &+ upstreamTimeout))
         counters.forwarded += 1
         actions.append(.forward(query: upstream, to: configuration.servers[server], over: transport))
     }
@@ -88,7 +88,7 @@ public struct DNSProxy<Client: Hashable> {
     /// An answer from an upstream server (`server` as the socket saw the sender). Appends a
     /// reply or a fill-then-reply for the client that asked; appends nothing when the answer
     /// is dropped (see `DNSDropReason`).
-    public mutating func upstreamAnswer(_ bytes: [UInt8], from server: DNSServer, now: DNSInstant,
+    public mutating func upstreamAnswer(_ bytes: [UInt8], from server: DNSServer, now: MonotonicInstant,
                                         into actions: inout [DNSProxyAction<Client>]) {
         expire(now: now, into: &actions)
         guard let header = DNSHeader(of: bytes) else { return drop(.malformedAnswer) }
@@ -140,7 +140,7 @@ public struct DNSProxy<Client: Hashable> {
     /// route to the server, as while the profile's tunnel is down. The query moves on as if
     /// its server had let it time out, without the wait: to the next server, or SERVFAIL
     /// now rather than after every timeout.
-    public mutating func forwardFailed(_ query: [UInt8], now: DNSInstant, into actions: inout [DNSProxyAction<Client>]) {
+    public mutating func forwardFailed(_ query: [UInt8], now: MonotonicInstant, into actions: inout [DNSProxyAction<Client>]) {
         guard let header = DNSHeader(of: query), let inFlightQuery = inFlight[header.id], inFlightQuery.bytes == query else { return }
         moveOn(header.id, inFlightQuery, now: now, into: &actions)
     }
@@ -148,11 +148,11 @@ public struct DNSProxy<Client: Hashable> {
     /// Time passing: queries whose server did not answer in time go to the next server (the
     /// same one again when there is only one), or, when every try is used, are answered
     /// SERVFAIL.
-    public mutating func tick(now: DNSInstant, into actions: inout [DNSProxyAction<Client>]) {
+    public mutating func tick(now: MonotonicInstant, into actions: inout [DNSProxyAction<Client>]) {
         expire(now: now, into: &actions)
     }
 
-    private mutating func expire(now: DNSInstant, into actions: inout [DNSProxyAction<Client>]) {
+    private mutating func expire(now: MonotonicInstant, into actions: inout [DNSProxyAction<Client>]) {
         while let (id, query) = inFlight.earliest(dueBy: now) {
             moveOn(id, query, now: now, into: &actions)
         }
@@ -160,7 +160,7 @@ public struct DNSProxy<Client: Hashable> {
 
     /// The server last asked failed `query`: ask the next one, or answer SERVFAIL when every
     /// try is used; new queries start at the next server too.
-    private mutating func moveOn(_ id: UInt16, _ query: InFlightQueries<Client>.Query, now: DNSInstant,
+    private mutating func moveOn(_ id: UInt16, _ query: InFlightQueries<Client>.Query, now: MonotonicInstant,
                                  into actions: inout [DNSProxyAction<Client>]) {
         let servers = configuration.servers
         let failed = (query.firstServer + query.attempts - 1) % servers.count
@@ -169,7 +169,7 @@ public struct DNSProxy<Client: Hashable> {
             inFlight.remove(id)
             return fail(query, into: &actions)
         }
-        inFlight.rearm(id, deadline: DNSInstant(nanoseconds: now.nanoseconds &+ upstreamTimeout))
+        inFlight.rearm(id, deadline: MonotonicInstant(nanoseconds: now.nanoseconds &+ upstreamTimeout))
         counters.retried += 1
         actions.append(.forward(query: query.bytes, to: servers[(failed + 1) % servers.count], over: query.transport))
     }
@@ -180,7 +180,7 @@ public struct DNSProxy<Client: Hashable> {
     /// the CNAME longer would ask for the target's addresses directly, and the target need
     /// not be in any list). The target names of the service records are remembered for the
     /// lists as long as the records' elements live.
-    private mutating func fill(_ response: inout [UInt8], lists: DomainList.Membership, tunneled: Bool, now: DNSInstant) -> [DNSSetElement] {
+    private mutating func fill(_ response: inout [UInt8], lists: DomainList.Membership, tunneled: Bool, now: MonotonicInstant) -> [DNSSetElement] {
         var elements: [DNSSetElement] = []
         // Whose addresses these are, for the shared-address count: the question's name.
         let asked = configuration.tunneledSets == nil || (scan.addressRecords.isEmpty && scan.serviceRecords.isEmpty) ? nil

@@ -11,14 +11,14 @@ import Monotonic
 /// entries go once expired. An element added before vpnd started (carried over in the
 /// table) is not known here: its first re-add may still shorten it.
 public struct DNSElementLifetimes: Sendable {
-    private var expiries: [String: [IPAddress: DNSInstant]] = [:]
+    private var expiries: [String: [IPAddress: MonotonicInstant]] = [:]
     private var count = 0
     private var pruneAt = 4096
 
     public init() {}
 
     /// `elements` with each timeout raised to the time its element has left.
-    public func lengthened(_ elements: [DNSSetElement], now: DNSInstant) -> [DNSSetElement] {
+    public func lengthened(_ elements: [DNSSetElement], now: MonotonicInstant) -> [DNSSetElement] {
         elements.map { element in
             guard let expires = expiries[element.set]?[element.address], expires > now else { return element }
             let left = (expires.nanoseconds - now.nanoseconds + 999_999_999) / 1_000_000_000
@@ -29,7 +29,7 @@ public struct DNSElementLifetimes: Sendable {
     }
 
     /// The kernel took `elements` (as `lengthened` returned them) at `now`.
-    public mutating func added(_ elements: [DNSSetElement], now: DNSInstant) {
+    public mutating func added(_ elements: [DNSSetElement], now: MonotonicInstant) {
         for element in elements {
             var expires = now + .seconds(Int64(element.timeoutSeconds))
             let known = expiries[element.set]?[element.address]

@@ -49,7 +49,7 @@ struct InFlightQueries<Client: Hashable> {
         return id
     }
 
-    mutating func insert(_ query: Query, id: UInt16, deadline: DNSInstant) {
+    mutating func insert(_ query: Query, id: UInt16, deadline: MonotonicInstant) {
         var query = query
         query.generation = nextGeneration()
         queries[id] = query
@@ -57,7 +57,7 @@ struct InFlightQueries<Client: Hashable> {
     }
 
     /// A new deadline for a query sent again.
-    mutating func rearm(_ id: UInt16, deadline: DNSInstant) {
+    mutating func rearm(_ id: UInt16, deadline: MonotonicInstant) {
         guard queries[id] != nil else { return }
         let generation = nextGeneration()
         queries[id]!.generation = generation
@@ -72,7 +72,7 @@ struct InFlightQueries<Client: Hashable> {
 
     /// The query whose deadline is the earliest, if that deadline is not after `now` (nil
     /// `now`: whatever its deadline). It stays in flight until removed or re-armed.
-    mutating func earliest(dueBy now: DNSInstant?) -> (id: UInt16, query: Query)? {
+    mutating func earliest(dueBy now: MonotonicInstant?) -> (id: UInt16, query: Query)? {
         while head < deadlines.count {
             let deadline = deadlines[head]
             // Later deadlines are later still: nothing is due, whatever this one's state.
@@ -84,10 +84,10 @@ struct InFlightQueries<Client: Hashable> {
     }
 
     /// When the earliest live deadline falls.
-    mutating func nextDeadline() -> DNSInstant? {
+    mutating func nextDeadline() -> MonotonicInstant? {
         while head < deadlines.count {
             let deadline = deadlines[head]
-            if let query = queries[deadline.id], query.generation == deadline.generation { return DNSInstant(nanoseconds: deadline.at) }
+            if let query = queries[deadline.id], query.generation == deadline.generation { return MonotonicInstant(nanoseconds: deadline.at) }
             head += 1
         }
         return nil

@@ -9,7 +9,7 @@ import Monotonic
 struct ServiceTargets {
     struct Entry {
         var lists: DomainList.Membership
-        var expires: DNSInstant
+        var expires: MonotonicInstant
     }
 
     /// A bound on what a resolver's answers can make the proxy hold.
@@ -22,7 +22,7 @@ struct ServiceTargets {
     /// `target` counts for `lists` until `expires` (joined with what it counted for already,
     /// for as long as the later of the two). A full table first drops what has expired; if
     /// it is still full, the target is not remembered.
-    mutating func remember(_ target: DomainName, lists: DomainList.Membership, until expires: DNSInstant, now: DNSInstant) {
+    mutating func remember(_ target: DomainName, lists: DomainList.Membership, until expires: MonotonicInstant, now: MonotonicInstant) {
         if var entry = entries[target] {
             entry.lists.formUnion(lists)
             entry.expires = max(entry.expires, expires)
@@ -35,7 +35,7 @@ struct ServiceTargets {
     }
 
     /// The lists `name` counts for as a remembered target, none once its record expired.
-    func lists(of name: DomainName, now: DNSInstant) -> DomainList.Membership {
+    func lists(of name: DomainName, now: MonotonicInstant) -> DomainList.Membership {
         guard let entry = entries[name], entry.expires > now else { return [] }
         return entry.lists
     }

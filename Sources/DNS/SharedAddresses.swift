@@ -11,7 +11,7 @@ public struct DNSSharedAddress: Hashable, Sendable {
     public var bypassed: DomainName
     public var tunneled: DomainName
     /// When one of the two answers' set elements expires, and with it the collision.
-    public var until: DNSInstant
+    public var until: MonotonicInstant
 }
 
 /// Which names a profile's proxy answered with each address, on each side of its bypass
@@ -23,7 +23,7 @@ public struct DNSSharedAddress: Hashable, Sendable {
 struct SharedAddresses {
     private struct Holder {
         var name: DomainName
-        var expires: DNSInstant
+        var expires: MonotonicInstant
     }
 
     /// Entries per side; a full side first drops what has expired, then stops remembering.
@@ -35,8 +35,8 @@ struct SharedAddresses {
     private var tunneled: [IPAddress: Holder] = [:]
     /// A side found full with nothing expired stays full at least until its first entry
     /// expires: no new address is taken (and the table is not walked again) before then.
-    private var bypassedFullUntil: DNSInstant?
-    private var tunneledFullUntil: DNSInstant?
+    private var bypassedFullUntil: MonotonicInstant?
+    private var tunneledFullUntil: MonotonicInstant?
     private var recent: [DNSSharedAddress] = []
     /// Collisions that began: an address came to be held by a bypassed and a tunneled name
     /// (a pair that was already colliding and is answered again does not count again).
@@ -44,7 +44,7 @@ struct SharedAddresses {
 
     /// The proxy answered `name` (bypassed or not) with `address`, its set element living
     /// until `expires`.
-    mutating func answered(_ address: IPAddress, name: DomainName, bypassed isBypassed: Bool, until expires: DNSInstant, now: DNSInstant) {
+    mutating func answered(_ address: IPAddress, name: DomainName, bypassed isBypassed: Bool, until expires: MonotonicInstant, now: MonotonicInstant) {
         let previous = (isBypassed ? bypassed : tunneled)[address].flatMap { $0.expires > now ? $0 : nil }
         let holder = Holder(name: name, expires: max(previous?.expires ?? expires, expires))
         guard store(holder, for: address, bypassed: isBypassed, now: now) else { return }
@@ -60,12 +60,12 @@ struct SharedAddresses {
     }
 
     /// The live collisions, most recent first, at most `shown`.
-    func collisions(now: DNSInstant) -> [DNSSharedAddress] {
+    func collisions(now: MonotonicInstant) -> [DNSSharedAddress] {
         recent.filter { $0.until > now }
     }
 
-    private mutating func store(_ holder: Holder, for address: IPAddress, bypassed isBypassed: Bool, now: DNSInstant) -> Bool {
-        func put(_ side: inout [IPAddress: Holder], _ fullUntil: inout DNSInstant?) -> Bool {
+    private mutating func store(_ holder: Holder, for address: IPAddress, bypassed isBypassed: Bool, now: MonotonicInstant) -> Bool {
+        func put(_ side: inout [IPAddress: Holder], _ fullUntil: inout MonotonicInstant?) -> Bool {
             if side[address] == nil, side.count >= Self.capacity {
                 if let until = fullUntil, now < until { return false }
                 side = side.filter { $0.value.expires > now }

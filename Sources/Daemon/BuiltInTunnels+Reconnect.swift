@@ -1,6 +1,7 @@
 import Addresses
 import Control
 import Glibc
+import Monotonic
 import Netlink
 import Policy
 import WireGuard
@@ -33,7 +34,7 @@ extension BuiltInTunnels {
             if running, let before = uplinks[interface], UplinkChange.changed(before: before, after: now) {
                 log.info("built-in tunnel \(interface): the network changed; new handshake")
                 networkChanges[interface] = ServerFailover.wallNow()
-                engine.networkChanged(now: Self.now(), wall: Self.wall())
+                engine.networkChanged(now: .now(), wall: Self.wall())
             }
             uplinks[interface] = now
         }
@@ -42,18 +43,11 @@ extension BuiltInTunnels {
     /// What `vpnctl status` shows of the engine's retries.
     func reconnectReport(interface: String) -> ReconnectReport? {
         guard let engine = engine(interface: interface) else { return nil }
-        let peers = engine.reconnection(now: Self.now())
+        let peers = engine.reconnection(now: .now())
         return ReconnectReport(schedule: engine.reconnectPolicyInForce.description, peers: peers.map {
             ReconnectPeerReport(publicKey: $0.publicKey.base64, attempts: $0.attempts, lastError: $0.lastError?.description,
                                 nextTry: $0.nextTry.map { Double($0.nanoseconds) / 1e9 })
         })
-    }
-
-    /// CLOCK_MONOTONIC, the clock the tunnels' threads feed their engines.
-    static func now() -> Timestamp {
-        var ts = timespec()
-        clock_gettime(CLOCK_MONOTONIC, &ts)
-        return Timestamp(nanoseconds: UInt64(ts.tv_sec) * 1_000_000_000 + UInt64(ts.tv_nsec))
     }
 
     static func wall() -> WallClock {

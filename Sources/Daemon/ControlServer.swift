@@ -1,7 +1,9 @@
 import Addresses
 import CLinux
 import Control
+import Descriptors
 import Glibc
+import Monotonic
 
 /// The listening socket at /run/vpnexec/vpnd.sock and its connections. Anyone may
 /// connect (mode 0666): what a caller may do is decided per request from the kernel's
@@ -20,34 +22,34 @@ final class ControlServer {
         var root = 16
         var requestBytes = 65536
         /// A connection that has sent nothing by then is closed.
-        var silentSeconds = 1.0
+        var silent: Swift.Duration = .seconds(1)
         /// Any connection is closed by then, answered or not.
-        var totalSeconds = 5.0
+        var total: Swift.Duration = .seconds(5)
     }
 
     /// What the daemon learns about a request's connection.
     struct Caller {
-        let fd: Int32
+        let fd: DescriptorNumber
         let uid: UInt32
         /// A descriptor the client passed with its request (vpnexec's pidfd), if any; the
         /// server closes it with the connection.
-        let passed: Int32?
+        let passed: DescriptorNumber?
     }
 
     typealias RequestHandler = (ControlRequest, Caller, _ reply: @escaping (ControlResponse) -> Void) -> Void
 
     private final class Connection {
-        let fd: Int32
+        let fd: DescriptorNumber
         let uid: UInt32
-        let opened: Double
+        let opened: MonotonicInstant
         var received: [UInt8] = []
-        var passed: Int32?
+        var passed: DescriptorNumber?
         var outbox: [UInt8] = []
         /// How much of `outbox` the socket has taken.
         var sent = 0
         var answered = false
 
-        init(fd: Int32, uid: UInt32, opened: Double) {
+        init(fd: DescriptorNumber, uid: UInt32, opened: MonotonicInstant) {
             self.fd = fd
             self.uid = uid
             self.opened = opened
@@ -55,11 +57,13 @@ final class ControlServer {
     }
 
     let path: String
-    let listener: Int32
+    let listener: DescriptorNumber
     let limits: Limits
+    /// The listener, the connections and what their clients passed.
+    private var owned = DescriptorTable()
     private let loop: EventLoop
     private let onRequest: RequestHandler
-    private var connections: [Int32: Connection] = [:]
+    private var connections: [DescriptorNumber: Connection] = [:]
     /// Connections closed because their uid or everybody was at the limit.
     private(set) var refusedConnections = 0
 
@@ -78,28 +82,36 @@ final class ControlServer {
             throw ApplyError("another vpnd already listens on \(path)")
         }
         unlink(path)
-        listener = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue) | Int32(SOCK_NONBLOCK.rawValue), 0)
-        guard listener >= 0 else { throw ApplyError("cannot create control socket: \(String(cString: strerror(errno)))") }
-        let bound = address.withSockaddr { bind(listener, $0, $1) }
-        guard bound == 0 else { throw ApplyError("cannot bind \(path): \(String(cString: strerror(errno)))") }
-        chmod(path, 0o666)
-        guard listen(listener, 128) == 0 else { throw ApplyError("cannot listen on \(path): \(String(cString: strerror(errno)))") }
+        listener = owned.insert(try Self.listen(at: address, path: path))
         loop.watch(listener) { [unowned self] _ in acceptAll() }
-        loop.every(0.2) { [unowned self] in expire() }
+        loop.every(.milliseconds(200)) { [unowned self] in expire() }
+    }
+
+    private static func listen(at address: UnixSocketAddress, path: String) throws(ApplyError) -> FileDescriptor {
+        let listener = try stream()
+        let bound = address.withSockaddr { bind(listener.raw, $0, $1) }
+        guard bound == 0 else { throw ApplyError("cannot bind \(path): \(SystemError("bind").reason)") }
+        chmod(path, 0o666)
+        guard Glibc.listen(listener.raw, 128) == 0 else { throw ApplyError("cannot listen on \(path): \(SystemError("listen").reason)") }
+        return listener
+    }
+
+    private static func stream() throws(ApplyError) -> FileDescriptor {
+        do { return try FileDescriptor.socket(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_NONBLOCK.rawValue)) } catch {
+            throw ApplyError("cannot create control socket: \(error.reason)")
+        }
     }
 
     func close() {
         for fd in Array(connections.keys) { drop(fd) }
         loop.unwatch(listener)
-        Glibc.close(listener)
+        owned.close(listener)
         unlink(path)
     }
 
     static func somebodyListens(_ address: UnixSocketAddress) -> Bool {
-        let fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
-        guard fd >= 0 else { return false }
-        defer { Glibc.close(fd) }
-        return address.withSockaddr { connect(fd, $0, $1) == 0 }
+        guard let fd = try? FileDescriptor.socket(AF_UNIX, Int32(SOCK_STREAM.rawValue)) else { return false }
+        return address.withSockaddr { connect(fd.raw, $0, $1) == 0 }
     }
 
     // MARK: admission
@@ -108,22 +120,24 @@ final class ControlServer {
     /// tight loop must not keep the loop from everything else.
     private func acceptAll() {
         for _ in 0..<32 {
-            let fd = vx_accept4(listener, Int32(SOCK_CLOEXEC.rawValue) | Int32(SOCK_NONBLOCK.rawValue))
-            guard fd >= 0 else { return }
+            let accepted = vx_accept4(listener.raw, Int32(SOCK_CLOEXEC.rawValue) | Int32(SOCK_NONBLOCK.rawValue))
+            guard accepted >= 0 else { return }
+            let connection = FileDescriptor(adopting: accepted)
             var credentials = vx_ucred()
-            guard vx_peer_credentials(fd, &credentials) == 0 else {
-                Glibc.close(fd)
+            guard vx_peer_credentials(accepted, &credentials) == 0 else {
+                connection.close()
                 continue
             }
             if let refusal = admission(uid: credentials.uid) {
                 // Best effort, never waiting: the client learns why instead of a bare close.
                 refusedConnections += 1
                 let bytes = ControlCoding.encode(ControlResponse.failure(refusal))
-                _ = bytes.withUnsafeBytes { Glibc.send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL | MSG_DONTWAIT)) }
-                Glibc.close(fd)
+                _ = bytes.withUnsafeBytes { Glibc.send(accepted, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL | MSG_DONTWAIT)) }
+                connection.close()
                 continue
             }
-            connections[fd] = Connection(fd: fd, uid: credentials.uid, opened: EventLoop.now())
+            let fd = owned.insert(connection)
+            connections[fd] = Connection(fd: fd, uid: credentials.uid, opened: .now())
             loop.watch(fd) { [unowned self] events in service(fd, events) }
         }
     }
@@ -151,7 +165,7 @@ final class ControlServer {
 
     // MARK: reading and writing
 
-    private func service(_ fd: Int32, _ events: Int16) {
+    private func service(_ fd: DescriptorNumber, _ events: Int16) {
         guard let connection = connections[fd] else { return }
         if connection.answered, connection.outbox.isEmpty, events & Int16(POLLHUP | POLLERR) != 0 {
             drop(fd)  // gone while its answer is being worked out
@@ -166,10 +180,11 @@ final class ControlServer {
         var fds = [Int32](repeating: -1, count: 4)
         while !connection.answered {
             var count: Int32 = 0
-            let n = vx_recv_with_fds(connection.fd, &chunk, chunk.count, &fds, Int32(fds.count), &count)
+            let n = vx_recv_with_fds(connection.fd.raw, &chunk, chunk.count, &fds, Int32(fds.count), &count)
             for passed in fds.prefix(Int(count)) {
                 // One descriptor per request is all the protocol uses; keep the first.
-                if connection.passed == nil { connection.passed = passed } else { Glibc.close(passed) }
+                let descriptor = FileDescriptor(adopting: passed)
+                if connection.passed == nil { connection.passed = owned.insert(descriptor) } else { descriptor.close() }
             }
             if n > 0 {
                 connection.received += chunk[0..<n]
@@ -219,7 +234,7 @@ final class ControlServer {
     private func flush(_ connection: Connection) {
         while connection.sent < connection.outbox.count {
             let count = connection.outbox.withUnsafeBytes {
-                Glibc.send(connection.fd, $0.baseAddress! + connection.sent, $0.count - connection.sent, Int32(MSG_NOSIGNAL | MSG_DONTWAIT))
+                Glibc.send(connection.fd.raw, $0.baseAddress! + connection.sent, $0.count - connection.sent, Int32(MSG_NOSIGNAL | MSG_DONTWAIT))
             }
             if count > 0 {
                 connection.sent += count
@@ -234,11 +249,11 @@ final class ControlServer {
         drop(connection.fd)
     }
 
-    private func drop(_ fd: Int32) {
+    private func drop(_ fd: DescriptorNumber) {
         guard let connection = connections.removeValue(forKey: fd) else { return }
         loop.unwatch(fd)
-        if let passed = connection.passed { Glibc.close(passed) }
-        Glibc.close(fd)
+        if let passed = connection.passed { owned.close(passed) }
+        owned.close(fd)
         if connection.outbox.count > Self.largeReply {
             connection.outbox = []
             FreedMemory.giveBack()
@@ -249,10 +264,10 @@ final class ControlServer {
 
     /// Silent connections go after a second, any connection after the total limit.
     private func expire() {
-        let now = EventLoop.now()
+        let now = MonotonicInstant.now()
         for connection in Array(connections.values) {
-            let age = now - connection.opened
-            if age > limits.totalSeconds || (connection.received.isEmpty && !connection.answered && age > limits.silentSeconds) {
+            let age = now.since(connection.opened)
+            if age > limits.total || (connection.received.isEmpty && !connection.answered && age > limits.silent) {
                 drop(connection.fd)
             }
         }

@@ -1,7 +1,9 @@
 import Addresses
 import CLinux
 import DNS
+import Descriptors
 import Glibc
+import Monotonic
 import Nftables
 import Plan
 import Policy
@@ -10,8 +12,8 @@ import ServiceSupport
 /// Who asked the proxy: a UDP client (by the socket it wrote to and its address) or a TCP
 /// connection.
 enum DNSClient: Hashable {
-    case udp(socket: Int32, from: SocketAddress)
-    case tcp(connection: Int32)
+    case udp(socket: DescriptorNumber, from: SocketAddress)
+    case tcp(connection: DescriptorNumber)
 }
 
 /// The profiles' DNS proxies, at the edge: members' queries arrive redirected (DNSRules)
@@ -89,7 +91,7 @@ final class DNSService {
     func counters(of profile: String) -> DNSProxyCounters? { resolvers[profile]?.proxy.counters }
 
     func sharedAddresses(of profile: String) -> [DNSSharedAddress] {
-        resolvers[profile]?.proxy.sharedAddresses(now: ProfileResolver.now()) ?? []
+        resolvers[profile]?.proxy.sharedAddresses(now: MonotonicInstant.now()) ?? []
     }
 
     func closeAll() {
@@ -114,10 +116,12 @@ final class ProfileResolver {
     private let lifetimes: ElementLifetimes
     private let log: Log
     private let mark: UInt32
-    private var sockets: [Int32] = []
-    private var tcpClients: [Int32: TCPPeer] = [:]
-    private var tcpUpstreams: [Int32: TCPUpstream] = [:]
-    private var upstream: [Bool: Int32] = [:]
+    /// Every socket below: the listeners, the upstream sockets, the TCP connections.
+    private var owned = DescriptorTable()
+    private var sockets: [DescriptorNumber] = []
+    private var tcpClients: [DescriptorNumber: TCPPeer] = [:]
+    private var tcpUpstreams: [DescriptorNumber: TCPUpstream] = [:]
+    private var upstream: [Bool: DescriptorNumber] = [:]
     private var timer: Int?
     private var actions: [DNSProxyAction<DNSClient>] = []
     static let maxTCPClients = 64
@@ -125,7 +129,7 @@ final class ProfileResolver {
     struct TCPPeer {
         var reader = DNSTCPReader()
         var outbox: [UInt8] = []
-        var opened: Double
+        var opened: MonotonicInstant
     }
 
     struct TCPUpstream {
@@ -147,16 +151,16 @@ final class ProfileResolver {
         proxy = try DNSProxy(configuration: configuration, random: KernelRandom())
         do {
             for local in [SocketAddress(.v4(0x7f00_0001), port: port), SocketAddress(.v6(0, 1), port: port)] {
-                let udp = try Self.socket(local.family, SOCK_DGRAM, bind: local)
+                let udp = owned.insert(try Self.socket(local.family, SOCK_DGRAM, bind: local))
                 sockets.append(udp)
                 loop.watch(udp) { [unowned self] _ in receiveQueries(udp) }
-                let tcp = try Self.socket(local.family, SOCK_STREAM, bind: local)
-                guard listen(tcp, 64) == 0 else { throw ApplyError("listen on \(local): \(String(cString: strerror(errno)))") }
+                let tcp = owned.insert(try Self.socket(local.family, SOCK_STREAM, bind: local))
                 sockets.append(tcp)
+                guard listen(tcp.raw, 64) == 0 else { throw ApplyError(SystemError("listen on \(local)").description) }
                 loop.watch(tcp) { [unowned self] _ in acceptClients(tcp) }
             }
             for ipv4 in [true, false] {
-                let fd = try Self.socket(ipv4 ? AF_INET : AF_INET6, SOCK_DGRAM, mark: mark)
+                let fd = owned.insert(try Self.socket(ipv4 ? AF_INET : AF_INET6, SOCK_DGRAM, mark: mark))
                 sockets.append(fd)
                 upstream[ipv4] = fd
                 loop.watch(fd) { [unowned self] _ in receiveAnswers(fd) }
@@ -171,7 +175,7 @@ final class ProfileResolver {
         if let timer { loop.cancel(timer) }
         for fd in sockets + Array(tcpClients.keys) + Array(tcpUpstreams.keys) {
             loop.unwatch(fd)
-            Glibc.close(fd)
+            owned.close(fd)
         }
         sockets = []
         tcpClients = [:]
@@ -180,9 +184,9 @@ final class ProfileResolver {
 
     /// A non-blocking socket, bound to `local`, or carrying `mark` (SO_MARK: routed as the
     /// profile's, into its tunnel).
-    static func socket(_ family: Int32, _ type: __socket_type, bind local: SocketAddress? = nil, mark: UInt32? = nil) throws -> Int32 {
-        let fd = Glibc.socket(family, Int32(type.rawValue) | Int32(SOCK_NONBLOCK.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
-        guard fd >= 0 else { throw ApplyError("socket: \(String(cString: strerror(errno)))") }
+    static func socket(_ family: Int32, _ type: __socket_type, bind local: SocketAddress? = nil, mark: UInt32? = nil) throws(SystemError) -> FileDescriptor {
+        let socket = try FileDescriptor.socket(family, Int32(type.rawValue) | Int32(SOCK_NONBLOCK.rawValue))
+        let fd = socket.raw
         var on: Int32 = 1
         setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &on, socklen_t(MemoryLayout<Int32>.size))
         if type == SOCK_DGRAM {
@@ -193,16 +197,12 @@ final class ProfileResolver {
         }
         if family == AF_INET6 { setsockopt(fd, Int32(IPPROTO_IPV6), IPV6_V6ONLY, &on, socklen_t(MemoryLayout<Int32>.size)) }
         if var mark, setsockopt(fd, SOL_SOCKET, vx_so_mark(), &mark, socklen_t(MemoryLayout<UInt32>.size)) != 0 {
-            let error = String(cString: strerror(errno))
-            Glibc.close(fd)
-            throw ApplyError("SO_MARK: \(error)")
+            throw SystemError("SO_MARK")
         }
         if let local, local.withSockaddr({ Glibc.bind(fd, $0, $1) }) != 0 {
-            let error = String(cString: strerror(errno))
-            Glibc.close(fd)
-            throw ApplyError("bind \(local): \(error)")
+            throw SystemError("bind \(local)")
         }
-        return fd
+        return socket
     }
 
     // MARK: clients
@@ -210,58 +210,60 @@ final class ProfileResolver {
     /// The datagrams waiting on `fd` (a burst, one system call), each handed to `body`
     /// with its sender; then the proxy's actions for all of them at once (one batch of
     /// fills, one send of the replies).
-    private func receiveBurst(_ fd: Int32, _ body: ([UInt8], SocketAddress) -> Void) {
+    private func receiveBurst(_ fd: DescriptorNumber, _ body: ([UInt8], SocketAddress) -> Void) {
         io.receive(fd, body)
         perform()
     }
 
-    private func receiveQueries(_ fd: Int32) {
+    private func receiveQueries(_ fd: DescriptorNumber) {
         receiveBurst(fd) { query, from in
-            proxy.query(query, from: .udp(socket: fd, from: from), over: .udp, now: Self.now(), into: &actions)
+            proxy.query(query, from: .udp(socket: fd, from: from), over: .udp, now: .now(), into: &actions)
         }
     }
 
-    private func acceptClients(_ listener: Int32) {
+    private func acceptClients(_ listener: DescriptorNumber) {
         while true {
-            let fd = vx_accept4(listener, Int32(SOCK_CLOEXEC.rawValue) | Int32(SOCK_NONBLOCK.rawValue))
-            guard fd >= 0 else { return }
+            let accepted = vx_accept4(listener.raw, Int32(SOCK_CLOEXEC.rawValue) | Int32(SOCK_NONBLOCK.rawValue))
+            guard accepted >= 0 else { return }
+            let connection = FileDescriptor(adopting: accepted)
             guard tcpClients.count < Self.maxTCPClients else {
-                Glibc.close(fd)
+                connection.close()
                 continue
             }
-            tcpClients[fd] = TCPPeer(opened: EventLoop.now())
+            let fd = owned.insert(connection)
+            tcpClients[fd] = TCPPeer(opened: .now())
             loop.watch(fd) { [unowned self] events in serviceClient(fd, events) }
-            loop.after(10) { [weak self] in self?.dropClient(fd) }
+            loop.after(.seconds(10)) { [weak self] in self?.dropClient(fd) }
         }
     }
 
-    private func serviceClient(_ fd: Int32, _ events: Int16) {
+    private func serviceClient(_ fd: DescriptorNumber, _ events: Int16) {
         guard tcpClients[fd] != nil else { return }
         if events & Int16(POLLOUT) != 0 { flushClient(fd) }
         guard events & Int16(POLLIN | POLLHUP | POLLERR) != 0 else { return }
         var buffer = [UInt8](repeating: 0, count: 16384)
-        let count = read(fd, &buffer, buffer.count)
+        let count = read(fd.raw, &buffer, buffer.count)
         guard count > 0 else {
             if count == 0 || (errno != EAGAIN && errno != EINTR) { dropClient(fd) }
             return
         }
         tcpClients[fd]?.reader.append(buffer[0..<count])
         while let message = tcpClients[fd]?.reader.next() {
-            proxy.query(message, from: .tcp(connection: fd), over: .tcp, now: Self.now(), into: &actions)
+            proxy.query(message, from: .tcp(connection: fd), over: .tcp, now: .now(), into: &actions)
         }
         perform()
     }
 
-    private func dropClient(_ fd: Int32) {
+    private func dropClient(_ fd: DescriptorNumber) {
         guard tcpClients.removeValue(forKey: fd) != nil else { return }
         loop.unwatch(fd)
-        Glibc.close(fd)
+        owned.close(fd)
     }
 
-    private func flushClient(_ fd: Int32) {
+    private func flushClient(_ fd: DescriptorNumber) {
         guard var peer = tcpClients[fd] else { return }
         while !peer.outbox.isEmpty {
-            let count = peer.outbox.withUnsafeBytes { send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
+            let count = peer.outbox.withUnsafeBytes { send(fd.raw, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
             if count > 0 {
                 peer.outbox.removeFirst(count)
             } else if count < 0 && (errno == EAGAIN || errno == EINTR) {
@@ -277,36 +279,38 @@ final class ProfileResolver {
 
     // MARK: upstream
 
-    private func receiveAnswers(_ fd: Int32) {
+    private func receiveAnswers(_ fd: DescriptorNumber) {
         receiveBurst(fd) { answer, from in
-            proxy.upstreamAnswer(answer, from: DNSServer(address: from.address, port: from.port), now: Self.now(), into: &actions)
+            proxy.upstreamAnswer(answer, from: DNSServer(address: from.address, port: from.port), now: .now(), into: &actions)
         }
     }
 
     /// False when the connection is refused at once (no route, a firewall).
     private func forwardOverTCP(_ query: [UInt8], to server: DNSServer) -> Bool {
-        guard let framed = DNSTCPFraming.frame(query),
-              let fd = try? Self.socket(server.address.isIPv4 ? AF_INET : AF_INET6, SOCK_STREAM, mark: mark) else { return false }
-        let target = SocketAddress(server.address, port: server.port)
-        let started = target.withSockaddr { connect(fd, $0, $1) }
-        guard started == 0 || errno == EINPROGRESS else {
-            Glibc.close(fd)
-            return false
-        }
+        guard let framed = DNSTCPFraming.frame(query), let fd = try? connect(to: server) else { return false }
         tcpUpstreams[fd] = TCPUpstream(server: server, query: framed)
         loop.watch(fd, events: Int16(POLLOUT)) { [unowned self] events in serviceUpstream(fd, events) }
         // The proxy retries and fails by its own clock; the connection goes after that.
-        loop.after(10) { [weak self] in self?.dropUpstream(fd) }
+        loop.after(.seconds(10)) { [weak self] in self?.dropUpstream(fd) }
         return true
     }
 
-    private func serviceUpstream(_ fd: Int32, _ events: Int16) {
+    /// A connection to `server` under way (non-blocking), owned here.
+    private func connect(to server: DNSServer) throws(SystemError) -> DescriptorNumber {
+        let socket = try Self.socket(server.address.isIPv4 ? AF_INET : AF_INET6, SOCK_STREAM, mark: mark)
+        let target = SocketAddress(server.address, port: server.port)
+        let started = target.withSockaddr { Glibc.connect(socket.raw, $0, $1) }
+        guard started == 0 || errno == EINPROGRESS else { throw SystemError("connect") }
+        return owned.insert(socket)
+    }
+
+    private func serviceUpstream(_ fd: DescriptorNumber, _ events: Int16) {
         guard var connection = tcpUpstreams[fd] else { return }
         if !connection.connected {
             var error: Int32 = 0
             var length = socklen_t(MemoryLayout<Int32>.size)
-            guard getsockopt(fd, SOL_SOCKET, SO_ERROR, &error, &length) == 0, error == 0,
-                  connection.query.withUnsafeBytes({ send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }) == connection.query.count else {
+            guard getsockopt(fd.raw, SOL_SOCKET, SO_ERROR, &error, &length) == 0, error == 0,
+                  connection.query.withUnsafeBytes({ send(fd.raw, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }) == connection.query.count else {
                 dropUpstream(fd)
                 return
             }
@@ -316,7 +320,7 @@ final class ProfileResolver {
             return
         }
         var buffer = [UInt8](repeating: 0, count: 16384)
-        let count = read(fd, &buffer, buffer.count)
+        let count = read(fd.raw, &buffer, buffer.count)
         guard count > 0 else {
             if count == 0 || (errno != EAGAIN && errno != EINTR) { dropUpstream(fd) }
             return
@@ -324,16 +328,16 @@ final class ProfileResolver {
         connection.reader.append(buffer[0..<count])
         tcpUpstreams[fd] = connection
         if let answer = tcpUpstreams[fd]?.reader.next() {
-            proxy.upstreamAnswer(answer, from: connection.server, now: Self.now(), into: &actions)
+            proxy.upstreamAnswer(answer, from: connection.server, now: .now(), into: &actions)
             dropUpstream(fd)
             perform()
         }
     }
 
-    private func dropUpstream(_ fd: Int32) {
+    private func dropUpstream(_ fd: DescriptorNumber) {
         guard tcpUpstreams.removeValue(forKey: fd) != nil else { return }
         loop.unwatch(fd)
-        Glibc.close(fd)
+        owned.close(fd)
     }
 
     // MARK: actions
@@ -355,7 +359,7 @@ final class ProfileResolver {
                 switch action {
                 case let .forward(query, server, transport):
                     if transport == .tcp {
-                        if !forwardOverTCP(query, to: server) { proxy.forwardFailed(query, now: Self.now(), into: &actions) }
+                        if !forwardOverTCP(query, to: server) { proxy.forwardFailed(query, now: .now(), into: &actions) }
                     } else if let fd = upstream[server.address.isIPv4] {
                         forwards.append(OutgoingDatagram(bytes: query, destination: SocketAddress(server.address, port: server.port)), on: fd)
                     }
@@ -367,7 +371,7 @@ final class ProfileResolver {
                 }
             }
             for (_, refused) in io.send(forwards) {
-                proxy.forwardFailed(refused.bytes, now: Self.now(), into: &actions)
+                proxy.forwardFailed(refused.bytes, now: .now(), into: &actions)
             }
             if !filled.isEmpty {
                 let accepted = fill(fills)
@@ -380,11 +384,10 @@ final class ProfileResolver {
         if let timer { loop.cancel(timer) }
         timer = nil
         if let deadline = proxy.nextDeadline() {
-            let delay = max(0, Double(Int64(bitPattern: deadline.nanoseconds &- Self.now().nanoseconds))) / 1e9
-            timer = loop.after(delay) { [weak self] in
+            timer = loop.after(deadline.since(.now())) { [weak self] in
                 guard let self else { return }
                 self.timer = nil
-                self.proxy.tick(now: Self.now(), into: &self.actions)
+                self.proxy.tick(now: .now(), into: &self.actions)
                 self.perform()
             }
         }
@@ -394,7 +397,7 @@ final class ProfileResolver {
     /// address asked for twice in the burst gets the longer timeout, and none gets a
     /// shorter one than its element has left.
     private func fill(_ elements: [DNSSetElement]) -> Bool {
-        let now = Self.now()
+        let now = MonotonicInstant.now()
         let elements = lifetimes.table.lengthened(elements, now: now)
         var bySet: [String: [IPAddress: UInt32]] = [:]
         for element in elements { bySet[element.set, default: [:]][element.address] = max(bySet[element.set]?[element.address] ?? 0, element.timeoutSeconds) }
@@ -423,6 +426,4 @@ final class ProfileResolver {
             flushClient(fd)
         }
     }
-
-    static func now() -> DNSInstant { DNSInstant(nanoseconds: UInt64(EventLoop.now() * 1e9)) }
 }

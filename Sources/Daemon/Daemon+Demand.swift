@@ -1,5 +1,6 @@
 import Control
 import Glibc
+import Monotonic
 import Policy
 import WireGuard
 import WireGuardDevice
@@ -15,7 +16,7 @@ extension Daemon {
         for profile in policy.profiles where profile.tunnel.isBuiltIn {
             guard let onDemand = profile.onDemand else { continue }
             settings[profile.tunnel.interfaceName] = TunnelDemand.Settings(
-                onDemand: true, idle: onDemand.idle.map { Timestamp.Duration(nanoseconds: $0.milliseconds * 1_000_000) })
+                onDemand: true, idle: onDemand.idle.map { MonotonicInstant.Duration(nanoseconds: $0.milliseconds * 1_000_000) })
         }
         return settings
     }
@@ -39,9 +40,7 @@ extension Daemon {
     /// The status of a built-in tunnel's demand machine, with wall-clock times.
     func demandStatus(_ profile: Profile) -> TunnelDemandStatus? {
         guard profile.tunnel.isBuiltIn, let state = tunnels.demandState(interface: profile.tunnel.interfaceName) else { return nil }
-        var monotonic = timespec()
-        clock_gettime(CLOCK_MONOTONIC, &monotonic)
-        let now = UInt64(monotonic.tv_sec) * 1_000_000_000 + UInt64(monotonic.tv_nsec)
+        let now = MonotonicInstant.now().nanoseconds
         var wall = timespec()
         clock_gettime(CLOCK_REALTIME, &wall)
         let wallNow = Double(wall.tv_sec) + Double(wall.tv_nsec) / 1e9

@@ -36,7 +36,7 @@ extension Daemon {
         if let proxy = dns?.counters(of: profile.name) {
             parts.dns = proxy
             parts.tunnelDNSServers = tunnelFiles[interface]?.config.interface.dnsServers ?? []
-            let now = ProfileResolver.now()
+            let now = MonotonicInstant.now()
             parts.sharedNow = (dns?.sharedAddresses(of: profile.name) ?? []).map {
                 SharedAddressReport(address: $0.address.description, bypassed: String($0.bypassed.description.dropLast()),
                                     tunneled: String($0.tunneled.description.dropLast()),

@@ -31,7 +31,7 @@ extension Daemon {
         if let unresolved, unresolved != trustedState.resolving, let loop {
             // An ARP or neighbour solicitation is answered in milliseconds on a LAN: look
             // again then rather than at the next periodic check.
-            _ = loop.after(0.2) { [unowned self] in try? applyPolicy() }
+            _ = loop.after(.milliseconds(200)) { [unowned self] in try? applyPolicy() }
         }
         trustedState.resolving = unresolved
         return network

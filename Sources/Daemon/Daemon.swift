@@ -135,11 +135,8 @@ public final class Daemon {
             let name = String(source.path.split(separator: "/").last ?? "")
             let temporary = directory + "/." + name + ".new"
             unlink(temporary)
-            let fd = open(temporary, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o644)
-            let bytes = Array(source.text.utf8)
-            guard fd >= 0, write(fd, bytes, bytes.count) == bytes.count, fsync(fd) == 0, close(fd) == 0,
-                  rename(temporary, directory + "/" + name) == 0 else {
-                log.warning("could not keep the applied policy in \(directory): \(String(cString: strerror(errno))); the boot-time killswitch keeps the previous one")
+            do { try DurableFile.replace(directory + "/" + name, with: Array(source.text.utf8), writingFirst: temporary) } catch {
+                log.warning("could not keep the applied policy in \(directory): \(error.reason); the boot-time killswitch keeps the previous one")
                 return
             }
             kept.insert(name)
@@ -285,7 +282,7 @@ public final class Daemon {
         }
         // Events can be missed (a directory replaced between two watches, a table someone
         // deleted): once a second the facts are read again and the kernel state checked.
-        loop.every(1) { [unowned self] in
+        loop.every(.seconds(1)) { [unowned self] in
             watcher.rewatch()
             follow("periodic check")
             executables.refresh(policy, parent: options.cgroupParent)

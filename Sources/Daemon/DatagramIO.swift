@@ -1,4 +1,5 @@
 import CLinux
+import Descriptors
 import Glibc
 
 /// One datagram to send: to `destination`, on the socket of the queue it is in.
@@ -9,11 +10,11 @@ struct OutgoingDatagram {
 
 /// Datagrams to send, by socket, in the order they were queued.
 struct DatagramQueue {
-    private(set) var sockets: [(fd: Int32, datagrams: [OutgoingDatagram])] = []
+    private(set) var sockets: [(fd: DescriptorNumber, datagrams: [OutgoingDatagram])] = []
 
     var isEmpty: Bool { sockets.isEmpty }
 
-    mutating func append(_ datagram: OutgoingDatagram, on fd: Int32) {
+    mutating func append(_ datagram: OutgoingDatagram, on fd: DescriptorNumber) {
         if let index = sockets.firstIndex(where: { $0.fd == fd }) {
             sockets[index].datagrams.append(datagram)
         } else {
@@ -65,13 +66,13 @@ final class DatagramIO {
     /// Up to `burst` datagrams waiting on `fd` (non-blocking), each handed to `body` with
     /// its sender; how many there were.
     @discardableResult
-    func receive(_ fd: Int32, _ body: ([UInt8], SocketAddress) -> Void) -> Int {
+    func receive(_ fd: DescriptorNumber, _ body: ([UInt8], SocketAddress) -> Void) -> Int {
         for i in 0..<Self.burst {
             prepare(i, length: Self.slotSize, nameLength: socklen_t(MemoryLayout<sockaddr_storage>.size))
         }
         var count: Int32
         repeat {
-            count = vx_recvmmsg(fd, headers, UInt32(Self.burst), Int32(MSG_DONTWAIT))
+            count = vx_recvmmsg(fd.raw, headers, UInt32(Self.burst), Int32(MSG_DONTWAIT))
         } while count < 0 && errno == EINTR
         guard count > 0 else { return 0 }
         for i in 0..<Int(count) {
@@ -86,8 +87,8 @@ final class DatagramIO {
     /// kernel refused at once (no route, a firewall's EPERM), by socket; a datagram lost
     /// later, or to a full socket buffer, is lost as UDP is and not reported.
     @discardableResult
-    func send(_ queue: DatagramQueue) -> [(fd: Int32, datagram: OutgoingDatagram)] {
-        var refused: [(fd: Int32, datagram: OutgoingDatagram)] = []
+    func send(_ queue: DatagramQueue) -> [(fd: DescriptorNumber, datagram: OutgoingDatagram)] {
+        var refused: [(fd: DescriptorNumber, datagram: OutgoingDatagram)] = []
         for (fd, datagrams) in queue.sockets {
             var start = 0
             while start < datagrams.count {
@@ -104,7 +105,7 @@ final class DatagramIO {
                 }
                 var sent = 0
                 while sent < chunk.count {
-                    let count = vx_sendmmsg(fd, headers + sent, UInt32(chunk.count - sent), Int32(MSG_NOSIGNAL))
+                    let count = vx_sendmmsg(fd.raw, headers + sent, UInt32(chunk.count - sent), Int32(MSG_NOSIGNAL))
                     if count > 0 {
                         sent += Int(count)
                     } else if count < 0 && errno == EINTR {

@@ -1,4 +1,6 @@
+import Descriptors
 import Glibc
+import Monotonic
 
 /// vpnd's one thread: descriptors registered with their handlers, and timers. Handlers
 /// run one at a time in the loop, so daemon state needs no locks; nothing in a handler
@@ -12,38 +14,48 @@ final class EventLoop {
     }
 
     private struct Timer {
-        var due: Double
-        var interval: Double?
+        var due: MonotonicInstant
+        var interval: Swift.Duration?
         var body: () -> Void
     }
 
-    private var sources: [Int32: Source] = [:]
+    private var sources: [DescriptorNumber: Source] = [:]
     private var timers: [Int: Timer] = [:]
     private var nextTimer = 0
     private(set) var running = false
 
-    /// Calls `handler` with the revents whenever `fd` is ready for `events`.
-    func watch(_ fd: Int32, events: Int16 = Int16(POLLIN), _ handler: @escaping Handler) {
+    /// Calls `handler` with the revents whenever `fd` is ready for `events`. The loop owns
+    /// no descriptor: the owner unwatches before it closes.
+    func watch(_ fd: DescriptorNumber, events: Int16 = Int16(POLLIN), _ handler: @escaping Handler) {
         sources[fd] = Source(events: events, handler: handler)
     }
 
-    func setEvents(_ fd: Int32, _ events: Int16) {
+    func watch(_ fd: borrowing FileDescriptor, events: Int16 = Int16(POLLIN), _ handler: @escaping Handler) {
+        watch(fd.number, events: events, handler)
+    }
+
+    func setEvents(_ fd: DescriptorNumber, _ events: Int16) {
         sources[fd]?.events = events
     }
 
-    func unwatch(_ fd: Int32) {
+    func unwatch(_ fd: DescriptorNumber) {
         sources[fd] = nil
     }
 
-    /// Runs `body` every `seconds`, first after one interval.
-    @discardableResult
-    func every(_ seconds: Double, _ body: @escaping () -> Void) -> Int {
-        add(Timer(due: Self.now() + seconds, interval: seconds, body: body))
+    func unwatch(_ fd: borrowing FileDescriptor) {
+        unwatch(fd.number)
     }
 
+    /// Runs `body` every `interval`, first after one interval.
     @discardableResult
-    func after(_ seconds: Double, _ body: @escaping () -> Void) -> Int {
-        add(Timer(due: Self.now() + seconds, interval: nil, body: body))
+    func every(_ interval: Swift.Duration, _ body: @escaping () -> Void) -> Int {
+        add(Timer(due: .now() + interval, interval: interval, body: body))
+    }
+
+    /// Runs `body` once, after `delay` (at once, in the next round, when it is not positive).
+    @discardableResult
+    func after(_ delay: Swift.Duration, _ body: @escaping () -> Void) -> Int {
+        add(Timer(due: .now() + delay, interval: nil, body: body))
     }
 
     func cancel(_ timer: Int) { timers[timer] = nil }
@@ -59,16 +71,16 @@ final class EventLoop {
     func run() throws {
         running = true
         while running {
-            let now = Self.now()
-            let wait = timers.values.map { max(0, $0.due - now) }.min() ?? 1
-            var fds = sources.map { pollfd(fd: $0.key, events: $0.value.events, revents: 0) }
-            let ready = poll(&fds, nfds_t(fds.count), Int32(min(wait, 1) * 1000) + 1)
-            if ready < 0 && errno != EINTR { throw ApplyError("poll: \(String(cString: strerror(errno)))") }
+            let now = MonotonicInstant.now()
+            let wait = timers.values.map { $0.due.since(now) }.min() ?? .seconds(1)
+            var fds = sources.map { pollfd(fd: $0.key.raw, events: $0.value.events, revents: 0) }
+            let ready = poll(&fds, nfds_t(fds.count), Int32(min(wait, .seconds(1)).nanoseconds / 1_000_000) + 1)
+            if ready < 0 && errno != EINTR { throw ApplyError(SystemError("poll").description) }
             for entry in fds where entry.revents != 0 && running {
                 // A handler may have removed (and closed) another source in this round.
-                sources[entry.fd]?.handler(entry.revents)
+                sources[DescriptorNumber(borrowing: entry.fd)]?.handler(entry.revents)
             }
-            let after = Self.now()
+            let after = MonotonicInstant.now()
             for (id, timer) in timers.sorted(by: { $0.value.due < $1.value.due }) where timer.due <= after && running {
                 if let interval = timer.interval {
                     timers[id]?.due = after + interval
@@ -78,11 +90,5 @@ final class EventLoop {
                 timer.body()
             }
         }
-    }
-
-    static func now() -> Double {
-        var now = timespec()
-        clock_gettime(CLOCK_MONOTONIC, &now)
-        return Double(now.tv_sec) + Double(now.tv_nsec) / 1e9
     }
 }

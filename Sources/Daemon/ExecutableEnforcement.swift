@@ -119,7 +119,7 @@ final class ExecutableEnforcement {
         let counters = guardian?.counters ?? ExecutableGuard.Counters()
         var status = ExecutableRulesStatus(
             enforcement: guardian != nil ? ExecutableRulesStatus.beforeExec : follower != nil ? ExecutableRulesStatus.afterExec : "none",
-            answerDeadlineMilliseconds: Int(ExecutableGuard.answerDeadline * 1000))
+            answerDeadlineMilliseconds: Int(ExecutableGuard.answerDeadline.nanoseconds / 1_000_000))
         status.fanotifyUnavailable = group == nil ? groupUnavailable : nil
         status.execEventsUnavailable = followerUnavailable
         status.refusedAtDeadline = counters.refusedLate

@@ -1,5 +1,6 @@
 import CLinux
 import Cgroups
+import Descriptors
 import Glibc
 import Netlink
 import Plan
@@ -37,25 +38,24 @@ final class ExecutableFollower {
     /// in another one (a test's, a network-namespaced service) opens it there, which needs
     /// CAP_SYS_ADMIN, so this runs before vpnd drops its capabilities.
     static func openInInitialNamespace(_ path: String) throws -> ExecEvents {
-        let own = open("/proc/thread-self/ns/net", O_RDONLY | O_CLOEXEC)
-        let initial = open(path, O_RDONLY | O_CLOEXEC)
-        defer {
-            if own >= 0 { close(own) }
-            if initial >= 0 { close(initial) }
-        }
-        guard initial >= 0 else {
-            throw ApplyError("cannot open the initial network namespace (\(path)) for exec events: \(String(cString: strerror(errno)))")
-        }
+        let initial = try openNamespace(path)
+        guard let own = try? FileDescriptor.open("/proc/thread-self/ns/net", O_RDONLY) else { return try ExecEvents() }
         var ownInfo = stat(), initialInfo = stat()
-        guard own >= 0, fstat(own, &ownInfo) == 0, fstat(initial, &initialInfo) == 0,
+        guard fstat(own.raw, &ownInfo) == 0, fstat(initial.raw, &initialInfo) == 0,
               ownInfo.st_ino != initialInfo.st_ino || ownInfo.st_dev != initialInfo.st_dev else {
             return try ExecEvents()
         }
-        guard vx_setns(initial, vx_clone_newnet()) == 0 else {
-            throw ApplyError("cannot enter the initial network namespace for exec events: \(String(cString: strerror(errno)))")
+        guard vx_setns(initial.raw, vx_clone_newnet()) == 0 else {
+            throw ApplyError("cannot enter the initial network namespace for exec events: \(SystemError("setns").reason)")
         }
-        defer { precondition(vx_setns(own, vx_clone_newnet()) == 0, "could not return to vpnd's network namespace") }
+        defer { precondition(vx_setns(own.raw, vx_clone_newnet()) == 0, "could not return to vpnd's network namespace") }
         return try ExecEvents()
+    }
+
+    private static func openNamespace(_ path: String) throws(ApplyError) -> FileDescriptor {
+        do { return try FileDescriptor.open(path, O_RDONLY) } catch {
+            throw ApplyError("cannot open the initial network namespace (\(path)) for exec events: \(error.reason)")
+        }
     }
 
     /// Subscribed only while the policy lists executables.

@@ -1,6 +1,8 @@
 import CLinux
 import Cgroups
+import Descriptors
 import Glibc
+import Monotonic
 import Plan
 import Policy
 import Synchronization
@@ -30,7 +32,7 @@ final class ExecutableGuard: Sendable {
     /// How long an exec of a listed file waits for vpnd at most, beyond which it is
     /// answered unplaced. Placing takes tens of microseconds; a second of no progress is a
     /// stuck vpnd, not a busy one, and one second is what a user can wait for a program.
-    static let answerDeadline = 1.0
+    static let answerDeadline: Swift.Duration = .seconds(1)
 
     /// What the answering thread decides from: published by the event loop when the policy
     /// or the files change.
@@ -51,7 +53,7 @@ final class ExecutableGuard: Sendable {
     }
 
     private struct Waiting {
-        var deadline: Double
+        var deadline: MonotonicInstant
         var lateAnswer: ExecutableRules.LateAnswer
         var answered = false
         var pid: Int32
@@ -60,10 +62,10 @@ final class ExecutableGuard: Sendable {
 
     private struct Shared {
         var snapshot: Snapshot?
-        /// Events read and not yet closed, by their file descriptor.
-        var waiting: [Int32: Waiting] = [:]
+        /// Events read and not yet answered here, by their file descriptor.
+        var waiting: [DescriptorNumber: Waiting] = [:]
         /// When the answering thread began the events it holds.
-        var busySince: Double?
+        var busySince: MonotonicInstant?
         var counters = Counters()
     }
 
@@ -72,7 +74,7 @@ final class ExecutableGuard: Sendable {
     private let log: Log
     private let shared = Mutex(Shared())
     /// Wakes the deadline thread (an eventfd).
-    private let wake: Int32
+    private let wake: FileDescriptor
     /// Test-only (VPND_TEST_EXEC_ANSWER_DELAY_MS): each event waits this long before it is
     /// decided, as a stuck vpnd would.
     private let testDelay: Double
@@ -81,12 +83,15 @@ final class ExecutableGuard: Sendable {
         self.group = group
         self.hierarchy = hierarchy
         self.log = log
-        wake = eventfd(0, Int32(EFD_CLOEXEC | EFD_NONBLOCK))
-        guard wake >= 0 else { throw ApplyError("eventfd: \(String(cString: strerror(errno)))") }
+        wake = try Self.eventDescriptor()
         testDelay = ExecutableGuardTestDelay.seconds(log: log)
     }
 
-    deinit { close(wake) }
+    private static func eventDescriptor() throws(ApplyError) -> FileDescriptor {
+        do { return try FileDescriptor("eventfd", returned: eventfd(0, Int32(EFD_CLOEXEC | EFD_NONBLOCK))) } catch {
+            throw ApplyError(error.description)
+        }
+    }
 
     /// Starts both threads. vpnd calls this after its signals are blocked (signalfd), its
     /// capabilities dropped and its sandbox applied: threads inherit all three.
@@ -104,10 +109,10 @@ final class ExecutableGuard: Sendable {
     // MARK: the answering thread
 
     private func answerLoop() {
-        var ready = pollfd(fd: group.fileDescriptor, events: Int16(POLLIN), revents: 0)
+        var ready = pollfd(fd: group.fileDescriptor.raw, events: Int16(POLLIN), revents: 0)
         while true {
             if poll(&ready, 1, -1) < 0 && errno != EINTR {
-                log.error("exec guard: poll: \(String(cString: strerror(errno))); listed programs are answered at the deadline only")
+                log.error("exec guard: \(SystemError("poll")); listed programs are answered at the deadline only")
                 return
             }
             let events = group.read()
@@ -116,14 +121,14 @@ final class ExecutableGuard: Sendable {
     }
 
     private func answer(_ events: [FanotifyGroup.Event]) {
-        let identities = events.map { Self.identity(of: $0.file) }
-        let now = EventLoop.now()
+        let identities = events.map { Self.identity(of: $0.file.number) }
+        let now = MonotonicInstant.now()
         let (snapshot, wasQuiet) = shared.withLock { state in
             let quiet = !state.waiting.values.contains { !$0.answered }
             for (event, identity) in zip(events, identities) {
                 let names = identity.flatMap { state.snapshot?.names[$0] } ?? []
                 let late = state.snapshot.map { ExecutableRules.lateAnswer(executables: names, policy: $0.policy) } ?? .allow
-                state.waiting[event.file] = Waiting(deadline: now + Self.answerDeadline, lateAnswer: late, pid: event.pid, names: names)
+                state.waiting[event.file.number] = Waiting(deadline: now + Self.answerDeadline, lateAnswer: late, pid: event.pid, names: names)
             }
             state.busySince = now
             return (state.snapshot, quiet)
@@ -135,7 +140,7 @@ final class ExecutableGuard: Sendable {
         }
         let wasLate = shared.withLock { state in
             defer { state.busySince = nil }
-            return state.busySince.map { EventLoop.now() - $0 >= Self.answerDeadline } ?? false
+            return state.busySince.map { MonotonicInstant.now().since($0) >= Self.answerDeadline } ?? false
         }
         if wasLate { signalDeadlineThread() }
     }
@@ -145,22 +150,22 @@ final class ExecutableGuard: Sendable {
         // Not a listed file's exec (a mark removed meanwhile), or a process outside vpnd's
         // pid namespace, which vpnd cannot place (nor see with the process connector).
         guard let snapshot, event.isExecPermission, !names.isEmpty, event.pid > 0 else {
-            finish(event.file, allow: true)
+            finish(event, allow: true)
             return
         }
         let late = ExecutableRules.lateAnswer(executables: names, policy: snapshot.policy)
         guard let cgroup = CgroupHierarchy.cgroup(ofProcess: event.pid) else {
-            finish(event.file, allow: late == .allow, unplaced: true)
+            finish(event, allow: late == .allow, unplaced: true)
             return
         }
         guard let decision = ExecutableRules.decide(executables: names, cgroup: cgroup, policy: snapshot.policy, parent: snapshot.parent) else {
-            finish(event.file, allow: true)
+            finish(event, allow: true)
             return
         }
         // Answered at the deadline already (this thread was stuck): the exec went on, or
         // was refused, without us; the process connector places what did run.
-        guard !isAnswered(event.file) else {
-            finish(event.file, allow: true)
+        guard !isAnswered(event.file.number) else {
+            finish(event, allow: true)
             return
         }
         let placement = ExecPlacement(decision, policy: snapshot.policy, parent: snapshot.parent)
@@ -172,10 +177,10 @@ final class ExecutableGuard: Sendable {
         } catch {
             log.warning("pid \(event.pid) executes \(program) but could not be moved into \(target): \(error); "
                         + (late == .refuse ? "the exec is refused" : "it runs where it was started"))
-            finish(event.file, allow: late == .allow, unplaced: true)
+            finish(event, allow: late == .allow, unplaced: true)
             return
         }
-        if finish(event.file, allow: true) || late == .allow {
+        if finish(event, allow: true) || late == .allow {
             shared.withLock { $0.counters.moves[label, default: 0] += 1 }
             log.info("pid \(event.pid) executes \(program): moved from \(cgroup.isEmpty ? "the root cgroup" : cgroup) into \(placed) before it runs")
         } else {
@@ -185,38 +190,38 @@ final class ExecutableGuard: Sendable {
         }
     }
 
-    private func isAnswered(_ file: Int32) -> Bool {
+    private func isAnswered(_ file: DescriptorNumber) -> Bool {
         shared.withLock { $0.waiting[file]?.answered ?? false }
     }
 
-    /// Answers (unless the deadline did) and closes the event's file; true if answered here.
+    /// Answers (unless the deadline did); true if answered here. The event's file closes
+    /// with the event.
     @discardableResult
-    private func finish(_ file: Int32, allow: Bool, unplaced: Bool = false) -> Bool {
-        let answered = shared.withLock { state -> Bool in
+    private func finish(_ event: FanotifyGroup.Event, allow: Bool, unplaced: Bool = false) -> Bool {
+        let file = event.file.number
+        return shared.withLock { state -> Bool in
             guard let waiting = state.waiting.removeValue(forKey: file), !waiting.answered else { return false }
             group.respond(file, allow: allow)
             if unplaced { state.counters.unplaced += 1 }
             return true
         }
-        close(file)
-        return answered
     }
 
     // MARK: the deadline thread
 
     private func deadlineLoop() {
         while true {
-            let now = EventLoop.now()
+            let now = MonotonicInstant.now()
             let (next, covering) = shared.withLock { state in
                 (state.waiting.values.filter { !$0.answered }.map(\.deadline).min(),
-                 state.busySince.map { now - $0 >= Self.answerDeadline } ?? false)
+                 state.busySince.map { now.since($0) >= Self.answerDeadline } ?? false)
             }
-            var fds = [pollfd(fd: wake, events: Int16(POLLIN), revents: 0)]
-            if covering { fds.append(pollfd(fd: group.fileDescriptor, events: Int16(POLLIN), revents: 0)) }
-            let timeout = next.map { Int32(max(0, ($0 - now) * 1000).rounded(.up)) + 1 } ?? -1
+            var fds = [pollfd(fd: wake.raw, events: Int16(POLLIN), revents: 0)]
+            if covering { fds.append(pollfd(fd: group.fileDescriptor.raw, events: Int16(POLLIN), revents: 0)) }
+            let timeout = next.map { Int32(($0.since(now).nanoseconds + 999_999) / 1_000_000) + 1 } ?? -1
             _ = poll(&fds, nfds_t(fds.count), timeout)
             var count: UInt64 = 0
-            _ = read(wake, &count, 8)
+            _ = read(wake.raw, &count, 8)
             answerOverdue()
             coverForStuckThread()
         }
@@ -224,7 +229,7 @@ final class ExecutableGuard: Sendable {
 
     /// Answers every event whose deadline has passed.
     private func answerOverdue() {
-        let now = EventLoop.now()
+        let now = MonotonicInstant.now()
         let late = shared.withLock { state -> [Waiting] in
             var late: [Waiting] = []
             for (file, waiting) in state.waiting where !waiting.answered && waiting.deadline <= now {
@@ -241,11 +246,11 @@ final class ExecutableGuard: Sendable {
     /// While the answering thread is stuck past the deadline, new events are answered here
     /// at once, as they would be at their deadline.
     private func coverForStuckThread() {
-        while shared.withLock({ state in state.busySince.map { EventLoop.now() - $0 >= Self.answerDeadline } ?? false }) {
+        while shared.withLock({ state in state.busySince.map { MonotonicInstant.now().since($0) >= Self.answerDeadline } ?? false }) {
             let events = group.read()
             if events.isEmpty { return }
             for event in events {
-                let identity = Self.identity(of: event.file)
+                let identity = Self.identity(of: event.file.number)
                 let (names, answer) = shared.withLock { state -> ([String], ExecutableRules.LateAnswer) in
                     let names = identity.flatMap { state.snapshot?.names[$0] } ?? []
                     let answer = state.snapshot.map { ExecutableRules.lateAnswer(executables: names, policy: $0.policy) } ?? .allow
@@ -254,15 +259,14 @@ final class ExecutableGuard: Sendable {
                     }
                     return (names, answer)
                 }
-                group.respond(event.file, allow: answer == .allow)
-                close(event.file)
+                group.respond(event.file.number, allow: answer == .allow)
                 if !names.isEmpty { logLate(pid: event.pid, names: names, answer: answer) }
             }
         }
     }
 
     private func logLate(pid: Int32, names: [String], answer: ExecutableRules.LateAnswer) {
-        let seconds = Self.answerDeadline.formatted
+        let seconds = (Double(Self.answerDeadline.nanoseconds) / 1e9).formatted
         switch answer {
         case .refuse:
             log.warning("exec of \(names.joined(separator: ", ")) by pid \(pid) not placed within \(seconds) s: refused (a route.executables program does not run outside its tunnel)")
@@ -273,12 +277,12 @@ final class ExecutableGuard: Sendable {
 
     private func signalDeadlineThread() {
         var one: UInt64 = 1
-        _ = write(wake, &one, 8)
+        _ = write(wake.raw, &one, 8)
     }
 
-    private static func identity(of file: Int32) -> ExecutableFile.Identity? {
+    private static func identity(of file: DescriptorNumber) -> ExecutableFile.Identity? {
         var info = stat()
-        guard fstat(file, &info) == 0 else { return nil }
+        guard fstat(file.raw, &info) == 0 else { return nil }
         return ExecutableFile.Identity(device: UInt64(info.st_dev), inode: UInt64(info.st_ino))
     }
 

@@ -1,4 +1,5 @@
 import CLinux
+import Descriptors
 import Glibc
 import Policy
 import TrustedFiles
@@ -30,9 +31,11 @@ final class ExecutableMarks {
     private let group: FanotifyGroup?
     private let inspector = SystemExecutableInspector()
     /// A descriptor of each marked file: what its mark is removed through, later.
-    private var marked: [ExecutableFile.Identity: Int32] = [:]
+    private var marked: [ExecutableFile.Identity: DescriptorNumber] = [:]
+    /// The marked files' descriptors.
+    private var markedFiles = DescriptorTable()
     /// Directories holding listed files (and their targets), watched for replacements.
-    let watchDescriptor: Int32
+    let watchDescriptor: FileDescriptor
     private var watches: [String: Int32] = [:]
     /// Listed paths by the file they name now.
     private(set) var names: [ExecutableFile.Identity: [String]] = [:]
@@ -42,20 +45,20 @@ final class ExecutableMarks {
     init(group: FanotifyGroup?, log: Log) throws {
         self.group = group
         self.log = log
-        watchDescriptor = inotify_init1(Int32(IN_NONBLOCK | IN_CLOEXEC))
-        guard watchDescriptor >= 0 else { throw ApplyError("inotify_init1 (for listed executables): \(String(cString: strerror(errno)))") }
+        watchDescriptor = try Self.inotify()
     }
 
-    deinit {
-        for fd in marked.values { close(fd) }
-        close(watchDescriptor)
+    private static func inotify() throws(ApplyError) -> FileDescriptor {
+        do { return try FileDescriptor("inotify_init1", returned: inotify_init1(Int32(IN_NONBLOCK | IN_CLOEXEC))) } catch {
+            throw ApplyError("inotify_init1 (for listed executables): \(error.reason)")
+        }
     }
 
     /// Reads the directory events; true if there were any (the caller refreshes).
     func drain() -> Bool {
         var buffer = [UInt8](repeating: 0, count: 8192)
         var any = false
-        while read(watchDescriptor, &buffer, buffer.count) > 0 { any = true }
+        while read(watchDescriptor.raw, &buffer, buffer.count) > 0 { any = true }
         return any
     }
 
@@ -66,7 +69,7 @@ final class ExecutableMarks {
         let paths = Set(ExecutableFiles.listings(policy).map(\.path)).sorted()
         var files: [File] = []
         var names: [ExecutableFile.Identity: [String]] = [:]
-        var kept: [ExecutableFile.Identity: Int32] = [:]
+        var kept: [ExecutableFile.Identity: DescriptorNumber] = [:]
         var directories: Set<String> = []
         for path in paths {
             let found = inspector.inspect(path)
@@ -78,22 +81,20 @@ final class ExecutableMarks {
             guard file.problem == nil else { continue }
             // The descriptor's file is the one marked and named, whatever the path meant a
             // moment before.
-            let fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY)
-            var info = stat()
-            guard fd >= 0, fstat(fd, &info) == 0 else {
-                file.problem = "cannot be opened: \(String(cString: strerror(errno)))"
-                if fd >= 0 { close(fd) }
+            let opened: (DescriptorNumber, ExecutableFile.Identity)
+            do { opened = try openFile(path) } catch {
+                file.problem = "cannot be opened: \(error.reason)"
                 continue
             }
-            let identity = ExecutableFile.Identity(device: UInt64(info.st_dev), inode: UInt64(info.st_ino))
+            let (fd, identity) = opened
             file.identity = identity
             names[identity, default: []].append(path)
             if let group {
                 if let existing = kept[identity] ?? marked[identity] {
-                    close(fd)
+                    markedFiles.close(fd)
                     kept[identity] = existing
                 } else if let failure = group.mark(fd) {
-                    close(fd)
+                    markedFiles.close(fd)
                     file.problem = "cannot be marked: \(failure)"
                     continue
                 } else {
@@ -101,12 +102,12 @@ final class ExecutableMarks {
                 }
                 file.marked = true
             } else {
-                close(fd)
+                markedFiles.close(fd)
             }
         }
         for (identity, fd) in marked where kept[identity] == nil {
             group?.unmark(fd)
-            close(fd)
+            markedFiles.close(fd)
         }
         marked = kept
         rewatch(directories)
@@ -126,6 +127,14 @@ final class ExecutableMarks {
         return changed
     }
 
+    /// `path` opened (into `markedFiles`, for a mark) and the file it names.
+    private func openFile(_ path: String) throws(SystemError) -> (DescriptorNumber, ExecutableFile.Identity) {
+        let file = try FileDescriptor.open(path, O_RDONLY | O_NONBLOCK | O_NOCTTY)
+        var info = stat()
+        guard fstat(file.raw, &info) == 0 else { throw SystemError("fstat") }
+        return (markedFiles.insert(file), ExecutableFile.Identity(device: UInt64(info.st_dev), inode: UInt64(info.st_ino)))
+    }
+
     /// The listed paths of the file at `path` (the program a process runs, as the process
     /// connector's path names it): its hard links and the symbolic links to it count.
     func names(ofFileAt path: String) -> [String] {
@@ -137,12 +146,12 @@ final class ExecutableMarks {
     private func rewatch(_ directories: Set<String>) {
         let mask = UInt32(IN_CREATE | IN_DELETE | IN_MOVED_FROM | IN_MOVED_TO | IN_ATTRIB | IN_DELETE_SELF | IN_MOVE_SELF) | UInt32(IN_ONLYDIR)
         for (directory, watch) in watches where !directories.contains(directory) {
-            inotify_rm_watch(watchDescriptor, watch)
+            inotify_rm_watch(watchDescriptor.raw, watch)
             watches[directory] = nil
         }
         // Adding again is cheap, and gives a directory made again (with a new inode) a watch.
         for directory in directories {
-            let watch = inotify_add_watch(watchDescriptor, directory, mask)
+            let watch = inotify_add_watch(watchDescriptor.raw, directory, mask)
             watches[directory] = watch >= 0 ? watch : nil
         }
     }

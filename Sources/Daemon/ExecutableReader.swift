@@ -1,5 +1,6 @@
 import CCap
 import CLinux
+import Descriptors
 import Glibc
 import ServiceSupport
 
@@ -16,32 +17,35 @@ import ServiceSupport
 /// a process runs, which processes hold TUN devices, and the names of any directory's
 /// entries and any link's target; nothing more.
 final class ExecutableReader {
-    private let socket: Int32
+    private let socket: FileDescriptor
     let pid: Int32
 
     /// Forks the helper. Call while vpnd is still single-threaded and privileged.
     init() throws {
         var ends: [Int32] = [-1, -1]
         guard socketpair(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0, &ends) == 0 else {
-            throw ApplyError("socketpair: \(String(cString: strerror(errno)))")
+            throw ApplyError(SystemError("socketpair").description)
         }
+        let mine = FileDescriptor(adopting: ends[0]), helpers = FileDescriptor(adopting: ends[1])
         let parent = getpid()
         let child = fork()
-        guard child >= 0 else { throw ApplyError("fork: \(String(cString: strerror(errno)))") }
+        guard child >= 0 else { throw ApplyError(SystemError("fork").description) }
         if child == 0 {
-            close(ends[0])
-            Self.serve(ends[1], parent: parent)
+            mine.close()
+            Self.serve(helpers.release(), parent: parent)
         }
-        close(ends[1])
-        socket = ends[0]
-        pid = child
+        helpers.close()
         var timeout = timeval(tv_sec: 1, tv_usec: 0)
-        setsockopt(socket, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
-        setsockopt(socket, SOL_SOCKET, SO_SNDTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
+        setsockopt(mine.raw, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
+        setsockopt(mine.raw, SOL_SOCKET, SO_SNDTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
+        socket = mine
+        pid = child
     }
 
     deinit {
-        close(socket)
+        // The helper reads the end of its requests and exits; the descriptor closes with
+        // this reader.
+        shutdown(socket.raw, Int32(SHUT_RDWR))
         var status: Int32 = 0
         waitpid(pid, &status, 0)
     }
@@ -70,7 +74,7 @@ final class ExecutableReader {
     func answer(to request: Int32) -> [UInt8]? {
         var asked = request
         // A helper that died (it could not keep CAP_SYS_PTRACE) must not take vpnd with it.
-        guard send(socket, &asked, 4, Int32(MSG_NOSIGNAL)) == 4 else { return nil }
+        guard send(socket.raw, &asked, 4, Int32(MSG_NOSIGNAL)) == 4 else { return nil }
         for _ in 0..<16 {
             var echo: Int32 = 0, length: UInt32 = 0
             guard readExactly(&echo, 4), readExactly(&length, 4), length <= 1 << 16 else { return nil }
@@ -86,7 +90,7 @@ final class ExecutableReader {
     private func readExactly(_ buffer: UnsafeMutableRawPointer, _ count: Int) -> Bool {
         var received = 0
         while received < count {
-            let n = read(socket, buffer + received, count - received)
+            let n = read(socket.raw, buffer + received, count - received)
             guard n > 0 else { return false }
             received += n
         }
@@ -97,7 +101,7 @@ final class ExecutableReader {
     private static func serve(_ socket: Int32, parent: pid_t) -> Never {
         _ = vx_set_parent_death_signal(SIGKILL)
         if getppid() != parent { _exit(0) }
-        for fd in 0..<Int32(4096) where fd != socket && fd > 2 { close(fd) }
+        FileDescriptor.closeInherited(keeping: socket)
         do {
             try Privileges.dropToMinimum(effective: [CAP_SYS_PTRACE], permitted: [CAP_SYS_PTRACE])
         } catch {

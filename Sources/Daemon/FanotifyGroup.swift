@@ -1,4 +1,5 @@
 import CLinux
+import Descriptors
 import Glibc
 
 /// A fanotify group that holds every exec of the files it marks until it answers
@@ -7,49 +8,59 @@ import Glibc
 /// opens the script for exec before its interpreter). Closing the group (vpnd exiting or
 /// killed) makes the kernel allow every event still waiting.
 final class FanotifyGroup: Sendable {
-    struct Event: Sendable {
-        /// A read-only descriptor of the file being executed; the reader closes it after
-        /// answering.
-        var file: Int32
+    /// An exec event read from the group. It owns the descriptor the kernel put in it,
+    /// which closes with the event (its reader keeps it until it has answered).
+    final class Event: Sendable {
+        /// A read-only descriptor of the file being executed.
+        let file: FileDescriptor
         /// The process calling execve (its thread group id), 0 when it is outside vpnd's pid
         /// namespace.
-        var pid: Int32
-        var isExecPermission: Bool
+        let pid: Int32
+        let isExecPermission: Bool
+
+        init(file: consuming FileDescriptor, pid: Int32, isExecPermission: Bool) {
+            self.file = file
+            self.pid = pid
+            self.isExecPermission = isExecPermission
+        }
     }
 
-    let fileDescriptor: Int32
+    let fileDescriptor: FileDescriptor
 
     /// FAN_CLASS_CONTENT needs CAP_SYS_ADMIN: vpnd makes the group before it drops its
     /// capabilities (marks and answers need none). Fails on kernels without
     /// CONFIG_FANOTIFY_ACCESS_PERMISSIONS (EINVAL) or where a system call filter refuses it.
     init() throws {
-        fileDescriptor = vx_fanotify_init_exec()
-        guard fileDescriptor >= 0 else {
+        fileDescriptor = try Self.open()
+    }
+
+    private static func open() throws(ApplyError) -> FileDescriptor {
+        let raw = vx_fanotify_init_exec()
+        guard raw >= 0 else {
             let code = errno
             switch code {
             case EINVAL: throw ApplyError("fanotify_init: this kernel has no fanotify permission events (CONFIG_FANOTIFY_ACCESS_PERMISSIONS)")
             case EPERM: throw ApplyError("fanotify_init: not permitted (CAP_SYS_ADMIN at start, or a system call filter)")
             case ENOSYS: throw ApplyError("fanotify_init: this kernel has no fanotify")
-            default: throw ApplyError("fanotify_init: \(String(cString: strerror(code)))")
+            default: throw ApplyError(SystemError("fanotify_init", code: code).description)
             }
         }
+        return FileDescriptor(adopting: raw)
     }
-
-    deinit { close(fileDescriptor) }
 
     /// Marks the inode `file` is open on; nil, or why not.
-    func mark(_ file: Int32) -> String? {
-        vx_fanotify_mark_exec(fileDescriptor, file, 1) == 0 ? nil : String(cString: strerror(errno))
+    func mark(_ file: DescriptorNumber) -> String? {
+        vx_fanotify_mark_exec(fileDescriptor.raw, file.raw, 1) == 0 ? nil : SystemError("fanotify_mark").reason
     }
 
-    func unmark(_ file: Int32) {
-        _ = vx_fanotify_mark_exec(fileDescriptor, file, 0)
+    func unmark(_ file: DescriptorNumber) {
+        _ = vx_fanotify_mark_exec(fileDescriptor.raw, file.raw, 0)
     }
 
     /// The events waiting now (none when nothing is; the group never blocks).
     func read() -> [Event] {
         var buffer = [UInt8](repeating: 0, count: 4096)
-        let count = buffer.withUnsafeMutableBytes { Glibc.read(fileDescriptor, $0.baseAddress, $0.count) }
+        let count = buffer.withUnsafeMutableBytes { Glibc.read(fileDescriptor.raw, $0.baseAddress, $0.count) }
         guard count > 0 else { return [] }
         var events: [Event] = []
         var offset = 0
@@ -62,7 +73,7 @@ final class FanotifyGroup: Sendable {
                 guard next > 0 else { break }
                 offset = next
                 if fd != vx_fan_nofd() {
-                    events.append(Event(file: fd, pid: pid, isExecPermission: mask & vx_fan_open_exec_perm() != 0))
+                    events.append(Event(file: FileDescriptor(adopting: fd), pid: pid, isExecPermission: mask & vx_fan_open_exec_perm() != 0))
                 }
             }
         }
@@ -72,7 +83,7 @@ final class FanotifyGroup: Sendable {
     /// Answers the event of `file`; false if the kernel had no such event waiting (it was
     /// answered already).
     @discardableResult
-    func respond(_ file: Int32, allow: Bool) -> Bool {
-        vx_fanotify_respond(fileDescriptor, file, allow ? 1 : 0) == 0
+    func respond(_ file: DescriptorNumber, allow: Bool) -> Bool {
+        vx_fanotify_respond(fileDescriptor.raw, file.raw, allow ? 1 : 0) == 0
     }
 }

@@ -1,4 +1,5 @@
 import CLinux
+import Descriptors
 import Glibc
 
 /// The kernel's random numbers (getrandom), fetched 4 KiB at a time: the DNS proxy draws an
@@ -15,7 +16,7 @@ struct KernelRandom: RandomNumberGenerator {
             words.withUnsafeMutableBytes { buffer in
                 while filled < size {
                     let count = vx_getrandom(buffer.baseAddress! + filled, size - filled)
-                    if count > 0 { filled += Int(count) } else if errno != EINTR { fatalError("getrandom: \(String(cString: strerror(errno)))") }
+                    if count > 0 { filled += Int(count) } else if errno != EINTR { fatalError(SystemError("getrandom").description) }
                 }
             }
             next = 0

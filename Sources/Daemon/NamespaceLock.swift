@@ -1,3 +1,4 @@
+import Descriptors
 import Glibc
 
 /// One vpnd per network namespace: two would replace each other's table and fight over
@@ -5,20 +6,19 @@ import Glibc
 /// control socket (/run/vpnexec), held with flock for the daemon's lifetime; the kernel
 /// releases it when the process dies, however it dies.
 final class NamespaceLock {
-    private let fd: Int32
+    private let file: FileDescriptor
 
     init(directory: String) throws {
         var namespace = stat()
         guard stat("/proc/self/ns/net", &namespace) == 0 else {
-            throw ApplyError("cannot identify the network namespace: \(String(cString: strerror(errno)))")
+            throw ApplyError("cannot identify the network namespace: \(SystemError("stat").reason)")
         }
         mkdir(directory, 0o755)
         let path = "\(directory)/netns-\(namespace.st_ino).lock"
-        fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0o644)
-        guard fd >= 0 else { throw ApplyError("cannot open \(path): \(String(cString: strerror(errno)))") }
+        file = try Self.open(path)
+        let fd = file.raw
         guard flock(fd, LOCK_EX | LOCK_NB) == 0 else {
             let holder = (try? String(decoding: Self.read(fd), as: UTF8.self)) ?? ""
-            close(fd)
             throw ApplyError("another vpnd\(holder.isEmpty ? "" : " (pid \(holder))") manages this network namespace (lock \(path))")
         }
         let pid = Array(String(getpid()).utf8)
@@ -26,7 +26,11 @@ final class NamespaceLock {
         _ = pwrite(fd, pid, pid.count, 0)
     }
 
-    deinit { close(fd) }
+    private static func open(_ path: String) throws(ApplyError) -> FileDescriptor {
+        do { return try FileDescriptor.open(path, O_RDWR | O_CREAT, mode: 0o644) } catch {
+            throw ApplyError("cannot open \(path): \(error.reason)")
+        }
+    }
 
     private static func read(_ fd: Int32) throws -> [UInt8] {
         var buffer = [UInt8](repeating: 0, count: 32)

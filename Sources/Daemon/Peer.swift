@@ -23,7 +23,8 @@ public struct Peer {
     ///   `pidfd_open(getpid())`), accepted only if it names the SO_PEERCRED pid, whose real
     ///   uid is the SO_PEERCRED uid, and that process is still alive after the check;
     /// - else the request is refused.
-    public static func of(socket fd: Int32, passed: Int32?, usePeerPidfd: Bool = true) -> Peer? {
+    public static func of(socket: DescriptorNumber, passed: DescriptorNumber?, usePeerPidfd: Bool = true) -> Peer? {
+        let fd = socket.raw
         var credentials = vx_ucred()
         guard vx_peer_credentials(fd, &credentials) == 0 else { return nil }
         var groups = [gid_t](repeating: 0, count: 65536)

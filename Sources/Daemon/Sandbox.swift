@@ -1,4 +1,5 @@
 import CLinux
+import Descriptors
 import Glibc
 
 /// What vpnd may still change on the file system, enforced by the kernel (Landlock) on
@@ -74,7 +75,7 @@ public struct Sandbox: Sendable, Equatable {
             switch errno {
             case ENOSYS: why = "this kernel has no Landlock"
             case EOPNOTSUPP: why = "Landlock is not enabled at boot (lsm=)"
-            default: why = "landlock_create_ruleset: \(String(cString: strerror(errno))) (a system call filter?)"
+            default: why = "\(SystemError("landlock_create_ruleset")) (a system call filter?)"
             }
             return "not available (\(why)): file system writes are not confined"
         }
@@ -83,34 +84,31 @@ public struct Sandbox: Sendable, Equatable {
                                                   handled_access_net: abi >= 4 ? 0b11 : 0, scoped: 0)
         // ABI 1-3 read only the file system field; 4 and 5 also the network one.
         let size = abi >= 6 ? MemoryLayout<vx_landlock_ruleset_attr>.size : abi >= 4 ? 16 : 8
-        let ruleset = vx_landlock_create_ruleset(&attributes, size)
-        guard ruleset >= 0 else { throw Failure(description: "landlock_create_ruleset: \(String(cString: strerror(errno)))") }
-        defer { close(ruleset) }
+        let ruleset = try Self.createRuleset(&attributes, size: size)
         var places: [String] = []
         for rule in rules {
-            let fd = open(rule.path, Int32(0o10000000) /* O_PATH */ | O_CLOEXEC)
-            guard fd >= 0 else { continue }  // absent (no TUN device): nothing to allow there
-            defer { close(fd) }
+            // Absent (no TUN device): nothing to allow there.
+            guard let file = try? FileDescriptor.open(rule.path, Int32(0o10000000) /* O_PATH */) else { continue }
             var info = stat()
-            let isDirectory = fstat(fd, &info) == 0 && info.st_mode & S_IFMT == S_IFDIR
+            let isDirectory = fstat(file.raw, &info) == 0 && info.st_mode & S_IFMT == S_IFDIR
             // Rights about directory entries make sense beneath directories only.
             let fileRights: Access = [.execute, .writeFile, .truncate, .ioctlDevice]
             let access = Access(rawValue: rule.access.rawValue & handled.rawValue & (isDirectory ? ~0 : fileRights.rawValue))
-            guard vx_landlock_allow_beneath(ruleset, fd, access.rawValue) == 0 else {
-                throw Failure(description: "landlock_add_rule \(rule.path): \(String(cString: strerror(errno)))")
+            guard vx_landlock_allow_beneath(ruleset.raw, file.raw, access.rawValue) == 0 else {
+                throw Failure(description: SystemError("landlock_add_rule \(rule.path)").description)
             }
             places.append(rule.path)
         }
         if abi >= 4 {
-            for port in tcpListen.map(Array.init) ?? [] where vx_landlock_allow_port(ruleset, port, 1) != 0 {
-                throw Failure(description: "landlock_add_rule (TCP port \(port)): \(String(cString: strerror(errno)))")
+            for port in tcpListen.map(Array.init) ?? [] where vx_landlock_allow_port(ruleset.raw, port, 1) != 0 {
+                throw Failure(description: SystemError("landlock_add_rule (TCP port \(port))").description)
             }
-            for port in tcpConnect where vx_landlock_allow_port(ruleset, port, 2) != 0 {
-                throw Failure(description: "landlock_add_rule (TCP port \(port)): \(String(cString: strerror(errno)))")
+            for port in tcpConnect where vx_landlock_allow_port(ruleset.raw, port, 2) != 0 {
+                throw Failure(description: SystemError("landlock_add_rule (TCP port \(port))").description)
             }
         }
-        guard vx_set_no_new_privs() == 0, vx_landlock_restrict_self(ruleset) == 0 else {
-            throw Failure(description: "landlock_restrict_self: \(String(cString: strerror(errno)))")
+        guard vx_set_no_new_privs() == 0, vx_landlock_restrict_self(ruleset.raw) == 0 else {
+            throw Failure(description: SystemError("landlock_restrict_self").description)
         }
         var tcp = "TCP only to listen on \(tcpListen.map { "\($0.lowerBound)-\($0.upperBound)" } ?? "no port") and connect to port \(tcpConnect.map(String.init).joined(separator: ", "))"
         if tcpListen == nil && tcpConnect.isEmpty { tcp = "no TCP" }
@@ -121,11 +119,17 @@ public struct Sandbox: Sendable, Equatable {
     /// allowed to a process, on a file system no service manager makes read-only, outside
     /// every place above) must be refused. Nothing is written either way.
     public static func verify() -> Bool {
-        let fd = open("/proc/self/comm", O_WRONLY | O_CLOEXEC)
-        if fd >= 0 {
-            close(fd)
+        do {
+            try FileDescriptor.open("/proc/self/comm", O_WRONLY).close()
             return false
+        } catch {
+            return error.code == EACCES
         }
-        return errno == EACCES
+    }
+
+    private static func createRuleset(_ attributes: inout vx_landlock_ruleset_attr, size: Int) throws(Failure) -> FileDescriptor {
+        do { return try FileDescriptor("landlock_create_ruleset", returned: vx_landlock_create_ruleset(&attributes, size)) } catch {
+            throw Failure(description: error.description)
+        }
     }
 }

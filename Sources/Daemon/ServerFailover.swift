@@ -1,5 +1,6 @@
 import Control
 import Glibc
+import Monotonic
 import Plan
 import Policy
 import TunnelFiles
@@ -80,10 +81,9 @@ final class ServerFailover {
     /// engine, and the handshakes the choices asked for.
     func probe(_ tunnels: BuiltInTunnels, files: [String: TunnelFiles.Loaded]) {
         defer { probes = [] }
-        var mono = timespec(), wall = timespec()
-        clock_gettime(CLOCK_MONOTONIC, &mono)
+        var wall = timespec()
+        let now = MonotonicInstant.now()
         clock_gettime(CLOCK_REALTIME, &wall)
-        let now = Timestamp(nanoseconds: UInt64(mono.tv_sec) * 1_000_000_000 + UInt64(mono.tv_nsec))
         let wallNow = WallClock(seconds: Int64(wall.tv_sec), nanoseconds: Int32(wall.tv_nsec))
         var moved: Set<String> = []
         for (interface, entry) in entries.sorted(by: { $0.key < $1.key }) {
@@ -135,9 +135,7 @@ final class ServerFailover {
 
     /// The engine's unanswered initiations to its (one) server since the last handshake.
     private static func failedInitiations(_ engine: Engine?) -> UInt64 {
-        var mono = timespec()
-        clock_gettime(CLOCK_MONOTONIC, &mono)
-        guard let peer = engine?.reconnection(now: Timestamp(nanoseconds: UInt64(mono.tv_sec) * 1_000_000_000 + UInt64(mono.tv_nsec))).first else { return 0 }
+        guard let peer = engine?.reconnection(now: .now()).first else { return 0 }
         return ServerChoice.failedInitiations(attempts: peer.attempts, retryScheduled: peer.nextTry != nil)
     }
 

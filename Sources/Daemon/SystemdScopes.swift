@@ -1,5 +1,7 @@
 import CSystemd
+import Descriptors
 import Glibc
+import Monotonic
 
 /// Where systemd owns the cgroup tree (it is PID 1 and the profiles' cgroups are its
 /// `vpn.slice/vpn-NAME.slice`), a process joins a profile the way systemd-run --scope puts
@@ -41,12 +43,12 @@ final class SystemdScopes {
             sd_bus_unref(bus)
             return nil
         }
-        loop.watch(sd_bus_get_fd(bus), events: Int16(sd_bus_get_events(bus))) { [unowned self] _ in process() }
+        loop.watch(DescriptorNumber(borrowing: sd_bus_get_fd(bus)), events: Int16(sd_bus_get_events(bus))) { [unowned self] _ in process() }
         rearm()
     }
 
     deinit {
-        loop.unwatch(sd_bus_get_fd(bus))
+        loop.unwatch(DescriptorNumber(borrowing: sd_bus_get_fd(bus)))
         if let timer { loop.cancel(timer) }
         sd_bus_slot_unref(jobSlot)
         sd_bus_flush_close_unref(bus)
@@ -78,7 +80,7 @@ final class SystemdScopes {
         }, call)
         if rc < 0 {
             Unmanaged<Call>.fromOpaque(call).release()
-            finish("StartTransientUnit: \(String(cString: strerror(-rc)))")
+            finish(SystemError("StartTransientUnit", code: -rc).description)
         }
         rearm()
     }
@@ -114,13 +116,14 @@ final class SystemdScopes {
 
     /// The events and the deadline sd-bus wants next.
     private func rearm() {
-        loop.setEvents(sd_bus_get_fd(bus), Int16(truncatingIfNeeded: sd_bus_get_events(bus)))
+        loop.setEvents(DescriptorNumber(borrowing: sd_bus_get_fd(bus)), Int16(truncatingIfNeeded: sd_bus_get_events(bus)))
         if let timer { loop.cancel(timer) }
         timer = nil
         var deadline: UInt64 = 0
         guard sd_bus_get_timeout(bus, &deadline) >= 0, deadline != UInt64.max else { return }
-        let delay = max(0, Double(deadline) / 1e6 - EventLoop.now())
-        timer = loop.after(delay) { [weak self] in
+        // sd-bus's deadline is on CLOCK_MONOTONIC, in microseconds.
+        let (nanoseconds, overflow) = deadline.multipliedReportingOverflow(by: 1000)
+        timer = loop.after(MonotonicInstant(nanoseconds: overflow ? .max : nanoseconds).since(.now())) { [weak self] in
             self?.timer = nil
             self?.process()
         }

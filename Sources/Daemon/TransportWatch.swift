@@ -1,5 +1,6 @@
 import Control
 import Glibc
+import Monotonic
 import Netlink
 import Nftables
 import Plan
@@ -18,10 +19,10 @@ struct TransportWatch {
     }
     /// Ports whose earlier connections were forgotten when they became known or guarded.
     var cleaned: Set<Port> = []
-    /// Ports newly known or guarded, and since when (monotonic seconds): their earlier
-    /// connections are forgotten only after `drainSeconds`, while their packets are dropped
+    /// Ports newly known or guarded, and since when: their earlier connections are
+    /// forgotten only after `drain`, while their packets are dropped
     /// (route_output for a known port, the loop guard for a guarded one).
-    var held: [Port: Double] = [:]
+    var held: [Port: MonotonicInstant] = [:]
     var lastConntrackError: String?
     /// Each profile's loop counter when last looked at, and when a loop was last logged.
     var loopPackets: [String: UInt64] = [:]
@@ -35,13 +36,7 @@ struct TransportWatch {
     /// Sent to the peer once the connection goes direct, the peer would unwrap them and take
     /// the tunnel's own address for the client's endpoint (seen: the server then looped
     /// into its own tunnel). Held in the drop, they never leave.
-    static let drainSeconds = 1.0
-
-    static func now() -> Double {
-        var time = timespec()
-        clock_gettime(CLOCK_MONOTONIC, &time)
-        return Double(time.tv_sec) + Double(time.tv_nsec) / 1e9
-    }
+    static let drain: Swift.Duration = .seconds(1)
 }
 
 /// After each apply: a transport port newly kept out of the profiles forgets, a second
@@ -73,9 +68,9 @@ extension Daemon {
         })
         transportWatch.cleaned.formIntersection(ports)
         transportWatch.held = transportWatch.held.filter { ports.contains($0.key) }
-        let now = TransportWatch.now()
+        let now = MonotonicInstant.now()
         for port in ports.subtracting(transportWatch.cleaned) where transportWatch.held[port] == nil { transportWatch.held[port] = now }
-        let fresh = Set(transportWatch.held.filter { now - $0.value >= TransportWatch.drainSeconds }.keys)
+        let fresh = Set(transportWatch.held.filter { now.since($0.value) >= TransportWatch.drain }.keys)
         guard !fresh.isEmpty else { return }
         let routing = policy.routing
         let profileMarks = Set(policy.profiles.map(\.mark.value))

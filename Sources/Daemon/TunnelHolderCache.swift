@@ -1,5 +1,6 @@
 import Facts
 import Glibc
+import Monotonic
 import Netlink
 import Routing
 
@@ -12,9 +13,9 @@ import Routing
 final class TunnelHolderCache {
     private var known: [String: [TunnelHolder]] = [:]
     private var scannedIndex: [String: Int32] = [:]
-    private var lastFullScan: [String: Double] = [:]
+    private var lastFullScan: [String: MonotonicInstant] = [:]
     private var socketDiag: SocketDiag?
-    static let rescanSeconds = 10.0
+    static let rescan: Swift.Duration = .seconds(10)
 
     func holders(of interface: String, link: Link, inspector: ExecutableReader) -> [TunnelHolder]? {
         if let cached = known[interface], !cached.isEmpty {
@@ -27,25 +28,19 @@ final class TunnelHolderCache {
                 known[interface] = refreshed
                 return refreshed
             }
-        } else if scannedIndex[interface] == link.index, let last = lastFullScan[interface], Self.now() - last < Self.rescanSeconds {
+        } else if scannedIndex[interface] == link.index, let last = lastFullScan[interface], MonotonicInstant.now().since(last) < Self.rescan {
             return []
         }
         guard let answer = inspector.answer(to: 0) else { return nil }
         let found = TunnelHolder.parse(String(decoding: answer, as: UTF8.self)).filter { $0.interface == interface }
         known[interface] = found
         scannedIndex[interface] = link.index
-        lastFullScan[interface] = Self.now()
+        lastFullScan[interface] = .now()
         return found
     }
 
     func sockets() -> [SocketDiag.Entry] {
         if socketDiag == nil { socketDiag = try? SocketDiag() }
         return (try? socketDiag?.sockets()) ?? []
-    }
-
-    private static func now() -> Double {
-        var time = timespec()
-        clock_gettime(CLOCK_MONOTONIC, &time)
-        return Double(time.tv_sec) + Double(time.tv_nsec) / 1e9
     }
 }

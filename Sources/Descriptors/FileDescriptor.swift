@@ -3,7 +3,7 @@ import Glibc
 /// An open file descriptor with one owner: it closes when its owner is gone (or when it is
 /// consumed by `close()`), and cannot be copied, so it cannot be closed twice or outlive
 /// its owner by accident. The raw number is lent out for one system call at a time.
-public struct FileDescriptor: ~Copyable {
+public struct FileDescriptor: ~Copyable, Sendable {
     public let raw: Int32
 
     /// Takes ownership of a descriptor a system call returned (>= 0).
@@ -31,6 +31,12 @@ public struct FileDescriptor: ~Copyable {
         let raw = raw
         discard self
         return raw
+    }
+
+    /// In a child just forked: closes every descriptor above stderr it inherited but
+    /// `kept` (the parent's owners are not this process's).
+    public static func closeInherited(keeping kept: Int32, below limit: Int32 = 4096) {
+        for raw in 3..<limit where raw != kept { Glibc.close(raw) }
     }
 
     // MARK: opening

@@ -11,6 +11,9 @@ public struct SystemError: Error, CustomStringConvertible, Sendable, Equatable {
         self.code = code
     }
 
-    public var reason: String { String(cString: strerror(code)) }
+    /// What errno `code` means ("Invalid argument").
+    public static func reason(of code: Int32) -> String { String(cString: strerror(code)) }
+
+    public var reason: String { Self.reason(of: code) }
     public var description: String { "\(operation): \(reason)" }
 }

@@ -62,15 +62,16 @@ public struct WireGuardSocketReader: Sendable {
         do { address = try UnixSocketAddress(path: path) } catch { throw Failure(description: "\(error)") }
         let connected = address.withSockaddr { connect(connection.raw, $0, $1) }
         guard connected == 0 else {
-            throw Failure(description: "connect: \(String(cString: strerror(errno)))", nobodyListens: errno == ECONNREFUSED || errno == ENOENT)
+            let error = SystemError("connect")
+            throw Failure(description: error.description, nobodyListens: error.code == ECONNREFUSED || error.code == ENOENT)
         }
         var peer = vx_ucred()
         guard vx_peer_credentials(connection.raw, &peer) == 0 else {
-            throw Failure(description: "SO_PEERCRED: \(String(cString: strerror(errno)))")
+            throw Failure(description: SystemError("SO_PEERCRED").description)
         }
         let request = Array("get=1\n\n".utf8)
         guard send(connection.raw, request, request.count, Int32(MSG_NOSIGNAL)) == request.count else {
-            throw Failure(description: "send: \(String(cString: strerror(errno)))")
+            throw Failure(description: SystemError("send").description)
         }
         var answer = [UInt8](repeating: 0, count: 1 << 16)
         defer { UAPI.wipe(&answer) }
@@ -79,7 +80,7 @@ public struct WireGuardSocketReader: Sendable {
         while !(used >= 2 && answer[used - 1] == 10 && answer[used - 2] == 10) {
             guard used < answer.count else { throw Failure(description: "answer longer than \(answer.count) bytes") }
             let count = answer[used...].withUnsafeMutableBytes { read(connection.raw, $0.baseAddress, $0.count) }
-            guard count > 0 else { throw Failure(description: count == 0 ? "closed before answering" : "read: \(String(cString: strerror(errno)))") }
+            guard count > 0 else { throw Failure(description: count == 0 ? "closed before answering" : SystemError("read").description) }
             used += count
         }
         let parsed = try answer.withUnsafeBytes { buffer throws(UAPI.ProtocolError) in

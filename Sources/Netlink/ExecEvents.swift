@@ -1,4 +1,5 @@
 import CNetlink
+import Descriptors
 import Glibc
 
 /// Exec events from the kernel's process connector (NETLINK_CONNECTOR, proc events):
@@ -17,7 +18,7 @@ public final class ExecEvents {
         socket.reserveBuffers(bytes: 4 << 20)
     }
 
-    public var fileDescriptor: Int32 { socket.fileDescriptor }
+    public var fileDescriptor: DescriptorNumber { DescriptorNumber(borrowing: socket.fileDescriptor) }
 
     /// Subscribes to (or unsubscribes from) the events: the kernel sends every fork, exec
     /// and exit to a subscriber, so vpnd listens only while a policy lists executables.

@@ -1,4 +1,5 @@
 import CNetlink
+import Descriptors
 import Glibc
 
 /// Wakes the daemon when links, addresses, routes or rules change, so that a tunnel interface that
@@ -18,7 +19,7 @@ public final class RoutingMonitor {
     }
 
     /// For poll().
-    public var fileDescriptor: Int32 { socket.fileDescriptor }
+    public var fileDescriptor: DescriptorNumber { DescriptorNumber(borrowing: socket.fileDescriptor) }
 
     /// Reads every pending event; true if anything (or an overflow) happened.
     public func drain() -> Bool {

@@ -1,5 +1,6 @@
 import CCap
 import CLinux
+import Descriptors
 import Glibc
 
 /// vpnd runs as root but keeps only what it needs. Effective: CAP_NET_ADMIN (netlink:
@@ -37,7 +38,7 @@ public enum Privileges {
         if hasEffective(CAP_SETPCAP) {
             for capability in 0..<cap_value_t(cap_max_bits()) where !permitted.contains(capability) {
                 if cap_get_bound(capability) == 1, cap_drop_bound(capability) != 0 {
-                    throw Failure(description: "cannot drop capability \(capability) from the bounding set: \(String(cString: strerror(errno)))")
+                    throw Failure(description: "cannot drop capability \(capability) from the bounding set: \(SystemError("cap_drop_bound").reason)")
                 }
             }
         }
@@ -47,10 +48,10 @@ public enum Privileges {
         guard cap_set_flag(caps, CAP_EFFECTIVE, Int32(effectiveList.count), &effectiveList, CAP_SET) == 0,
               cap_set_flag(caps, CAP_PERMITTED, Int32(permittedList.count), &permittedList, CAP_SET) == 0,
               cap_set_proc(caps) == 0 else {
-            throw Failure(description: "cannot restrict capabilities: \(String(cString: strerror(errno)))")
+            throw Failure(description: "cannot restrict capabilities: \(SystemError("cap_set_proc").reason)")
         }
         guard vx_set_no_new_privs() == 0 else {
-            throw Failure(description: "cannot set no_new_privs: \(String(cString: strerror(errno)))")
+            throw Failure(description: "cannot set no_new_privs: \(SystemError("prctl").reason)")
         }
     }
 

@@ -44,7 +44,7 @@ public struct SystemExecutableInspector: ExecutableInspector {
         case ENOENT: return "does not exist"
         case ENOTDIR: return "does not exist (a directory on its path is a file)"
         case ELOOP: return "is a loop of symbolic links"
-        default: return "cannot be looked at: \(String(cString: strerror(code)))"
+        default: return "cannot be looked at: \(SystemError.reason(of: code))"
         }
     }
 

@@ -68,7 +68,7 @@ public final class TrustedDirectory {
         guard opened >= 0 else { throw Self.openFailure(fd, name, path: path, wanted: "a file") }
         let file = FileDescriptor(adopting: opened)
         var info = stat()
-        guard fstat(file.raw, &info) == 0 else { throw TrustedFileError(path: path, reason: "cannot stat: \(Self.errorText())") }
+        guard fstat(file.raw, &info) == 0 else { throw TrustedFileError(path: path, reason: SystemError("cannot stat").description) }
         guard info.st_mode & S_IFMT == S_IFREG else { throw TrustedFileError(path: path, reason: "is not a regular file") }
         if let problem = Self.ownershipProblem(info, kind: "file") { throw TrustedFileError(path: path, reason: problem) }
         if holdsSecret && info.st_mode & (S_IRGRP | S_IROTH) != 0 {
@@ -79,7 +79,7 @@ public final class TrustedDirectory {
         while true {
             let count = Glibc.read(file.raw, &buffer, buffer.count)
             if count < 0 && errno == EINTR { continue }
-            guard count >= 0 else { throw TrustedFileError(path: path, reason: "cannot read: \(Self.errorText())") }
+            guard count >= 0 else { throw TrustedFileError(path: path, reason: SystemError("cannot read").description) }
             if count == 0 { break }
             bytes += buffer[0..<count]
             guard bytes.count <= limit else { throw TrustedFileError(path: path, reason: "is larger than \(limit) bytes") }
@@ -91,7 +91,7 @@ public final class TrustedDirectory {
 
     static func checkDirectory(_ fd: borrowing FileDescriptor, path: String) throws(TrustedFileError) {
         var info = stat()
-        guard fstat(fd.raw, &info) == 0 else { throw TrustedFileError(path: path, reason: "cannot stat: \(errorText())") }
+        guard fstat(fd.raw, &info) == 0 else { throw TrustedFileError(path: path, reason: SystemError("cannot stat").description) }
         if let problem = ownershipProblem(info, kind: "directory") { throw TrustedFileError(path: path, reason: problem) }
     }
 
@@ -118,7 +118,7 @@ public final class TrustedDirectory {
         if code == ENOTDIR || (code == ELOOP && wanted == "a directory") {
             return TrustedFileError(path: path, reason: "is not \(wanted)")
         }
-        return TrustedFileError(path: path, reason: String(cString: strerror(code)))
+        return TrustedFileError(path: path, reason: SystemError.reason(of: code))
     }
 
     static func absolute(_ path: String) -> String {
@@ -131,7 +131,6 @@ public final class TrustedDirectory {
 
     static func mode(_ info: stat) -> String { "0" + String(info.st_mode & 0o7777, radix: 8) }
 
-    static func errorText() -> String { String(cString: strerror(errno)) }
 }
 
 public enum TrustedFile {

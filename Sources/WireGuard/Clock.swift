@@ -1,8 +1,7 @@
 import CSodium
+// Monotonic time (`MonotonicInstant`) as the I/O edge reads it; the protocol never reads
+// a clock.
 @_exported import Monotonic
-
-/// Monotonic time, as the I/O edge reads it; the protocol never reads a clock.
-public typealias Timestamp = MonotonicInstant
 
 /// Calendar time, for TAI64N and "latest handshake".
 public struct WallClock: Hashable, Sendable {

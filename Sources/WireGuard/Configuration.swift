@@ -5,14 +5,14 @@ import Monotonic
 public struct Timing: Sendable {
     public var rekeyAfterMessages: UInt64 = 1 << 60
     public var rejectAfterMessages: UInt64 = UInt64.max - (1 << 13)
-    public var rekeyAfterTime = Timestamp.Duration.seconds(120)
-    public var rejectAfterTime = Timestamp.Duration.seconds(180)
-    public var rekeyAttemptTime = Timestamp.Duration.seconds(90)
-    public var rekeyTimeout = Timestamp.Duration.seconds(5)
-    public var keepaliveTimeout = Timestamp.Duration.seconds(10)
-    public var cookieRefreshTime = Timestamp.Duration.seconds(120)
+    public var rekeyAfterTime = MonotonicInstant.Duration.seconds(120)
+    public var rejectAfterTime = MonotonicInstant.Duration.seconds(180)
+    public var rekeyAttemptTime = MonotonicInstant.Duration.seconds(90)
+    public var rekeyTimeout = MonotonicInstant.Duration.seconds(5)
+    public var keepaliveTimeout = MonotonicInstant.Duration.seconds(10)
+    public var cookieRefreshTime = MonotonicInstant.Duration.seconds(120)
     /// The fastest one peer's initiations are processed (wireguard-go: 50 per second).
-    public var initiationInterval = Timestamp.Duration.milliseconds(20)
+    public var initiationInterval = MonotonicInstant.Duration.milliseconds(20)
     /// Packets held per peer while a handshake is under way.
     public var stagedPackets = 1024
 

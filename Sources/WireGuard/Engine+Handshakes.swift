@@ -4,7 +4,7 @@ import Monotonic
 /// Handshake messages in: each is admitted under the lock (EngineState+Handshakes), its
 /// Diffie-Hellman work runs after it, and its result is taken in under the lock again.
 extension Engine {
-    func receiveInitiation(_ m: [UInt8], from source: Endpoint, underLoad: Bool, now: Timestamp, wall: WallClock) -> Inbound {
+    func receiveInitiation(_ m: [UInt8], from source: Endpoint, underLoad: Bool, now: MonotonicInstant, wall: WallClock) -> Inbound {
         let admission: EngineState.Admission<(PrivateKey, PublicKey)> = state.withLock { s in
             guard let privateKey = s.privateKey, let publicKey = s.publicKey else { return .refused(.drop(s.count(.unknownPeer))) }
             if let answer = s.admit(m, from: source, underLoad: underLoad, now: now) { return .refused(answer) }
@@ -24,7 +24,7 @@ extension Engine {
         return state.withLock { $0.acceptInitiation(consumed, from: source, now: now) }
     }
 
-    func receiveResponse(_ m: [UInt8], from source: Endpoint, underLoad: Bool, now: Timestamp, wall: WallClock) -> Inbound {
+    func receiveResponse(_ m: [UInt8], from source: Endpoint, underLoad: Bool, now: MonotonicInstant, wall: WallClock) -> Inbound {
         let receiver = m.withUnsafeBytes { WireFormat.readUInt32($0, 8) }
         let admission: EngineState.Admission<(PrivateKey, Peer, PendingInitiation, [UInt8])> = state.withLock { s in
             guard let privateKey = s.privateKey else { return .refused(.drop(s.count(.unknownPeer))) }

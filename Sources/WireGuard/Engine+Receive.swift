@@ -6,7 +6,7 @@ import Monotonic
 /// Engine+Handshakes. The locked steps are EngineState+Receive's.
 extension Engine {
     public func decapsulate(buffer: UnsafeMutableRawBufferPointer, datagram: Range<Int>, from source: Endpoint,
-                            underLoad: Bool, now: Timestamp, wall: WallClock) -> Inbound {
+                            underLoad: Bool, now: MonotonicInstant, wall: WallClock) -> Inbound {
         switch beginDecapsulating(buffer: buffer, datagram: datagram, from: source, underLoad: underLoad, now: now, wall: wall) {
         case let .done(result):
             return result
@@ -28,7 +28,7 @@ extension Engine {
     /// looked up; any other message is handled whole (so a response is processed before the
     /// transport messages behind it look for its session).
     public func beginDecapsulating(buffer: UnsafeMutableRawBufferPointer, datagram: Range<Int>, from source: Endpoint,
-                                   underLoad: Bool, now: Timestamp, wall: WallClock) -> InboundStep {
+                                   underLoad: Bool, now: MonotonicInstant, wall: WallClock) -> InboundStep {
         let bytes = UnsafeRawBufferPointer(rebasing: buffer[datagram])
         switch WireFormat.classify(bytes) {
         case let .failure(reason):
@@ -49,7 +49,7 @@ extension Engine {
 
     /// The last step, in arrival order: the replay window, the session and endpoint
     /// bookkeeping, and cryptokey routing of the decrypted packet.
-    public func finishDecapsulating(_ pending: PendingOpen, buffer: UnsafeMutableRawBufferPointer, now: Timestamp, wall: WallClock) -> Inbound {
+    public func finishDecapsulating(_ pending: PendingOpen, buffer: UnsafeMutableRawBufferPointer, now: MonotonicInstant, wall: WallClock) -> Inbound {
         guard pending.authentic else { return .drop(count(.badMAC)) }
         let payloadStart = pending.datagram.lowerBound + MessageSize.transportHeader
         let sealedLength = pending.datagram.count - MessageSize.transportHeader

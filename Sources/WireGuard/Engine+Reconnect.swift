@@ -9,7 +9,7 @@ public struct PeerReconnection: Sendable, Hashable {
     public var lastError: ReconnectError?
     /// When the next initiation leaves, from now; nil when none is due (up, or given up
     /// until new traffic).
-    public var nextTry: Timestamp.Duration?
+    public var nextTry: MonotonicInstant.Duration?
     public var schedule: ReconnectPolicy
 }
 
@@ -30,7 +30,7 @@ extension Engine {
     /// The host's network changed (default route, or the address the UDP leaves from):
     /// each peer with an endpoint gets a new handshake now, within the floor and the storm
     /// limit, and its backoff starts again. The datagrams come out of `drainOutput`/`tick`.
-    public func networkChanged(now: Timestamp, wall: WallClock) {
+    public func networkChanged(now: MonotonicInstant, wall: WallClock) {
         state.withLock { $0.networkChanged(now: now, wall: wall) }
     }
 
@@ -62,7 +62,7 @@ extension Engine {
         }
     }
 
-    public func reconnection(now: Timestamp) -> [PeerReconnection] {
+    public func reconnection(now: MonotonicInstant) -> [PeerReconnection] {
         state.withLock { s in
             s.peers.values.sorted { $0.id < $1.id }.map { peer in
                 PeerReconnection(publicKey: peer.configuration.publicKey, attempts: peer.reconnect.attempts,
@@ -75,7 +75,7 @@ extension Engine {
 }
 
 extension EngineState {
-    mutating func networkChanged(now: Timestamp, wall: WallClock) {
+    mutating func networkChanged(now: MonotonicInstant, wall: WallClock) {
         for peer in peers.values.sorted(by: { $0.id < $1.id }) where peer.configuration.endpoint != nil {
             peer.reconnect.networkChanged()
             peer.timers.handshakeAttempts = 0

@@ -6,7 +6,7 @@ import Monotonic
 extension Engine {
     /// Encrypts the IP packet at `buffer[packet]` in place into a transport message that
     /// starts 16 bytes before it. Steady state: one lock, no allocation.
-    public func encapsulate(buffer: UnsafeMutableRawBufferPointer, packet: Range<Int>, now: Timestamp, wall: WallClock) -> Outbound {
+    public func encapsulate(buffer: UnsafeMutableRawBufferPointer, packet: Range<Int>, now: MonotonicInstant, wall: WallClock) -> Outbound {
         var pending: PendingSeal?
         let result = encapsulate(buffer: buffer, packet: packet, now: now, wall: wall, deferring: &pending)
         pending?.seal()
@@ -16,7 +16,7 @@ extension Engine {
     /// The same, but the encryption is left to the caller, who may run it on another
     /// thread: on `.send`, `seal` holds it, and the datagram is ready once it is done.
     /// Datagrams go out in the order of these calls (their counters are in that order).
-    public func encapsulate(buffer: UnsafeMutableRawBufferPointer, packet: Range<Int>, now: Timestamp, wall: WallClock,
+    public func encapsulate(buffer: UnsafeMutableRawBufferPointer, packet: Range<Int>, now: MonotonicInstant, wall: WallClock,
                             deferring seal: inout PendingSeal?) -> Outbound {
         let bytes = UnsafeRawBufferPointer(rebasing: buffer[packet])
         guard let destination = IPHeader.destination(bytes) else { return .drop(count(.malformed)) }
@@ -60,7 +60,7 @@ extension Engine {
     /// keepalive is switched on (so a peer behind NAT is reachable before it sends anything):
     /// over the current session, or once the handshake it starts completes. The datagrams
     /// come out of `drainOutput`.
-    public func keepalive(_ key: PublicKey, now: Timestamp, wall: WallClock) {
+    public func keepalive(_ key: PublicKey, now: MonotonicInstant, wall: WallClock) {
         state.withLock { $0.keepalive(key, now: now, wall: wall) }
     }
 

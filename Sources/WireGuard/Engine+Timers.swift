@@ -5,7 +5,7 @@ import Monotonic
 extension Engine {
     /// Fires due timers: handshake retries, keepalives, rekeys, key expiry. Call it every
     /// ~100 ms; returns what to send.
-    public func tick(now: Timestamp, wall: WallClock) -> [Datagram] {
+    public func tick(now: MonotonicInstant, wall: WallClock) -> [Datagram] {
         state.withLock { s in
             for peer in s.peers.values {
                 s.fireTimers(peer, now: now, wall: wall)
@@ -16,7 +16,7 @@ extension Engine {
 }
 
 extension EngineState {
-    mutating func dataSent(_ peer: Peer, now: Timestamp) {
+    mutating func dataSent(_ peer: Peer, now: MonotonicInstant) {
         anyAuthenticatedPacketSent(peer, now: now)
         authenticatedTraversal(peer, now: now)
         if peer.timers.newHandshake == nil {
@@ -24,7 +24,7 @@ extension EngineState {
         }
     }
 
-    func dataReceived(_ peer: Peer, now: Timestamp) {
+    func dataReceived(_ peer: Peer, now: MonotonicInstant) {
         if peer.timers.sendKeepalive == nil {
             peer.timers.sendKeepalive = now + timing.keepaliveTimeout
         } else {
@@ -32,11 +32,11 @@ extension EngineState {
         }
     }
 
-    func anyAuthenticatedPacketSent(_ peer: Peer, now: Timestamp) {
+    func anyAuthenticatedPacketSent(_ peer: Peer, now: MonotonicInstant) {
         peer.timers.sendKeepalive = nil
     }
 
-    func authenticatedTraversal(_ peer: Peer, now: Timestamp) {
+    func authenticatedTraversal(_ peer: Peer, now: MonotonicInstant) {
         if let seconds = peer.configuration.persistentKeepalive, seconds > 0 {
             peer.timers.persistentKeepalive = now + .seconds(Double(seconds))
         }
@@ -49,7 +49,7 @@ extension EngineState {
         peer.lastHandshake = wall
     }
 
-    mutating func fireTimers(_ peer: Peer, now: Timestamp, wall: WallClock) {
+    mutating func fireTimers(_ peer: Peer, now: MonotonicInstant, wall: WallClock) {
         if let due = peer.timers.retransmitHandshake, due <= now {
             peer.timers.retransmitHandshake = nil
             if peer.pending != nil { peer.reconnect.unanswered() }

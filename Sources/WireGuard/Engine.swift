@@ -96,8 +96,8 @@ public final class Engine: @unchecked Sendable {
     }
 }
 
-extension Timestamp.Duration {
-    func minus(_ other: Timestamp.Duration) -> Timestamp.Duration {
-        Timestamp.Duration(nanoseconds: nanoseconds > other.nanoseconds ? nanoseconds - other.nanoseconds : 0)
+extension MonotonicInstant.Duration {
+    func minus(_ other: MonotonicInstant.Duration) -> MonotonicInstant.Duration {
+        MonotonicInstant.Duration(nanoseconds: nanoseconds > other.nanoseconds ? nanoseconds - other.nanoseconds : 0)
     }
 }

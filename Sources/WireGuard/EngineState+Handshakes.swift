@@ -13,7 +13,7 @@ extension EngineState {
 
     /// Queues an initiation for `peer` unless one went out less than REKEY_TIMEOUT ago or
     /// the storm limit holds it back (it then leaves as a retry when allowed).
-    mutating func initiate(_ peer: Peer, now: Timestamp, wall: WallClock, retry: Bool) {
+    mutating func initiate(_ peer: Peer, now: MonotonicInstant, wall: WallClock, retry: Bool) {
         guard let privateKey, let publicKey, let staticShared = peer.staticShared, let endpoint = peer.configuration.endpoint else { return }
         if !retry, let last = peer.lastInitiationSent, now.since(last) < timing.rekeyTimeout { return }
         let allowed = peer.reconnect.earliest(now)
@@ -38,11 +38,11 @@ extension EngineState {
         output.append(Datagram(bytes: message, to: endpoint))
     }
 
-    func jitter() -> Timestamp.Duration { .milliseconds(UInt64(random.uint32() % 334)) }
+    func jitter() -> MonotonicInstant.Duration { .milliseconds(UInt64(random.uint32() % 334)) }
 
     /// What every handshake message passes before any Diffie-Hellman: MAC1; under load,
     /// MAC2 (else a cookie reply) and its source's rate limit. nil admits it.
-    mutating func admit(_ m: [UInt8], from source: Endpoint, underLoad: Bool, now: Timestamp) -> Engine.Inbound? {
+    mutating func admit(_ m: [UInt8], from source: Endpoint, underLoad: Bool, now: MonotonicInstant) -> Engine.Inbound? {
         guard var checker else { return .drop(count(.unknownPeer)) }
         guard checker.checkMAC1(m) else { return .drop(count(.badMAC)) }
         if underLoad && !checker.checkMAC2(m, source: source, now: now) {
@@ -56,7 +56,7 @@ extension EngineState {
         return nil
     }
 
-    mutating func acceptInitiation(_ consumed: ConsumedInitiation, from source: Endpoint, now: Timestamp) -> Engine.Inbound {
+    mutating func acceptInitiation(_ consumed: ConsumedInitiation, from source: Endpoint, now: MonotonicInstant) -> Engine.Inbound {
         guard let id = peerByKey[consumed.initiatorStatic], let peer = peers[id] else { return .drop(count(.unknownPeer)) }
         if let last = peer.lastTimestamp, !TAI64N.isAfter(consumed.timestamp, last) { return .drop(count(.staleTimestamp)) }
         if let last = peer.lastInitiationConsumed, now.since(last) < timing.initiationInterval { return .drop(count(.rateLimited)) }
@@ -82,7 +82,7 @@ extension EngineState {
     }
 
     mutating func acceptResponse(send: [UInt8], receive: [UInt8], peer: Peer, localIndex receiver: UInt32, remoteIndex: UInt32,
-                                 from source: Endpoint, now: Timestamp, wall: WallClock) -> Engine.Inbound {
+                                 from source: Endpoint, now: MonotonicInstant, wall: WallClock) -> Engine.Inbound {
         // Another thread may have completed or replaced this handshake meanwhile.
         guard peer.pending?.senderIndex == receiver, peers[peer.id] === peer else { return .drop(count(.unknownPeer)) }
         let keypair = Keypair(send: send, receive: receive, localIndex: receiver, remoteIndex: remoteIndex,

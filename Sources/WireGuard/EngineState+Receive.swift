@@ -4,14 +4,14 @@ import Monotonic
 /// Network -> TUN with the lock held: a transport message's session, then its replay
 /// window, the session's confirmation, the endpoint and cryptokey routing; cookie replies.
 extension EngineState {
-    mutating func findSession(receiver: UInt32, counter: UInt64, datagram: Range<Int>, from source: Endpoint, now: Timestamp) -> Engine.InboundStep {
+    mutating func findSession(receiver: UInt32, counter: UInt64, datagram: Range<Int>, from source: Endpoint, now: MonotonicInstant) -> Engine.InboundStep {
         guard case let .keypair(keypair)? = indices[receiver] else { return .done(.drop(count(.unknownPeer))) }
         guard now.since(keypair.createdAt) < timing.rejectAfterTime else { return .done(.drop(count(.noSession))) }
         return .open(PendingOpen(keypair: keypair, counter: counter, datagram: datagram, source: source))
     }
 
     mutating func finishReceiving(_ pending: PendingOpen, plaintext borrowed: BorrowedBytes, payloadStart: Int,
-                                  now: Timestamp, wall: WallClock) -> Engine.Inbound {
+                                  now: MonotonicInstant, wall: WallClock) -> Engine.Inbound {
         let keypair = pending.keypair, plaintext = borrowed.bytes
         guard keypair.replay.accept(pending.counter, limit: timing.rejectAfterMessages) else { return .drop(count(.replay)) }
         let peer = keypair.peer
@@ -41,7 +41,7 @@ extension EngineState {
         return .deliver(payloadStart..<(payloadStart + length))
     }
 
-    mutating func receiveCookieReply(_ m: [UInt8], now: Timestamp) -> Engine.Inbound {
+    mutating func receiveCookieReply(_ m: [UInt8], now: MonotonicInstant) -> Engine.Inbound {
         let receiver = m.withUnsafeBytes { WireFormat.readUInt32($0, 4) }
         let peer: Peer
         switch indices[receiver] {

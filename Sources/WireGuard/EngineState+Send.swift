@@ -12,7 +12,7 @@ extension EngineState {
 
     /// `room`: the bytes the buffer has after the packet's start, less the tag.
     mutating func sendStep(_ packet: BorrowedBytes, to destination: BorrowedBytes, length: Int, room: Int,
-                           mtu: Int, now: Timestamp, wall: WallClock) -> SendStep {
+                           mtu: Int, now: MonotonicInstant, wall: WallClock) -> SendStep {
         let bytes = packet.bytes
         guard let id = routes.lookup(destination.bytes), let peer = peers[id] else { return .done(.drop(count(.noRoute))) }
         guard let keypair = peer.current, let endpoint = peer.configuration.endpoint,
@@ -31,7 +31,7 @@ extension EngineState {
     }
 
     /// A transport message as a fresh array (keepalives and staged packets: the cold path).
-    mutating func transportDatagram(_ payload: [UInt8], peer: Peer, now: Timestamp) -> Datagram? {
+    mutating func transportDatagram(_ payload: [UInt8], peer: Peer, now: MonotonicInstant) -> Datagram? {
         guard let keypair = peer.current, let endpoint = peer.configuration.endpoint,
               now.since(keypair.createdAt) < timing.rejectAfterTime else { return nil }
         let counter = keypair.sendCounter.wrappingAdd(1, ordering: .relaxed).oldValue
@@ -49,7 +49,7 @@ extension EngineState {
     }
 
     /// Keeps the packet for when a session exists and starts a handshake.
-    mutating func stage(_ packet: [UInt8], peer: Peer, now: Timestamp, wall: WallClock) -> Engine.Outbound {
+    mutating func stage(_ packet: [UInt8], peer: Peer, now: MonotonicInstant, wall: WallClock) -> Engine.Outbound {
         if peer.staged.count >= timing.stagedPackets {
             peer.staged.removeFirst()
             drops[.queueFull, default: 0] += 1
@@ -62,7 +62,7 @@ extension EngineState {
     }
 
     /// Sends what waited for the session that now exists.
-    mutating func sendStaged(_ peer: Peer, now: Timestamp) {
+    mutating func sendStaged(_ peer: Peer, now: MonotonicInstant) {
         let staged = peer.staged
         peer.staged = []
         for packet in staged {
@@ -72,7 +72,7 @@ extension EngineState {
         if staged.contains(where: { !$0.isEmpty }) { dataSent(peer, now: now) }
     }
 
-    mutating func keepalive(_ key: PublicKey, now: Timestamp, wall: WallClock) {
+    mutating func keepalive(_ key: PublicKey, now: MonotonicInstant, wall: WallClock) {
         guard let id = peerByKey[key], let peer = peers[id] else { return }
         if let datagram = transportDatagram([], peer: peer, now: now) {
             output.append(datagram)

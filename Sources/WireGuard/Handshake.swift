@@ -93,7 +93,7 @@ struct PendingInitiation: @unchecked Sendable {
     var state: Noise.State
     var ephemeral: PrivateKey
     var senderIndex: UInt32
-    var sentAt: Timestamp
+    var sentAt: MonotonicInstant
 }
 
 /// What a responder learns from a valid initiation.
@@ -109,7 +109,7 @@ struct ConsumedInitiation: @unchecked Sendable {
 enum HandshakeCodec {
     /// Builds an initiation (without MACs: bytes 116..<148 are zero) and the pending state.
     static func createInitiation(local: PrivateKey, localPublic: PublicKey, remote: PublicKey, staticShared: [UInt8],
-                                 ephemeral: PrivateKey, senderIndex: UInt32, timestamp: [UInt8], now: Timestamp) -> ([UInt8], PendingInitiation)? {
+                                 ephemeral: PrivateKey, senderIndex: UInt32, timestamp: [UInt8], now: MonotonicInstant) -> ([UInt8], PendingInitiation)? {
         let state = Noise.State(responderStatic: remote)
         let ephemeralPublic = ephemeral.publicKey
         state.mixHash(ephemeralPublic.bytes)

@@ -27,7 +27,7 @@ struct HandshakeRateLimiter {
     var trackedSources: Int { buckets.count }
 
     /// Whether a handshake message from `source` may be processed now (and takes its token).
-    mutating func allow(_ source: IPAddress, now: Timestamp) -> Bool {
+    mutating func allow(_ source: IPAddress, now: MonotonicInstant) -> Bool {
         let t = now.nanoseconds
         if t &- lastSweep >= Self.idle {
             buckets = buckets.filter { t &- $0.value.last < Self.idle }

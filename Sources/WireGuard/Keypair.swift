@@ -8,13 +8,13 @@ final class Keypair: @unchecked Sendable {
     let receiveKey: SecretBytes
     let localIndex: UInt32
     let remoteIndex: UInt32
-    let createdAt: Timestamp
+    let createdAt: MonotonicInstant
     let isInitiator: Bool
     let sendCounter = Atomic<UInt64>(0)
     var replay = ReplayWindow()
     unowned let peer: Peer
 
-    init(send: [UInt8], receive: [UInt8], localIndex: UInt32, remoteIndex: UInt32, createdAt: Timestamp, isInitiator: Bool, peer: Peer) {
+    init(send: [UInt8], receive: [UInt8], localIndex: UInt32, remoteIndex: UInt32, createdAt: MonotonicInstant, isInitiator: Bool, peer: Peer) {
         sendKey = SecretBytes(send)
         receiveKey = SecretBytes(receive)
         self.localIndex = localIndex

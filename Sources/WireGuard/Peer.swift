@@ -13,9 +13,9 @@ final class Peer: @unchecked Sendable {
     var previous: Keypair?
     var next: Keypair?
     var lastTimestamp: [UInt8]?
-    var lastInitiationConsumed: Timestamp?
+    var lastInitiationConsumed: MonotonicInstant?
     var lastHandshake: WallClock?
-    var lastInitiationSent: Timestamp?
+    var lastInitiationSent: MonotonicInstant?
     var rxBytes: UInt64 = 0
     var txBytes: UInt64 = 0
     var staged: [[UInt8]] = []
@@ -39,11 +39,11 @@ final class Peer: @unchecked Sendable {
 /// The timer deadlines of one peer (wireguard-go's five timers), advanced by events and
 /// fired by `Engine.tick`.
 struct PeerTimers {
-    var retransmitHandshake: Timestamp?
-    var sendKeepalive: Timestamp?
-    var newHandshake: Timestamp?
-    var zeroKeyMaterial: Timestamp?
-    var persistentKeepalive: Timestamp?
+    var retransmitHandshake: MonotonicInstant?
+    var sendKeepalive: MonotonicInstant?
+    var newHandshake: MonotonicInstant?
+    var zeroKeyMaterial: MonotonicInstant?
+    var persistentKeepalive: MonotonicInstant?
     var handshakeAttempts: UInt64 = 0
     var needAnotherKeepalive = false
 }

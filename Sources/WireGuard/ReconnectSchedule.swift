@@ -11,9 +11,9 @@ import Monotonic
 /// network change), so a loop of reconnections cannot drain a battery or hammer a server.
 public struct ReconnectPolicy: Sendable, Hashable {
     /// The delay after the first unanswered initiation.
-    public var minimum: Timestamp.Duration
+    public var minimum: MonotonicInstant.Duration
     /// The cap of the doubling delays.
-    public var maximum: Timestamp.Duration
+    public var maximum: MonotonicInstant.Duration
     /// Initiations allowed per peer in any `stormWindow`.
     public var stormLimit: Int
     /// Retries stop after this many unanswered ones (until new traffic); nil never stops.
@@ -21,7 +21,7 @@ public struct ReconnectPolicy: Sendable, Hashable {
     /// True for WireGuard's own schedule (no `reconnect` policy).
     public var isProtocolDefault: Bool
 
-    public static let stormWindow = Timestamp.Duration.seconds(60)
+    public static let stormWindow = MonotonicInstant.Duration.seconds(60)
     /// The storm limit with a `reconnect` policy: a retry, a network change and new data
     /// together still send at most this many initiations a minute.
     public static let backoffStormLimit = 6
@@ -37,11 +37,11 @@ public struct ReconnectPolicy: Sendable, Hashable {
 
     /// A `reconnect = { min, max }` policy; callers check `minimum >= REKEY_TIMEOUT` and
     /// `minimum <= maximum` (the policy parser does, with file:line).
-    public static func backoff(minimum: Timestamp.Duration, maximum: Timestamp.Duration) -> ReconnectPolicy {
+    public static func backoff(minimum: MonotonicInstant.Duration, maximum: MonotonicInstant.Duration) -> ReconnectPolicy {
         ReconnectPolicy(minimum: minimum, maximum: maximum, stormLimit: backoffStormLimit, maximumRetries: nil, isProtocolDefault: false)
     }
 
-    public init(minimum: Timestamp.Duration, maximum: Timestamp.Duration, stormLimit: Int, maximumRetries: UInt64?, isProtocolDefault: Bool) {
+    public init(minimum: MonotonicInstant.Duration, maximum: MonotonicInstant.Duration, stormLimit: Int, maximumRetries: UInt64?, isProtocolDefault: Bool) {
         self.minimum = minimum
         self.maximum = maximum
         self.stormLimit = max(stormLimit, 1)
@@ -58,7 +58,7 @@ public struct ReconnectPolicy: Sendable, Hashable {
         return "backoff \(Self.seconds(minimum))..\(Self.seconds(maximum)) x2, at most \(stormLimit)/min"
     }
 
-    static func seconds(_ d: Timestamp.Duration) -> String {
+    static func seconds(_ d: MonotonicInstant.Duration) -> String {
         let s = Double(d.nanoseconds) / 1e9
         return s == s.rounded() ? "\(Int(s))s" : "\(s)s"
     }
@@ -89,31 +89,31 @@ public enum ReconnectError: Sendable, Hashable, CustomStringConvertible {
 public struct ReconnectSchedule: Sendable {
     public private(set) var policy: ReconnectPolicy
     /// REKEY_TIMEOUT: the least time between two initiations.
-    public let floor: Timestamp.Duration
+    public let floor: MonotonicInstant.Duration
     /// Initiations since the last completed handshake (or network change).
     public private(set) var attempts: UInt64 = 0
     public var lastError: ReconnectError?
     /// When the last initiations left, oldest first (at most `stormLimit` of them).
-    private var recent: [Timestamp] = []
+    private var recent: [MonotonicInstant] = []
     /// A cookie reply answered the last initiation (the server lives but is under load).
     private var cookieForLast = false
 
-    public init(policy: ReconnectPolicy, floor: Timestamp.Duration) {
+    public init(policy: ReconnectPolicy, floor: MonotonicInstant.Duration) {
         self.policy = policy
         self.floor = floor
     }
 
     /// The wait after `n` unanswered initiations (n >= 1): minimum * 2^(n-1), capped at
     /// maximum, never under the floor.
-    public func delay(after n: UInt64) -> Timestamp.Duration {
+    public func delay(after n: UInt64) -> MonotonicInstant.Duration {
         let doublings = min(n > 0 ? n - 1 : 0, 40)
         let grown = policy.minimum.nanoseconds.multipliedReportingOverflow(by: 1 << doublings)
         let capped = grown.overflow ? policy.maximum.nanoseconds : min(grown.partialValue, policy.maximum.nanoseconds)
-        return Timestamp.Duration(nanoseconds: max(capped, floor.nanoseconds))
+        return MonotonicInstant.Duration(nanoseconds: max(capped, floor.nanoseconds))
     }
 
     /// The earliest an initiation may leave: the floor after the last one and the storm limit.
-    public func earliest(_ now: Timestamp) -> Timestamp {
+    public func earliest(_ now: MonotonicInstant) -> MonotonicInstant {
         var at = now
         if let last = recent.last { at = max(at, last + floor) }
         if recent.count >= policy.stormLimit { at = max(at, recent[recent.count - policy.stormLimit] + ReconnectPolicy.stormWindow) }
@@ -122,7 +122,7 @@ public struct ReconnectSchedule: Sendable {
 
     /// An initiation left at `now`; returns when to retry if nothing answers. The jitter is
     /// up to 1/15 of the delay (WireGuard's 1/3 s at 5 s), drawn from `random`.
-    public mutating func initiated(_ now: Timestamp, random: UInt32) -> Timestamp {
+    public mutating func initiated(_ now: MonotonicInstant, random: UInt32) -> MonotonicInstant {
         attempts += 1
         cookieForLast = false
         recent.append(now)

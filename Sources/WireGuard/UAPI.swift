@@ -1,4 +1,5 @@
 import Addresses
+import Descriptors
 import Glibc
 import Monotonic
 
@@ -48,7 +49,7 @@ public enum UAPI {
     }
 
     /// The errno an answer carries, as wireguard-go's ipc package sends it: negated on the
-    /// wire (`errno=-22`), so that `wg`, which negates it back, prints strerror of it
+    /// wire (`errno=-22`), so that `wg`, which negates it back, prints its meaning
     /// ("Invalid argument", "Address already in use") rather than "Unknown error -22".
     public struct ErrorCode: Sendable, Equatable, CustomStringConvertible {
         /// The positive errno value.
@@ -63,7 +64,7 @@ public enum UAPI {
         /// The listen port (or the mark on its socket) could not be taken.
         public static let portInUse = ErrorCode(EADDRINUSE)
 
-        public var description: String { String(cString: strerror(value)) }
+        public var description: String { SystemError.reason(of: value) }
     }
 
     /// A request that cannot be applied, and why; the answer carries only the code, the

@@ -30,7 +30,7 @@ final class DemandControl: @unchecked Sendable {
     /// receiving loop without the lock; the idle countdown reads it at each tick.
     private let lastReceived = Atomic<UInt64>(0)
 
-    init(settings: TunnelDemand.Settings, engine: Engine, udp: UDPSocket, now: Timestamp,
+    init(settings: TunnelDemand.Settings, engine: Engine, udp: UDPSocket, now: MonotonicInstant,
          report: @escaping @Sendable (TunnelDemand.Phase, TunnelDemand.Reason) -> Void) throws {
         self.engine = engine
         self.udp = udp
@@ -59,7 +59,7 @@ final class DemandControl: @unchecked Sendable {
     }
 
     /// Packets wait in the TUN.
-    func admit(now: Timestamp, _ body: () -> Void) -> Gate {
+    func admit(now: MonotonicInstant, _ body: () -> Void) -> Gate {
         state.withLock { s in
             switch s.machine.phase {
             case .heldDown: return .held
@@ -75,7 +75,7 @@ final class DemandControl: @unchecked Sendable {
     /// Down on demand, a packet read from the TUN: true if it is for a peer (the tunnel comes
     /// up, and the engine holds the packet until the handshake completes) or the tunnel came
     /// up meanwhile; false: drop it.
-    func offer(_ packet: UnsafeRawBufferPointer, now: Timestamp) -> Bool {
+    func offer(_ packet: UnsafeRawBufferPointer, now: MonotonicInstant) -> Bool {
         state.withLock { s in
             switch s.machine.phase {
             case .heldDown: return false
@@ -91,13 +91,13 @@ final class DemandControl: @unchecked Sendable {
         }
     }
 
-    func noteReceived(_ now: Timestamp) { lastReceived.store(now.nanoseconds, ordering: .relaxed) }
+    func noteReceived(_ now: MonotonicInstant) { lastReceived.store(now.nanoseconds, ordering: .relaxed) }
 
     /// Every ~100 ms while running: a completed handshake, the idle countdown.
-    func tick(now: Timestamp) {
+    func tick(now: MonotonicInstant) {
         state.withLock { s in
             let before = s.machine.phase
-            s.machine.traffic(at: Timestamp(nanoseconds: lastReceived.load(ordering: .relaxed)))
+            s.machine.traffic(at: MonotonicInstant(nanoseconds: lastReceived.load(ordering: .relaxed)))
             if s.machine.phase == .connecting, engine.status.peers.contains(where: { $0.lastHandshake != nil }) {
                 s.machine.handshakeCompleted(now: now)
             }
@@ -105,12 +105,12 @@ final class DemandControl: @unchecked Sendable {
         }
     }
 
-    func membersChanged(present: Bool, now: Timestamp, why: TunnelDemand.Reason = .member) { change(now) { $0.membersChanged(present: present, now: now, why: why) } }
-    func holdUp(now: Timestamp) { change(now) { $0.holdUp(now: now) } }
-    func holdDown(now: Timestamp) { change(now) { $0.holdDown(now: now) } }
-    func release(now: Timestamp) { change(now) { $0.release(now: now) } }
+    func membersChanged(present: Bool, now: MonotonicInstant, why: TunnelDemand.Reason = .member) { change(now) { $0.membersChanged(present: present, now: now, why: why) } }
+    func holdUp(now: MonotonicInstant) { change(now) { $0.holdUp(now: now) } }
+    func holdDown(now: MonotonicInstant) { change(now) { $0.holdDown(now: now) } }
+    func release(now: MonotonicInstant) { change(now) { $0.release(now: now) } }
 
-    private func change(_ now: Timestamp, _ event: (inout TunnelDemand) -> TunnelDemand.Action?) {
+    private func change(_ now: MonotonicInstant, _ event: (inout TunnelDemand) -> TunnelDemand.Action?) {
         state.withLock { s in
             let before = s.machine.phase
             perform(event(&s.machine), &s, from: before)
@@ -139,7 +139,7 @@ final class DemandControl: @unchecked Sendable {
 
     /// Keepalives back on, and a handshake now: an empty packet staged for each peer with an
     /// endpoint starts it (the engine sends it once the session is there).
-    private func bringUp(_ s: inout State, now: Timestamp) {
+    private func bringUp(_ s: inout State, now: MonotonicInstant) {
         let w = Clocks.wall()
         let wall = WallClock(seconds: w.seconds, nanoseconds: w.nanoseconds)
         for peer in engine.status.peers {

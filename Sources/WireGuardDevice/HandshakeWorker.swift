@@ -95,7 +95,7 @@ final class HandshakeWorker: @unchecked Sendable {
             head = (head + 1) % Self.capacity
             count -= 1
             pthread_mutex_unlock(mutex)
-            let clock = Timestamp.now()
+            let clock = MonotonicInstant.now()
             let w = Clocks.wall()
             let result = engine.decapsulate(buffer: buffer, datagram: 0..<length, from: source, underLoad: underLoad,
                                             now: clock, wall: WallClock(seconds: w.seconds, nanoseconds: w.nanoseconds))

@@ -17,7 +17,7 @@ final class MTUWatch {
     }
 
     /// For poll(): readable when links (or routes) changed.
-    var fileDescriptor: Int32 { monitor.fileDescriptor }
+    var fileDescriptor: Int32 { monitor.fileDescriptor.raw }
 
     /// The interface's MTU now, after reading the pending events; nil when it cannot be
     /// read (renamed, or gone: deletion is noticed on the TUN itself).

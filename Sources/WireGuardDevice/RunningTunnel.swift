@@ -88,7 +88,7 @@ public final class RunningTunnel: @unchecked Sendable {
         wake = try FileDescriptor("eventfd", returned: eventfd(0, Int32(EFD_CLOEXEC)))
         ended = try FileDescriptor("eventfd", returned: eventfd(0, Int32(EFD_CLOEXEC)))
         load = HandshakeLoad(threshold: options.handshakeLoadThreshold)
-        demand = try DemandControl(settings: options.demand, engine: engine, udp: udp, now: Timestamp.now(),
+        demand = try DemandControl(settings: options.demand, engine: engine, udp: udp, now: MonotonicInstant.now(),
                                    report: { [events = options.events] in events(.demandChanged($0, $1)) })
         let flags = fcntl(tun.fd, F_GETFL)
         _ = fcntl(tun.fd, F_SETFL, flags | O_NONBLOCK)
@@ -142,7 +142,7 @@ public final class RunningTunnel: @unchecked Sendable {
     private var isStopping: Bool { stopping.load(ordering: .relaxed) }
 
     @inline(__always)
-    func now() -> Timestamp { Timestamp.now() }
+    func now() -> MonotonicInstant { MonotonicInstant.now() }
 
     @inline(__always)
     func wall() -> WallClock {
@@ -374,14 +374,14 @@ public final class RunningTunnel: @unchecked Sendable {
                    pollfd(fd: uapi?.fd ?? -1, events: Int16(POLLIN), revents: 0),
                    pollfd(fd: mtuWatch.fileDescriptor, events: Int16(POLLIN), revents: 0),
                    pollfd(fd: demand.wakeFD, events: Int16(POLLIN), revents: 0)]
-        var nextTick = Timestamp.now().nanoseconds
+        var nextTick = MonotonicInstant.now().nanoseconds
         followMTU()
         // Peers with persistent keepalive hear from us at once, as after `wg setconf`.
         for peer in engine.status.peers where (peer.persistentKeepalive ?? 0) > 0 {
             engine.keepalive(peer.publicKey, now: now(), wall: wall())
         }
         while !isStopping {
-            let current = Timestamp.now().nanoseconds
+            let current = MonotonicInstant.now().nanoseconds
             // Down, the engine has no timers to fire: sleep until the tunnel comes up.
             let running = demand.isRunning
             let waitMs = !running ? -1 : current >= nextTick ? 0 : Int32((nextTick - current) / 1_000_000)
@@ -395,11 +395,11 @@ public final class RunningTunnel: @unchecked Sendable {
                 var count: UInt64 = 0
                 _ = read(demand.wakeFD, &count, 8)
             }
-            if running, Timestamp.now().nanoseconds >= nextTick {
+            if running, MonotonicInstant.now().nanoseconds >= nextTick {
                 send(engine.tick(now: now(), wall: wall()))
                 send(engine.drainOutput())
                 demand.tick(now: now())
-                nextTick = Timestamp.now().nanoseconds + 100_000_000
+                nextTick = MonotonicInstant.now().nanoseconds + 100_000_000
             }
         }
     }

@@ -22,7 +22,7 @@ public final class LoopThread {
 }
 
 /// Wall-clock readings (TAI64N timestamps, "latest handshake"), taken once per batch rather
-/// than per packet; monotonic time is `Timestamp.now()`.
+/// than per packet; monotonic time is `MonotonicInstant.now()`.
 enum Clocks {
     @inline(__always)
     static func wall() -> (seconds: Int64, nanoseconds: Int32) {

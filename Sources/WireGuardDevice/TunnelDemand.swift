@@ -11,9 +11,9 @@ public struct TunnelDemand: Sendable {
         /// Down until needed; otherwise up from the start (and after `vpnctl up`).
         public var onDemand: Bool
         /// With onDemand: down again after this long with no members and no traffic.
-        public var idle: Timestamp.Duration?
+        public var idle: MonotonicInstant.Duration?
 
-        public init(onDemand: Bool = false, idle: Timestamp.Duration? = nil) {
+        public init(onDemand: Bool = false, idle: MonotonicInstant.Duration? = nil) {
             self.onDemand = onDemand
             self.idle = idle
         }
@@ -58,7 +58,7 @@ public struct TunnelDemand: Sendable {
     public let settings: Settings
     public private(set) var phase: Phase
     /// When the phase began.
-    public private(set) var since: Timestamp
+    public private(set) var since: MonotonicInstant
     /// Why the last transition happened.
     public private(set) var reason: Reason
     public private(set) var hold: Hold?
@@ -66,10 +66,10 @@ public struct TunnelDemand: Sendable {
     /// the reason: the way to learn which program keeps waking it.
     public private(set) var trigger: String?
     /// The last time a member existed or a packet went through.
-    public private(set) var lastActivity: Timestamp
+    public private(set) var lastActivity: MonotonicInstant
     public private(set) var membersPresent = false
 
-    public init(settings: Settings, now: Timestamp) {
+    public init(settings: Settings, now: MonotonicInstant) {
         self.settings = settings
         phase = settings.onDemand ? .downOnDemand : .up
         since = now
@@ -85,14 +85,14 @@ public struct TunnelDemand: Sendable {
     public var isRunning: Bool { acceptsInbound }
 
     /// When the idle teardown happens if nothing changes; nil when it is not counting.
-    public var idleDeadline: Timestamp? {
+    public var idleDeadline: MonotonicInstant? {
         guard let idle = settings.idle, settings.onDemand, hold != .up, isRunning, !membersPresent else { return nil }
         return lastActivity + idle
     }
 
     /// The profile's members appeared or went (vpnd sees cgroups, about once a second), or
     /// (`why: .exit`) a multihop exit through this tunnel runs, which counts as a member.
-    public mutating func membersChanged(present: Bool, now: Timestamp, why: Reason = .member) -> Action? {
+    public mutating func membersChanged(present: Bool, now: MonotonicInstant, why: Reason = .member) -> Action? {
         if present || membersPresent { lastActivity = now }
         membersPresent = present
         guard present, phase == .downOnDemand else { return nil }
@@ -111,7 +111,7 @@ public struct TunnelDemand: Sendable {
 
     /// Packets were read from the TUN (members', or anyone's routed into the tunnel); down,
     /// `destination` is the first one's (the device passes only packets for a peer).
-    public mutating func packets(now: Timestamp, destination: String? = nil) -> PacketVerdict {
+    public mutating func packets(now: MonotonicInstant, destination: String? = nil) -> PacketVerdict {
         switch phase {
         case .heldDown:
             return .drop
@@ -127,28 +127,28 @@ public struct TunnelDemand: Sendable {
     }
 
     /// Data came through the tunnel from the server.
-    public mutating func traffic(at time: Timestamp) {
+    public mutating func traffic(at time: MonotonicInstant) {
         if time > lastActivity { lastActivity = time }
     }
 
     /// A handshake completed (the device sees it in the engine's status while connecting).
     /// The reason stays the one that brought the tunnel up: "up since 12:03 (a member
     /// appeared)" says more than "the handshake completed".
-    public mutating func handshakeCompleted(now: Timestamp) {
+    public mutating func handshakeCompleted(now: MonotonicInstant) {
         guard phase == .connecting else { return }
         phase = .up
         since = now
     }
 
     /// The clock moved: the idle teardown, when it is due.
-    public mutating func tick(now: Timestamp) -> Action? {
+    public mutating func tick(now: MonotonicInstant) -> Action? {
         if membersPresent { lastActivity = now }
         guard let deadline = idleDeadline, now >= deadline else { return nil }
         return enter(.downOnDemand, .idle, now: now, action: .tearDown)
     }
 
     /// `vpnctl up`: up now, and no idle teardown until `vpnctl down` or a reload.
-    public mutating func holdUp(now: Timestamp) -> Action? {
+    public mutating func holdUp(now: MonotonicInstant) -> Action? {
         hold = .up
         lastActivity = now
         guard !isRunning else { return nil }
@@ -156,7 +156,7 @@ public struct TunnelDemand: Sendable {
     }
 
     /// `vpnctl down`: down now, and no handshake even with traffic, until `vpnctl up` or a reload.
-    public mutating func holdDown(now: Timestamp) -> Action? {
+    public mutating func holdDown(now: MonotonicInstant) -> Action? {
         hold = .down
         switch phase {
         case .heldDown: return nil
@@ -167,7 +167,7 @@ public struct TunnelDemand: Sendable {
 
     /// A reload ends a `vpnctl` hold: the tunnel follows its settings again (an on-demand one
     /// held down comes up only if members are there; the idle countdown starts afresh).
-    public mutating func release(now: Timestamp) -> Action? {
+    public mutating func release(now: MonotonicInstant) -> Action? {
         guard hold != nil else { return nil }
         hold = nil
         lastActivity = now
@@ -176,7 +176,7 @@ public struct TunnelDemand: Sendable {
         return enter(.connecting, .released, now: now, action: .bringUp)
     }
 
-    private mutating func enter(_ next: Phase, _ why: Reason, now: Timestamp, action: Action?) -> Action? {
+    private mutating func enter(_ next: Phase, _ why: Reason, now: MonotonicInstant, action: Action?) -> Action? {
         phase = next
         since = now
         reason = why

@@ -12,7 +12,7 @@ enum TestTiming {
             guard parts.count == 2, let seconds = Double(parts[1]), seconds > 0 else {
                 throw Failure(description: "--test-timing: \"\(item)\" is not name=seconds")
             }
-            let d = Timestamp.Duration.seconds(seconds)
+            let d = MonotonicInstant.Duration.seconds(seconds)
             switch parts[0] {
             case "rekey-after": timing.rekeyAfterTime = d
             case "reject-after": timing.rejectAfterTime = d

@@ -1,5 +1,6 @@
 import ArgumentParser
 import Control
+import Descriptors
 import FoundationEssentials
 import Glibc
 
@@ -74,7 +75,7 @@ extension VPNCtl {
             guard DesktopEntry(text: String(decoding: data, as: UTF8.self)).value(DesktopEntry.profileKey) == profile else {
                 VPNCtl.fail("\(target) was not made by vpnctl desktop -p \(profile); left alone")
             }
-            guard unlink(target) == 0 else { VPNCtl.fail("cannot remove \(target): \(String(cString: strerror(errno)))") }
+            guard unlink(target) == 0 else { VPNCtl.fail(SystemError("cannot remove \(target)").description) }
             print("removed \(target)")
         }
 

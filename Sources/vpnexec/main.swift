@@ -97,7 +97,7 @@ enum VPNExec {
         let pidfd = vx_pidfd_open(getpid())
         guard pidfd >= 0 else { return try ControlClient.send(request, socketPath: socketPath) }
         let me = FileDescriptor(adopting: pidfd)
-        let response = try ControlClient.send(request, socketPath: socketPath, passing: me.raw)
+        let response = try ControlClient.send(request, socketPath: socketPath, passing: me.number)
         me.close()
         return response
     }

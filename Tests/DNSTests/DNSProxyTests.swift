@@ -16,7 +16,7 @@ struct ScriptedRandom: RandomNumberGenerator {
 struct ProxyHarness {
     static let servers = [DNSServer(address: IPAddress("10.64.0.1")!), DNSServer(address: IPAddress("fd00::1")!, port: 5353)]
     var proxy: DNSProxy<String>
-    var now = DNSInstant(nanoseconds: 1_000_000_000)
+    var now = MonotonicInstant(nanoseconds: 1_000_000_000)
 
     /// `tunneled`: list 0 is a profile's bypass.domains, and the addresses of every other
     /// name go to the tunneled sets. `lists`: false for a proxy with no domain list.
@@ -428,7 +428,7 @@ func upstreamID(_ bytes: [UInt8]) -> UInt16 { UInt16(bytes[0]) << 8 | UInt16(byt
 @Suite struct ServiceTargetsTests {
     @Test func boundedAndExpiredEntriesMakeRoom() {
         var targets = ServiceTargets()
-        let start = DNSInstant(nanoseconds: 1_000_000_000)
+        let start = MonotonicInstant(nanoseconds: 1_000_000_000)
         for i in 0..<ServiceTargets.capacity {
             targets.remember(name("t\(i).example"), lists: .list(0), until: start + .seconds(i < 10 ? 5 : 500), now: start)
         }

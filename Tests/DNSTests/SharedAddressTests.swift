@@ -116,7 +116,7 @@ func element(_ set: String, _ address: String, _ seconds: UInt32) -> DNSSetEleme
 
     @Test func theTableForgetsWhatExpiredWhenFull() {
         var table = SharedAddresses()
-        let start = DNSInstant(nanoseconds: 0)
+        let start = MonotonicInstant(nanoseconds: 0)
         for i in 0..<SharedAddresses.capacity {
             table.answered(IPAddress.v4(UInt32(i)), name: name("t.example"), bypassed: false, until: start + .seconds(10), now: start)
         }
@@ -136,7 +136,7 @@ func element(_ set: String, _ address: String, _ seconds: UInt32) -> DNSSetEleme
 @Suite struct ElementLifetimesTests {
     @Test func aShorterTimeoutIsRaisedToWhatTheElementHasLeft() {
         var lifetimes = DNSElementLifetimes()
-        var now = DNSInstant(nanoseconds: 5_000_000_000)
+        var now = MonotonicInstant(nanoseconds: 5_000_000_000)
         let long = [element("route_v4", "192.0.2.1", 300)]
         #expect(lifetimes.lengthened(long, now: now) == long, "nothing known yet")
         lifetimes.added(long, now: now)
@@ -151,7 +151,7 @@ func element(_ set: String, _ address: String, _ seconds: UInt32) -> DNSSetEleme
 
     @Test func expiredEntriesGo() {
         var lifetimes = DNSElementLifetimes()
-        let start = DNSInstant(nanoseconds: 0)
+        let start = MonotonicInstant(nanoseconds: 0)
         lifetimes.added((0..<5000).map { DNSSetElement(set: "s", address: .v4(UInt32($0)), timeoutSeconds: 60) }, now: start)
         #expect(lifetimes.remembered == 5000, "nothing expired yet")
         lifetimes.added((0..<5001).map { DNSSetElement(set: "t", address: .v4(UInt32($0)), timeoutSeconds: 60) }, now: start + .seconds(61))

@@ -1,6 +1,7 @@
 import Addresses
 @testable import Daemon
 import DNS
+import Descriptors
 import Glibc
 import NetTestSupport
 import Nftables
@@ -38,7 +39,7 @@ import TrustedFiles
         // The upstream resolver: 192.0.2.44 for any name, TTL 300.
         let upstream = try udpSocket(bind: SocketAddress(.v4(0x7f00_0001), port: 53))
         defer { close(upstream) }
-        loop.watch(upstream) { _ in
+        loop.watch(DescriptorNumber(borrowing: upstream)) { _ in
             var buffer = [UInt8](repeating: 0, count: 4096)
             var from = sockaddr_storage()
             var length = socklen_t(MemoryLayout<sockaddr_storage>.size)
@@ -53,7 +54,7 @@ import TrustedFiles
         var outcome = Outcome()
         let client = try udpSocket(bind: nil)
         defer { close(client) }
-        loop.watch(client) { _ in
+        loop.watch(DescriptorNumber(borrowing: client)) { _ in
             var buffer = [UInt8](repeating: 0, count: 4096)
             let count = recv(client, &buffer, buffer.count, 0)
             outcome.answer = count > 0 ? try? DNSMessage(parsing: Array(buffer.prefix(count))) : nil
@@ -65,7 +66,7 @@ import TrustedFiles
         let bytes = query.encoded()
         let sent = SocketAddress(.v4(0x7f00_0001), port: policy.dns.port(for: profile)).withSockaddr { sendto(client, bytes, bytes.count, 0, $0, $1) }
         #expect(sent == bytes.count)
-        _ = loop.after(5) { loop.stop() }
+        _ = loop.after(.seconds(5)) { loop.stop() }
         try loop.run()
         return outcome
     }

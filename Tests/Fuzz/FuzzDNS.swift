@@ -59,19 +59,19 @@ public func fuzz(_ data: UnsafePointer<UInt8>, _ size: Int) -> Int32 {
 
     clock += 1_000_000
     actions.removeAll(keepingCapacity: true)
-    proxy.query(question, from: 1, over: .udp, now: DNSInstant(nanoseconds: clock), into: &actions)
+    proxy.query(question, from: 1, over: .udp, now: MonotonicInstant(nanoseconds: clock), into: &actions)
     var answer = bytes
     if case let .forward(query, _, _)? = actions.last, answer.count >= 2 {
         answer[0] = query[0]
         answer[1] = query[1]
     }
     actions.removeAll(keepingCapacity: true)
-    proxy.upstreamAnswer(answer, from: servers[size % 2], now: DNSInstant(nanoseconds: clock), into: &actions)
-    proxy.query(bytes, from: 2, over: .tcp, now: DNSInstant(nanoseconds: clock), into: &actions)
+    proxy.upstreamAnswer(answer, from: servers[size % 2], now: MonotonicInstant(nanoseconds: clock), into: &actions)
+    proxy.query(bytes, from: 2, over: .tcp, now: MonotonicInstant(nanoseconds: clock), into: &actions)
     // Past both servers' timeouts: everything still in flight is retried, then answered.
     for _ in 0..<2 {
         clock += 2_100_000_000
-        proxy.tick(now: DNSInstant(nanoseconds: clock), into: &actions)
+        proxy.tick(now: MonotonicInstant(nanoseconds: clock), into: &actions)
     }
     precondition(proxy.inFlightCount == 0, "queries left in flight after every timeout")
     for action in actions {

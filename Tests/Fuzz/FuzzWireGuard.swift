@@ -28,7 +28,7 @@ public func fuzz(_ data: UnsafePointer<UInt8>, _ size: Int) -> Int32 {
     clock += 1_000_000
     let input = UnsafeBufferPointer(start: data, count: size)
     var buffer = [UInt8](input) + [UInt8](repeating: 0, count: 64)
-    let now = Timestamp(nanoseconds: clock)
+    let now = MonotonicInstant(nanoseconds: clock)
     let wall = WallClock(seconds: 1_700_000_000 + Int64(clock / 1_000_000_000), nanoseconds: 0)
     _ = WireFormat.classify(UnsafeRawBufferPointer(input))
     _ = buffer.withUnsafeMutableBytes {

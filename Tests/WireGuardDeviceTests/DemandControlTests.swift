@@ -55,7 +55,7 @@ import WireGuard
         ]))
         let udp = try UDPSocket(port: 0, mark: nil, offloads: false)
         let transitions = Mutex<[String]>([])
-        var clock = Timestamp.seconds(100)
+        var clock = MonotonicInstant.seconds(100)
         let wall = WallClock(seconds: 1_800_000_000, nanoseconds: 0)
         let demand = try DemandControl(settings: .init(onDemand: true, idle: .seconds(60)), engine: engine, udp: udp, now: clock) { phase, reason in
             transitions.withLock { $0.append("\(phase.rawValue): \(reason.rawValue)") }

@@ -6,8 +6,8 @@ import WireGuard
 /// The on-demand state machine, driven by a fake clock: down until a member or a packet,
 /// connecting until a handshake, idle teardown, and `vpnctl up/down` holds.
 @Suite struct TunnelDemandTests {
-    let idle = Timestamp.Duration.seconds(600)
-    func at(_ seconds: Double) -> Timestamp { .seconds(1000 + seconds) }
+    let idle = MonotonicInstant.Duration.seconds(600)
+    func at(_ seconds: Double) -> MonotonicInstant { .seconds(1000 + seconds) }
 
     @Test func alwaysUpStartsUpAndNeverIdles() {
         var demand = TunnelDemand(settings: .alwaysUp, now: at(0))

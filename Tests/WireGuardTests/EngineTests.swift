@@ -9,7 +9,7 @@ final class EnginePair {
     let aEndpoint = Endpoint(address: IPAddress("192.0.2.1")!, port: 51820)
     var bEndpoint = Endpoint(address: IPAddress("198.51.100.2")!, port: 40000)
     let a: Engine, b: Engine
-    var now = Timestamp(nanoseconds: 1_000_000_000)
+    var now = MonotonicInstant(nanoseconds: 1_000_000_000)
     var wall = WallClock(seconds: 1_700_000_000, nanoseconds: 0)
     /// Datagrams in flight, with their sender.
     var wire: [(from: String, datagram: Datagram)] = []

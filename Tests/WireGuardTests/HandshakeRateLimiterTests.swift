@@ -3,7 +3,7 @@ import Testing
 @testable import WireGuard
 
 @Suite struct HandshakeRateLimiterTests {
-    let start = Timestamp(nanoseconds: 10_000_000_000)
+    let start = MonotonicInstant(nanoseconds: 10_000_000_000)
 
     @Test func aBurstOfFiveThenTwentyPerSecond() {
         var limiter = HandshakeRateLimiter()

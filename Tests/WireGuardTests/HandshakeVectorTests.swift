@@ -17,7 +17,7 @@ import Testing
     let responderEphemeral = PrivateKey(bytes: [UInt8](repeating: 0x44, count: 32))!
     let psk = [UInt8](repeating: 0x55, count: 32)
     let wall = WallClock(seconds: 1_700_000_000, nanoseconds: 123_456_789)
-    let now = Timestamp(nanoseconds: 1)
+    let now = MonotonicInstant(nanoseconds: 1)
 
     @Test func initiationResponseAndTransportMatchTheIndependentImplementation() throws {
         let staticShared = try #require(X25519.sharedSecret(initiatorStatic, responderStatic.publicKey))

@@ -5,8 +5,8 @@ import Testing
 /// The reconnection schedule as a pure value fed with a fake clock, then through two engines
 /// back to back (EnginePair) where nothing answers b's initiations unless a test delivers them.
 @Suite struct ReconnectScheduleTests {
-    let floor = Timestamp.Duration.seconds(5)
-    let t0 = Timestamp(nanoseconds: 1_000_000_000)
+    let floor = MonotonicInstant.Duration.seconds(5)
+    let t0 = MonotonicInstant(nanoseconds: 1_000_000_000)
 
     @Test func backoffDoublesFromTheMinimumToTheCap() {
         let s = ReconnectSchedule(policy: .backoff(minimum: .seconds(5), maximum: .seconds(60)), floor: floor)
@@ -50,7 +50,7 @@ import Testing
     @Test func theStormLimitBoundsInitiationsPerMinute() {
         var s = ReconnectSchedule(policy: .backoff(minimum: .seconds(5), maximum: .seconds(60)), floor: floor)
         // Something (new data, network changes) asks for a handshake every second for 5 minutes.
-        var sent: [Timestamp] = []
+        var sent: [MonotonicInstant] = []
         for second in 0..<300 {
             let now = t0 + .seconds(Double(second))
             if s.earliest(now) <= now {

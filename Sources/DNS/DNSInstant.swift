@@ -1,5 +1,0 @@
-@_exported import Monotonic
-
-/// Monotonic time as the I/O edge reads it; the proxy never reads a clock, so tests drive
-/// it with a fake one.
-public typealias DNSInstant = MonotonicInstant

@@ -1,0 +1,55 @@
+@testable import Daemon
+import Descriptors
+import Glibc
+import Monotonic
+import Testing
+
+/// vpnd's loop with what it watches typed (a borrowed FileDescriptor or a DescriptorNumber)
+/// and its timers on the monotonic clock.
+@Suite struct EventLoopTests {
+    @Test func aWatchedDescriptorIsHandledUntilItIsUnwatched() throws {
+        var ends: [Int32] = [-1, -1]
+        try #require(pipe(&ends) == 0)
+        let reader = FileDescriptor(adopting: ends[0]), writer = FileDescriptor(adopting: ends[1])
+        let (readable, writable) = (reader.number, writer.number)
+        let loop = EventLoop()
+        var handled = 0
+        loop.watch(reader) { _ in
+            handled += 1
+            var byte: UInt8 = 0
+            _ = read(readable.raw, &byte, 1)
+            loop.unwatch(readable)
+            // Readable again, but no longer watched: the handler must not run again.
+            _ = write(writable.raw, [2], 1)
+            loop.after(.milliseconds(50)) { loop.stop() }
+        }
+        loop.after(.seconds(10)) { loop.stop() }
+        _ = write(writer.raw, [1], 1)
+        try loop.run()
+        #expect(handled == 1)
+    }
+
+    @Test func timersRunInTheOrderDueOnceOrEveryIntervalUntilCancelled() throws {
+        let loop = EventLoop()
+        var order: [String] = []
+        var ticks = 0
+        var ticker = 0
+        ticker = loop.every(.milliseconds(10)) {
+            ticks += 1
+            guard ticks == 3 else { return }
+            loop.cancel(ticker)
+            // Five more intervals: a ticker still running would tick again meanwhile.
+            loop.after(.milliseconds(50)) { loop.stop() }
+        }
+        loop.after(.milliseconds(30)) { order.append("later") }
+        // A delay already over (negative) is due at once: it runs in the next round.
+        loop.after(.milliseconds(-5)) { order.append("at once") }
+        loop.after(.seconds(10)) { loop.stop() }
+        let started = MonotonicInstant.now()
+        try loop.run()
+        #expect(order == ["at once", "later"])
+        #expect(ticks == 3, "cancelled from its own body after the third run")
+        // Three intervals, then the stop's 50 ms: no timer ran before it was due.
+        #expect(MonotonicInstant.now().since(started) >= .milliseconds(80))
+    }
+}
