@@ -1,5 +1,6 @@
 import Control
 import Glibc
+import HexDigits
 import Monotonic
 import Netlink
 import Nftables
@@ -137,7 +138,7 @@ extension Daemon {
             text = transport.source == .unknown ? "unknown" : "\(transport.source.rawValue), port not known"
             if let detail = transport.detail { text += " (\(detail))" }
         }
-        if let mark = transport.fwmark { text += ", fwmark 0x\(String(mark, radix: 16))" }
+        if let mark = transport.fwmark { text += ", fwmark \(hex(mark))" }
         if !transport.endpoints.isEmpty { text += ", peers at " + transport.endpoints.map(\.description).joined(separator: ", ") }
         let guarded = transport.guardUDPPorts.map { "udp \($0)" } + transport.guardTCPPorts.map { "tcp \($0)" }
         if !guarded.isEmpty { text += "; guarded: \(guarded.joined(separator: ", ")) of pid \(transport.heldBy.map(String.init) ?? "?"), which holds the device" }
@@ -154,7 +155,7 @@ extension Daemon {
         guard let transport = appliedFacts?.tunnelTransports[profile.tunnel.interfaceName] else { return nil }
         let loop = counters[ProfileObjectNames(profile.name).loopCounter]
         return TransportStatus(source: transport.source.rawValue, udpPort: transport.udpPort, owner: transport.owner, pid: transport.heldBy,
-                               fwmark: transport.fwmark.map { "0x" + String($0, radix: 16) }, endpoints: transport.endpoints.map(\.description),
+                               fwmark: transport.fwmark.map { hex($0) }, endpoints: transport.endpoints.map(\.description),
                                guardedUDPPorts: transport.guardUDPPorts, guardedTCPPorts: transport.guardTCPPorts, detail: transport.detail,
                                loopDropped: Traffic(packets: loop?.packets ?? 0, bytes: loop?.bytes ?? 0))
     }

@@ -1,6 +1,7 @@
 import Addresses
 import CLinux
 import Descriptors
+import HexDigits
 import Glibc
 import Synchronization
 import WireGuard
@@ -138,7 +139,7 @@ public final class UDPSocket: @unchecked Sendable {
     private static func setMark(_ mark: UInt32, on socket: borrowing FileDescriptor) throws(SystemError) {
         var value = mark
         guard setsockopt(socket.raw, SOL_SOCKET, vx_so_mark(), &value, socklen_t(MemoryLayout<UInt32>.size)) == 0 else {
-            throw SystemError("set SO_MARK 0x\(String(mark, radix: 16)) on the tunnel socket")
+            throw SystemError("set SO_MARK \(hex(mark)) on the tunnel socket")
         }
     }
 
