@@ -135,34 +135,26 @@ final class DaemonHarness: @unchecked Sendable {
 }
 
 enum TestCgroups {
-    /// Which test process made each cgroup parent, as NetworkNamespace records its
-    /// namespaces: a killed run leaves its tree and the processes in it (vpnd, servers), so
-    /// the next run kills and removes what a dead process left, and only that.
-    static let owners = "/run/vpnexec-tests/cgroups"
-    static let sweepOnce: Void = {
-        try? FileManager.default.createDirectory(atPath: owners, withIntermediateDirectories: true)
-        for name in (try? FileManager.default.contentsOfDirectory(atPath: owners)) ?? [] {
-            let owner = owners + "/" + name
-            guard let pid = (try? String(contentsOfFile: owner, encoding: .utf8)).flatMap({ Int32($0.trimmingCharacters(in: .whitespacesAndNewlines)) }),
-                  kill(pid, 0) != 0 && errno == ESRCH, let root = try? cgroupRoot() + "/" + name else { continue }
-            try? "1".write(toFile: root + "/cgroup.kill", atomically: false, encoding: .utf8)
-            _ = try? eventually("the processes of \(name) to die") {
-                let events = try? String(contentsOfFile: root + "/cgroup.events", encoding: .utf8)
-                return events == nil || events!.contains("populated 0")
-            }
-            try? removeTree(name)
-            try? FileManager.default.removeItem(atPath: owner)
+    /// A killed run leaves its tree and the processes in it (vpnd, servers): the next run
+    /// kills them and removes the tree (TestOwners).
+    static let owners = TestOwners("cgroups")
+    static let sweepOnce: Void = owners.sweep { name in
+        guard let root = try? cgroupRoot() + "/" + name else { return }
+        try? "1".write(toFile: root + "/cgroup.kill", atomically: false, encoding: .utf8)
+        _ = try? eventually("the processes of \(name) to die") {
+            let events = try? String(contentsOfFile: root + "/cgroup.events", encoding: .utf8)
+            return events == nil || events!.contains("populated 0")
         }
-    }()
+        try? removeTree(name)
+    }
 
     /// Records this process as the owner of `relative` and removes the tree when the test ends.
     static func own(_ relative: String, cleanup: Cleanup) throws {
         sweepOnce
-        let owner = owners + "/" + relative
-        try String(getpid()).write(toFile: owner, atomically: true, encoding: .utf8)
+        try owners.record(relative)
         cleanup.add("remove test cgroups") {
             try removeTree(relative)
-            try? FileManager.default.removeItem(atPath: owner)
+            owners.forget(relative)
         }
     }
 

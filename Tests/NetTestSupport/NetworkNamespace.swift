@@ -11,30 +11,17 @@ public final class NetworkNamespace: @unchecked Sendable {
         self.name = name
         Self.sweepOnce
         try Command.run(["ip", "netns", "add", name])
-        let owner = Self.owners + "/" + name
-        try? String(getpid()).write(toFile: owner, atomically: true, encoding: .utf8)
+        try? Self.owners.record(name)
         cleanup.add("delete netns \(name)") { [name] in
             // Processes still inside would keep the namespace alive; the test killed its own.
             try Command.run(["ip", "netns", "delete", name])
-            try? FileManager.default.removeItem(atPath: owner)
+            Self.owners.forget(name)
         }
         try run(["ip", "link", "set", "lo", "up"])
     }
 
-    /// Which test process made each namespace: a run that was killed (SIGKILL, a timeout)
-    /// ran no cleanup, so the next run deletes what a dead process left, and only that (runs
-    /// side by side keep theirs).
-    static let owners = "/run/vpnexec-tests/netns"
-    static let sweepOnce: Void = {
-        try? FileManager.default.createDirectory(atPath: owners, withIntermediateDirectories: true)
-        for name in (try? FileManager.default.contentsOfDirectory(atPath: owners)) ?? [] {
-            let owner = owners + "/" + name
-            guard let pid = (try? String(contentsOfFile: owner, encoding: .utf8)).flatMap({ Int32($0.trimmingCharacters(in: .whitespacesAndNewlines)) }),
-                  kill(pid, 0) != 0 && errno == ESRCH else { continue }
-            _ = try? Command.run(["ip", "netns", "delete", name])
-            try? FileManager.default.removeItem(atPath: owner)
-        }
-    }()
+    static let owners = TestOwners("netns")
+    static let sweepOnce: Void = owners.sweep { name in _ = try? Command.run(["ip", "netns", "delete", name]) }
 
     /// The argument prefix that runs a command inside (nsenter keeps /sys and cgroupfs).
     public var enter: [String] { ["nsenter", "--net=\(path)", "--"] }
