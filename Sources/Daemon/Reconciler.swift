@@ -12,6 +12,7 @@ import TunnelFiles
 final class Reconciler {
     let applier: any KernelApplying
     let factsSource: any RuntimeFactsSource
+    let reader: PolicyReader
     private(set) var policy: Policy
     /// The files `policy` was read from.
     private(set) var sources: [PolicySource]
@@ -31,7 +32,8 @@ final class Reconciler {
     /// After each pass, whether it succeeded or not.
     var afterPass: () -> Void = {}
 
-    init(policy: LoadedPolicy, applier: any KernelApplying, facts: any RuntimeFactsSource) {
+    init(policy: LoadedPolicy, applier: any KernelApplying, facts: any RuntimeFactsSource, reader: PolicyReader = .trusted) {
+        self.reader = reader
         self.policy = policy.policy
         sources = policy.sources
         tunnelFiles = policy.tunnelFiles
@@ -65,7 +67,7 @@ final class Reconciler {
     /// What a reload of `directory` would apply first, now (`vpnctl plan`): the same load,
     /// facts and planner, nothing applied. The plan shown is the plan applied.
     func preview(from directory: String) throws -> (state: DesiredState, facts: RuntimeFacts) {
-        let next = try LoadedPolicy(directory: directory)
+        let next = try LoadedPolicy(directory: directory, reader: reader)
         let facts = try factsSource.facts(for: next.policy, tunnelFiles: next.tunnelFiles)
         return (Planner.plan(next.policy, facts: facts), facts)
     }
@@ -83,7 +85,7 @@ final class Reconciler {
     func reload(from directory: String, check: (Policy) throws -> Void) -> ReloadOutcome {
         let next: LoadedPolicy
         do {
-            next = try LoadedPolicy(directory: directory, check: check)
+            next = try LoadedPolicy(directory: directory, reader: reader, check: check)
         } catch {
             return .refused(error)
         }
@@ -103,6 +105,15 @@ final class Reconciler {
     }
 }
 
+/// How a policy directory becomes its files' texts: vpnd reads it as trusted files (owned by
+/// root, not writable by others: PolicyDirectory); the daemon's unit tests read a folder of
+/// their own, which is why they need no root.
+struct PolicyReader: Sendable {
+    let read: @Sendable (String) throws -> [PolicySource]
+
+    static let trusted = PolicyReader { try PolicyDirectory.read($0) }
+}
+
 /// A policy read from its directory, with its built-in tunnels' files, checked; not yet in force.
 struct LoadedPolicy {
     var policy: Policy
@@ -110,8 +121,8 @@ struct LoadedPolicy {
     var tunnelFiles: [String: TunnelFiles.Loaded]
 
     /// Throws a PolicyError (with file:line) or `check`'s refusal.
-    init(directory: String, check: (Policy) throws -> Void = { _ in }) throws {
-        sources = try PolicyDirectory.read(directory)
+    init(directory: String, reader: PolicyReader = .trusted, check: (Policy) throws -> Void = { _ in }) throws {
+        sources = try reader.read(directory)
         policy = try Policy.parse(sources, resolver: SystemNameResolver())
         tunnelFiles = try TunnelFiles.load(policy)
         try check(policy)

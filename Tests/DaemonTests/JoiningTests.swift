@@ -27,7 +27,7 @@ import TunnelFiles
 
     @Test func anExecDecidesItsCgroupFromTheListedNames() throws {
         let folder = try PolicyFolder(Self.exec)
-        let policy = try LoadedPolicy(directory: folder.path).policy
+        let policy = try LoadedPolicy(directory: folder.path, reader: .plain).policy
         func placement(_ names: [String], from cgroup: String) -> ExecPlacement? {
             ExecPlacement.of(names: names, cgroup: cgroup, policy: policy, parent: Self.parent)
         }
@@ -43,7 +43,7 @@ import TunnelFiles
         let folder = try PolicyFolder(Self.exec)
         let cgroups = FakeCgroups(ids: [Self.workCgroup: 101])
         let applier = FakeKernelApplier()
-        let reconciler = Reconciler(policy: try LoadedPolicy(directory: folder.path), applier: applier, facts: cgroups)
+        let reconciler = Reconciler(policy: try LoadedPolicy(directory: folder.path, reader: .plain), applier: applier, facts: cgroups, reader: .plain)
         var made: UInt64 = 900
         // As vpnd's prepare hook: the cgroups it keeps are made when missing.
         reconciler.prepare = { policy in
@@ -109,7 +109,7 @@ import TunnelFiles
         let folder = try PolicyFolder("[profile.work]\ntunnel.interface = \"wg0\"\nusers = [4711]\napps = [\"org.mozilla.firefox\"]\n")
         let tree = try DirectoryTree()
         let applier = FakeKernelApplier()
-        let reconciler = Reconciler(policy: try LoadedPolicy(directory: folder.path), applier: applier, facts: tree)
+        let reconciler = Reconciler(policy: try LoadedPolicy(directory: folder.path, reader: .plain), applier: applier, facts: tree, reader: .plain)
         try reconciler.applyPolicy()
         #expect(Self.elements(of: "user.slice/", in: try #require(applier.current)).isEmpty)
 

@@ -36,7 +36,7 @@ import Testing
     /// A reconciler in force with the folder's policy: applied once.
     func running(_ folder: PolicyFolder, facts: FakeFactsSource = FakeFactsSource(facts)) throws -> (Reconciler, FakeKernelApplier, FakeFactsSource) {
         let applier = FakeKernelApplier()
-        let reconciler = Reconciler(policy: try LoadedPolicy(directory: folder.path), applier: applier, facts: facts)
+        let reconciler = Reconciler(policy: try LoadedPolicy(directory: folder.path, reader: .plain), applier: applier, facts: facts, reader: .plain)
         try reconciler.applyPolicy()
         #expect(applier.applied.count == 1)
         return (reconciler, applier, facts)

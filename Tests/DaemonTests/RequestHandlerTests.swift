@@ -39,7 +39,7 @@ import Testing
         let cgroups = FakeCgroups(ids: ids, facts: RuntimeFacts(links: ["wg0": Link(index: 7, name: "wg0", isUp: true, isRunning: true, mtu: 1420)]))
         cgroups.processes[Self.me] = cgroup
         let applier = FakeKernelApplier()
-        let reconciler = Reconciler(policy: try LoadedPolicy(directory: folder.path), applier: applier, facts: cgroups)
+        let reconciler = Reconciler(policy: try LoadedPolicy(directory: folder.path, reader: .plain), applier: applier, facts: cgroups, reader: .plain)
         try reconciler.applyPolicy()
         let asked = Asked()
         let answers = RequestHandler.Answers(
