@@ -33,8 +33,8 @@ extension BuiltInTunnels {
             let running = demandState(interface: interface)?.isRunning ?? true
             if running, let before = uplinks[interface], UplinkChange.changed(before: before, after: now) {
                 log.info("built-in tunnel \(interface): the network changed; new handshake")
-                networkChanges[interface] = ServerFailover.wallNow()
-                engine.networkChanged(now: .now(), wall: Self.wall())
+                networkChanges[interface] = WallClock.now().secondsSinceEpoch
+                engine.networkChanged(now: .now(), wall: .now())
             }
             uplinks[interface] = now
         }
@@ -48,11 +48,5 @@ extension BuiltInTunnels {
             ReconnectPeerReport(publicKey: $0.publicKey.base64, attempts: $0.attempts, lastError: $0.lastError?.description,
                                 nextTry: $0.nextTry.map { Double($0.nanoseconds) / 1e9 })
         })
-    }
-
-    static func wall() -> WallClock {
-        var ts = timespec()
-        clock_gettime(CLOCK_REALTIME, &ts)
-        return WallClock(seconds: Int64(ts.tv_sec), nanoseconds: Int32(ts.tv_nsec))
     }
 }

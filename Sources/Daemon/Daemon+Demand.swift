@@ -41,9 +41,7 @@ extension Daemon {
     func demandStatus(_ profile: Profile) -> TunnelDemandStatus? {
         guard profile.tunnel.isBuiltIn, let state = tunnels.demandState(interface: profile.tunnel.interfaceName) else { return nil }
         let now = MonotonicInstant.now().nanoseconds
-        var wall = timespec()
-        clock_gettime(CLOCK_REALTIME, &wall)
-        let wallNow = Double(wall.tv_sec) + Double(wall.tv_nsec) / 1e9
+        let wallNow = WallClock.now().secondsSinceEpoch
         let age = Double(now &- min(state.since.nanoseconds, now)) / 1e9
         let idleLeft = state.idleDeadline.map { Double($0.nanoseconds > now ? $0.nanoseconds - now : 0) / 1e9 }
         return TunnelDemandStatus(state: state.phase.rawValue, since: (wallNow - age).rounded(), reason: state.reason.rawValue + (state.trigger.map { " (to \($0))" } ?? ""),

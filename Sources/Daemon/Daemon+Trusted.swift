@@ -2,6 +2,7 @@ import Addresses
 import Control
 import Facts
 import Glibc
+import Monotonic
 import Plan
 import Policy
 import TunnelFiles
@@ -39,7 +40,7 @@ extension Daemon {
 
     /// After an apply: logs each profile whose action changed, with the rule and the values.
     func noteTrusted(_ facts: RuntimeFacts) {
-        let now = Self.wallClock()
+        let now = WallClock.now().secondsSinceEpoch
         for name in trustedState.verdicts.keys where policy.profile(named: name) == nil { trustedState.verdicts[name] = nil }
         for profile in policy.profiles {
             guard let verdict = facts.trusted[profile.name] else {
@@ -77,14 +78,8 @@ extension Daemon {
         guard !profile.trusted.isEmpty || entry?.verdict.heldBy != nil else { return nil }
         let verdict = entry?.verdict ?? TrustedVerdict(action: .connect)
         return TrustedStatus(action: verdict.action.rawValue, rule: verdict.rule, ruleLocation: verdict.location?.description,
-                             matched: verdict.matched, since: entry?.since ?? Self.wallClock(), rules: profile.trusted.count,
+                             matched: verdict.matched, since: entry?.since ?? WallClock.now().secondsSinceEpoch, rules: profile.trusted.count,
                              network: trustedState.network,
                              heldBy: verdict.heldBy?.entry, heldByAction: verdict.heldBy?.action.rawValue)
-    }
-
-    static func wallClock() -> Double {
-        var now = timespec()
-        clock_gettime(CLOCK_REALTIME, &now)
-        return Double(now.tv_sec) + Double(now.tv_nsec) / 1e9
     }
 }

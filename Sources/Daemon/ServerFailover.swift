@@ -38,7 +38,7 @@ final class ServerFailover {
 
     /// One look at each tunnel with a server list; the files to run, each profile's chosen one.
     func chosen(_ files: [String: TunnelFiles.Loaded], policy: Policy, tunnels: BuiltInTunnels) -> [String: TunnelFiles.Loaded] {
-        let now = Self.wallNow()
+        let now = WallClock.now().secondsSinceEpoch
         var result = files
         var kept: [String: Entry] = [:]
         for (interface, loaded) in files.sorted(by: { $0.key < $1.key }) {
@@ -81,10 +81,8 @@ final class ServerFailover {
     /// engine, and the handshakes the choices asked for.
     func probe(_ tunnels: BuiltInTunnels, files: [String: TunnelFiles.Loaded]) {
         defer { probes = [] }
-        var wall = timespec()
         let now = MonotonicInstant.now()
-        clock_gettime(CLOCK_REALTIME, &wall)
-        let wallNow = WallClock(seconds: Int64(wall.tv_sec), nanoseconds: Int32(wall.tv_nsec))
+        let wallNow = WallClock.now()
         var moved: Set<String> = []
         for (interface, entry) in entries.sorted(by: { $0.key < $1.key }) {
             guard let engine = tunnels.engine(interface: interface) else { continue }
@@ -117,7 +115,7 @@ final class ServerFailover {
                 engine.networkChanged(now: now, wall: wallNow)
                 // Held back by the floor: no initiation counted yet, the first due in nextTry.
                 if let peer = engine.reconnection(now: now).first, peer.attempts == 0, let wait = peer.nextTry {
-                    entries[interface]?.choice.initiationLeaves(at: Self.wallNow() + Double(wait.nanoseconds) / 1e9)
+                    entries[interface]?.choice.initiationLeaves(at: WallClock.now().secondsSinceEpoch + Double(wait.nanoseconds) / 1e9)
                 }
             } else {
                 engine.keepalive(peer.publicKey, now: now, wall: wallNow)
@@ -137,11 +135,5 @@ final class ServerFailover {
     private static func failedInitiations(_ engine: Engine?) -> UInt64 {
         guard let peer = engine?.reconnection(now: .now()).first else { return 0 }
         return ServerChoice.failedInitiations(attempts: peer.attempts, retryScheduled: peer.nextTry != nil)
-    }
-
-    static func wallNow() -> Double {
-        var wall = timespec()
-        clock_gettime(CLOCK_REALTIME, &wall)
-        return Double(wall.tv_sec) + Double(wall.tv_nsec) / 1e9
     }
 }

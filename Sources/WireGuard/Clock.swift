@@ -1,17 +1,7 @@
 import CSodium
-// Monotonic time (`MonotonicInstant`) as the I/O edge reads it; the protocol never reads
-// a clock.
+// Monotonic time (`MonotonicInstant`) and calendar time (`WallClock`) as the I/O edge reads
+// them; the protocol never reads a clock.
 @_exported import Monotonic
-
-/// Calendar time, for TAI64N and "latest handshake".
-public struct WallClock: Hashable, Sendable {
-    public var seconds: Int64
-    public var nanoseconds: Int32
-    public init(seconds: Int64, nanoseconds: Int32) {
-        self.seconds = seconds
-        self.nanoseconds = nanoseconds
-    }
-}
 
 /// Randomness for ephemeral keys, indices, cookie secrets and jitter; tests inject a seeded one.
 public protocol RandomSource: Sendable {

@@ -140,8 +140,7 @@ final class DemandControl: @unchecked Sendable {
     /// Keepalives back on, and a handshake now: an empty packet staged for each peer with an
     /// endpoint starts it (the engine sends it once the session is there).
     private func bringUp(_ s: inout State, now: MonotonicInstant) {
-        let w = Clocks.wall()
-        let wall = WallClock(seconds: w.seconds, nanoseconds: w.nanoseconds)
+        let wall = WallClock.now()
         for peer in engine.status.peers {
             // One set with `wg set` while down is the administrator's newer word: kept.
             if let keepalive = s.keepalives.removeValue(forKey: peer.publicKey), (peer.persistentKeepalive ?? 0) == 0 {

@@ -96,9 +96,8 @@ final class HandshakeWorker: @unchecked Sendable {
             count -= 1
             pthread_mutex_unlock(mutex)
             let clock = MonotonicInstant.now()
-            let w = Clocks.wall()
             let result = engine.decapsulate(buffer: buffer, datagram: 0..<length, from: source, underLoad: underLoad,
-                                            now: clock, wall: WallClock(seconds: w.seconds, nanoseconds: w.nanoseconds))
+                                            now: clock, wall: .now())
             if case let .control(datagrams) = result { send(datagrams) }
             send(engine.drainOutput())
         }

@@ -146,8 +146,7 @@ public final class RunningTunnel: @unchecked Sendable {
 
     @inline(__always)
     func wall() -> WallClock {
-        let w = Clocks.wall()
-        return WallClock(seconds: w.seconds, nanoseconds: w.nanoseconds)
+        WallClock.now()
     }
 
     private func send(_ datagrams: [Datagram]) {

@@ -20,14 +20,3 @@ public final class LoopThread {
 
     public func join() { pthread_join(thread, nil) }
 }
-
-/// Wall-clock readings (TAI64N timestamps, "latest handshake"), taken once per batch rather
-/// than per packet; monotonic time is `MonotonicInstant.now()`.
-enum Clocks {
-    @inline(__always)
-    static func wall() -> (seconds: Int64, nanoseconds: Int32) {
-        var ts = timespec()
-        clock_gettime(CLOCK_REALTIME, &ts)
-        return (Int64(ts.tv_sec), Int32(ts.tv_nsec))
-    }
-}
