@@ -35,6 +35,12 @@ final class NetlinkMessage {
         value.withUnsafeBytes { mnl_attr_put(header, type, $0.count, $0.baseAddress) }
     }
 
+    /// A payload that is one of the kernel's fixed structs (fib_rule_port_range...), copied as
+    /// it is in memory: the uapi structs are host byte order and have no padding to leak.
+    func put<T>(_ type: UInt16, value: T) {
+        withUnsafeBytes(of: value) { mnl_attr_put(header, type, $0.count, $0.baseAddress) }
+    }
+
     var bytes: [UInt8] {
         Array(UnsafeRawBufferPointer(start: buffer, count: Int(header.pointee.nlmsg_len)))
     }
@@ -87,6 +93,13 @@ struct NetlinkAttributes {
     func u64(_ type: UInt16) -> UInt64? {
         guard let bytes = values[type], bytes.count >= 8 else { return nil }
         return bytes.withUnsafeBytes { $0.loadUnaligned(as: UInt64.self) }
+    }
+
+    /// A payload that is one of the kernel's fixed structs (fib_rule_uid_range...); nil when
+    /// it is absent or too short to hold one.
+    func value<T>(_ type: UInt16, as: T.Type) -> T? {
+        guard let bytes = values[type], bytes.count >= MemoryLayout<T>.size else { return nil }
+        return bytes.withUnsafeBytes { $0.loadUnaligned(as: T.self) }
     }
 
     func string(_ type: UInt16) -> String? {

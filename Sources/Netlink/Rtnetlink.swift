@@ -33,8 +33,23 @@ public final class Rtnetlink {
                 invert: header.flags & Self.fibRuleInvert != 0,
                 suppressPrefixLength: attributes.u32(UInt16(cint(FRA_SUPPRESS_PREFIXLEN))).flatMap { $0 == UInt32.max ? nil : $0 },
                 action: Int(header.action) == Int(cint(FR_ACT_GOTO)) ? .goto(priority: attributes.u32(UInt16(cint(FRA_GOTO))) ?? 0)
-                    : Int(header.action) == Int(cint(FR_ACT_NOP)) ? .nop : .lookup)
+                    : Int(header.action) == Int(cint(FR_ACT_NOP)) ? .nop : .lookup,
+                inputInterface: attributes.string(UInt16(cint(FRA_IIFNAME))),
+                ipProtocol: attributes.u8(UInt16(cint(FRA_IP_PROTO))),
+                sourcePorts: attributes.value(UInt16(cint(FRA_SPORT_RANGE)), as: fib_rule_port_range.self).flatMap(Self.ports),
+                destinationPorts: attributes.value(UInt16(cint(FRA_DPORT_RANGE)), as: fib_rule_port_range.self).flatMap(Self.ports),
+                uidRange: attributes.value(UInt16(cint(FRA_UID_RANGE)), as: fib_rule_uid_range.self).flatMap(Self.uids))
         }
+    }
+
+    // The kernel checks start <= end before it takes a range; a reply that breaks that is
+    // dropped rather than trapping in ClosedRange.
+    private static func ports(_ range: fib_rule_port_range) -> ClosedRange<UInt16>? {
+        range.start <= range.end ? range.start...range.end : nil
+    }
+
+    private static func uids(_ range: fib_rule_uid_range) -> ClosedRange<UInt32>? {
+        range.start <= range.end ? range.start...range.end : nil
     }
 
     public func add(_ rule: RoutingRule) throws {
@@ -64,6 +79,17 @@ public final class Rtnetlink {
             message.put(UInt16(cint(FRA_FWMASK)), u32: rule.mask)
         }
         if let length = rule.suppressPrefixLength { message.put(UInt16(cint(FRA_SUPPRESS_PREFIXLEN)), u32: length) }
+        if let name = rule.inputInterface { message.put(UInt16(cint(FRA_IIFNAME)), string: name) }
+        if let ipProtocol = rule.ipProtocol { message.put(UInt16(cint(FRA_IP_PROTO)), u8: ipProtocol) }
+        if let ports = rule.sourcePorts {
+            message.put(UInt16(cint(FRA_SPORT_RANGE)), value: fib_rule_port_range(start: ports.lowerBound, end: ports.upperBound))
+        }
+        if let ports = rule.destinationPorts {
+            message.put(UInt16(cint(FRA_DPORT_RANGE)), value: fib_rule_port_range(start: ports.lowerBound, end: ports.upperBound))
+        }
+        if let uids = rule.uidRange {
+            message.put(UInt16(cint(FRA_UID_RANGE)), value: fib_rule_uid_range(start: uids.lowerBound, end: uids.upperBound))
+        }
         switch rule.action {
         case .lookup: message.put(UInt16(cint(FRA_TABLE)), u32: rule.table)
         case let .goto(target): message.put(UInt16(cint(FRA_GOTO)), u32: target)

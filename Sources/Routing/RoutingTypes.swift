@@ -3,8 +3,12 @@ import HexDigits
 
 // Routing state as values: what the planner wants and what rtnetlink reads back.
 
-/// `ip rule`: packets whose mark matches under the mask look up `table` (or, by `action`,
-/// go on at another priority, or do nothing).
+/// `ip rule`: packets whose mark matches under the mask (and every other selector that is
+/// set) look up `table` (or, by `action`, go on at another priority, or do nothing).
+///
+/// The daemon reconciles by comparing these values with what rtnetlink reads back, so each
+/// field holds exactly what the kernel reports: a selector the kernel would not echo (an
+/// empty interface name, protocol 0) is stored as nil.
 public struct RoutingRule: Hashable, Sendable, CustomStringConvertible {
     public enum Action: Hashable, Sendable {
         /// `lookup TABLE`.
@@ -28,10 +32,23 @@ public struct RoutingRule: Hashable, Sendable, CustomStringConvertible {
     /// shorter (wg-quick's "main table, but not its default route").
     public var suppressPrefixLength: UInt32?
     public var action: Action
+    /// `iif NAME`: packets that came in on this interface. "lo" selects locally generated
+    /// packets: output route lookups carry the loopback interface as their input.
+    public var inputInterface: String?
+    /// `ipproto N`: packets of this IP protocol (6 TCP, 17 UDP, 58 ICMPv6...).
+    public var ipProtocol: UInt8?
+    /// `sport A-B`: TCP/UDP/SCTP source ports. The kernel takes 1...65534 only.
+    public var sourcePorts: ClosedRange<UInt16>?
+    /// `dport A-B`: destination ports, as `sourcePorts`.
+    public var destinationPorts: ClosedRange<UInt16>?
+    /// `uidrange A-B`: packets of sockets owned by these users (0...0: root's).
+    public var uidRange: ClosedRange<UInt32>?
 
     /// A mask of 0 matches every packet (no fwmark selector).
     public init(ipv4: Bool, priority: UInt32, mark: UInt32, mask: UInt32, table: UInt32, protocolNumber: UInt8,
-                invert: Bool = false, suppressPrefixLength: UInt32? = nil, action: Action = .lookup) {
+                invert: Bool = false, suppressPrefixLength: UInt32? = nil, action: Action = .lookup,
+                inputInterface: String? = nil, ipProtocol: UInt8? = nil, sourcePorts: ClosedRange<UInt16>? = nil,
+                destinationPorts: ClosedRange<UInt16>? = nil, uidRange: ClosedRange<UInt32>? = nil) {
         self.action = action
         self.ipv4 = ipv4
         self.priority = priority
@@ -41,10 +58,24 @@ public struct RoutingRule: Hashable, Sendable, CustomStringConvertible {
         self.protocolNumber = protocolNumber
         self.invert = invert
         self.suppressPrefixLength = suppressPrefixLength
+        // The kernel keeps "" and 0 but reports neither (both mean "any"): as nil, the value
+        // read back equals the one added.
+        self.inputInterface = inputInterface.flatMap { $0.isEmpty ? nil : $0 }
+        self.ipProtocol = ipProtocol.flatMap { $0 == 0 ? nil : $0 }
+        self.sourcePorts = sourcePorts
+        self.destinationPorts = destinationPorts
+        self.uidRange = uidRange
     }
 
     public var description: String {
         let selector = mask == 0 ? "all" : "\(invert ? "not " : "")fwmark \(hex(mark))/\(hex(mask))"
+        // The other selectors in the order and words of `ip rule show`.
+        var selectors = ""
+        if let inputInterface { selectors += " iif \(inputInterface)" }
+        if let uidRange { selectors += " uidrange \(uidRange.lowerBound)-\(uidRange.upperBound)" }
+        if let ipProtocol { selectors += " ipproto \(ipProtocol)" }
+        if let sourcePorts { selectors += " sport \(Self.ports(sourcePorts))" }
+        if let destinationPorts { selectors += " dport \(Self.ports(destinationPorts))" }
         let suppress = suppressPrefixLength.map { " suppress_prefixlength \($0)" } ?? ""
         let what: String
         switch action {
@@ -52,7 +83,12 @@ public struct RoutingRule: Hashable, Sendable, CustomStringConvertible {
         case let .goto(target): what = "goto \(target)"
         case .nop: what = "nop"
         }
-        return "\(ipv4 ? "ipv4" : "ipv6") rule \(priority): \(selector) \(what)\(suppress) proto \(protocolNumber)"
+        return "\(ipv4 ? "ipv4" : "ipv6") rule \(priority): \(selector)\(selectors) \(what)\(suppress) proto \(protocolNumber)"
+    }
+
+    /// `ip rule` writes a one-port range as the port alone.
+    private static func ports(_ range: ClosedRange<UInt16>) -> String {
+        range.lowerBound == range.upperBound ? "\(range.lowerBound)" : "\(range.lowerBound)-\(range.upperBound)"
     }
 }
 

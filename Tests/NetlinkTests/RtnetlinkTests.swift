@@ -69,6 +69,76 @@ import Testing
                 "a marked lookup is not skipped (table 7400 is unreachable)")
     }
 
+    /// The selectors beyond the mark (iif, ipproto, sport, dport, uidrange) and an exact zero
+    /// mark: added, read back equal (the daemon reconciles by comparing values, so a field the
+    /// reader dropped would be re-added forever), listed by iproute2, deleted.
+    @Test func selectorRulesRoundTripAndShowInIproute2() throws {
+        let cleanup = Cleanup()
+        defer { cleanup.run() }
+        let namespace = try NetworkNamespace("vx\(uniqueTag())rt", cleanup: cleanup)
+        func rules(ipv4: Bool) -> [RoutingRule] {
+            [RoutingRule(ipv4: ipv4, priority: 7310, mark: 0, mask: 0, table: 7310, protocolNumber: 118, inputInterface: "lo"),
+             RoutingRule(ipv4: ipv4, priority: 7311, mark: 0, mask: 0, table: 7311, protocolNumber: 118, ipProtocol: 6),
+             RoutingRule(ipv4: ipv4, priority: 7312, mark: 0, mask: 0, table: 7312, protocolNumber: 118, sourcePorts: 51820...51820),
+             RoutingRule(ipv4: ipv4, priority: 7313, mark: 0, mask: 0, table: 7313, protocolNumber: 118, destinationPorts: 1000...2000),
+             RoutingRule(ipv4: ipv4, priority: 7314, mark: 0, mask: 0, table: 7314, protocolNumber: 118, uidRange: 1000...1999),
+             RoutingRule(ipv4: ipv4, priority: 7315, mark: 0x0100_0000, mask: 0x7f00_0000, table: 7315, protocolNumber: 118,
+                         inputInterface: "lo", ipProtocol: 17, sourcePorts: 51820...51820, destinationPorts: 53...53, uidRange: 0...0),
+             // Root's own packets skip ahead to a nop (the shape of a control-plane exception).
+             RoutingRule(ipv4: ipv4, priority: 7302, mark: 0, mask: 0x7f00_0000, table: 0, protocolNumber: 118,
+                         action: .goto(priority: 7316), inputInterface: "lo", uidRange: 0...0),
+             RoutingRule(ipv4: ipv4, priority: 7316, mark: 0, mask: 0, table: 0, protocolNumber: 118, action: .nop),
+             // Mark exactly 0: a selector, unlike mask 0.
+             RoutingRule(ipv4: ipv4, priority: 7317, mark: 0, mask: 0xffff_ffff, table: 7317, protocolNumber: 118)]
+        }
+        #expect(rules(ipv4: true)[5].description
+            == "ipv4 rule 7315: fwmark 0x1000000/0x7f000000 iif lo uidrange 0-0 ipproto 17 sport 51820 dport 53 lookup 7315 proto 118")
+        #expect(rules(ipv4: false)[6].description == "ipv6 rule 7302: fwmark 0x0/0x7f000000 iif lo uidrange 0-0 goto 7316 proto 118")
+        #expect(rules(ipv4: true)[3].description == "ipv4 rule 7313: all dport 1000-2000 lookup 7313 proto 118")
+        try namespace.within {
+            let rt = try Rtnetlink()
+            for ipv4 in [true, false] {
+                for rule in rules(ipv4: ipv4) { try rt.add(rule) }
+                let read = try rt.rules(ipv4: ipv4).filter { $0.protocolNumber == 118 }
+                #expect(read.count == rules(ipv4: ipv4).count)
+                #expect(Set(read) == Set(rules(ipv4: ipv4)))
+            }
+        }
+        for family in ["-4", "-6"] {
+            let shown = try #require(try namespace.json(["ip", family, "-j", "rule", "show"]) as? [[String: Any]])
+            let byPriority = Dictionary(shown.compactMap { rule in (rule["priority"] as? Int).map { ($0, rule) } },
+                                        uniquingKeysWith: { first, _ in first })
+            #expect(byPriority[7310]?["iif"] as? String == "lo", "\(family) \(shown)")
+            #expect(byPriority[7311]?["ipproto"] as? String == "tcp", "\(family) \(shown)")
+            #expect(byPriority[7312]?["sport"] as? Int == 51820, "\(family) \(shown)")
+            #expect(byPriority[7313]?["dport_start"] as? Int == 1000 && byPriority[7313]?["dport_end"] as? Int == 2000, "\(family) \(shown)")
+            #expect(byPriority[7314]?["uid_start"] as? Int == 1000 && byPriority[7314]?["uid_end"] as? Int == 1999, "\(family) \(shown)")
+            let all = try #require(byPriority[7315], "\(family) \(shown)")
+            #expect(all["fwmark"] as? String == "0x1000000" && all["fwmask"] as? String == "0x7f000000")
+            #expect(all["iif"] as? String == "lo" && all["ipproto"] as? String == "udp")
+            #expect(all["sport"] as? Int == 51820 && all["dport"] as? Int == 53)
+            #expect(all["uid_start"] as? Int == 0 && all["uid_end"] as? Int == 0)
+            #expect(all["table"] as? String == "7315")
+            let skip = try #require(byPriority[7302], "\(family) \(shown)")
+            #expect(skip["goto"] as? Int == 7316 && skip["iif"] as? String == "lo", "\(skip)")
+            #expect(skip["uid_start"] as? Int == 0 && skip["uid_end"] as? Int == 0, "\(skip)")
+            // iproute2 leaves out a mask of all ones: "fwmark 0" is the exact match.
+            let zero = try #require(byPriority[7317], "\(family) \(shown)")
+            #expect(zero["fwmark"] as? String == "0" && zero["fwmask"] == nil, "\(zero)")
+        }
+        try namespace.within {
+            let rt = try Rtnetlink()
+            for ipv4 in [true, false] {
+                for rule in rules(ipv4: ipv4) { try rt.delete(rule) }
+                #expect(try rt.rules(ipv4: ipv4).filter { $0.protocolNumber == 118 }.isEmpty)
+            }
+        }
+        for family in ["-4", "-6"] {
+            let left = try #require(try namespace.json(["ip", family, "-j", "rule", "show"]) as? [[String: Any]])
+            #expect(!left.contains { ($0["priority"] as? Int).map { (7300..<7320).contains($0) } ?? false }, "\(family) \(left)")
+        }
+    }
+
     @Test func routesLinksAndAddresses() throws {
         let cleanup = Cleanup()
         defer { cleanup.run() }
