@@ -12,9 +12,13 @@ enum NftExpressions {
         case let .markMatch(mask, value, negated):
             return [loadMeta(NFT_META_MARK), bitwise(and: mask, xor: 0), compare(value.bytes, negated: negated)]
         case let .outputInterfaceName(name, negated):
-            return [loadMeta(NFT_META_OIFNAME), compare(interfaceNameBytes(name), negated: negated)]
+            return [loadMeta(NFT_META_OIFNAME), compare(NftElementKey.interface(name).bytes, negated: negated)]
         case let .inputInterfaceName(name, negated):
-            return [loadMeta(NFT_META_IIFNAME), compare(interfaceNameBytes(name), negated: negated)]
+            return [loadMeta(NFT_META_IIFNAME), compare(NftElementKey.interface(name).bytes, negated: negated)]
+        case let .inputInterfaceVerdictMap(map):
+            return [loadMeta(NFT_META_IIFNAME), verdictLookup(map)]
+        case let .outputInterfaceVerdictMap(map):
+            return [loadMeta(NFT_META_OIFNAME), verdictLookup(map)]
         case let .setMark(clear, set):
             return [loadMeta(NFT_META_MARK), bitwise(and: ~clear, xor: set), storeMeta(NFT_META_MARK)]
         case let .setConntrackMark(clear, set):
@@ -63,6 +67,10 @@ enum NftExpressions {
             return [socket, compare(value.bytes, negated: negated)]
         case let .transportProtocol(number):
             return [loadMeta(NFT_META_L4PROTO), compare([number], negated: false)]
+        case let .tcpSynWithoutAck(negated):
+            // Byte 13 of the TCP header holds the flags; of them only SYN (0x02) and ACK (0x10) count.
+            return [loadMeta(NFT_META_L4PROTO), compare([NftTransport.tcp.number], negated: false),
+                    loadTransport(offset: 13, length: 1), bitwise(and: [0x12], xor: [0]), compare([0x02], negated: negated)]
         case let .udpPorts(source, destination):
             // One load of both ports, as nft merges the two matches.
             return [loadMeta(NFT_META_L4PROTO), compare([NftTransport.udp.number], negated: false),
@@ -121,6 +129,18 @@ enum NftExpressions {
         case .return: return NFT_RETURN.rawValue
         case .jump: return NFT_JUMP.rawValue
         case .goto: return NFT_GOTO.rawValue
+        }
+    }
+
+    /// The verdict of a map element read from the kernel; nil for a code we do not write.
+    static func verdict(code: Int32, chain: String?) -> NftVerdict? {
+        switch code {
+        case NF_ACCEPT: return .accept
+        case NF_DROP: return .drop
+        case NFT_RETURN.rawValue: return .return
+        case NFT_JUMP.rawValue: return chain.map(NftVerdict.jump)
+        case NFT_GOTO.rawValue: return chain.map(NftVerdict.goto)
+        default: return nil
         }
     }
 
@@ -188,15 +208,22 @@ enum NftExpressions {
         keyed("ct", key: key.rawValue, keyAttribute: NFTNL_EXPR_CT_KEY, registerAttribute: NFTNL_EXPR_CT_SREG)
     }
 
-    /// reg1 = (reg1 & and) ^ xor, on a 32-bit value.
+    /// reg1 = (reg1 & and) ^ xor, on a 32-bit value in host order (a mark, a conntrack state).
     private static func bitwise(and: UInt32, xor: UInt32) -> OpaquePointer {
+        bitwise(and: and.bytes, xor: xor.bytes)
+    }
+
+    /// reg1 = (reg1 & and) ^ xor over as many bytes as the masks hold: as many as were
+    /// loaded, as nft encodes it (a flags byte is 1). A 4-byte mask on a 1-byte load would
+    /// match the same packets and list the same, so only the expressions' bytes show it.
+    private static func bitwise(and: [UInt8], xor: [UInt8]) -> OpaquePointer {
+        precondition(and.count == xor.count, "bitwise masks of different lengths")
         let e = expression("bitwise")
         nftnl_expr_set_u32(e, attr(NFTNL_EXPR_BITWISE_SREG), reg1)
         nftnl_expr_set_u32(e, attr(NFTNL_EXPR_BITWISE_DREG), reg1)
-        nftnl_expr_set_u32(e, attr(NFTNL_EXPR_BITWISE_LEN), 4)
-        var mask = and, bits = xor
-        nftnl_expr_set(e, attr(NFTNL_EXPR_BITWISE_MASK), &mask, 4)
-        nftnl_expr_set(e, attr(NFTNL_EXPR_BITWISE_XOR), &bits, 4)
+        nftnl_expr_set_u32(e, attr(NFTNL_EXPR_BITWISE_LEN), UInt32(and.count))
+        _ = and.withUnsafeBytes { nftnl_expr_set(e, attr(NFTNL_EXPR_BITWISE_MASK), $0.baseAddress, UInt32($0.count)) }
+        _ = xor.withUnsafeBytes { nftnl_expr_set(e, attr(NFTNL_EXPR_BITWISE_XOR), $0.baseAddress, UInt32($0.count)) }
         return e
     }
 
@@ -229,13 +256,6 @@ enum NftExpressions {
         nftnl_expr_set_str(e, attr(NFTNL_EXPR_LOOKUP_SET), map)
         return e
     }
-
-    /// Interface names compare as the kernel stores them: IFNAMSIZ bytes, zero padded.
-    private static func interfaceNameBytes(_ name: String) -> [UInt8] {
-        var bytes = Array(name.utf8.prefix(15))
-        bytes += repeatElement(0, count: 16 - bytes.count)
-        return bytes
-    }
 }
 
 extension UInt32 {
@@ -246,17 +266,4 @@ extension UInt32 {
 extension UInt16 {
     /// Network byte order, as ports are on the wire.
     var bigEndianBytes: [UInt8] { [UInt8(self >> 8), UInt8(self & 0xff)] }
-}
-
-extension NftElementKey {
-    /// The key as the kernel stores it: a cgroup's 64-bit id or a mark, host byte order.
-    var bytes: [UInt8] {
-        switch self {
-        case let .cgroup(id, _): return withUnsafeBytes(of: id) { Array($0) }
-        case let .mark(mark): return mark.bytes
-        case let .prefix(prefix): return prefix.network.address.bytes
-        case let .port(port): return port.bigEndianBytes
-        case let .uid(uid): return uid.bytes
-        }
-    }
 }

@@ -1,4 +1,3 @@
-import Addresses
 import CNetlink
 import Glibc
 import Nftables
@@ -118,7 +117,8 @@ public final class NftablesClient {
         return result
     }
 
-    /// The elements of an address set as the kernel holds them now, each with the whole
+    /// The elements of a set or map as the kernel holds them now (keys read as `keyType`,
+    /// see `NftElementKey(bytes:keyType:)`), each with its verdict in a map and the whole
     /// seconds it has left (rounded up) when the set has timeouts. Empty when the table or
     /// set does not exist.
     public func elements(of set: String, keyType: NftSetKeyType, family: NftFamily, table: String) throws -> [NftElement] {
@@ -143,10 +143,14 @@ public final class NftablesClient {
             while let element = nftnl_set_elems_iter_next(iterator) {
                 var length: UInt32 = 0
                 guard let data = nftnl_set_elem_get(element, attr(NFTNL_SET_ELEM_KEY), &length),
-                      let address = IPAddress(bytes: UnsafeRawBufferPointer(start: data, count: Int(length))) else { continue }
+                      let key = NftElementKey(bytes: UnsafeRawBufferPointer(start: data, count: Int(length)), keyType: keyType) else { continue }
                 let expires = nftnl_set_elem_is_set(element, attr(NFTNL_SET_ELEM_EXPIRATION))
                     ? UInt32(clamping: (nftnl_set_elem_get_u64(element, attr(NFTNL_SET_ELEM_EXPIRATION)) + 999) / 1000) : nil
-                result.append(NftElement(key: .prefix(IPPrefix(address: address, length: address.bitCount)!), timeout: expires))
+                let verdict = nftnl_set_elem_is_set(element, attr(NFTNL_SET_ELEM_VERDICT))
+                    ? NftExpressions.verdict(code: Int32(bitPattern: nftnl_set_elem_get_u32(element, attr(NFTNL_SET_ELEM_VERDICT))),
+                                             chain: nftnl_set_elem_get_str(element, attr(NFTNL_SET_ELEM_CHAIN)).map { String(cString: $0) })
+                    : nil
+                result.append(NftElement(key: key, verdict: verdict, timeout: expires))
             }
         }
         return result

@@ -38,6 +38,9 @@ public enum NftSetKeyType: String, Hashable, Sendable {
     case port = "inet_service"
     /// A socket's owner (`meta skuid @set`).
     case uid = "uid"
+    /// An interface name (`iifname vmap @map`): what the name is, not which device has it
+    /// now, so an element holds for an interface deleted and made again.
+    case interfaceName = "ifname"
 
     /// nft's datatype number (TYPE_* in nftables' datatype.h), stored in the set so that
     /// `nft list` prints keys in their own notation.
@@ -49,6 +52,7 @@ public enum NftSetKeyType: String, Hashable, Sendable {
         case .ipv6Address: return 8
         case .port: return 13
         case .uid: return 24
+        case .interfaceName: return 41
         }
     }
 
@@ -60,10 +64,13 @@ public enum NftSetKeyType: String, Hashable, Sendable {
         case .ipv6Address: return 16
         case .port: return 2
         case .uid: return 4
+        case .interfaceName: return 16  // IFNAMSIZ
         }
     }
 
-    /// Addresses and ports are compared in network order; marks, uids and cgroup ids in the host's.
+    /// Addresses and ports are compared in network order; marks, uids and cgroup ids in the
+    /// host's. Interface names are strings, which nft marks as host order (their bytes are
+    /// in sequence either way).
     public var isBigEndian: Bool { self == .ipv4Address || self == .ipv6Address || self == .port }
 
     public static func address(ipv4: Bool) -> NftSetKeyType { ipv4 ? .ipv4Address : .ipv6Address }
@@ -97,4 +104,7 @@ public enum NftElementKey: Hashable, Sendable {
     case port(UInt16)
     /// A user id.
     case uid(UInt32)
+    /// An interface name (at most 15 bytes of UTF-8: the kernel's IFNAMSIZ less the
+    /// terminating zero).
+    case interface(String)
 }

@@ -8,6 +8,11 @@ public enum NftStatement: Hashable, Sendable {
     case outputInterfaceName(String, negated: Bool)
     /// `iifname "name"` (or `!=`): where a forwarded packet came in.
     case inputInterfaceName(String, negated: Bool)
+    /// `iifname vmap @map`: one lookup by the interface a packet came in on (a map of
+    /// `NftSetKeyType.interfaceName`), however many interfaces there are.
+    case inputInterfaceVerdictMap(map: String)
+    /// `oifname vmap @map`: the same by the interface a packet leaves on.
+    case outputInterfaceVerdictMap(map: String)
     /// `meta mark set meta mark & ~clear | set`: touches only the bits under `clear`.
     case setMark(clear: UInt32, set: UInt32)
     /// `counter name "x"`: a reference to a named counter object.
@@ -44,6 +49,11 @@ public enum NftStatement: Hashable, Sendable {
     case socketMarkMatch(value: UInt32, negated: Bool)
     /// `meta l4proto N`.
     case transportProtocol(UInt8)
+    /// `tcp flags & (syn | ack) == syn` (or `!= syn`): a TCP packet that opens a connection
+    /// (SYN without ACK), told from the header alone, where no conntrack state is kept.
+    /// Either way it matches TCP packets only (`!= syn` is a TCP packet that does not open a
+    /// connection, never a UDP one), so it serves as the TCP match `reject with tcp reset` needs.
+    case tcpSynWithoutAck(negated: Bool)
     /// `udp sport S udp dport D`.
     case udpPorts(source: UInt16, destination: UInt16)
     /// `udp sport @set` / `tcp sport @set`: UDP (or TCP) packets whose source port is in the set.
@@ -86,7 +96,7 @@ extension NftStatement {
         switch self {
         case let .namedCounter(name): return .counter(name)
         case let .cgroupVerdictMap(_, map), let .destinationVerdictMap(_, map), let .markVerdictMap(_, map),
-             let .conntrackMarkVerdictMap(_, map):
+             let .conntrackMarkVerdictMap(_, map), let .inputInterfaceVerdictMap(map), let .outputInterfaceVerdictMap(map):
             return .set(map)
         case let .cgroupInSet(_, set, _), let .destinationInSet(_, set, _), let .sourceInSet(_, set, _),
              let .sourcePortInSet(_, set), let .destinationPortInSet(_, set), let .socketUserInSet(set): return .set(set)

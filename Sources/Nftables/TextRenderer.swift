@@ -72,6 +72,10 @@ public struct NftTextRenderer: Sendable {
             return "oifname \(negated ? "!= " : "")\(quoted(name))"
         case let .inputInterfaceName(name, negated):
             return "iifname \(negated ? "!= " : "")\(quoted(name))"
+        case let .inputInterfaceVerdictMap(map):
+            return "iifname vmap @\(map)"
+        case let .outputInterfaceVerdictMap(map):
+            return "oifname vmap @\(map)"
         case let .setMark(clear, set):
             return "meta mark set meta mark & \(hex(~clear, digits: 8))" + (set == 0 ? "" : " | \(hex(set, digits: 8))")
         case let .setConntrackMark(clear, set):
@@ -106,6 +110,8 @@ public struct NftTextRenderer: Sendable {
             return "socket mark \(negated ? "!=" : "==") \(hex(value, digits: 8))"
         case let .transportProtocol(number):
             return "meta l4proto \(number)"
+        case let .tcpSynWithoutAck(negated):
+            return "tcp flags & (syn | ack) \(negated ? "!=" : "==") syn"
         case let .udpPorts(source, destination):
             return "udp sport \(source) udp dport \(destination)"
         case let .sourcePortInSet(transport, set):
@@ -142,6 +148,7 @@ public struct NftTextRenderer: Sendable {
             return prefix.length == prefix.address.bitCount ? prefix.address.description : prefix.network.description
         case let .port(port): return String(port)
         case let .uid(uid): return String(uid)
+        case let .interface(name): return quoted(name)
         }
     }
 

@@ -36,6 +36,11 @@ import Testing
                        elements: [NftElement(key: .prefix(IPPrefix("203.0.113.0/24")!), verdict: .jump("member_work"))], interval: true),
                 NftSet(name: "transport", key: .port, elements: [NftElement(key: .port(51820)), NftElement(key: .port(443))], comment: "ports"),
                 NftSet(name: "owners", key: .uid, elements: [NftElement(key: .uid(0)), NftElement(key: .uid(1000))]),
+                // The longest name the kernel takes (15 bytes) fills the key but its last byte.
+                NftSet(name: "interfaces", key: .interfaceName, data: .verdict,
+                       elements: [NftElement(key: .interface("wg0"), verdict: .jump("member_work")),
+                                  NftElement(key: .interface("lo"), verdict: .accept),
+                                  NftElement(key: .interface("veth-0123456789"), verdict: .drop)], comment: "by interface"),
             ],
             chains: [
                 NftChain(name: "route_output", base: NftBaseChain(kind: .route, hook: .output, priority: NftBaseChain.mangle), rules: [
@@ -80,6 +85,14 @@ import Testing
                 ]),
                 NftChain(name: "killswitch", base: NftBaseChain(kind: .filter, hook: .postrouting, priority: NftBaseChain.filter), rules: [
                     NftRule([.markVerdictMap(mask: mask, map: "killswitch_marks")]),
+                    NftRule([.outputInterfaceVerdictMap(map: "interfaces")]),
+                ]),
+                // Forwarding without conntrack: by interface, and new TCP connections told by their flags.
+                NftChain(name: "forward", base: NftBaseChain(kind: .filter, hook: .forward, priority: NftBaseChain.filter), rules: [
+                    NftRule([.inputInterfaceVerdictMap(map: "interfaces")]),
+                    NftRule([.tcpSynWithoutAck(negated: true), .verdict(.accept)]),
+                    NftRule([.tcpSynWithoutAck(negated: false), .reject(.tcpReset)]),
+                    NftRule([.transportProtocol(1), .verdict(.accept)]),
                 ]),
                 NftChain(name: "killswitch_work", rules: [
                     NftRule([.outputInterfaceName("wg0", negated: false), .verdict(.accept)]),
@@ -115,11 +128,39 @@ import Testing
 
         let listed = withoutExpiry(try viaNetlink.run(["nft", "list", "table", "inet", "vpnexec"]))
         #expect(listed == withoutExpiry(try viaCLI.run(["nft", "list", "table", "inet", "vpnexec"])))
+        // And rule by rule, the expressions themselves: the bytes nft sends for the text.
+        let ours = try viaNetlink.within { try KernelRuleExpressions.list(table: "vpnexec") }
+        let nfts = try viaCLI.within { try KernelRuleExpressions.list(table: "vpnexec") }
+        let ruleCount: Int = table.chains.reduce(0) { $0 + $1.rules.count }
+        #expect(ours.values.reduce(0) { $0 + $1.count } == ruleCount)
+        let differing = Set(KernelRuleExpressions.differences(ours, nfts)).subtracting(Self.repeatedFamilyChecks(in: table))
+        #expect(differing.isEmpty, "rules encoded otherwise than nft does: \(differing.sorted())")
         #expect(listed.contains("192.0.2.9 timeout 1h"), "\(listed)")
         #expect(listed.contains("socket cgroupv2 level 2 vmap @cgroup_level_2"))
         #expect(listed.contains("tcp dport 853 reject with tcp reset") && listed.contains("udp dport 853 reject"), "\(listed)")
+        #expect(listed.contains("iifname vmap @interfaces") && listed.contains("oifname vmap @interfaces"), "\(listed)")
+        #expect(listed.contains("tcp flags != syn / syn,ack accept") && listed.contains("tcp flags syn / syn,ack reject with tcp reset"), "\(listed)")
+        #expect(listed.contains("\"veth-0123456789\" : drop"), "\(listed)")
         // The id the kernel holds is the directory's inode, whatever the mount point.
         #expect(try NftCLI.cgroupKeys(in: viaNetlink, set: "cgroup_level_2") == [id])
+    }
+
+    /// Rules ("chain #index") with two address matches of one family: nft checks the family
+    /// once for both, our encoding before each (the same listing, the same packets matched).
+    static func repeatedFamilyChecks(in table: NftTable) -> Set<String> {
+        var rules: Set<String> = []
+        for chain in table.chains {
+            for (index, rule) in chain.rules.enumerated() {
+                let families = rule.statements.compactMap { statement -> Bool? in
+                    switch statement {
+                    case let .destinationInSet(ipv4, _, _), let .sourceInSet(ipv4, _, _), let .destinationVerdictMap(ipv4, _): return ipv4
+                    default: return nil
+                    }
+                }
+                if Set(families).count < families.count { rules.insert("\(chain.name) #\(index)") }
+            }
+        }
+        return rules
     }
 
     @Test func refusedReplaceLeavesTheOldTableAndNamesTheCulprit() throws {
@@ -155,7 +196,8 @@ import Testing
         var new = old
         // Rules changed, a chain gone (with the element and the rule that named it) and one
         // new, a base chain moved, a set gone, one new, one with a new comment (made anew),
-        // a counter with a new comment (made anew).
+        // a counter with a new comment (made anew), a map by interface made anew (new comment)
+        // that rules of unchanged chains look up: those rules go before it and come back after.
         new.chains[0].rules.removeFirst()
         new.chains[0].rules.removeAll { $0.statements.contains(.sourceInSet(ipv4: true, set: "zero4", negated: true)) }
         new.chains[0].rules.append(NftRule([.transportProtocol(2), .verdict(.drop)]))
@@ -167,6 +209,7 @@ import Testing
         new.sets.removeAll { $0.name == "zero4" }
         new.sets.append(NftSet(name: "extra4", key: .ipv4Address, elements: [NftElement(key: .prefix(IPPrefix("192.0.2.77/32")!))]))
         new.sets[new.sets.firstIndex { $0.name == "learned4" }!].comment = "from DNS answers, renamed"
+        new.sets[new.sets.firstIndex { $0.name == "interfaces" }!].comment = "by interface, renamed"
         new.counters[0].comment = "profile work: member packets, renamed"
 
         let learned = [("learned4", NftElement(key: .prefix(IPPrefix("192.0.2.10/32")!), timeout: 3600)),
@@ -219,6 +262,36 @@ import Testing
         #expect(after.filter { !$0.hasPrefix("nat ") } == before.filter { !$0.hasPrefix("nat ") }, "other chains' rules rewritten")
         #expect(after.filter { $0.hasPrefix("nat ") }.count == before.filter { $0.hasPrefix("nat ") }.count + 1)
         #expect(Set(after.filter { $0.hasPrefix("nat ") }).isDisjoint(with: before.filter { $0.hasPrefix("nat ") }), "the changed chain's rules made again")
+    }
+
+    /// A map by interface name holds what was added, and what is read back from the kernel
+    /// is what was added (as every set without intervals or cgroups reads back its own).
+    @Test func interfaceNameMapElementsRoundTrip() throws {
+        let cleanup = Cleanup()
+        defer { cleanup.run() }
+        let namespace = try NetworkNamespace("vx\(uniqueTag())if", cleanup: cleanup)
+        let table = Self.sampleTable(cgroupID: 1, cgroupPath: "")
+        let map = try #require(table.set(named: "interfaces"))
+        let added = [NftElement(key: .interface("eth1"), verdict: .goto("killswitch_work")),
+                     NftElement(key: .interface("wg1"), verdict: .return)]
+        try namespace.within {
+            let client = try NftablesClient()
+            try client.replace(table)
+            func held(_ name: String) throws -> Set<NftElement> {
+                let set = try #require(table.set(named: name))
+                return Set(try client.elements(of: name, keyType: set.key, family: .inet, table: "vpnexec"))
+            }
+            #expect(try held("interfaces") == Set(map.elements))
+            try client.addElements(added, to: "interfaces", in: table)
+            #expect(try held("interfaces") == Set(map.elements + added))
+            try client.deleteElements([map.elements[0], added[1]], from: "interfaces", in: table)
+            #expect(try held("interfaces") == Set(map.elements.dropFirst() + [added[0]]))
+            for name in ["killswitch_marks", "transport", "owners"] {
+                #expect(try held(name) == Set(table.set(named: name)!.elements), "\(name)")
+            }
+        }
+        let listed = try namespace.run(["nft", "list", "map", "inet", "vpnexec", "interfaces"])
+        #expect(listed.contains("\"eth1\" : goto killswitch_work") && !listed.contains("\"wg0\""), "\(listed)")
     }
 
     /// A table's listing as its objects (sets, maps, chains, counters), sorted: an update
