@@ -30,11 +30,16 @@ let package = Package(
         .target(name: "Addresses"),
         // Hexadecimal text: marks as "0x7f000000", bytes as digit pairs, code points.
         .target(name: "HexDigits"),
+        // eBPF instructions as values, assembled with named jump targets.
+        .target(name: "BPF"),
+        // The cgroup socket programs: what a member is at its sockets (birth mark, guard,
+        // DNS to its proxy), and the settings each cgroup gives them.
+        .target(name: "SocketPrograms", dependencies: ["BPF"]),
         .target(name: "TOML", dependencies: ["HexDigits"]),
         .target(name: "Policy", dependencies: ["TOML", "Addresses", "DNS", "HexDigits"]),
         .target(name: "Nftables", dependencies: ["Addresses", "HexDigits"]),
         .target(name: "Routing", dependencies: ["Addresses", "HexDigits"]),
-        .target(name: "Plan", dependencies: ["Policy", "Nftables", "Routing", "Addresses", "HexDigits"]),
+        .target(name: "Plan", dependencies: ["Policy", "Nftables", "Routing", "Addresses", "HexDigits", "SocketPrograms"]),
         .target(name: "Control", dependencies: ["CLinux", "Addresses", "Descriptors", "HexDigits"]),
         // The WireGuard protocol: crypto, handshake, cookies, replay, timers, cryptokey routing.
         .target(name: "WireGuard", dependencies: ["CSodium", "Addresses", "Descriptors", "HexDigits", "Monotonic"]),
@@ -48,7 +53,7 @@ let package = Package(
         .target(name: "Descriptors"),
         // The one monotonic clock: an instant in nanoseconds, spans as Swift's Duration.
         .target(name: "Monotonic"),
-        .target(name: "Cgroups", dependencies: ["CLinux", "Descriptors"]),
+        .target(name: "Cgroups", dependencies: ["CLinux", "Descriptors", "BPF", "SocketPrograms"]),
         // What vpnd and vpn-server both are: a service that logs for journald and keeps
         // only the capabilities it needs.
         .target(name: "ServiceSupport", dependencies: ["CCap", "CLinux", "Control", "Descriptors"]),
@@ -65,7 +70,7 @@ let package = Package(
         .executableTarget(name: "vpnctl", dependencies: ["BuildVersion", "Control", "Descriptors", "Facts", "HexDigits", "Plan", "Policy", "TrustedFiles", "TunnelFiles", "Cgroups", "Netlink", .product(name: "ArgumentParser", package: "swift-argument-parser")]),
 
         // Tests. NetTestSupport builds namespaces, runs tools and cleans up after them.
-        .target(name: "NetTestSupport", dependencies: ["CLinux"], path: "Tests/NetTestSupport"),
+        .target(name: "NetTestSupport", dependencies: ["CLinux", "Cgroups"], path: "Tests/NetTestSupport"),
         .testTarget(name: "AddressesTests", dependencies: ["Addresses"]),
         .testTarget(name: "HexDigitsTests", dependencies: ["HexDigits"]),
         .testTarget(name: "TOMLTests", dependencies: ["TOML"], exclude: ["Fixtures"]),
@@ -73,7 +78,7 @@ let package = Package(
         .testTarget(name: "TrustedFilesTests", dependencies: ["TrustedFiles", "Policy", "NetTestSupport"]),
         .testTarget(name: "PlanTests", dependencies: ["Plan", "Policy", "Nftables", "Routing", "Cgroups", "NetTestSupport", "Addresses", "DNS"]),
         .testTarget(name: "NetlinkTests", dependencies: ["Netlink", "Nftables", "Routing", "Cgroups", "NetTestSupport", "Addresses"]),
-        .testTarget(name: "CgroupsTests", dependencies: ["Cgroups", "NetTestSupport"]),
+        .testTarget(name: "CgroupsTests", dependencies: ["Cgroups", "NetTestSupport", "SocketPrograms", "Descriptors"]),
         .testTarget(name: "WireGuardTests", dependencies: ["WireGuard", "Addresses"]),
         .testTarget(name: "DNSTests", dependencies: ["DNS", "Addresses"]),
         .testTarget(name: "MonotonicTests", dependencies: ["Monotonic"]),

@@ -14,7 +14,7 @@
 #include <sys/statfs.h>
 #include <linux/magic.h>
 #include <malloc.h>
-#include "socket_mark_program.h"
+#include "cgroup_programs.h"
 
 extern int setns(int fd, int nstype);
 extern int accept4(int fd, struct sockaddr *addr, socklen_t *addrlen, int flags);

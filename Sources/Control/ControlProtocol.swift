@@ -53,16 +53,18 @@ public struct StatusReport: Codable, Hashable, Sendable {
     /// The version of this report's shape (`vpnctl status --json`): raised when a field
     /// changes meaning or goes away; new fields may appear without it.
     /// 2: `dns.bypassDomains`/`routeDomains` hold the first `DNSStatus.listedDomains`; the
-    /// counts say how many the policy has.
-    public static let currentSchema = 2
+    /// counts say how many the policy has. 3: sockets refused in unknown cgroups
+    /// (`unknownCgroupRefusals`) instead of packets dropped, and `dns.encryptedDNSRefused`
+    /// counts refused connects and sends, not packets (the socket programs refuse them).
+    public static let currentSchema = 3
     public var schema = StatusReport.currentSchema
     public var daemonPID: Int32
     public var policyDirectory: String
     public var cgroupRoot: String
     public var profiles: [ProfileStatus]
-    /// Packets of cgroups vpnd did not know yet where a profile cgroup could be (e.g. a
-    /// profile slice made again while vpnd was stopped), dropped by the kernel.
-    public var droppedUnknownCgroup: Traffic
+    /// Internet sockets refused in cgroups vpnd did not know yet where a profile cgroup
+    /// could be (e.g. a profile slice made again while vpnd was stopped), by the kernel.
+    public var unknownCgroupRefusals: UInt64
     /// Control connections closed at once because their user (or all users) held too many.
     public var refusedConnections: Int
     /// What confines vpnd itself (Landlock), or why nothing does.
@@ -79,7 +81,7 @@ public struct StatusReport: Codable, Hashable, Sendable {
     public var executableRules: ExecutableRulesStatus?
 
     public init(daemonPID: Int32, policyDirectory: String, cgroupRoot: String, profiles: [ProfileStatus],
-                droppedUnknownCgroup: Traffic = Traffic(packets: 0, bytes: 0), refusedConnections: Int = 0, sandbox: String = "off",
+                unknownCgroupRefusals: UInt64 = 0, refusedConnections: Int = 0, sandbox: String = "off",
                 bypassMoves: Int = 0, bypassed: Traffic = Traffic(packets: 0, bytes: 0), systemProfile: String? = nil) {
         self.systemProfile = systemProfile
         self.sandbox = sandbox
@@ -89,7 +91,7 @@ public struct StatusReport: Codable, Hashable, Sendable {
         self.policyDirectory = policyDirectory
         self.cgroupRoot = cgroupRoot
         self.profiles = profiles
-        self.droppedUnknownCgroup = droppedUnknownCgroup
+        self.unknownCgroupRefusals = unknownCgroupRefusals
         self.refusedConnections = refusedConnections
     }
 }
@@ -161,7 +163,7 @@ public struct DNSStatus: Codable, Hashable, Sendable {
     /// Members' DNS over TLS/QUIC (port 853): "refused" (where domain rules apply),
     /// "allowed" (allow_encrypted_dns), or "no domain rules" (nothing to protect).
     public var encryptedDNS = "no domain rules"
-    /// Packets of it refused.
+    /// Connects and sends to port 853 refused.
     public var encryptedDNSRefused: UInt64 = 0
     /// Addresses answered for a bypassed name and for one that is not (each such pair once):
     /// they stay in the tunnel while both answers live.

@@ -7,8 +7,8 @@ public struct HopStatus: Codable, Hashable, Sendable {
     public var entryInterface: String
     /// The entry tunnel's state, as `tunnel.state` says it ("up", "down", "missing").
     public var entryState: String
-    /// Packets of this profile's transport that route_output sent into the entry's tunnel
-    /// (those of its first moments, before vpnd knew its port, go by its socket's mark alone).
+    /// Packets of this profile's transport counted in the entry's egress chain (its socket
+    /// carries the entry's mark, so they go by the entry's table into its tunnel).
     public var carried: Traffic
 
     public init(entry: String, entryInterface: String, entryState: String, carried: Traffic) {

@@ -16,7 +16,8 @@ enum DNSClient: Hashable {
     case tcp(connection: DescriptorNumber)
 }
 
-/// The profiles' DNS proxies, at the edge: members' queries arrive redirected (DNSRules)
+/// The profiles' DNS proxies, at the edge: members' queries arrive (the socket programs
+/// rewrite a member's port-53 destinations, SocketProgramPlan)
 /// on 127.0.0.1 and ::1, UDP and TCP, port `[dns] port_base` + the profile's index; the
 /// pure `DNSProxy` decides; its upstream queries leave from sockets carrying the profile's
 /// mark (so they are routed into its tunnel, killswitch included, like a member's); the

@@ -11,9 +11,10 @@ extension Daemon {
         var builder = StatusBuilder(policy: policy, cgroupParent: options.cgroupParent, counters: try applier.counters(),
                                     links: try rtnl.links(), addresses: try rtnl.addresses())
         builder.setSize = { [applier] set, ipv4 in (try? applier.elements(of: set, ipv4: ipv4).count) ?? 0 }
+        builder.programs = (applier.socketProgramsAttached ?? []).compactMap { [applier] attachment in applier.socketStorage(of: attachment).map { (attachment, $0) } }
         let parts = StatusBuilder.Parts(pid: getpid(), policyDirectory: options.policyDirectory, cgroupRoot: hierarchy.mountPoint,
                                         refusedConnections: server?.refusedConnections ?? 0, sandbox: sandboxSummary,
-                                        birthMarks: birthMarksSummary, bypassMoves: executables.moves(Policy.bypassSliceName),
+                                        birthMarks: socketProgramsSummary, bypassMoves: executables.moves(Policy.bypassSliceName),
                                         executableRules: executables.status(policy))
         return builder.report(parts) { [counters = builder.counters] in statusParts($0, counters: counters) }
     }
@@ -46,11 +47,9 @@ extension Daemon {
         return parts
     }
 
-    /// For status: the cgroups whose sockets are born marked now, or why none are.
-    var birthMarksSummary: String {
-        if let reason = birthMarksUnavailable { return "off: \(reason)" }
-        guard options.birthMarks else { return "off" }
-        let attached = applier.socketMarksAttached ?? []
-        return attached.isEmpty ? "none yet (no profile cgroup exists)" : "\(attached.count) cgroup(s): " + attached.joined(separator: ", ")
+    /// For status: the cgroups whose sockets are born marked now.
+    var socketProgramsSummary: String {
+        let marked = (applier.socketProgramsAttached ?? []).filter { $0.settings.mark != 0 }.map(\.cgroup)
+        return marked.isEmpty ? "none yet (no profile cgroup exists)" : "\(marked.count) cgroup(s): " + marked.joined(separator: ", ")
     }
 }

@@ -2,6 +2,7 @@ import Addresses
 import CLinux
 import Cgroups
 import Control
+import Descriptors
 import CSystemd
 import Facts
 import Glibc
@@ -42,8 +43,6 @@ public final class Daemon {
     private var lastFollowError: String?
     /// bypass.executables and route.executables: fanotify before the exec, exec events after.
     let executables: ExecutableEnforcement
-    /// Why sockets are not born marked (the program could not be loaded), if so.
-    var birthMarksUnavailable: String?
     /// The profiles' DNS proxies (while vpnd serves).
     var dns: DNSService?
     /// Where the profile tunnels' own transports are learned (TransportRules keeps them out).
@@ -72,8 +71,18 @@ public final class Daemon {
         // Exec events may have to be opened in another network namespace, and fanotify
         // permission events need CAP_SYS_ADMIN: before the drop.
         executables = ExecutableEnforcement(initialNetworkNamespace: options.initialNetworkNamespace, open: !options.oneshot, log: log)
-        // Loading the socket mark program needs CAP_BPF, attaching it later none: before the drop.
-        let socketMarkProgram = options.birthMarks ? Result { () throws(SocketMarkProgram.Failure) in try SocketMarkProgram() } : nil
+        // Loading the socket programs needs CAP_BPF, and finding what an earlier vpnd of this
+        // namespace attached CAP_SYS_ADMIN; attaching later needs neither: before the drop.
+        let owner: UInt64
+        let socketPrograms: SocketProgramSet
+        do {
+            owner = try SocketProgramSet.currentOwner()
+            socketPrograms = try SocketProgramSet(owner: owner, root: hierarchy.id(of: "") ?? 1, parentDepth: options.cgroupParent.split(separator: "/").count)
+        } catch {
+            throw ApplyError("the cgroup socket programs (a member's mark, guard and DNS at its sockets) could not be loaded: \(error); "
+                + "vpnexec needs Linux 5.14 or later with cgroup BPF, and CAP_BPF at start")
+        }
+        let adopted = AdoptedSocketPrograms(hierarchy: hierarchy.mountPoint, owner: owner)
         if options.dropPrivileges {
             let keep = Privileges.directoryOverrideNeeded(RuntimeFacts.directoriesAlong(parent: options.cgroupParent).map(hierarchy.absolute))
             try Privileges.dropToMinimum(permitted: keep ? Privileges.permitted : Privileges.effective)
@@ -86,16 +95,15 @@ public final class Daemon {
         let socketDirectory = String(options.socketPath[..<(options.socketPath.lastIndex(of: "/") ?? options.socketPath.startIndex)])
         lock = try NamespaceLock(directory: socketDirectory.isEmpty ? "." : socketDirectory)
         let kernelNetlink = try Rtnetlink()
-        let kernel = try KernelApplier(socketMarks: (try? socketMarkProgram?.get()).map { [hierarchy] in SocketMarkAttacher(program: $0, hierarchy: hierarchy) })
-        kernel.onSocketMarkFailure = { [log] in log.warning("sockets are not born marked there: \($0)") }
+        let kernel = try KernelApplier(programs: SocketProgramAttacher(programs: socketPrograms, hierarchy: hierarchy, adopted: adopted))
+        kernel.onProgramFailure = { [log] in log.warning("a cgroup's socket programs: \($0)") }
+        kernel.onTransportDrained = { [log] in
+            log.notice("transport udp \($0): held \(TransportRules.drainSeconds) s before it goes direct, while what a loop may have left in its daemon drains")
+        }
         kernel.onTableRestored = { [log] in log.warning("the nft table inet \(vpnexecTableName) was deleted by someone else; put back") }
         applier = kernel
         machineFacts = MachineFacts(hierarchy: hierarchy, netlink: kernelNetlink, cgroupParent: options.cgroupParent)
         reconciler = Reconciler(policy: loaded, applier: kernel, facts: machineFacts)
-        if case let .failure(error)? = socketMarkProgram {
-            birthMarksUnavailable = error.description
-            log.warning("sockets are not born marked (nftables marks, re-routes and NATs them): \(error)")
-        }
         rtnl = kernelNetlink
         failover = ServerFailover(log: log)
         if options.sandbox {
@@ -380,6 +388,9 @@ public final class Daemon {
 /// path when vpnd is gone and the killswitch must be lifted).
 public func teardownKernelState(socketPath: String) throws {
     try KernelApplier().teardown()
+    // The socket programs outlive any vpnd: the ones this namespace's vpnd attached go too.
+    let failures = AdoptedSocketPrograms.detachAll(hierarchy: try CgroupHierarchy.system(), owner: try SocketProgramSet.currentOwner())
+    if let failure = failures.first { throw ApplyError(failure.description) }
     AppliedMarker(socketPath: socketPath).clear()
 }
 

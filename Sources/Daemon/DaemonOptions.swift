@@ -19,9 +19,6 @@ public struct DaemonOptions: Sendable {
     /// Applies and exits (`--oneshot`, the killswitch at boot): exec rules, which only a
     /// serving vpnd enforces, need not be enforceable then.
     public var oneshot = false
-    /// Load the socket mark program (sockets born in their tunnel): not for `--oneshot`,
-    /// whose attachments would end with it.
-    public var birthMarks = true
     /// Where trusted-network rules read the host's DNS search domains.
     public var resolvConfPath = "/etc/resolv.conf"
 

@@ -19,7 +19,9 @@ public final class FakeKernelApplier: KernelApplying {
     public var failNextElements: (any Error)?
     /// Counts to answer for counters of the applied state (others read as it has them: zero).
     public var counterValues: [String: NftCounter] = [:]
-    public var socketMarksAttached: [String]? = nil
+    /// Counters to answer for socket program attachments, by cgroup (others: the applied
+    /// settings with zero counts).
+    public var storageValues: [String: SocketStorage] = [:]
     private var added: [String: [NftElement]] = [:]
 
     public init() {}
@@ -54,6 +56,13 @@ public final class FakeKernelApplier: KernelApplying {
     public func counters() throws -> [String: NftCounter] {
         guard let current else { throw ApplyError("no table applied") }
         return Dictionary(current.nft.counters.map { ($0.name, counterValues[$0.name] ?? $0) }, uniquingKeysWith: { a, _ in a })
+    }
+
+    /// The attachments of the state in force: the fake attaches what it is asked to.
+    public var socketProgramsAttached: [SocketProgramAttachment]? { current?.socketPrograms }
+
+    public func socketStorage(of attachment: SocketProgramAttachment) -> SocketStorage? {
+        storageValues[attachment.cgroup] ?? SocketStorage(settings: attachment.settings, owner: 0)
     }
 
     public func teardown() throws {

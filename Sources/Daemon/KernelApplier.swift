@@ -1,4 +1,6 @@
+import Addresses
 import Glibc
+import Monotonic
 import Netlink
 import Nftables
 import Plan
@@ -8,8 +10,8 @@ import Routing
 /// the same value and then changes nothing; each step is ordered so that no instant
 /// exists in which a profile's traffic could leave outside its tunnel:
 /// 1. nftables (the killswitch) in one atomic batch, 2. routes added, 3. rules added,
-/// 4. stale rules removed, 5. stale routes removed, 6. sysctls, 7. birth marks (once the
-/// marks' rules and tables exist; nothing depends on them for the killswitch).
+/// 4. stale rules removed, 5. stale routes removed, 6. sysctls, 7. the socket programs
+/// (once the marks' rules and tables exist), 8. the routes of learned addresses.
 public final class KernelApplier: KernelApplying {
     private let nft: NftablesClient
     private let rtnl: Rtnetlink
@@ -20,36 +22,55 @@ public final class KernelApplier: KernelApplying {
     /// Called when our table, once applied, was found missing (someone deleted it) and
     /// was put back.
     public var onTableRestored: (() -> Void)?
-    /// Where sockets are born marked; nil where the program could not be loaded.
-    let socketMarks: SocketMarkAttacher?
-    /// Called with each new failure to attach a cgroup's birth mark.
-    public var onSocketMarkFailure: ((String) -> Void)?
+    /// The socket programs' edge; nil only where a caller applies no programs (tests of
+    /// the table alone).
+    let programs: SocketProgramAttacher?
+    /// Called with each new failure to attach a cgroup's programs.
+    public var onProgramFailure: ((String) -> Void)?
+    /// Called with each transport port held while it drains (its exclusion was new).
+    public var onTransportDrained: ((UInt16) -> Void)?
+    /// Which learned addresses have routes, and until when.
+    private var book = LearnedRouteBook()
+    /// Whether the learned routes were compared with the kernel's since the table was
+    /// (re)made: after a restart or a replace, the elements carried over need theirs.
+    private var learnedChecked = false
+    /// Who still uses an address whose element ends (sock_diag), opened on first need.
+    private var diag: SocketDiag?
+    /// A learned address still in use gets this much more, then is looked at again.
+    static let inUseRenewal: UInt32 = 60
 
-    init(socketMarks: SocketMarkAttacher?) throws {
+    init(programs: SocketProgramAttacher?) throws {
         nft = try NftablesClient()
         rtnl = try Rtnetlink()
-        self.socketMarks = socketMarks
+        self.programs = programs
     }
 
-    public convenience init() throws { try self.init(socketMarks: nil) }
+    public convenience init() throws { try self.init(programs: nil) }
 
     public func apply(_ state: DesiredState) throws {
-        try applyTable(state.nft)
-        try reconcileRouting(rules: state.rules, routes: state.routes)
+        let remade = try applyTable(state.nft)
+        try reconcileRouting(rules: state.rules, routes: state.routes, drains: state.transportDrains)
         for sysctl in state.sysctls { try write(sysctl) }
-        for failure in socketMarks?.reconcile(state.socketMarks) ?? [] { onSocketMarkFailure?(failure) }
+        for failure in programs?.reconcile(state.socketPrograms, pathGuard: state.pathGuard) ?? [] { onProgramFailure?(failure) }
+        try applyLearned(state.learnedRoutes, check: remade || !learnedChecked)
     }
 
-    /// Everything of ours out of the kernel: the nft table (killswitch included), our
-    /// rules and the routes in their tables.
+    /// Everything of ours out of the kernel: the socket programs, the nft table (killswitch
+    /// included), our rules and the routes in their tables.
     public func teardown() throws {
-        _ = socketMarks?.reconcile([])
+        _ = programs?.reconcile([], pathGuard: nil)
         try nft.delete(family: .inet, table: vpnexecTableName)
         applied = nil
+        try execute(book.respec([]))
+        book = LearnedRouteBook()
+        learnedChecked = false
         try reconcileRouting(rules: [], routes: [])
+        for table in knownTables { try removeLearnedRoutes(in: table) }
     }
 
-    public var socketMarksAttached: [String]? { socketMarks?.attached }
+    public var socketProgramsAttached: [SocketProgramAttachment]? { programs?.attachments }
+
+    public func socketStorage(of attachment: SocketProgramAttachment) -> SocketStorage? { programs?.storage(of: attachment) }
 
     public func counters() throws -> [String: NftCounter] {
         try nft.counters(family: .inet, table: vpnexecTableName)
@@ -57,10 +78,14 @@ public final class KernelApplier: KernelApplying {
 
     // MARK: nftables
 
-    private func applyTable(_ desired: NftTable) throws {
+    /// Whether the table was made or replaced whole (the run-time elements in it then are
+    /// what the kernel carried over, not what this applier added).
+    @discardableResult
+    private func applyTable(_ desired: NftTable) throws -> Bool {
         let exists = try nft.tableExists(family: desired.family, name: desired.name)
         if !exists && applied != nil { onTableRestored?() }
-        if exists, let applied, Self.comparable(applied) == Self.comparable(desired) { return }
+        if exists, let applied, Self.comparable(applied) == Self.comparable(desired) { return false }
+        var remade = false
         if exists, let applied, let edits = Self.elementEdits(from: applied, to: desired) {
             // Only elements changed (a cgroup appeared or went): a few elements, not a rebuild.
             for (set, removed) in edits.removed { try nft.deleteElements(removed, from: set, in: desired) }
@@ -91,14 +116,98 @@ public final class KernelApplier: KernelApplying {
                 }
             }
             try nft.replace(table)
+            remade = true
         }
         applied = Self.comparable(desired)
+        return remade
     }
 
     /// An element that exists gets the new timeout; one acknowledgement for a burst of answers.
+    /// Elements of sets whose addresses are routed (LearnedRoutes) get their routes before
+    /// this returns, so the answer that follows finds them.
     public func addRuntimeElements(_ bySet: [String: [NftElement]]) throws {
         guard let applied else { throw ApplyError("no table applied yet") }
         try nft.addElements(bySet, in: applied)
+        try execute(book.added(Self.learned(bySet), now: .now()))
+    }
+
+    // MARK: learned routes
+
+    private static func learned(_ bySet: [String: [NftElement]]) -> [(set: String, address: IPAddress, timeout: UInt32)] {
+        bySet.flatMap { set, elements in
+            elements.compactMap { element -> (set: String, address: IPAddress, timeout: UInt32)? in
+                guard case let .prefix(prefix) = element.key, let timeout = element.timeout else { return nil }
+                return (set, prefix.address, timeout)
+            }
+        }
+    }
+
+    /// The plan's learned routes; after the table was (re)made, the kernel's elements and
+    /// learned routes are read back and made to agree; then what ended goes, but an address
+    /// a connection still uses (a bypassed connection outlives its DNS answer) is renewed.
+    private func applyLearned(_ specs: [LearnedRoutes], check: Bool) throws {
+        try execute(book.respec(specs))
+        let now = MonotonicInstant.now()
+        if check {
+            var held: [String: [NftElement]] = [:]
+            for spec in specs {
+                held[spec.set] = try elements(of: spec.set, ipv4: spec.ipv4)
+                if case let .bypass(tunneled, _) = spec.kind { held[tunneled] = try elements(of: tunneled, ipv4: spec.ipv4) }
+            }
+            try execute(book.added(Self.learned(held), now: now))
+            let wanted = Set(book.installed.values.flatMap { $0.values.flatMap { $0 } })
+            for table in Set(specs.map(\.table)) {
+                for ipv4 in [true, false] {
+                    for route in try rtnl.routes(ipv4: ipv4, table: table) where route.protocolNumber == vpnexecLearnedRouteProtocol && !wanted.contains(route) {
+                        try ignoreMissing { try rtnl.delete(route) }
+                    }
+                }
+            }
+            learnedChecked = true
+        }
+        let due = book.due(now: now)
+        guard !due.isEmpty else { return }
+        let users = (try? connections()) ?? []
+        var renew: [String: [NftElement]] = [:]
+        // A tunneled set's element is kept by the bypass set's profile's connections too.
+        var specs = book.specs
+        for spec in book.specs.values {
+            if case let .bypass(tunneled, _) = spec.kind { specs[tunneled] = spec }
+        }
+        let changes = book.expire(now: now) { set, address in
+            guard let spec = specs[set], users.contains(where: { $0.destination == address && Self.uses($0, spec) }) else { return false }
+            renew[set, default: []].append(NftElement(key: .prefix(IPPrefix(address: address, length: address.bitCount)!), timeout: Self.inUseRenewal))
+            return true
+        }
+        try execute(changes)
+        if !renew.isEmpty { try addRuntimeElements(renew) }
+    }
+
+    /// Whether a connection keeps a learned address: a member of the profile connected to
+    /// its bypassed address, anyone to a route.domains address.
+    private static func uses(_ connection: SocketDiag.Connection, _ spec: LearnedRoutes) -> Bool {
+        guard case .bypass = spec.kind else { return true }
+        return connection.mark & spec.mask == spec.mark
+    }
+
+    private func connections() throws -> [SocketDiag.Connection] {
+        if diag == nil { diag = try SocketDiag() }
+        return try diag!.connections()
+    }
+
+    private func execute(_ changes: LearnedRouteBook.Changes) throws {
+        for route in changes.remove { try ignoreMissing { try rtnl.delete(route) } }
+        for route in changes.add {
+            do { try rtnl.add(route) } catch let error as NetlinkError where error.code == EEXIST {}
+        }
+    }
+
+    private func removeLearnedRoutes(in table: UInt32) throws {
+        for ipv4 in [true, false] {
+            for route in try rtnl.routes(ipv4: ipv4, table: table) where route.protocolNumber == vpnexecLearnedRouteProtocol {
+                try ignoreMissing { try rtnl.delete(route) }
+            }
+        }
     }
 
     /// The elements of one of our address sets as the kernel holds them now.
@@ -142,7 +251,7 @@ public final class KernelApplier: KernelApplying {
 
     // MARK: rules and routes
 
-    private func reconcileRouting(rules desiredRules: [RoutingRule], routes desiredRoutes: [Route]) throws {
+    private func reconcileRouting(rules desiredRules: [RoutingRule], routes desiredRoutes: [Route], drains: [UInt16: String] = [:]) throws {
         var actualRules: [RoutingRule] = []
         for ipv4 in [true, false] {
             actualRules += try rtnl.rules(ipv4: ipv4).filter { $0.protocolNumber == vpnexecRouteProtocol }
@@ -155,7 +264,17 @@ public final class KernelApplier: KernelApplying {
             }
         }
         for route in desiredRoutes where !actualRoutes.contains(route) { try rtnl.add(route) }
-        for rule in desiredRules where !actualRules.contains(rule) { try rtnl.add(rule) }
+        let adding = desiredRules.filter { !actualRules.contains($0) }
+        // A transport port whose exclusion is new may have looped until now: held a second
+        // before it goes direct (TransportRules), so what the loop left drains into the drop.
+        let draining = Set(adding.compactMap { rule in rule.sourcePorts.flatMap { drains[$0.lowerBound] != nil ? $0.lowerBound : nil } })
+        if !draining.isEmpty, let applied {
+            try nft.addElements([TransportRules.drainingMapName: draining.sorted().map {
+                NftElement(key: .port($0), verdict: .jump(drains[$0]!), timeout: TransportRules.drainSeconds)
+            }], in: applied)
+            for port in draining.sorted() { onTransportDrained?(port) }
+        }
+        for rule in adding { try rtnl.add(rule) }
         for rule in actualRules where !desiredRules.contains(rule) { try ignoreMissing { try rtnl.delete(rule) } }
         for route in actualRoutes where !desiredRoutes.contains(route) { try ignoreMissing { try rtnl.delete(route) } }
         knownTables = Set(desiredRoutes.map(\.table)).union(desiredRules.map(\.table)).subtracting([0])
@@ -166,8 +285,13 @@ public final class KernelApplier: KernelApplying {
         do { try body() } catch let error as NetlinkError where error.code == ENOENT || error.code == ESRCH {}
     }
 
+    /// An interface's setting for an interface that went since the facts were read is moot:
+    /// the next pass plans without it.
     private func write(_ sysctl: Sysctl) throws {
-        try SysctlWriter.write(sysctl.path, sysctl.value)
+        do { try SysctlWriter.write(sysctl.path, sysctl.value) } catch {
+            if error.code == ENOENT && sysctl.path.contains("/conf/") { return }
+            throw error
+        }
     }
 }
 

@@ -19,8 +19,11 @@ public protocol KernelApplying: AnyObject {
     /// Everything of ours out of the kernel: the nft table (killswitch included), our rules
     /// and the routes in their tables.
     func teardown() throws
-    /// The cgroups whose sockets are born marked now (status); nil: birth marks are off.
-    var socketMarksAttached: [String]? { get }
+    /// Where the socket programs are attached now (status); nil where this applier
+    /// attaches none.
+    var socketProgramsAttached: [SocketProgramAttachment]? { get }
+    /// What the programs hold for an attachment: its settings and the kernel's counters.
+    func socketStorage(of attachment: SocketProgramAttachment) -> SocketStorage?
 }
 
 extension KernelApplying {

@@ -53,6 +53,8 @@ struct StatusBuilder {
     let addresses: [InterfaceAddress]
     /// How many elements one of our sets holds now.
     var setSize: (_ set: String, _ ipv4: Bool) -> Int = { _, _ in 0 }
+    /// The socket programs' attachments and what they hold (settings and counters).
+    var programs: [(SocketProgramAttachment, SocketStorage)] = []
 
     func traffic(_ name: String) -> Traffic {
         Traffic(packets: counters[name]?.packets ?? 0, bytes: counters[name]?.bytes ?? 0)
@@ -80,7 +82,7 @@ struct StatusBuilder {
         // addresses shared by bypassed and other names.
         status.canaryAnswered = counters.canaryAnswered
         status.encryptedDNS = policy.encryptedDNS(of: profile)
-        status.encryptedDNSRefused = self.counters[names.encryptedDNSCounter]?.packets ?? 0
+        status.encryptedDNSRefused = memberStorage(profile).reduce(0) { $0 + $1.encryptedDNSRefusals }
         status.sharedAddresses = counters.sharedAddresses
         status.sharedNow = parts.sharedNow
         return status
@@ -99,13 +101,27 @@ struct StatusBuilder {
     }
 
     /// Multihop: the entry that carries a profile's transport, its tunnel's state and what
-    /// route_output sent into it (MultihopRules' counter).
+    /// of it the entry's egress chain counted (MultihopRules' counter).
     func hopStatus(_ profile: Profile) -> HopStatus? {
         guard let via = profile.via else { return nil }
         let entryInterface = policy.profile(named: via.entry)?.tunnel.interfaceName ?? via.entry
         return HopStatus(entry: via.entry, entryInterface: entryInterface,
                          entryState: Self.tunnelState(links.first { $0.name == entryInterface }),
                          carried: traffic(ProfileObjectNames(profile.name).hopCounter))
+    }
+
+    /// What the socket programs hold for the profile's member cgroups (its own and those that
+    /// joined it).
+    func memberStorage(_ profile: Profile) -> [SocketStorage] {
+        programs.filter { $0.0.settings.guardMarks != nil && $0.0.settings.mark == profile.mark.value }.map(\.1)
+    }
+
+    /// The killswitch's drops, with the packets of members whose sockets changed their mark
+    /// (dropped at the cgroup's egress, counted by the program: no bytes).
+    func dropped(_ profile: Profile) -> Traffic {
+        var dropped = traffic(ProfileObjectNames(profile.name).droppedCounter)
+        dropped.packets += memberStorage(profile).reduce(0) { $0 + $1.guardDrops }
+        return dropped
     }
 
     /// "up", "down" (exists, administratively down or no carrier) or "missing".
@@ -135,7 +151,7 @@ struct StatusBuilder {
                 killswitch: profile.killswitch, cgroup: path,
                 members: parts.members,
                 tunnel: tunnel, sent: traffic(names.sentCounter), received: traffic(names.receivedCounter),
-                throughTunnel: traffic(names.tunnelCounter), droppedByKillswitch: traffic(names.droppedCounter),
+                throughTunnel: traffic(names.tunnelCounter), droppedByKillswitch: dropped(profile),
                 exceptions: exceptionStatus(profile, parts), dns: dnsStatus(profile, parts))
             status.joinedCgroups = parts.joinedCgroups
             status.trusted = parts.trusted
@@ -144,7 +160,7 @@ struct StatusBuilder {
         }
         var report = StatusReport(daemonPID: daemon.pid, policyDirectory: daemon.policyDirectory,
                             cgroupRoot: daemon.cgroupRoot, profiles: profiles,
-                            droppedUnknownCgroup: traffic(unknownCgroupCounter), refusedConnections: daemon.refusedConnections,
+                            unknownCgroupRefusals: programs.reduce(0) { $0 + $1.1.socketRefusals }, refusedConnections: daemon.refusedConnections,
                             sandbox: daemon.sandbox, bypassMoves: daemon.bypassMoves,
                             bypassed: traffic(bypassedCounter), systemProfile: policy.systemProfile?.name)
         report.birthMarks = daemon.birthMarks

@@ -57,6 +57,8 @@ public struct FactsReader {
                     }
                 }
             }
+            // The path guard, and system mode's DNS programs, sit on the root cgroup.
+            facts.rootCgroupID = hierarchy.id(of: "")
             for directory in RuntimeFacts.directoriesAlong(parent: cgroupParent) {
                 for child in hierarchy.children(of: directory) {
                     let path = directory.isEmpty ? child : directory + "/" + child
@@ -70,14 +72,15 @@ public struct FactsReader {
         if let transports {
             for interface in wanted.sorted() { facts.tunnelTransports[interface] = transports(interface, facts.links[interface]) }
         }
-        // Only allow_lan needs to know which (private) networks the tunnels are on.
+        // The tunnels' own addresses (nothing with one as its source leaves elsewhere), and
+        // for allow_lan the (private) networks the tunnels are on.
         let lan = Set(policy.profiles.filter(\.allowLAN).map(\.tunnel.interfaceName))
-        if !lan.isEmpty {
+        if !facts.links.isEmpty {
             let names = Dictionary(facts.links.values.map { ($0.index, $0.name) }, uniquingKeysWith: { a, _ in a })
             for address in try addresses() {
-                guard let name = names[address.interfaceIndex], lan.contains(name),
-                      !IPPrefix("fe80::/10")!.contains(address.prefix.address) else { continue }
-                facts.tunnelNetworks[name, default: []].append(address.prefix.network)
+                guard let name = names[address.interfaceIndex], !IPPrefix("fe80::/10")!.contains(address.prefix.address) else { continue }
+                facts.tunnelAddresses[name, default: []].append(address.prefix.address)
+                if lan.contains(name) { facts.tunnelNetworks[name, default: []].append(address.prefix.network) }
             }
         }
         return facts

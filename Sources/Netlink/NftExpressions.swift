@@ -19,12 +19,6 @@ enum NftExpressions {
             return [loadMeta(NFT_META_IIFNAME), verdictLookup(map)]
         case let .outputInterfaceVerdictMap(map):
             return [loadMeta(NFT_META_OIFNAME), verdictLookup(map)]
-        case let .setMark(clear, set):
-            return [loadMeta(NFT_META_MARK), bitwise(and: ~clear, xor: set), storeMeta(NFT_META_MARK)]
-        case let .setConntrackMark(clear, set):
-            return [loadConntrack(NFT_CT_MARK), bitwise(and: ~clear, xor: set), storeConntrack(NFT_CT_MARK)]
-        case let .conntrackMarkVerdictMap(mask, map):
-            return [loadConntrack(NFT_CT_MARK), bitwise(and: mask, xor: 0), verdictLookup(map)]
         case let .namedCounter(name):
             let e = expression("objref")
             nftnl_expr_set_u32(e, attr(NFTNL_EXPR_OBJREF_IMM_TYPE), UInt32(NFT_OBJECT_COUNTER))
@@ -32,32 +26,15 @@ enum NftExpressions {
             return [e]
         case let .cgroupVerdictMap(level, map):
             return [loadSocketCgroup(level: level), verdictLookup(map)]
-        case let .cgroupMatch(level, cgroup, negated):
-            return [loadSocketCgroup(level: level), compare(cgroup.bytes, negated: negated)]
-        case let .cgroupInSet(level, set, negated):
-            return [loadSocketCgroup(level: level), setLookup(set, negated: negated)]
-        case let .conntrackMarkMatch(mask, value, negated):
-            return [loadConntrack(NFT_CT_MARK), bitwise(and: mask, xor: 0), compare(value.bytes, negated: negated)]
         case let .destinationInSet(ipv4, set, negated):
             return loadAddress(source: false, ipv4: ipv4) + [setLookup(set, negated: negated)]
         case let .sourceInSet(ipv4, set, negated):
             return loadAddress(source: true, ipv4: ipv4) + [setLookup(set, negated: negated)]
-        case let .destinationVerdictMap(ipv4, map):
-            return loadAddress(source: false, ipv4: ipv4) + [verdictLookup(map)]
-        case let .destinationPort(transport, port):
+        case let .sourceVerdictMap(ipv4, map):
+            return loadAddress(source: true, ipv4: ipv4) + [verdictLookup(map)]
+        case let .sourcePortVerdictMap(transport, map):
             return [loadMeta(NFT_META_L4PROTO), compare([transport.number], negated: false),
-                    loadTransport(offset: 2, length: 2), compare(port.bigEndianBytes, negated: false)]
-        case let .redirect(port):
-            let value = expression("immediate")
-            nftnl_expr_set_u32(value, attr(NFTNL_EXPR_IMM_DREG), reg1)
-            _ = port.bigEndianBytes.withUnsafeBytes { nftnl_expr_set(value, attr(NFTNL_EXPR_IMM_DATA), $0.baseAddress, 2) }
-            let redirect = expression("redir")
-            nftnl_expr_set_u32(redirect, attr(NFTNL_EXPR_REDIR_REG_PROTO_MIN), reg1)
-            nftnl_expr_set_u32(redirect, attr(NFTNL_EXPR_REDIR_FLAGS), 2 /* NF_NAT_RANGE_PROTO_SPECIFIED */)
-            return [value, redirect]
-        case .conntrackStateNew:
-            // NF_CT_STATE_BIT(IP_CT_NEW): the state bitmask nft compares against.
-            return [loadConntrack(NFT_CT_STATE), bitwise(and: 1 << 3, xor: 0), compare(UInt32(0).bytes, negated: true)]
+                    loadTransport(offset: 0, length: 2), verdictLookup(map)]
         case let .markVerdictMap(mask, map):
             return [loadMeta(NFT_META_MARK), bitwise(and: mask, xor: 0), verdictLookup(map)]
         case let .socketMarkMatch(value, negated):
@@ -93,24 +70,8 @@ enum NftExpressions {
                 expressions += [compare([types.lowerBound], operation: NFT_CMP_GTE), compare([types.upperBound], operation: NFT_CMP_LTE)]
             }
             return expressions
-        case let .sourceIsOutputInterfaceAddress(negated):
-            let fib = expression("fib")
-            nftnl_expr_set_u32(fib, attr(NFTNL_EXPR_FIB_DREG), reg1)
-            nftnl_expr_set_u32(fib, attr(NFTNL_EXPR_FIB_RESULT), UInt32(NFT_FIB_RESULT_ADDRTYPE.rawValue))
-            nftnl_expr_set_u32(fib, attr(NFTNL_EXPR_FIB_FLAGS), UInt32(NFTA_FIB_F_SADDR.rawValue | NFTA_FIB_F_OIF.rawValue))
-            return [fib, compare(UInt32(2).bytes /* RTN_LOCAL */, negated: negated)]
         case .masquerade:
             return [expression("masq")]
-        case let .reject(kind):
-            let e = expression("reject")
-            switch kind {
-            case .tcpReset:
-                nftnl_expr_set_u32(e, attr(NFTNL_EXPR_REJECT_TYPE), UInt32(NFT_REJECT_TCP_RST.rawValue))
-            case .portUnreachable:
-                nftnl_expr_set_u32(e, attr(NFTNL_EXPR_REJECT_TYPE), UInt32(NFT_REJECT_ICMPX_UNREACH.rawValue))
-                nftnl_expr_set_u8(e, attr(NFTNL_EXPR_REJECT_CODE), UInt8(NFT_REJECT_ICMPX_PORT_UNREACH.rawValue))
-            }
-            return [e]
         case let .verdict(verdict):
             let e = expression("immediate")
             nftnl_expr_set_u32(e, attr(NFTNL_EXPR_IMM_DREG), verdictRegister)
@@ -155,14 +116,6 @@ enum NftExpressions {
         nftnl_expr_alloc(name)!
     }
 
-    /// A meta or ct expression moving `key` into (load) or out of (store) register 1.
-    private static func keyed(_ name: String, key: UInt32, keyAttribute: Int, registerAttribute: Int) -> OpaquePointer {
-        let e = expression(name)
-        nftnl_expr_set_u32(e, attr(keyAttribute), key)
-        nftnl_expr_set_u32(e, attr(registerAttribute), reg1)
-        return e
-    }
-
     /// In an inet table: only packets of the family, then their source or destination
     /// address into register 1 (network header offsets 12/16 for IPv4, 8/24 for IPv6).
     private static func loadAddress(source: Bool, ipv4: Bool) -> [OpaquePointer] {
@@ -192,23 +145,15 @@ enum NftExpressions {
         return socket
     }
 
+    /// The packet's meta `key` into register 1.
     private static func loadMeta(_ key: nft_meta_keys) -> OpaquePointer {
-        keyed("meta", key: key.rawValue, keyAttribute: NFTNL_EXPR_META_KEY, registerAttribute: NFTNL_EXPR_META_DREG)
+        let e = expression("meta")
+        nftnl_expr_set_u32(e, attr(NFTNL_EXPR_META_KEY), key.rawValue)
+        nftnl_expr_set_u32(e, attr(NFTNL_EXPR_META_DREG), reg1)
+        return e
     }
 
-    private static func storeMeta(_ key: nft_meta_keys) -> OpaquePointer {
-        keyed("meta", key: key.rawValue, keyAttribute: NFTNL_EXPR_META_KEY, registerAttribute: NFTNL_EXPR_META_SREG)
-    }
-
-    private static func loadConntrack(_ key: nft_ct_keys) -> OpaquePointer {
-        keyed("ct", key: key.rawValue, keyAttribute: NFTNL_EXPR_CT_KEY, registerAttribute: NFTNL_EXPR_CT_DREG)
-    }
-
-    private static func storeConntrack(_ key: nft_ct_keys) -> OpaquePointer {
-        keyed("ct", key: key.rawValue, keyAttribute: NFTNL_EXPR_CT_KEY, registerAttribute: NFTNL_EXPR_CT_SREG)
-    }
-
-    /// reg1 = (reg1 & and) ^ xor, on a 32-bit value in host order (a mark, a conntrack state).
+    /// reg1 = (reg1 & and) ^ xor, on a 32-bit value in host order (a mark).
     private static func bitwise(and: UInt32, xor: UInt32) -> OpaquePointer {
         bitwise(and: and.bytes, xor: xor.bytes)
     }

@@ -1,3 +1,4 @@
+import Addresses
 import CNetlink
 import Glibc
 
@@ -17,6 +18,39 @@ public final class SocketDiag {
     public init() throws {
         netlink = try NetlinkSocket(bus: NETLINK_SOCK_DIAG)
         netlink.setReceiveTimeout(seconds: 2)
+    }
+
+    /// A socket's remote end and its mark (the mark comes with CAP_NET_ADMIN).
+    public struct Connection: Hashable, Sendable {
+        public var destination: IPAddress
+        public var mark: UInt32
+    }
+
+    /// The remote addresses of every connected UDP and TCP socket (any state but listening),
+    /// IPv4 and IPv6, with the socket's mark: which learned addresses are still in use.
+    public func connections() throws -> [Connection] {
+        var connections: [Connection] = []
+        for family in [AF_INET, AF_INET6] {
+            for transport in [IPPROTO_UDP, IPPROTO_TCP] {
+                let message = NetlinkMessage(type: UInt16(SOCK_DIAG_BY_FAMILY), flags: 0)
+                var request = inet_diag_req_v2()
+                request.sdiag_family = UInt8(family)
+                request.sdiag_protocol = UInt8(transport)
+                request.idiag_states = ~UInt32(1 << 10) // every state but TCP_LISTEN
+                message.putFamilyHeader(request)
+                for reply in try netlink.dump(message, operation: "list connected sockets") {
+                    let answer = reply.familyHeader(as: inet_diag_msg.self)
+                    let words = withUnsafeBytes(of: answer.id.idiag_dst) { Array($0) }
+                    let destination: IPAddress = family == AF_INET
+                        ? .v4(UInt32(words[0]) << 24 | UInt32(words[1]) << 16 | UInt32(words[2]) << 8 | UInt32(words[3]))
+                        : IPAddress(bytes: words) ?? .v4(0)
+                    guard destination != .v4(0), destination != IPAddress(bytes: [UInt8](repeating: 0, count: 16)) else { continue }
+                    let mark = reply.attributes(familyHeaderSize: MemoryLayout<inet_diag_msg>.size).u32(UInt16(INET_DIAG_MARK)) ?? 0
+                    connections.append(Connection(destination: destination, mark: mark))
+                }
+            }
+        }
+        return connections
     }
 
     /// Every UDP and TCP socket, IPv4 and IPv6, in any state.

@@ -76,30 +76,14 @@ public struct NftTextRenderer: Sendable {
             return "iifname vmap @\(map)"
         case let .outputInterfaceVerdictMap(map):
             return "oifname vmap @\(map)"
-        case let .setMark(clear, set):
-            return "meta mark set meta mark & \(hex(~clear, digits: 8))" + (set == 0 ? "" : " | \(hex(set, digits: 8))")
-        case let .setConntrackMark(clear, set):
-            return "ct mark set ct mark & \(hex(~clear, digits: 8))" + (set == 0 ? "" : " | \(hex(set, digits: 8))")
-        case let .conntrackMarkMatch(mask, value, negated):
-            return "ct mark & \(hex(mask, digits: 8)) \(negated ? "!=" : "==") \(hex(value, digits: 8))"
-        case .conntrackStateNew:
-            return "ct state new"
-        case let .cgroupMatch(level, cgroup, negated):
-            return "socket cgroupv2 level \(level) \(negated ? "!= " : "")\(key(cgroup))"
-        case let .cgroupInSet(level, set, negated):
-            return "socket cgroupv2 level \(level) \(negated ? "!= " : "")@\(set)"
         case let .destinationInSet(ipv4, set, negated):
             return "\(ipv4 ? "ip" : "ip6") daddr \(negated ? "!= " : "")@\(set)"
         case let .sourceInSet(ipv4, set, negated):
             return "\(ipv4 ? "ip" : "ip6") saddr \(negated ? "!= " : "")@\(set)"
-        case let .destinationVerdictMap(ipv4, map):
-            return "\(ipv4 ? "ip" : "ip6") daddr vmap @\(map)"
-        case let .destinationPort(transport, port):
-            return "meta l4proto \(transport.rawValue) th dport \(port)"
-        case let .redirect(port):
-            return "redirect to :\(port)"
-        case let .conntrackMarkVerdictMap(mask, map):
-            return "ct mark & \(hex(mask, digits: 8)) vmap @\(map)"
+        case let .sourceVerdictMap(ipv4, map):
+            return "\(ipv4 ? "ip" : "ip6") saddr vmap @\(map)"
+        case let .sourcePortVerdictMap(transport, map):
+            return "\(transport.rawValue) sport vmap @\(map)"
         case let .namedCounter(name):
             return "counter name \(quoted(name))"
         case let .cgroupVerdictMap(level, map):
@@ -122,14 +106,8 @@ public struct NftTextRenderer: Sendable {
             return "meta skuid @\(set)"
         case let .icmpv6Types(types):
             return "icmpv6 type " + (types.count == 1 ? "\(types.lowerBound)" : "\(types.lowerBound)-\(types.upperBound)")
-        case let .sourceIsOutputInterfaceAddress(negated):
-            return "fib saddr . oif type \(negated ? "!= " : "")local"
         case .masquerade:
             return "masquerade"
-        case .reject(.tcpReset):
-            return "reject with tcp reset"
-        case .reject(.portUnreachable):
-            return "reject with icmpx port-unreachable"
         case let .verdict(v):
             return verdict(v)
         }

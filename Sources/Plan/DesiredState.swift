@@ -3,9 +3,10 @@ import Nftables
 import Policy
 import Routing
 
-/// Everything the kernel should hold for a policy: one nft table, policy rules, routes
-/// in the profiles' tables and a few sysctls. The daemon's apply edge makes the kernel
-/// match this value; `vpnctl plan` prints it.
+/// Everything the kernel should hold for a policy: the socket programs on the profiles'
+/// cgroups, policy rules, routes in the profiles' tables, one nft table (the killswitch)
+/// and a few sysctls. The daemon's apply edge makes the kernel match this value; `vpnctl
+/// plan` prints it.
 public struct DesiredState: Hashable, Sendable {
     public var nft: NftTable
     public var rules: [RoutingRule]
@@ -13,16 +14,27 @@ public struct DesiredState: Hashable, Sendable {
     public var sysctls: [Sysctl]
     /// Profile cgroups (relative to the cgroup2 root) that must exist.
     public var cgroups: [String]
-    /// Cgroups whose sockets are born with a mark (BirthMarks).
-    public var socketMarks: [SocketMarkAttachment]
+    /// Where the socket programs are attached, and what they do there (SocketProgramPlan).
+    public var socketPrograms: [SocketProgramAttachment]
+    /// Which run-time set elements (what the DNS proxies learn) become routes too, and how
+    /// (LearnedRoutes).
+    public var learnedRoutes: [LearnedRoutes]
+    /// The cgroups along the profile parent that the root's path guard knows.
+    public var pathGuard: PathGuard?
+    /// Each transport port that goes direct and the chain that holds it while it drains: the
+    /// apply edge holds a port whose exclusion rule is new before it adds the rule.
+    public var transportDrains: [UInt16: String] = [:]
 
-    public init(nft: NftTable, rules: [RoutingRule], routes: [Route], sysctls: [Sysctl], cgroups: [String], socketMarks: [SocketMarkAttachment] = []) {
+    public init(nft: NftTable, rules: [RoutingRule], routes: [Route], sysctls: [Sysctl], cgroups: [String],
+                socketPrograms: [SocketProgramAttachment] = [], learnedRoutes: [LearnedRoutes] = [], pathGuard: PathGuard? = nil) {
         self.nft = nft
         self.rules = rules
         self.routes = routes
         self.sysctls = sysctls
         self.cgroups = cgroups
-        self.socketMarks = socketMarks
+        self.socketPrograms = socketPrograms
+        self.learnedRoutes = learnedRoutes
+        self.pathGuard = pathGuard
     }
 }
 
@@ -61,6 +73,11 @@ public struct RuntimeFacts: Hashable, Sendable {
     public var tunnelTransports: [String: TunnelTransport] = [:]
     /// Each profile with trusted-network rules: its verdict on the networks now (TrustedEvaluator).
     public var trusted: [String: TrustedVerdict] = [:]
+    /// The addresses of the profile tunnels, by interface: nothing with one of them as its
+    /// source leaves through another interface.
+    public var tunnelAddresses: [String: [IPAddress]] = [:]
+    /// The cgroup2 root's id (the path guard, and system mode's DNS programs, are attached there).
+    public var rootCgroupID: UInt64?
 
     public struct JoinedCgroup: Hashable, Sendable {
         public var profile: String
@@ -112,26 +129,23 @@ public struct ProfileObjectNames: Sendable {
     public let profile: String
     public init(_ profile: String) { self.profile = profile }
 
-    public var memberChain: String { "member_\(profile)" }
-    public var inboundChain: String { "inbound_\(profile)" }
+    /// Where members' packets are held (postrouting): into the tunnel, to loopback, to the
+    /// profile's exceptions, or dropped.
     public var egressChain: String { "egress_\(profile)" }
-    /// Packets members sent (matched by cgroup or by their connection's mark).
+    /// Packets received through the profile's tunnel are counted here.
+    public var inboundChain: String { "inbound_\(profile)" }
+    /// New connections to a member's socket (a listener) are checked here.
+    public var listenChain: String { "listen_\(profile)" }
+    /// Packets members sent (and non-members whose sockets carry the profile's mark).
     public var sentCounter: String { "\(profile)_sent" }
-    /// Packets received on member connections.
+    /// Packets received through the profile's tunnel.
     public var receivedCounter: String { "\(profile)_received" }
     /// Packets that left through the profile's tunnel.
     public var tunnelCounter: String { "\(profile)_tunnel" }
     /// Packets the killswitch dropped (leaving, or new connections to members arriving
     /// outside the tunnel).
     public var droppedCounter: String { "\(profile)_dropped" }
-    /// New connections to a member's socket (a listener) are checked here.
-    public var listenChain: String { "listen_\(profile)" }
-    /// With allow_lan: a member's packet is sent on to the member chain or to `directChain`
-    /// by its destination.
-    public var classifyChain: String { "classify_\(profile)" }
-    /// A member's packet that goes direct (the LAN): the bypass mark, remembered by the connection.
-    public var directChain: String { "direct_\(profile)" }
-    /// Member packets that went direct.
+    /// Member packets that went direct (allow_lan, bypass.domains).
     public var directCounter: String { "\(profile)_direct" }
     /// Destinations that stay in the tunnel though they are in the LAN ranges.
     public func tunnelDestinations(ipv4: Bool) -> String { "tunnel_dst\(ipv4 ? 4 : 6)_\(profile)" }
@@ -139,19 +153,16 @@ public struct ProfileObjectNames: Sendable {
     public func bypassDomainSet(ipv4: Bool) -> String { "bypass_dns\(ipv4 ? 4 : 6)_\(profile)" }
     /// Addresses of route.domains names, as the DNS proxies learned them.
     public func routeDomainSet(ipv4: Bool) -> String { "route_dns\(ipv4 ? 4 : 6)_\(profile)" }
-    /// Members' DNS queries go to the profile's proxy.
-    public var dnsChain: String { "dns_\(profile)" }
     /// Addresses the profile's proxy answered for names NOT in its bypass.domains: they stay
     /// in the tunnel though a bypassed name shares them.
     public func tunneledDomainSet(ipv4: Bool) -> String { "tunneled_dns\(ipv4 ? 4 : 6)_\(profile)" }
-    /// Members' DNS over TLS or QUIC refused.
-    public var encryptedDNSCounter: String { "\(profile)_encrypted_dns_refused" }
 }
 
 /// Identifies our rules and routes among everybody else's (rtm_protocol / FRA_PROTOCOL).
 public let vpnexecRouteProtocol: UInt8 = 118
+/// Routes made from what the DNS proxies learned (LearnedRoutes): apart from the planned
+/// ones, which the apply edge reconciles every second, and kept by their own lifetimes.
+public let vpnexecLearnedRouteProtocol: UInt8 = 119
 public let vpnexecTableName = "vpnexec"
-/// Packets of cgroups vpnd does not know yet where a profile cgroup could be.
-public let unknownCgroupCounter = MembershipRules.unknownCounter
 /// Packets of processes in the bypass slice.
-public let bypassedCounter = MembershipRules.bypassCounter
+public let bypassedCounter = KillswitchRules.bypassCounter

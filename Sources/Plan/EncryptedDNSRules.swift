@@ -1,16 +1,15 @@
-import Nftables
 import Policy
 
 /// Encrypted DNS from members where domain rules apply to them. The profile's proxy fills
-/// the domain sets from the port-53 queries it answers (DNSRules); a member that resolves
-/// over TLS (DoT, TCP 853) or QUIC (DoQ, UDP 853) asks someone else, the sets stay empty,
-/// and bypass.domains and route.domains silently do nothing. So, unless the profile says
-/// `allow_encrypted_dns = true`, such packets are refused in the member's classifier: a
-/// TCP reset for DoT and an ICMP port unreachable for DoQ, to any address, so the client
-/// fails at once (and falls back to port 53 where it can) instead of timing out, and
-/// nothing leaves. DNS over HTTPS (443) looks like any other HTTPS and is not refused here;
-/// the proxy answers Firefox's canary (DNSProxy) and the README tells how to turn an
-/// application's own DoH off.
+/// the domain sets from the port-53 queries it answers; a member that resolves over TLS
+/// (DoT, TCP 853) or QUIC (DoQ, UDP 853) asks someone else, the sets stay empty, and
+/// bypass.domains and route.domains silently do nothing. So, unless the profile says
+/// `allow_encrypted_dns = true`, the member's sockets are refused port 853 to any address
+/// where they connect or send (the socket programs: connect() and sendmsg() fail with
+/// EPERM), so the client fails at once (and falls back to port 53 where it can) instead of
+/// timing out, and nothing leaves. DNS over HTTPS (443) looks like any other HTTPS and is
+/// not refused here; the proxy answers Firefox's canary (DNSProxy) and the README tells how
+/// to turn an application's own DoH off.
 enum EncryptedDNSRules {
     static let port: UInt16 = 853
 
@@ -22,25 +21,6 @@ enum EncryptedDNSRules {
 
     static func refuses(_ profile: Profile, in policy: Policy) -> Bool {
         !profile.allowEncryptedDNS && hasDomainRules(profile, in: policy)
-    }
-
-    /// The classifier's first rules (new packets of members only: a connection's later
-    /// packets never come back to the classifier).
-    static func rules(_ profile: Profile, in policy: Policy) -> [NftRule] {
-        guard refuses(profile, in: policy) else { return [] }
-        let counter = ProfileObjectNames(profile.name).encryptedDNSCounter
-        return [
-            NftRule([.destinationPort(.tcp, port), .namedCounter(counter), .reject(.tcpReset)],
-                    comment: "profile \(profile.name): DNS over TLS would escape its domain rules"),
-            NftRule([.destinationPort(.udp, port), .namedCounter(counter), .reject(.portUnreachable)],
-                    comment: "profile \(profile.name): DNS over QUIC would escape its domain rules"),
-        ]
-    }
-
-    static func counters(_ policy: Policy) -> [NftCounter] {
-        policy.profiles.filter { refuses($0, in: policy) }.map {
-            NftCounter(name: ProfileObjectNames($0.name).encryptedDNSCounter, comment: "profile \($0.name): members' DNS over TLS/QUIC refused")
-        }
     }
 }
 

@@ -6,8 +6,8 @@ import Policy
 /// address, which multihop promises never happens. So an exit whose entry (or any profile
 /// further along its chain of `tunnel.via`) disconnects or blocks is itself blocked: its
 /// tunnel does not run (it is not a connected profile), its members are held by its
-/// killswitch, and what its socket still sends is dropped first in route_output
-/// (MultihopRules). An exit's own `disconnect` or `block` stays its own.
+/// killswitch, and what its socket still sends is dropped first in the entry's
+/// egress chain (MultihopRules). An exit's own `disconnect` or `block` stays its own.
 public struct HopHold: Hashable, Sendable {
     /// The profile along the chain that does not connect.
     public var entry: String

@@ -1,53 +1,97 @@
 import Nftables
 import Policy
 
-/// New connections to members. A member's listening socket would otherwise answer on any
-/// interface: `socket cgroupv2` in the output path sees only full sockets, and a SYN-ACK
-/// is sent by a request socket, so it would leave unmarked, in the clear. Both halves:
-/// - in the input hook, the socket a new connection is for is looked up (`socket` does the
-///   lookup a listener would get) and its cgroup decides: from the profile's tunnel the
-///   connection is accepted and marked as the profile's (ct mark), from loopback accepted,
-///   with allow_lan from a LAN address too (the connection then goes direct), from
-///   anywhere else dropped before any answer exists (with the killswitch);
-/// - the ct mark makes the answers members' packets in the output path (restored from the
-///   connection), so they are routed into the tunnel and held by the killswitch too.
-/// Unknown cgroups where a profile cgroup could be are refused the same way.
+/// What arrives for members. A member's listening socket would answer on any interface,
+/// and a socket's packets are not looked at again once they arrive, so the input hook
+/// holds them: for a new TCP connection (a SYN without ACK) or a datagram, the socket it
+/// is for is looked up (`socket` does the lookup the packet would get) and its cgroup
+/// decides: from the profile's tunnel or loopback it is let in, with allow_lan from a LAN
+/// address and with bypass.domains from an address learned for it (the answers of a
+/// direct connection), and from anywhere else dropped before any answer exists (with the
+/// killswitch). The answers then go by the listener's mark, born with it, into the tunnel.
+/// The rest of a TCP connection and ICMP need no look (the connection was let in, or is
+/// one the member opened), so a member's TCP flow costs these chains a few comparisons,
+/// and the kernel tracks nothing for it. Packets from a profile's tunnel are counted.
 enum InboundRules {
-    static let unknownChain = "unknown_listener"
+    static let chain = "inbound"
+    static let tunnelsMap = "inbound_tunnels"
 
     static func add(_ policy: Policy, facts: RuntimeFacts, to table: inout NftTable) {
         guard !policy.profiles.isEmpty else { return }
-        let mask = policy.routing.markMask
+        var tunnels: [String: String] = [:]
         for profile in policy.profiles {
             let names = ProfileObjectNames(profile.name)
-            let mark = profile.mark.value
-            var rules = [
-                NftRule([.inputInterfaceName(profile.tunnel.interfaceName, negated: false),
-                         .setConntrackMark(clear: mask, set: mark), .verdict(.accept)],
-                        comment: "profile \(profile.name): a connection from the tunnel to a member is the profile's"),
-                NftRule([.inputInterfaceName("lo", negated: false), .verdict(.accept)]),
-            ]
-            rules += ExceptionRules.lanSources(profile, policy: policy, facts: facts)
-            // Trusted networks: `disconnect` lets members be reached directly too.
-            let action = facts.trustedAction(profile)
-            if (profile.killswitch && action != .disconnect) || action == .block {
-                rules.append(NftRule([.namedCounter(names.droppedCounter), .verdict(.drop)],
-                                     comment: "profile \(profile.name): killswitch, members accept connections through the tunnel only"))
-            }
-            table.chains.append(NftChain(name: names.listenChain, rules: rules))
+            tunnels[profile.tunnel.interfaceName] = tunnels[profile.tunnel.interfaceName] ?? names.inboundChain
+            table.counters.append(NftCounter(name: names.receivedCounter, comment: "profile \(profile.name): packets received through \(profile.tunnel.interfaceName)"))
+            table.chains.append(NftChain(name: names.inboundChain, rules: [NftRule([.namedCounter(names.receivedCounter), .verdict(.accept)])]))
+            table.chains.append(NftChain(name: names.listenChain, rules: listen(profile, facts: facts)))
         }
+        table.sets.append(NftSet(name: tunnelsMap, key: .interfaceName, data: .verdict,
+                                 elements: tunnels.sorted { $0.key < $1.key }.map { NftElement(key: .interface($0.key), verdict: .jump($0.value)) },
+                                 comment: "what arrives through a profile's tunnel: counted, let in"))
         let listeners = CgroupMaps(policy, facts: facts, name: "listen_level_", bypass: .accept) { .jump(ProfileObjectNames($0.name).listenChain) }
         table.sets += listeners.sets
-        var input = listeners.lookups(prefix: [.conntrackStateNew])
-        let unknown = UnknownCgroups(policy, facts: facts)
-        if !unknown.isEmpty {
-            table.chains.append(NftChain(name: unknownChain, rules: [
-                NftRule([.inputInterfaceName("lo", negated: false), .verdict(.accept)]),
-                NftRule([.namedCounter(MembershipRules.unknownCounter), .verdict(.drop)], comment: "fail closed until vpnd knows this cgroup"),
-            ]))
-            input += unknown.rules(prefix: [.conntrackStateNew], target: unknownChain)
-        }
+        var input = [
+            NftRule([.inputInterfaceName("lo", negated: false), .verdict(.accept)]),
+            NftRule([.inputInterfaceVerdictMap(map: tunnelsMap)]),
+            NftRule([.tcpSynWithoutAck(negated: true), .verdict(.accept)], comment: "a connection already let in, or one a member opened"),
+            NftRule([.transportProtocol(1), .verdict(.accept)]),
+            NftRule([.transportProtocol(58), .verdict(.accept)]),
+        ]
+        input += TransportRules.inbound(policy, facts: facts)
+        input += listeners.lookups(prefix: [])
         if let system = policy.systemProfile { input += SystemRules.inbound(system) }
-        table.chains.append(NftChain(name: "inbound", base: NftBaseChain(kind: .filter, hook: .input, priority: NftBaseChain.filter), rules: input))
+        table.chains.append(NftChain(name: chain, base: NftBaseChain(kind: .filter, hook: .input, priority: NftBaseChain.filter), rules: input))
+    }
+
+    /// A new connection (or a datagram) to a member's socket from outside its tunnel.
+    static func listen(_ profile: Profile, facts: RuntimeFacts) -> [NftRule] {
+        let names = ProfileObjectNames(profile.name)
+        var rules: [NftRule] = []
+        let holds = RoutingPlan.holds(profile, trusted: facts)
+        let drop: [NftStatement] = [.namedCounter(names.droppedCounter), .verdict(.drop)]
+        rules += ExceptionRules.holes(profile, facts: facts, leaving: false, then: [.verdict(.accept)], held: holds ? drop : [.verdict(.accept)])
+        if holds {
+            rules.append(NftRule(drop, comment: "profile \(profile.name): killswitch, members accept connections through the tunnel only"))
+        }
+        return rules
+    }
+}
+
+/// Verdict maps from profile cgroups (by id, one map per depth) to a chain of the profile.
+struct CgroupMaps {
+    var sets: [NftSet] = []
+    private var levels: [UInt32] = []
+
+    /// `bypass`: the verdict for the bypass slice, when the policy uses it (nil: no element).
+    init(_ policy: Policy, facts: RuntimeFacts, name: String, bypass: NftVerdict?, verdict: (Profile) -> NftVerdict) {
+        var byLevel: [UInt32: [NftElement]] = [:]
+        var entries = policy.profiles.map { profile in
+            let path = profile.cgroupPath(parent: facts.cgroupParent)
+            return (path, facts.cgroupIDs[path], verdict(profile))
+        }
+        if policy.usesBypassSlice, let bypass {
+            let path = ExecutableRules.bypassCgroup(parent: facts.cgroupParent)
+            entries.append((path, facts.cgroupIDs[path], bypass))
+        }
+        for (path, joined) in facts.joinedCgroups.sorted(by: { $0.key < $1.key }) {
+            if let profile = policy.profile(named: joined.profile) { entries.append((path, joined.id, verdict(profile))) }
+        }
+        for (path, id, verdict) in entries {
+            guard let id else { continue }
+            byLevel[RuntimeFacts.level(of: path), default: []].append(NftElement(key: .cgroup(id: id, path: path), verdict: verdict))
+        }
+        // The depths where systemd makes the units that join: a later join there is one
+        // element for the kernel, where a new depth would be a new map and rule.
+        if !policy.profiles.isEmpty {
+            for level in UnitCgroups.usualLevels where byLevel[level] == nil { byLevel[level] = [] }
+        }
+        // Deepest level first: the most specific profile cgroup wins.
+        levels = byLevel.keys.sorted(by: >)
+        sets = levels.map { NftSet(name: name + String($0), key: .cgroupv2, data: .verdict, elements: byLevel[$0]!) }
+    }
+
+    func lookups(prefix: [NftStatement]) -> [NftRule] {
+        zip(levels, sets).map { NftRule(prefix + [.cgroupVerdictMap(level: $0, map: $1.name)]) }
     }
 }

@@ -1,63 +1,79 @@
 import Nftables
 import Policy
 
-/// The killswitch, where the output interface is final (postrouting: in the output hook
-/// later chains would still see the interface chosen before the route chain re-routed).
-/// A profile's marked packet may leave through its tunnel or loopback; anything else is
-/// counted and dropped. These rules live in the kernel, not in the daemon: they hold when
-/// vpnd stops or dies and while the tunnel is down or deleted (matching is by interface
-/// name, so a re-created tunnel matches again). Marked packets leaving through the tunnel
-/// get the tunnel's address as source when they were addressed before a re-route (a
-/// socket made before its process joined, route.networks); a socket born marked has it.
-/// The connection's mark is checked too: it is set from the cgroup and no socket option
-/// reaches it, so a member's packet whose mark something changed after the route chain
-/// is still held. (`socket cgroupv2` itself is not available in postrouting.) Before all
-/// that, the tunnel's own transport is kept from entering it (TransportRules).
+/// The killswitch, where the output interface is final (postrouting). A profile's marked
+/// packet may leave through its tunnel or loopback, or to the profile's holes (allow_lan,
+/// bypass.domains: ExceptionRules); anything else is counted and dropped. These rules live
+/// in the kernel, not in the daemon: they hold when vpnd stops or dies and while the tunnel
+/// is down or deleted (matching is by interface name, so a re-created tunnel matches again).
+/// Routing sends a member's packets nowhere else (RoutingPlan); what this catches is what
+/// routing cannot: a socket bound to another interface (SO_BINDTODEVICE, unprivileged since
+/// Linux 5.7), and a route someone else put in the profile's table.
+///
+/// It looks at the packet's mark only, which a member cannot change: a socket that changed
+/// its mark has its packets dropped at its cgroup's egress first (SocketProgramPlan), so the
+/// mark here is the profile's. Nothing is tracked: no connection state, no NAT, so the
+/// kernel keeps no conntrack entry for a member's flow (what a member's TCP flow costs
+/// beyond a plain one is this chain and the input chain's first rules, bench/run).
+/// Before the holes, the tunnel's own transport is kept from entering it (TransportRules),
+/// and an exit's transport is counted in its entry's chain (MultihopRules).
 enum KillswitchRules {
+    static let chain = "killswitch"
+    static let bypassChain = "bypassed"
+    static let bypassCounter = "bypassed"
+
     static func add(_ policy: Policy, facts: RuntimeFacts, to table: inout NftTable) {
         guard !policy.profiles.isEmpty else { return }
-        let mask = policy.routing.markMask
         var egressMarks: [NftElement] = []
-        var nat: [NftRule] = []
         for profile in policy.profiles {
             let names = ProfileObjectNames(profile.name)
-            let mark = profile.mark.value
-            let tunnel = profile.tunnel.interfaceName
-            egressMarks.append(NftElement(key: .mark(mark), verdict: .jump(names.egressChain)))
-            table.counters.append(NftCounter(name: names.tunnelCounter, comment: "profile \(profile.name): packets that left through \(tunnel)"))
-            // Trusted networks: `disconnect` lifts the drop (members go direct), `block` drops
-            // even what a member would send into the tunnel itself (a socket bound to it).
-            let action = facts.trustedAction(profile)
-            var rules = TransportRules.guardRules(profile, facts: facts)
-            if action != .block {
-                rules.append(NftRule([.outputInterfaceName(tunnel, negated: false), .namedCounter(names.tunnelCounter), .verdict(.accept)]))
-            }
-            rules.append(NftRule([.outputInterfaceName("lo", negated: false), .verdict(.accept)]))
-            if profile.killswitch || action == .block {
+            egressMarks.append(NftElement(key: .mark(profile.mark.value), verdict: .jump(names.egressChain)))
+            table.counters += [
+                NftCounter(name: names.sentCounter, comment: "profile \(profile.name): packets sent by members"),
+                NftCounter(name: names.tunnelCounter, comment: "profile \(profile.name): packets that left through \(profile.tunnel.interfaceName)"),
+            ]
+            if RoutingPlan.holds(profile, trusted: facts) || profile.killswitch {
                 table.counters.append(NftCounter(name: names.droppedCounter, comment: "profile \(profile.name): packets dropped by the killswitch"))
             }
-            if (profile.killswitch && action != .disconnect) || action == .block {
-                rules.append(NftRule([.namedCounter(names.droppedCounter), .verdict(.drop)],
-                                     comment: "profile \(profile.name): killswitch"))
-            }
-            table.chains.append(NftChain(name: names.egressChain, rules: rules))
-            // A socket born with the mark has the tunnel's address already: no NAT binding.
-            nat.append(NftRule([.markMatch(mask: mask, value: mark, negated: false),
-                                .outputInterfaceName(tunnel, negated: false), .sourceIsOutputInterfaceAddress(negated: true), .masquerade]))
+            table.chains.append(NftChain(name: names.egressChain, rules: egress(profile, policy: policy, facts: facts)))
         }
-        // A socket born with a profile's mark that went direct (allow_lan, bypass.domains)
-        // chose the tunnel's address when it connected: leaving through another interface
-        // it needs that interface's. Others that go direct have it already (no binding).
-        nat.append(NftRule([.markMatch(mask: mask, value: policy.routing.bypassMark, negated: false), .outputInterfaceName("lo", negated: true),
-                            .sourceIsOutputInterfaceAddress(negated: true), .masquerade],
-                           comment: "direct, from a socket born in a profile"))
+        if policy.usesBypassSlice {
+            egressMarks.append(NftElement(key: .mark(policy.routing.bypassMark), verdict: .jump(bypassChain)))
+            table.counters.append(NftCounter(name: bypassCounter, comment: "packets of processes in vpn-bypass.slice (bypass.executables) and tunnels' own sockets, sent direct"))
+            table.chains.append(NftChain(name: bypassChain, rules: [NftRule([.namedCounter(bypassCounter), .verdict(.accept)])]))
+        }
         table.sets.append(NftSet(name: "egress_marks", key: .mark, data: .verdict, elements: egressMarks))
-        table.chains += [
-            NftChain(name: "killswitch", base: NftBaseChain(kind: .filter, hook: .postrouting, priority: NftBaseChain.filter), rules: [
-                NftRule([.markVerdictMap(mask: mask, map: "egress_marks")]),
-                NftRule([.conntrackMarkVerdictMap(mask: mask, map: "egress_marks")]),
-            ]),
-            NftChain(name: "source_nat", base: NftBaseChain(kind: .nat, hook: .postrouting, priority: NftBaseChain.srcnat), rules: nat),
-        ]
+        var rules = [NftRule([.markVerdictMap(mask: policy.routing.markMask, map: "egress_marks")])]
+        rules += TransportRules.unmarkedGuard(policy, facts: facts)
+        if let system = policy.systemProfile { rules += SystemRules.egress(system, policy: policy) }
+        table.chains.append(NftChain(name: chain, base: NftBaseChain(kind: .filter, hook: .postrouting, priority: NftBaseChain.filter), rules: rules))
+    }
+
+    /// A profile's chain: the sent counter, its hops' transport, its own transport kept out
+    /// of it, then the tunnel, loopback and the holes, then the drop.
+    static func egress(_ profile: Profile, policy: Policy, facts: RuntimeFacts) -> [NftRule] {
+        let names = ProfileObjectNames(profile.name)
+        let tunnel = profile.tunnel.interfaceName
+        // Trusted networks: `disconnect` lifts the drop (members go direct), `block` drops
+        // even what a member would send into the tunnel itself (a socket bound to it).
+        let action = facts.trustedAction(profile)
+        var rules = [NftRule([.namedCounter(names.sentCounter)])]
+        rules += MultihopRules.egress(profile, policy: policy, facts: facts)
+        rules += TransportRules.guardRules(profile, facts: facts)
+        if action != .block {
+            rules.append(NftRule([.outputInterfaceName(tunnel, negated: false), .namedCounter(names.tunnelCounter), .verdict(.accept)]))
+        }
+        rules.append(NftRule([.outputInterfaceName("lo", negated: false), .verdict(.accept)]))
+        // Leaving elsewhere with a tunnel's address (a connection whose route changed): never.
+        rules += [true, false].map { NftRule([.sourceVerdictMap(ipv4: $0, map: TransportRules.sourcesMap(ipv4: $0))]) }
+        let drop: [NftStatement] = [.namedCounter(names.droppedCounter), .verdict(.drop)]
+        if action != .block {
+            rules += ExceptionRules.holes(profile, facts: facts, leaving: true, then: [.namedCounter(names.directCounter), .verdict(.accept)],
+                                          held: RoutingPlan.holds(profile, trusted: facts) ? drop : [.verdict(.return)])
+        }
+        if RoutingPlan.holds(profile, trusted: facts) {
+            rules.append(NftRule(drop, comment: "profile \(profile.name): killswitch"))
+        }
+        return rules
     }
 }

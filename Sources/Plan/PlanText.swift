@@ -11,10 +11,15 @@ public enum PlanText {
         lines.append(NftTextRenderer().render(state.nft))
         lines.append("# policy routing rules (proto \(vpnexecRouteProtocol) marks them as vpnexec's)")
         for rule in state.rules {
-            let selector = rule.mask == 0 ? "" : " fwmark \(hex(rule.mark))/\(hex(rule.mask))"
+            var selector = rule.mask == 0 ? "" : " fwmark \(hex(rule.mark))/\(hex(rule.mask))"
+            if let name = rule.inputInterface { selector += " iif \(name)" }
+            if let uids = rule.uidRange { selector += " uidrange \(uids.lowerBound)-\(uids.upperBound)" }
+            if let number = rule.ipProtocol { selector += " ipproto \(number)" }
+            if let ports = rule.sourcePorts { selector += " sport \(ports.lowerBound)-\(ports.upperBound)" }
+            if let ports = rule.destinationPorts { selector += " dport \(ports.lowerBound)-\(ports.upperBound)" }
             let what: String
             switch rule.action {
-            case .lookup: what = "table \(rule.table)"
+            case .lookup: what = "table \(rule.table)" + (rule.suppressPrefixLength.map { " suppress_prefixlength \($0)" } ?? "")
             case let .goto(target): what = "goto \(target)"
             case .nop: what = "nop"
             }
@@ -41,12 +46,36 @@ public enum PlanText {
             lines.append("# profile cgroups (relative to the cgroup2 mount)")
             lines += state.cgroups.map { "# \($0)" }
         }
-        if !state.socketMarks.isEmpty {
-            lines.append("# sockets born marked (cgroup socket program at inet_sock_create)")
-            lines += state.socketMarks.map { "# \($0.cgroup) (id \($0.id)): mark \(hex($0.mark))" }
+        if !state.socketPrograms.isEmpty {
+            lines.append("# socket programs (cgroup BPF: what a cgroup's sockets are born with and where their DNS goes)")
+            lines += state.socketPrograms.map { "# \($0.cgroup.isEmpty ? "/" : $0.cgroup) (id \($0.id)): \(describe($0.settings))" }
+        }
+        if !state.learnedRoutes.isEmpty {
+            lines.append("# routes from what the DNS proxies learn (proto \(vpnexecLearnedRouteProtocol)), as long as each address lives")
+            lines += state.learnedRoutes.map { learned in
+                let what: String
+                switch learned.kind {
+                case let .bypass(tunneled, _): what = "throw ADDRESS (unless in @\(tunneled) or the tunnel's destinations)"
+                case let .tunnel(device, holds):
+                    what = ([device.map { "ADDRESS dev \(interfaceNames[$0] ?? "#\($0)") metric 3" }, holds ? "unreachable ADDRESS metric 4" : nil].compactMap { $0 }.joined(separator: ", "))
+                }
+                return "# @\(learned.set) -> table \(learned.table): \(what.isEmpty ? "nothing while the tunnel is down" : what)"
+            }
         }
         return lines.joined(separator: "\n") + "\n"
     }
+}
+
+/// "mark 0x1000000, guarded, DNS to port 5301, port 853 refused".
+func describe(_ settings: SocketSettings) -> String {
+    var parts: [String] = []
+    if settings.mark != 0 { parts.append("mark \(hex(settings.mark))") }
+    if settings.requireMark { parts.append("sockets without a mark of ours refused") }
+    if settings.guardMarks != nil { parts.append("packets without a profile's mark dropped") }
+    if let port = settings.dnsPort { parts.append("DNS to port \(port)" + (settings.unmarkedOnly ? " (unmarked sockets)" : "")) }
+    if settings.refuseEncryptedDNS { parts.append("port 853 refused") }
+    if settings.guardPath { parts.append("sockets in cgroups unknown along the profile parent refused") }
+    return parts.joined(separator: ", ")
 }
 
 extension String {

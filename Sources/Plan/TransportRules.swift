@@ -7,74 +7,86 @@ import Policy
 /// it carries no mark of its own (wireguard-go without `fwmark`, any new socket after
 /// `wg set IFACE listen-port N`), its encrypted packets would be routed into its own
 /// tunnel, read back, encrypted again: a loop that fills the link. So:
-/// - exclusion: the first rule of route_output takes a packet from a profile tunnel's
-///   known transport port (UDP, sent by a socket of the user that holds that socket)
-///   out of every profile: the connection's mark cleared, and the bypass mark where its
-///   socket was born with a profile's (an unmarked one keeps the main table's route), so it wins
-///   over whatever the connection decided before (a loop already under way stops at its
-///   next packet) and the connection is looked at afresh once the port is no longer the
-///   tunnel's. Ports are elements of a set: a port that moves is an element edit.
-/// - guard: a profile's packet about to leave through its tunnel that is that tunnel's own
+/// - exclusion: the UDP port of each profile tunnel's known transport, sent by a socket of
+///   the user that holds it, goes past the route lists and system mode to the main table
+///   (RoutingPlan's exclusion rules, a rule per port: a port that moves is one rule), and
+///   in system mode the killswitch and the input hook let it pass. A member cannot use
+///   the exclusion: the port is bound by the tunnel's socket (no other socket can bind it
+///   while it is held, but with SO_REUSEADDR or SO_REUSEPORT on both, and SO_REUSEPORT
+///   only for the same user), and the socket must belong to the user that holds it (root
+///   for every tunnel daemon we know; a member that is root can route itself anyway).
+/// - guard: a packet about to leave through a profile's tunnel that is that tunnel's own
 ///   transport (from the tunnel's port or the ports of the process holding the tunnel
 ///   device, or to one of its peers' endpoints) is counted and dropped: the window after a
-///   socket moved and before vpnd knows the new port, and tunnels vpnd cannot ask.
-///   Dropped in postrouting, the connection is never confirmed: nothing of it sticks.
-/// A member cannot use the exclusion: the port is bound by the tunnel's socket (no other
-/// socket can bind it while it is held, but with SO_REUSEADDR or SO_REUSEPORT on both, and
-/// SO_REUSEPORT only for the same user), and the packet's socket must belong to the user
-/// that holds it (root for every tunnel daemon we know; a member that is root can set the
-/// bypass mark itself anyway). A port the tunnel left is out of the set within a second.
-enum TransportRules {
+///   socket moved and before vpnd knows the new port, and tunnels vpnd cannot ask. For a
+///   profile's marked packets in its egress chain; for unmarked ones (route lists, system
+///   mode) by the interface they would enter.
+/// - drain: a port that becomes known while it may have looped (its exclusion rule is
+///   new) is held for a second first (`transport_draining`, elements with a timeout): what
+///   the loop left in the daemon, its own transport wrapped once more, would reach the peer,
+///   which would unwrap it and take the tunnel's own address for the client's endpoint.
+/// - sources: nothing with a tunnel's own address as its source leaves through another
+///   interface (a reset or an ICMP error the kernel sends for a closed connection of the
+///   tunnel carries no mark; a connection whose route changed keeps its address).
+/// Nothing here re-routes a packet or tracks a connection: a port vpnd learns changes the
+/// route of the next packet, and a loop under way stops at it.
+public enum TransportRules {
     static let portsSet = "tunnel_transport"
     static let ownersSet = "tunnel_transport_owners"
-    /// A connection's profile mark -> that profile's chain that counts it as a loop and drops.
-    static let heldMap = "transport_held"
-    static let counter = "tunnel_transport"
-    static let chain = "tunnel_transport"
+    static let loopsMap = "tunnel_loops"
+    static let drainingMap = "transport_draining"
+    public static var drainingMapName: String { drainingMap }
+    static func sourcesMap(ipv4: Bool) -> String { "tunnel_sources\(ipv4 ? 4 : 6)" }
+    /// How long a newly known transport port is held.
+    public static let drainSeconds: UInt32 = 1
+
+    /// The profile tunnels' transports that go direct (an exit hop's goes into its entry's
+    /// tunnel: MultihopRules).
+    static func direct(_ policy: Policy, facts: RuntimeFacts) -> [TunnelTransport] {
+        policy.profiles.filter { $0.via == nil }.compactMap { facts.tunnelTransports[$0.tunnel.interfaceName] }
+    }
+
+    /// Whether unmarked packets can be routed into a profile's tunnel at all.
+    static func routesUnmarked(_ policy: Policy) -> Bool {
+        policy.systemProfile != nil || policy.profiles.contains(where: RoutingPlan.routesNonMembers)
+    }
 
     static func add(_ policy: Policy, facts: RuntimeFacts, to table: inout NftTable) {
         guard !policy.profiles.isEmpty else { return }
         let known = policy.profiles.compactMap { facts.tunnelTransports[$0.tunnel.interfaceName] }.filter { $0.udpPort != nil }
-        // An exit hop's transport goes into its entry's tunnel, not direct (MultihopRules).
-        let direct = policy.profiles.filter { $0.via == nil }.compactMap { facts.tunnelTransports[$0.tunnel.interfaceName] }
         table.sets += [
-            NftSet(name: portsSet, key: .port, elements: Set(direct.compactMap(\.udpPort)).sorted().map { NftElement(key: .port($0)) },
+            NftSet(name: portsSet, key: .port, elements: Set(direct(policy, facts: facts).compactMap(\.udpPort)).sorted().map { NftElement(key: .port($0)) },
                    comment: "the UDP ports of the profile tunnels' own sockets"),
             NftSet(name: ownersSet, key: .uid, elements: Set(known.compactMap(\.owner)).sorted().map { NftElement(key: .uid($0)) },
                    comment: "the users that hold them"),
-            NftSet(name: heldMap, key: .mark, data: .verdict,
-                   elements: policy.profiles.map { NftElement(key: .mark($0.mark.value), verdict: .jump(ProfileObjectNames($0.name).heldChain)) },
-                   comment: "a transport connection a profile carried into its tunnel: counted as that profile's loop"),
         ]
-        table.counters.append(NftCounter(name: counter, comment: "packets of the profile tunnels' own transport, kept out of every profile"))
-        let mask = policy.routing.markMask
-        table.chains.append(NftChain(name: chain, rules: [
-            NftRule([.conntrackMarkVerdictMap(mask: mask, map: heldMap)],
-                    comment: "carried into a profile before vpnd knew it: dropped until vpnd forgets the connection"),
-            // A packet that carries none of our bits is routed by the main table already:
-            // its mark stays as it is, so the route chain does not route it again (a second
-            // FIB lookup for every encrypted datagram, 6% of a wireguard-go tunnel's TCP
-            // throughput in bench/run) and a mark of its own, wg-quick's 51820, still
-            // matches the tunnel daemon's own rules.
-            NftRule([.markMatch(mask: mask, value: 0, negated: false), .setConntrackMark(clear: mask, set: 0),
-                     .namedCounter(counter), .verdict(.accept)], comment: "no profile's, whatever its connection decided before"),
-            NftRule([.setMark(clear: mask, set: policy.routing.bypassMark), .setConntrackMark(clear: mask, set: 0),
-                     .namedCounter(counter), .verdict(.accept)], comment: "born in a profile: taken out of it"),
-        ]))
         MultihopRules.add(policy, facts: facts, to: &table)
+        var loops: [NftElement] = []
+        var sources: [Bool: [NftElement]] = [true: [], false: []]
         for profile in policy.profiles {
             let names = ProfileObjectNames(profile.name)
-            let transport = facts.tunnelTransports[profile.tunnel.interfaceName]
+            let tunnel = profile.tunnel.interfaceName
+            let transport = facts.tunnelTransports[tunnel]
             table.counters.append(NftCounter(name: names.loopCounter, comment: "profile \(profile.name): packets of \(profile.tunnel.interfaceName)'s own transport that would have entered it"))
             table.chains += [
                 NftChain(name: names.loopChain, rules: loopRules(profile)),
                 NftChain(name: names.heldChain, rules: [NftRule([.namedCounter(names.loopCounter), .verdict(.drop)])]),
+                NftChain(name: names.sourceChain, rules: [
+                    NftRule([.outputInterfaceName(tunnel, negated: false), .verdict(.accept)]),
+                    NftRule([.outputInterfaceName("lo", negated: false), .verdict(.accept)]),
+                    NftRule((RoutingPlan.holds(profile, trusted: facts) || profile.killswitch ? [.namedCounter(names.droppedCounter)] : []) + [.verdict(.drop)],
+                            comment: "profile \(profile.name): \(tunnel)'s own address never leaves elsewhere"),
+                ]),
             ]
+            for address in facts.tunnelAddresses[tunnel] ?? [] where !(sources[address.isIPv4]!.contains { $0.key == .prefix(IPPrefix(address: address, length: address.bitCount)!) }) {
+                sources[address.isIPv4]!.append(NftElement(key: .prefix(IPPrefix(address: address, length: address.bitCount)!), verdict: .jump(names.sourceChain)))
+            }
+            loops.append(NftElement(key: .interface(profile.tunnel.interfaceName), verdict: .jump(names.loopChain)))
             table.sets.append(NftSet(name: names.loopSet(.udp), key: .port, elements: (transport?.loopUDPPorts ?? []).map { NftElement(key: .port($0)) },
                                      comment: "profile \(profile.name): UDP ports of \(profile.tunnel.interfaceName)'s own transport"))
             // Its peers' endpoints, as addresses and ports apart (a peer's address with
             // another peer's port counts too): sets, so that a tunnel with many roaming
-            // peers costs members two lookups and a roam an element edit.
+            // peers costs two lookups and a roam an element edit.
             let endpoints = transport?.endpoints ?? []
             for ipv4 in [true, false] {
                 let addresses = Set(endpoints.map(\.address).filter { $0.isIPv4 == ipv4 }).sorted { $0.description < $1.description }
@@ -88,24 +100,51 @@ enum TransportRules {
                                          comment: "profile \(profile.name): TCP ports of the process holding \(profile.tunnel.interfaceName)"))
             }
         }
+        for ipv4 in [true, false] {
+            table.sets.append(NftSet(name: sourcesMap(ipv4: ipv4), key: .address(ipv4: ipv4), data: .verdict, elements: sources[ipv4]!,
+                                     comment: ipv4 ? "the tunnels' own addresses: a packet from one leaves through its tunnel or not at all" : nil))
+        }
+        if routesUnmarked(policy) {
+            var unique: [NftElement] = []
+            for element in loops where !unique.contains(where: { $0.key == element.key }) { unique.append(element) }
+            table.sets += [
+                NftSet(name: loopsMap, key: .interfaceName, data: .verdict, elements: unique,
+                       comment: "unmarked packets (route lists, system mode) about to enter a profile's tunnel: its own transport never does"),
+                NftSet(name: drainingMap, key: .port, data: .verdict,
+                       comment: "a tunnel's transport port just learned, held while what a loop left drains", timeout: true),
+            ]
+        }
     }
 
-    /// First in route_output: the known transport goes direct, whatever decided before.
-    /// A connection a profile had carried into a tunnel (a loop under way when vpnd learned
-    /// the port) holds a source NAT to the tunnel's address that would send that address
-    /// out on the physical link (and make the peer roam to it): its packets are dropped
-    /// until vpnd has forgotten the connection, a second after it learned the port (what
-    /// the loop left in the daemon's queues drains into the drop meanwhile).
-    static func output(_ policy: Policy) -> [NftRule] {
-        guard !policy.profiles.isEmpty else { return [] }
-        return [NftRule([.sourcePortInSet(.udp, set: portsSet), .socketUserInSet(ownersSet), .verdict(.jump(chain))],
-                        comment: "a profile tunnel's own transport")] + MultihopRules.output(policy)
+    /// For each known transport port that goes direct, the chain that holds it while it
+    /// drains (the apply edge adds the element when the port's exclusion rule is new).
+    static func drains(_ policy: Policy, facts: RuntimeFacts) -> [UInt16: String] {
+        guard routesUnmarked(policy) else { return [:] }
+        var drains: [UInt16: String] = [:]
+        for profile in policy.profiles where profile.via == nil {
+            if let port = facts.tunnelTransports[profile.tunnel.interfaceName]?.udpPort { drains[port] = ProfileObjectNames(profile.name).heldChain }
+        }
+        return drains
     }
 
-    /// Input, system mode: a tunnel's peer may send to its transport first.
-    static func inbound() -> [NftRule] {
-        [NftRule([.conntrackStateNew, .destinationPortInSet(.udp, set: portsSet), .verdict(.accept)],
-                 comment: "a profile tunnel's own transport: its peers may send first")]
+    /// The killswitch chain, after the marks: a transport port draining, unmarked UDP
+    /// entering a profile's tunnel, a tunnel's address leaving elsewhere.
+    static func unmarkedGuard(_ policy: Policy, facts: RuntimeFacts) -> [NftRule] {
+        var rules: [NftRule] = []
+        if routesUnmarked(policy) {
+            let unmarked = NftStatement.markMatch(mask: policy.routing.markMask, value: 0, negated: false)
+            rules += [
+                NftRule([unmarked, .sourcePortVerdictMap(.udp, map: drainingMap)]),
+                NftRule([unmarked, .transportProtocol(NftTransport.udp.number), .outputInterfaceVerdictMap(map: loopsMap)]),
+            ]
+        }
+        return rules + [true, false].map { NftRule([.sourceVerdictMap(ipv4: $0, map: sourcesMap(ipv4: $0))]) }
+    }
+
+    /// Input: a tunnel's own transport is let in first (it is the bulk of what arrives; in
+    /// system mode its peers may also send first).
+    static func inbound(_ policy: Policy, facts: RuntimeFacts) -> [NftRule] {
+        [NftRule([.destinationPortInSet(.udp, set: portsSet), .verdict(.accept)], comment: "a profile tunnel's own transport")]
     }
 
     /// First in the profile's egress chain (postrouting): its tunnel's own transport never
@@ -141,8 +180,10 @@ extension ProfileObjectNames {
     public var loopCounter: String { "\(profile)_loop" }
     /// UDP about to enter the profile's tunnel is checked here.
     public var loopChain: String { "loop_\(profile)" }
-    /// A loop that was under way when vpnd learned the transport's port: counted, dropped.
+    /// A transport port of its tunnel held while it drains: counted as the loop, dropped.
     public var heldChain: String { "held_\(profile)" }
+    /// A packet with the tunnel's own address as its source: through the tunnel or nowhere.
+    public var sourceChain: String { "source_\(profile)" }
     /// Ports of the tunnel's own transport, by protocol.
     public func loopSet(_ transport: NftTransport) -> String { "loop_\(transport.rawValue)_\(profile)" }
     /// The addresses and ports of the tunnel's peers.

@@ -44,6 +44,9 @@ public struct Profile: Hashable, Sendable {
     /// (the default routing's until then).
     public internal(set) var mark: ProfileMark
     public var table: UInt32
+    /// The table of the profile's route lists (route.networks and route.domains for
+    /// non-members): its own number plus 65536, modulo 2^32.
+    public var routeListTable: UInt32 { table &+ 65536 }
     /// Members reach private (RFC 1918, ULA) and link-local destinations directly.
     public var allowLAN: Bool
     /// ...and multicast and broadcast ones (only with allowLAN).

@@ -146,10 +146,24 @@ extension Policy {
             profiles.append(profile)
         }
         checkRouteNetworks(unique, log: log)
+        checkRouteListTables(profiles, log: log)
         checkVia(profiles, log: log)
         checkExecutables(unique, log: log)
         checkDomains(unique, log: log)
         return profiles
+    }
+
+    /// Each profile's route lists have a table of their own (`routeListTable`): it may be
+    /// no profile's table and none of the kernel's.
+    private static func checkRouteListTables(_ profiles: [Profile], log: DiagnosticLog) {
+        let owners = Dictionary(profiles.map { ($0.table, $0.name) }, uniquingKeysWith: { a, _ in a })
+        for profile in profiles {
+            let lists = profile.routeListTable
+            let clash = [0, 253, 254, 255].contains(lists) ? "a table of the kernel's" : owners[lists].map { "profile \"\($0)\"'s table" }
+            if let clash {
+                log.error("profile \"\(profile.name)\" uses routing table \(profile.table), and its route lists table \(profile.table) + 65536 = \(lists), which is \(clash); choose another `table`", at: profile.location)
+            }
+        }
     }
 
     /// An executable has one fate: joining one profile (route), or leaving the profiles that

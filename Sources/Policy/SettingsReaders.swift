@@ -31,9 +31,10 @@ extension RoutingSettings {
                                           else: "must be between 256 and 4294963199") {
             settings.tableBase = base
         }
-        // Below 32766, where the main table's rule sits; 0 is the local table's.
-        if let (priority, _) = reader.integer("rule_priority", as: UInt32.self, where: { (1...32765).contains($0) },
-                                              else: "must be between 1 and 32765 (before the main table's rule)") {
+        // vpnexec's rules take rule_priority - 1 to rule_priority + 5, between the local
+        // table's rule (0) and the main table's (32766).
+        if let (priority, _) = reader.integer("rule_priority", as: UInt32.self, where: { (2...32760).contains($0) },
+                                              else: "must be between 2 and 32760 (vpnexec's rules take it and the next 5, before the main table's rule at 32766)") {
             settings.rulePriority = priority
         }
         reader.reportUnknownKeys()

@@ -75,13 +75,13 @@ enum MetricsText {
         }
         add("dns_canary_answered_total", "counter", "Firefox's canary (use-application-dns.net) answered NXDOMAIN by the proxy.",
             proxies.map { Sample(labels: [("profile", $0.0)], value: Double($0.1.canaryAnswered)) })
-        add("dns_encrypted_refused_packets_total", "counter", "Members' DNS over TLS/QUIC packets (port 853) refused.",
+        add("dns_encrypted_refused_total", "counter", "Members' connects and sends to port 853 (DNS over TLS/QUIC) refused.",
             proxies.filter { $0.1.encryptedDNS == "refused" }.map { Sample(labels: [("profile", $0.0)], value: Double($0.1.encryptedDNSRefused)) })
         add("dns_shared_addresses_total", "counter", "Addresses answered for a bypassed name and for another, kept in the tunnel.",
             proxies.map { Sample(labels: [("profile", $0.0)], value: Double($0.1.sharedAddresses)) })
 
-        add("unknown_cgroup_dropped_packets_total", "counter", "Packets of cgroups vpnd did not know yet where a profile cgroup could be, dropped.",
-            [Sample(labels: [], value: Double(report.droppedUnknownCgroup.packets))])
+        add("unknown_cgroup_refused_sockets_total", "counter", "Internet sockets refused in cgroups vpnd did not know yet where a profile cgroup could be.",
+            [Sample(labels: [], value: Double(report.unknownCgroupRefusals))])
         add("bypassed_packets_total", "counter", "Packets sent direct from vpn-bypass.slice.", [Sample(labels: [], value: Double(report.bypassed.packets))])
         add("bypass_moves_total", "counter", "Processes moved into vpn-bypass.slice (bypass.executables).", [Sample(labels: [], value: Double(report.bypassMoves))])
         add("control_refused_connections_total", "counter", "Control connections refused because their user held too many.",

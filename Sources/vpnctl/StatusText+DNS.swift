@@ -6,7 +6,7 @@ extension StatusText {
         var lines: [String] = []
         switch d.encryptedDNS {
         case "refused":
-            lines.append("  encrypted DNS over TLS/QUIC (853) refused: \(d.encryptedDNSRefused) packet(s); Firefox's canary answered NXDOMAIN \(d.canaryAnswered) time(s)")
+            lines.append("  encrypted DNS over TLS/QUIC (853) refused: \(d.encryptedDNSRefused) time(s); Firefox's canary answered NXDOMAIN \(d.canaryAnswered) time(s)")
         case "allowed":
             lines.append("  encrypted DNS over TLS/QUIC (853) allowed (allow_encrypted_dns): domain rules miss what members resolve that way; Firefox's canary answered NXDOMAIN \(d.canaryAnswered) time(s)")
         default:

@@ -38,9 +38,9 @@ enum StatusText {
             lines.append("")
             lines += executableRules(rules)
         }
-        if report.droppedUnknownCgroup.packets > 0 {
+        if report.unknownCgroupRefusals > 0 {
             lines.append("")
-            lines.append("unknown cgroups: \(traffic(report.droppedUnknownCgroup)) dropped (cgroups vpnd did not know yet where a profile cgroup could be)")
+            lines.append("unknown cgroups: \(report.unknownCgroupRefusals) socket(s) refused (cgroups vpnd did not know yet where a profile cgroup could be)")
         }
         if report.refusedConnections > 0 {
             lines.append("control socket: \(report.refusedConnections) connection(s) refused (a user held too many at once)")

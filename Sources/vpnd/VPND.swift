@@ -37,7 +37,7 @@ struct VPND: ParsableCommand {
     @Option(name: .customLong("resolv-conf"), help: "Where trusted-network rules read the DNS search domains.")
     var resolvConf = "/etc/resolv.conf"
 
-    @Flag(help: "Remove every nft table, rule and route of vpnexec (the killswitch included) and exit.")
+    @Flag(help: "Remove every socket program, nft table, rule and route of vpnexec (the killswitch included) and exit.")
     var cleanup = false
 
     @Flag(help: "Apply the policy and exit without serving requests; the kernel keeps the state (e.g. to put the killswitch in place early at boot).")
@@ -55,7 +55,7 @@ struct VPND: ParsableCommand {
         if cleanup {
             do {
                 try teardownKernelState(socketPath: ControlSocket.path(option: socket, environment: ProcessInfoEnvironment.current))
-                log.notice("removed vpnexec's nft table, rules and routes")
+                log.notice("removed vpnexec's socket programs, nft table, rules and routes")
                 return
             } catch {
                 log.error("cleanup failed: \(error)")
@@ -70,7 +70,6 @@ struct VPND: ParsableCommand {
         options.stateDirectory = stateDirectory
         options.oneshot = oneshot
         options.resolvConfPath = resolvConf
-        options.birthMarks = !oneshot
         do {
             let daemon = try Daemon(options: options, log: log)
             if !oneshot { try daemon.run() }

@@ -120,7 +120,9 @@ import TunnelFiles
         try reconciler.applyPolicy()
         let id = try #require(tree.hierarchy.id(of: scope))
         let joined = Self.cgroupElements(try #require(applier.current)).filter { $0.key == .cgroup(id: id, path: scope) }
-        #expect(joined.map(\.verdict) == [.jump("member_work"), .jump("listen_work"), .jump("dns_work")], "\(joined)")
+        #expect(joined.map(\.verdict) == [.jump("listen_work")], "\(joined)")
+        #expect(applier.current?.socketPrograms.first { $0.cgroup == scope }?.settings.mark == 0x0100_0000,
+                "its sockets are born with the profile's mark, its DNS goes to the profile's proxy")
         #expect(Self.elements(of: "user.slice/", in: applier.current!).map(\.key) == joined.map(\.key), "the stranger's scope does not join")
         let refusal = try #require(reconciler.appliedFacts?.refusedCgroups[stranger])
         #expect(refusal.hasPrefix("uid 4712 may not use profile \"work\": the rule at \(folder.path)/10-test.toml:3"), "\(refusal)")
@@ -129,5 +131,6 @@ import TunnelFiles
         try FileManager.default.removeItem(atPath: tree.hierarchy.absolute(scope))
         try reconciler.applyPolicy()
         #expect(Self.elements(of: "user.slice/", in: applier.current!).isEmpty)
+        #expect(!(applier.current?.socketPrograms.contains { $0.cgroup == scope } ?? true))
     }
 }

@@ -80,7 +80,7 @@ import Testing
         #expect(reconciler.policy.profiles.map(\.name) == ["work", "home"])
         #expect(applier.applied.count == 2, "one apply for the reload")
         #expect(applier.applied.last == Planner.plan(reconciler.policy, facts: source.facts))
-        #expect(applier.applied.last?.nft.chain(named: "member_home") != nil)
+        #expect(applier.applied.last?.nft.chain(named: "egress_home") != nil)
         #expect(reconciler.sources.map(\.text) == [Self.work + Self.home])
     }
 
@@ -112,10 +112,11 @@ import Testing
         // Only an element differs: the real applier adds it, no table rebuild.
         let edits = try #require(KernelApplier.elementEdits(from: before.nft, to: after.nft))
         #expect(edits.removed.isEmpty)
-        // The unit's cgroup in each map that sends a member's traffic to its profile's chains.
+        // The unit's cgroup in the map of listeners; its sockets' mark and DNS are its programs'.
         let added = edits.added.flatMap(\.1)
         #expect(added.allSatisfy { $0.key == .cgroup(id: 555, path: unit) })
-        #expect(added.map(\.verdict) == [.jump("member_work"), .jump("listen_work"), .jump("dns_work")])
+        #expect(added.map(\.verdict) == [.jump("listen_work")])
+        #expect(after.socketPrograms.map(\.cgroup).contains(unit) && !before.socketPrograms.map(\.cgroup).contains(unit))
     }
 
     @Test func aFailedApplyRestoresAndReappliesThePreviousPolicy() throws {
@@ -129,7 +130,7 @@ import Testing
         }
         #expect("\(error)" == "the kernel said no")
         #expect(applier.applied.count == 3, "the first, the new one that failed, the first again")
-        #expect(applier.applied[1].nft.chain(named: "member_home") != nil)
+        #expect(applier.applied[1].nft.chain(named: "egress_home") != nil)
         #expect(applier.applied[2] == applier.applied[0])
         #expect(applier.current == applier.applied[0])
         #expect(reconciler.policy.profiles.map(\.name) == ["work"])

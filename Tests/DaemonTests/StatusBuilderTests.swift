@@ -45,14 +45,23 @@ import TrustedFiles
         try applier.apply(Planner.plan(policy, facts: facts))
         let work = ProfileObjectNames("work"), exit = ProfileObjectNames("exit")
         for (name, packets) in [(work.sentCounter, 3), (work.receivedCounter, 4), (work.tunnelCounter, 5), (work.droppedCounter, 6),
-                                (work.directCounter, 7), (work.encryptedDNSCounter, 8), (exit.hopCounter, 9), (bypassedCounter, 10), (unknownCgroupCounter, 11)] {
+                                (work.directCounter, 7), (exit.hopCounter, 9), (bypassedCounter, 10)] {
             applier.counterValues[name] = NftCounter(name: name, packets: UInt64(packets), bytes: UInt64(packets * 60))
+        }
+        // The socket programs' counters: DoT refused at the member's sockets, sockets refused
+        // in a cgroup below the parent without programs, packets of a member that re-marked.
+        for attachment in applier.socketProgramsAttached ?? [] {
+            var storage = SocketStorage(settings: attachment.settings, owner: 0)
+            if attachment.cgroup == "vpn.slice/vpn-work.slice" { (storage.encryptedDNSRefusals, storage.guardDrops) = (8, 2) }
+            if attachment.cgroup == "vpn.slice" { storage.socketRefusals = 11 }
+            applier.storageValues[attachment.cgroup] = storage
         }
         try applier.addRuntimeElements([NftElement(key: .prefix(IPPrefix("203.0.113.7/32")!), timeout: 60)], to: work.routeDomainSet(ipv4: true))
         var builder = StatusBuilder(policy: policy, cgroupParent: "vpn.slice", counters: try applier.counters(), links: [wg0],
                                     addresses: [InterfaceAddress(interfaceIndex: 7, prefix: IPPrefix("10.79.0.2/24")!),
                                                 InterfaceAddress(interfaceIndex: 3, prefix: IPPrefix("198.51.100.2/24")!)])
         builder.setSize = { set, ipv4 in (try? applier.elements(of: set, ipv4: ipv4).count) ?? -1 }
+        builder.programs = (applier.socketProgramsAttached ?? []).compactMap { attachment in applier.socketStorage(of: attachment).map { (attachment, $0) } }
         var proxy = DNSProxyCounters()
         proxy.answered = 5
         proxy.forwarded = 4
@@ -92,6 +101,7 @@ import TrustedFiles
         #expect(exit.tunnel.state == "missing" && exit.tunnel.wireguard == WireGuardReport(publicKey: nil, listenPort: nil, peers: [], drops: [:]))
         #expect(exit.dns == nil, "no proxy runs for it")
         #expect(exit.via == HopStatus(entry: "work", entryInterface: "wg0", entryState: "up", carried: Traffic(packets: 9, bytes: 540)))
-        #expect(report.bypassed == Traffic(packets: 10, bytes: 600) && report.droppedUnknownCgroup == Traffic(packets: 11, bytes: 660))
+        #expect(work.droppedByKillswitch == Traffic(packets: 6 + 2, bytes: 360), "the killswitch's and the guard's (no bytes)")
+        #expect(report.bypassed == Traffic(packets: 10, bytes: 600) && report.unknownCgroupRefusals == 11)
     }
 }

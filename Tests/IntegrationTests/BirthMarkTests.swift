@@ -25,14 +25,18 @@ import Testing
         #expect(status == "1 cgroup(s): \(s.daemon.cgroupParent)/vpn-work.slice", "\(status)")
         #expect(try s.daemon.vpnctl(["status"]).stdout.contains("sockets born marked: 1 cgroup(s)"))
 
-        // vpnd's links are the attachments: with vpnd gone, sockets are born unmarked and
-        // nftables marks, re-routes and NATs them (the server still sees the tunnel).
+        // The attachments are the kernel's: with vpnd gone, a member's new socket is born
+        // marked all the same, its address the tunnel's.
         s.daemon.process?.kill9()
         let root = try TestCgroups.cgroupRoot()
         let inProfile = s.net.client.enter + ["sh", "-c", "echo $$ > \(root)/\(s.daemon.cgroupParent)/vpn-work.slice/cgroup.procs && exec \"$@\"", "sh",
                                               "python3", s.probe]
-        #expect(try Command.run(inProfile + ["mark", Topology.service4, "8080"]).trimmed == "0x0", "no attachment outlives vpnd")
-        #expect(try Command.run(inProfile + ["tcp-name", Topology.service4, "8080"]).trimmed == "\(Topology.clientAddress4) \(s.tunnel.clientAddress4)")
+        #expect(try Command.run(inProfile + ["mark", Topology.service4, "8080"]).trimmed == Self.profileMark, "the attachments outlive vpnd")
+        #expect(try Command.run(inProfile + ["tcp-name", Topology.service4, "8080"]).trimmed == "\(s.tunnel.clientAddress4) \(s.tunnel.clientAddress4)")
+        // A restarted vpnd takes them over: the same attachments, its own programs.
+        try s.daemon.start()
+        #expect(try s.daemon.status().birthMarks == "1 cgroup(s): \(s.daemon.cgroupParent)/vpn-work.slice")
+        #expect(try Command.run(inProfile + ["mark", Topology.service4, "8080"]).trimmed == Self.profileMark)
     }
 
     /// The attachments follow the plan: a profile cgroup made again (a new id, as when
@@ -57,10 +61,10 @@ import Testing
         #expect(try s.member(mode: "udp-name", to: Topology.service6) == "\(s.tunnel.clientAddress6) \(s.tunnel.clientAddress6)")
     }
 
-    /// A socket belongs to the cgroup it was made in, for nftables (`socket cgroupv2`) as
-    /// for the birth mark: sockets a running process made before `vpnctl move` took it into
-    /// the profile keep working where they were made (direct, from the physical address),
-    /// while what it makes afterwards is the profile's.
+    /// A socket belongs to the cgroup it was made in, for its programs as for nftables
+    /// (`socket cgroupv2`): sockets a running process made before `vpnctl move` took it
+    /// into the profile keep working where they were made (direct, from the physical
+    /// address), while what it makes afterwards is the profile's.
     @Test func socketsMadeBeforeAMoveStayWhereTheyWereMade() throws {
         let cleanup = Cleanup()
         defer { cleanup.run() }
@@ -134,5 +138,34 @@ import Testing
         #expect(try from(app, "tcp-name") == "\(s.tunnels[0].clientAddress4) \(s.tunnels[0].clientAddress4)")
         #expect(try from(unit, "mark") == "0x2000000", "a unit of vpn-home.slice: home's")
         #expect(try from(unit, "tcp-name") == "\(s.tunnels[1].clientAddress4) \(s.tunnels[1].clientAddress4)")
+    }
+
+    /// Nothing is tracked for a member: its TCP connections and datagrams, v4 and v6, leave
+    /// no conntrack entry in the client's namespace (no table of ours uses connection state,
+    /// so the kernel does not track there), while the same with a table that uses it (the
+    /// control) leaves entries (a closed TCP connection stays in TIME_WAIT for two minutes).
+    @Test func aMembersFlowsLeaveNoConnectionState() throws {
+        let cleanup = Cleanup()
+        defer { cleanup.run() }
+        let s = try Scenario(cleanup: cleanup, policy: Scenario.profiles(["work"]))
+        // The count is per network namespace. A table that uses connection state, in a
+        // namespace of its own, has the kernel load conntrack, which makes it readable.
+        let scratch = try NetworkNamespace("vx\(s.net.tag)k", cleanup: cleanup)
+        try scratch.run(["nft", "add table inet vxtrack; add chain inet vxtrack out { type filter hook output priority 0; ct state new counter; }"])
+        let tracked = { () throws -> Int in
+            try #require(Int(try s.net.client.run(["cat", "/proc/sys/net/netfilter/nf_conntrack_count"]).trimmed))
+        }
+        let flows = { () throws in
+            for service in [Topology.service4, Topology.service6] {
+                #expect(try s.member(mode: "tcp-name", to: service).hasPrefix(service == Topology.service4 ? s.tunnel.clientAddress4 : s.tunnel.clientAddress6))
+                #expect(try s.member(mode: "udp-name", to: service).hasPrefix(service == Topology.service4 ? s.tunnel.clientAddress4 : s.tunnel.clientAddress6))
+            }
+        }
+        try flows()
+        #expect(try tracked() == 0, "conntrack entries after a member's flows: \((try? s.net.client.run(["cat", "/proc/net/nf_conntrack"])) ?? "")")
+        try s.net.client.run(["nft", "add table inet vxtrack; add chain inet vxtrack out { type filter hook output priority 0; ct state new counter; }"])
+        cleanup.add("delete the control table") { _ = try? s.net.client.run(["nft", "delete", "table", "inet", "vxtrack"]) }
+        try flows()
+        #expect(try tracked() > 0, "the control: with a table that uses connection state the same flows are tracked")
     }
 }

@@ -29,12 +29,12 @@ import Testing
         let (net, daemon) = (s.net, s.daemon)
         let root = try TestCgroups.cgroupRoot()
         let slice = "\(root)/\(daemon.cgroupParent)/vpn-work.slice"
-        let handleBefore = try net.client.run(["nft", "-a", "list", "chain", "inet", "vpnexec", "route_output"])
+        let handleBefore = try net.client.run(["nft", "-a", "list", "chain", "inet", "vpnexec", "inbound"])
         func inode() throws -> UInt64? {
             (try? FileManager.default.attributesOfItem(atPath: slice)[.systemFileNumber] as? NSNumber)?.uint64Value
         }
         let oldID = try #require(try inode())
-        #expect(try NftCLI.cgroupKeys(in: net.client, set: "cgroup_level_2") == [oldID])
+        #expect(try NftCLI.cgroupKeys(in: net.client, set: "listen_level_2") == [oldID])
         // What systemd does when the last unit of a slice stops and the next one starts
         // (vpnd may re-create the directory first; either way the id is new).
         #expect(rmdir(slice) == 0)
@@ -44,10 +44,10 @@ import Testing
         let id = try #require(try inode())
         #expect(id != oldID)
         try eventually("the new cgroup id in the map") {
-            try NftCLI.cgroupKeys(in: net.client, set: "cgroup_level_2") == [id]
+            try NftCLI.cgroupKeys(in: net.client, set: "listen_level_2") == [id]
         }
         // The rules themselves were not replaced: same handles.
-        #expect(try net.client.run(["nft", "-a", "list", "chain", "inet", "vpnexec", "route_output"]) == handleBefore)
+        #expect(try net.client.run(["nft", "-a", "list", "chain", "inet", "vpnexec", "inbound"]) == handleBefore)
         let seen = try s.connect(through: s.net.client.enter + ["sh", "-c", "echo $$ > \(service)/cgroup.procs && exec \"$@\"", "sh"])
         #expect(seen == s.tunnel.clientAddress4, "a process placed in a unit below the profile's slice is a member")
     }

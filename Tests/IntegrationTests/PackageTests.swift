@@ -41,6 +41,7 @@ import Testing
         /// A command inside the root: its own mount, PID, UTS and network namespaces, /proc and /dev.
         func inside(_ command: String) throws -> CommandResult {
             try Command.status(["systemd-nspawn", "--register=no", "--keep-unit", "-q", "--pipe", "--private-network", "--machine=vx\(tag)", "-D", root,
+                                "--capability=CAP_BPF", "--system-call-filter=bpf",
                                 "--setenv=LC_ALL=C", "/bin/sh", "-c", command],
                                environment: ["PATH": "/usr/sbin:/usr/bin:/sbin:/bin"])
         }
@@ -128,7 +129,7 @@ import Testing
         let deb = try Self.package(into: work)
         let namespace = try NetworkNamespace("vx\(tag)bp", cleanup: cleanup)
         let container = try BootedSystemd(root: try SystemdRoot.path(), namespace: namespace, binds: [.init(work, at: "/root/package")],
-                                          cleanup: cleanup, systemCalls: ["landlock_create_ruleset", "landlock_add_rule", "landlock_restrict_self"])
+                                          cleanup: cleanup, systemCalls: ["landlock_create_ruleset", "landlock_add_rule", "landlock_restrict_self", "bpf"])
         func expectSuccess(_ command: String, _ check: (String) -> Bool = { _ in true }) throws {
             let result = try container.run(["/bin/sh", "-c", command])
             #expect(result.status == 0 && check(result.stdout), "\(command): \(result.status)\n\(result.stdout)\(result.stderr)")

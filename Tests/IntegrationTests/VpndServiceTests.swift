@@ -206,9 +206,9 @@ import Testing
         do {
             defer { earlier.run() }
             let first = try BootedSystemd(root: try SystemdRoot.path(extra: ["wireguard-tools"]), namespace: boot.net.client, binds: boot.binds,
-                                          cleanup: earlier, systemCalls: BootScene.landlock)
+                                          cleanup: earlier, systemCalls: BootScene.systemCalls)
             let started = try first.run(["systemctl", "start", "vpnd.service"])
-            #expect(started.status == 0, "\(started.stderr)")
+            #expect(started.status == 0, "\(started.stderr)\(boot.journal(first))")
         }
         #expect(FileManager.default.fileExists(atPath: boot.scratch + "/state/policy.d/10-work.toml"), "vpnd kept the policy that applied")
         try boot.net.client.run(["nft", "delete", "table", "inet", "vpnexec"])
@@ -261,7 +261,9 @@ import Testing
 /// a service in the profile's slice sending to port 8080 and one outside it sending to port
 /// 9002 (the control), both wanted at boot; the units and binaries bound in.
 struct BootScene {
-    static let landlock = ["landlock_create_ruleset", "landlock_add_rule", "landlock_restrict_self"]
+    /// What vpnd needs beyond systemd-nspawn's own filter: Landlock's calls, and bpf (the
+    /// socket programs), which a host's systemd does not filter.
+    static let systemCalls = ["landlock_create_ruleset", "landlock_add_rule", "landlock_restrict_self", "bpf"]
     /// A private address on the router's side of the client's uplink (allow_lan's reach).
     static let lanHost = "10.55.0.1"
     let net: Topology
@@ -306,7 +308,7 @@ struct BootScene {
             .init(scratch + "/units/member.service", at: "/etc/systemd/system/member.service"),
             .init(scratch + "/units/control.service", at: "/etc/systemd/system/control.service"),
             .init(scratch + "/units/late.conf", at: "/etc/systemd/system/vpnd.service.d/late.conf"),
-        ], cleanup: cleanup, systemCalls: Self.landlock,
+        ], cleanup: cleanup, systemCalls: Self.systemCalls,
            bootArguments: ["systemd.wants=vpnd-early.service", "systemd.wants=member.service", "systemd.wants=control.service", "systemd.wants=vpnd.service"])
         if waitForVpnd {
             try eventually("vpnd to start, late", seconds: 30) {
@@ -327,6 +329,7 @@ struct BootScene {
         Thread.sleep(forTimeInterval: 1)
         let leaked = try capture.packets("udp port 8080")
         #expect(leaked.isEmpty, "the member service's datagrams in the clear during boot: \(leaked.prefix(3))\n\(journal(container))")
-        #expect(try capture.count("udp port 9002") > 50, "the control service sent from early on")
+        let controlSeen = try capture.count("udp port 9002")
+        #expect(controlSeen > 50, "the control service sent from early on: \(controlSeen) datagrams\n\((try? container.run(["systemctl", "status", "--no-pager", "control.service"]).stdout) ?? "")")
     }
 }

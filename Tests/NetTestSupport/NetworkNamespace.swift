@@ -1,4 +1,5 @@
 import CLinux
+import Cgroups
 import Foundation
 
 /// A network namespace made by a test (`ip netns add`), removed when the test ends.
@@ -13,6 +14,7 @@ public final class NetworkNamespace: @unchecked Sendable {
         try Command.run(["ip", "netns", "add", name])
         try? Self.owners.record(name)
         cleanup.add("delete netns \(name)") { [name] in
+            Self.detachSocketPrograms(of: name)
             // Processes still inside would keep the namespace alive; the test killed its own.
             try Command.run(["ip", "netns", "delete", name])
             Self.owners.forget(name)
@@ -21,7 +23,20 @@ public final class NetworkNamespace: @unchecked Sendable {
     }
 
     static let owners = TestOwners("netns")
-    static let sweepOnce: Void = owners.sweep { name in _ = try? Command.run(["ip", "netns", "delete", name]) }
+    static let sweepOnce: Void = owners.sweep { name in
+        detachSocketPrograms(of: name)
+        _ = try? Command.run(["ip", "netns", "delete", name])
+    }
+
+    /// The socket programs a vpnd attached in the namespace outlive it and the namespace
+    /// (inert then, as their owner is gone, but attached): detached as `vpnd --cleanup` does.
+    static func detachSocketPrograms(of name: String) {
+        guard let hierarchy = try? CgroupHierarchy.system(),
+              let owner = try? within(name, { try SocketProgramSet.currentOwner() }) else { return }
+        for failure in AdoptedSocketPrograms.detachAll(hierarchy: hierarchy, owner: owner) {
+            FileHandle.standardError.write(Data("cleanup of netns \(name): \(failure)\n".utf8))
+        }
+    }
 
     /// The argument prefix that runs a command inside (nsenter keeps /sys and cgroupfs).
     public var enter: [String] { ["nsenter", "--net=\(path)", "--"] }
@@ -37,7 +52,10 @@ public final class NetworkNamespace: @unchecked Sendable {
 
     /// Runs `body` with the calling thread inside the namespace (setns is per thread);
     /// sockets opened in `body` stay in the namespace afterwards.
-    public func within<T>(_ body: () throws -> T) throws -> T {
+    public func within<T>(_ body: () throws -> T) throws -> T { try Self.within(name, body) }
+
+    static func within<T>(_ name: String, _ body: () throws -> T) throws -> T {
+        let path = "/var/run/netns/\(name)"
         let original = open("/proc/thread-self/ns/net", O_RDONLY | O_CLOEXEC)
         let target = open(path, O_RDONLY | O_CLOEXEC)
         guard original >= 0, target >= 0 else { throw TestEnvironmentError("cannot open network namespace \(path)") }

@@ -4,9 +4,9 @@ import Plan
 import Policy
 import Testing
 
-/// Multihop: the exit's transport goes into the entry's tunnel (its socket's mark and, once
-/// vpnd knows its port, first thing in route_output), never direct and never into its own
-/// tunnel; every other tunnel's transport still goes direct.
+/// Multihop: the exit's transport goes into the entry's tunnel (its socket's mark: the
+/// entry's table, the entry's killswitch), counted first in the entry's egress chain, never
+/// direct and never into its own tunnel; every other tunnel's transport still goes direct.
 @Suite struct MultihopRulesTests {
     let mask: UInt32 = 0x7f00_0000, bypass: UInt32 = 0x7f00_0000
     let here = SourceLocation(file: "/p/t.toml", line: 1, column: 1)
@@ -45,14 +45,10 @@ import Testing
         #expect(state.nft.set(named: "tunnel_transport")?.elements == [NftElement(key: .port(40001)), NftElement(key: .port(40003))],
                 "the exit's port is not sent direct")
         #expect(state.nft.set(named: "hop_udp_exit")?.elements == [NftElement(key: .port(40002))])
-        let output = try #require(state.nft.chain(named: "route_output")).rules.map(\.statements)
-        #expect(Array(output.prefix(2)) == [
-            [.sourcePortInSet(.udp, set: "tunnel_transport"), .socketUserInSet("tunnel_transport_owners"), .verdict(.jump("tunnel_transport"))],
-            [.sourcePortInSet(.udp, set: "hop_udp_exit"), .socketUserInSet("tunnel_transport_owners"), .verdict(.jump("hop_exit"))],
-        ], "before any connection's earlier verdict, cgroup or system mode")
-        #expect(try #require(state.nft.chain(named: "hop_exit")).rules.map(\.statements) == [
-            [.setMark(clear: mask, set: 0x0100_0000), .setConntrackMark(clear: mask, set: 0x0100_0000), .namedCounter("exit_hop"), .verdict(.accept)],
-        ])
+        let entry = try #require(state.nft.chain(named: "egress_entry")).rules.map(\.statements)
+        #expect(entry[1] == [.sourcePortInSet(.udp, set: "hop_udp_exit"), .socketUserInSet("tunnel_transport_owners"), .namedCounter("exit_hop")],
+                "counted first in the entry's chain, then held by it like a member's packet")
+        #expect(!state.rules.contains { $0.priority > 7301 }, "it needs no rule: its socket carries the entry's mark")
         #expect(state.nft.counters.contains { $0.name == "exit_hop" })
         #expect(state.nft.set(named: "hop_udp_entry") == nil && state.nft.set(named: "hop_udp_other") == nil)
     }

@@ -2,14 +2,13 @@ import Addresses
 import Nftables
 import Plan
 import Policy
+import Routing
 import Testing
 
-/// No tunnel is routed into itself: a profile tunnel's known transport leaves every profile
-/// first thing in route_output (whatever its connection decided before), and what would
-/// enter a tunnel as its own transport is dropped and counted.
+/// No tunnel is routed into itself: where unmarked sockets can be routed into a tunnel
+/// (route lists, system mode), a profile tunnel's known transport goes past those rules to
+/// the main table; and what would enter a tunnel as its own transport is dropped, counted.
 @Suite struct TransportRulesTests {
-    let mask: UInt32 = 0x7f00_0000, bypass: UInt32 = 0x7f00_0000
-
     func facts(port: UInt16 = 51820) -> RuntimeFacts {
         var facts = RuntimeFacts(cgroupIDs: ["vpn.slice/vpn-work.slice": 101])
         facts.tunnelTransports["wg0"] = TunnelTransport(source: .wireguardSocket, udpPort: port, owner: 0,
@@ -29,41 +28,27 @@ import Testing
         return Policy(profiles: [work, profile("home", tunnel: "tun0", index: 2)], system: SystemSettings(profile: "work"))
     }
 
-    @Test func theKnownTransportLeavesEveryProfileBeforeAnyVerdict() throws {
+    @Test func theKnownTransportGoesPastTheRouteListsAndSystemMode() throws {
         let state = Planner.plan(policy, facts: facts())
-        let output = try #require(state.nft.chain(named: "route_output")).rules.map(\.statements)
-        #expect(output.first == [.sourcePortInSet(.udp, set: "tunnel_transport"), .socketUserInSet("tunnel_transport_owners"),
-                                 .verdict(.jump("tunnel_transport"))])
-        #expect(try #require(state.nft.chain(named: "tunnel_transport")).rules.map(\.statements) == [
-            // A connection a profile carried into a tunnel keeps a NAT to the tunnel's address:
-            // dropped until vpnd forgets it.
-            [.conntrackMarkVerdictMap(mask: mask, map: "transport_held")],
-            [.markMatch(mask: mask, value: 0, negated: false), .setConntrackMark(clear: mask, set: 0), .namedCounter("tunnel_transport"), .verdict(.accept)],
-            [.setMark(clear: mask, set: bypass), .setConntrackMark(clear: mask, set: 0), .namedCounter("tunnel_transport"), .verdict(.accept)],
-        ])
-        #expect(state.nft.set(named: "transport_held")?.elements == [NftElement(key: .mark(0x0100_0000), verdict: .jump("held_work")),
-                                                                     NftElement(key: .mark(0x0200_0000), verdict: .jump("held_home"))])
-        #expect(state.nft.chain(named: "held_work")?.rules.map(\.statements) == [[.namedCounter("work_loop"), .verdict(.drop)]],
-                "counted as the profile's loop")
-        // Before the connection's verdict is restored, before any cgroup, route.networks
-        // (which covers the tunnel's server here) and system mode.
-        let restore = try #require(output.firstIndex(of: [.conntrackMarkVerdictMap(mask: mask, map: "connection_marks")]))
-        let networks = try #require(output.firstIndex { $0.contains(.destinationVerdictMap(ipv4: true, map: "route_networks4")) })
-        #expect(restore > 0 && networks > 0)
-        #expect(state.nft.set(named: "tunnel_transport")?.elements == [NftElement(key: .port(51820))],
-                "only the port vpnd knows: a guarded one (tun0's) is not let out")
-        #expect(state.nft.set(named: "tunnel_transport")?.key == .port)
+        let exclusions = state.rules.filter { $0.priority == 7302 && $0.ipProtocol == 17 && $0.destinationPorts == nil }
+        #expect(exclusions == [true, false].map { ipv4 in
+            RoutingRule(ipv4: ipv4, priority: 7302, mark: 0, mask: .max, table: 0, protocolNumber: 118, action: .goto(priority: 7305),
+                        inputInterface: "lo", ipProtocol: 17, sourcePorts: 51820...51820, uidRange: 0...0)
+        }, "only the port vpnd knows, of the user that holds it: a guarded one (tun0's) is not let out")
+        let lists = try #require(state.rules.firstIndex { $0.priority == 7303 })
+        #expect(state.rules.firstIndex(of: exclusions[0])! < lists, "before route.networks (which covers the tunnel's server here)")
+        #expect(state.nft.set(named: "tunnel_transport")?.elements == [NftElement(key: .port(51820))])
         #expect(state.nft.set(named: "tunnel_transport_owners")?.elements == [NftElement(key: .uid(0))])
-        // System mode: a peer may send to the transport first.
+        // Arriving, it is let in first; in system mode a peer may send to it first.
         let input = try #require(state.nft.chain(named: "inbound")).rules.map(\.statements)
-        #expect(input.contains([.conntrackStateNew, .destinationPortInSet(.udp, set: "tunnel_transport"), .verdict(.accept)]))
+        #expect(input.contains([.destinationPortInSet(.udp, set: "tunnel_transport"), .verdict(.accept)]))
     }
 
     @Test func whatWouldEnterItsOwnTunnelIsDropped() throws {
         let state = Planner.plan(policy, facts: facts())
         let work = try #require(state.nft.chain(named: "egress_work")).rules.map(\.statements)
-        #expect(work.first == [.transportProtocol(17), .outputInterfaceName("wg0", negated: false), .verdict(.jump("loop_work"))],
-                "a member's TCP packet costs one comparison")
+        #expect(work[1] == [.transportProtocol(17), .outputInterfaceName("wg0", negated: false), .verdict(.jump("loop_work"))],
+                "after the sent counter; a member's TCP packet costs one comparison")
         let drop: [NftStatement] = [.namedCounter("work_loop"), .verdict(.drop)]
         #expect(try #require(state.nft.chain(named: "loop_work")).rules.map(\.statements) == [
             [.sourcePortInSet(.udp, set: "loop_udp_work")] + drop,
@@ -75,17 +60,51 @@ import Testing
         #expect(state.nft.set(named: "loop_peer6_work")?.elements == [NftElement(key: .prefix(IPPrefix("2001:db8:2::2/128")!))])
         #expect(state.nft.set(named: "loop_peerport_work")?.elements == [NftElement(key: .port(51821))])
         let home = try #require(state.nft.chain(named: "egress_home")).rules.map(\.statements)
-        #expect(Array(home.prefix(2)) == [
+        #expect(Array(home[1...2]) == [
             [.transportProtocol(17), .outputInterfaceName("tun0", negated: false), .verdict(.jump("loop_home"))],
             [.outputInterfaceName("tun0", negated: false), .sourcePortInSet(.tcp, set: "loop_tcp_home"), .namedCounter("home_loop"), .verdict(.drop)],
         ])
         #expect(state.nft.set(named: "loop_udp_home")?.elements == [NftElement(key: .port(1194))])
         #expect(state.nft.set(named: "loop_tcp_home")?.elements == [NftElement(key: .port(40022))])
-        #expect(state.nft.counters.contains { $0.name == "home_loop" } && state.nft.counters.contains { $0.name == "work_loop" })
+        // Unmarked packets (route lists, system mode) meet the guard by the tunnel they enter.
+        let killswitch = try #require(state.nft.chain(named: "killswitch")).rules.map(\.statements)
+        #expect(killswitch[2] == [.markMatch(mask: 0x7f00_0000, value: 0, negated: false), .transportProtocol(17), .outputVerdictMapForTunnels])
+        #expect(state.nft.set(named: "tunnel_loops")?.elements == [
+            NftElement(key: .interface("wg0"), verdict: .jump("loop_work")), NftElement(key: .interface("tun0"), verdict: .jump("loop_home")),
+        ])
     }
 
-    /// Nothing known: the rules are there with empty sets, so learning a port later is an
-    /// element edit, like a new cgroup.
+    /// A port whose exclusion is new drains a second first (the apply edge adds the element
+    /// before the rule); a tunnel's own address leaves through it or not at all.
+    @Test func aNewPortDrainsAndTheTunnelsAddressStaysInIt() throws {
+        var known = facts()
+        known.tunnelAddresses = ["wg0": [IPAddress("10.99.1.2")!, IPAddress("fd99:1::2")!]]
+        let state = Planner.plan(policy, facts: known)
+        #expect(state.transportDrains == [51820: "held_work"])
+        #expect(state.nft.set(named: "transport_draining")?.timeout == true)
+        #expect(state.nft.chain(named: "held_work")?.rules.map(\.statements) == [[.namedCounter("work_loop"), .verdict(.drop)]])
+        let killswitch = try #require(state.nft.chain(named: "killswitch")).rules.map(\.statements)
+        #expect(killswitch[1] == [.markMatch(mask: 0x7f00_0000, value: 0, negated: false), .sourcePortVerdictMap(.udp, map: "transport_draining")])
+        #expect(state.nft.set(named: "tunnel_sources4")?.elements == [NftElement(key: .prefix(IPPrefix("10.99.1.2/32")!), verdict: .jump("source_work"))])
+        #expect(state.nft.set(named: "tunnel_sources6")?.elements == [NftElement(key: .prefix(IPPrefix("fd99:1::2/128")!), verdict: .jump("source_work"))])
+        #expect(state.nft.chain(named: "source_work")?.rules.map(\.statements) == [
+            [.outputInterfaceName("wg0", negated: false), .verdict(.accept)], [.outputInterfaceName("lo", negated: false), .verdict(.accept)],
+            [.namedCounter("work_dropped"), .verdict(.drop)],
+        ])
+        #expect(Planner.plan(Policy(profiles: [profile("work", tunnel: "wg0", index: 1)]), facts: known).transportDrains.isEmpty,
+                "nothing to drain where no unmarked socket is routed into a tunnel")
+    }
+
+    /// Without route lists or system mode nothing routes an unmarked socket into a tunnel:
+    /// no exclusion rules, no guard by interface.
+    @Test func appModeNeedsNoExclusion() {
+        let state = Planner.plan(Policy(profiles: [profile("work", tunnel: "wg0", index: 1)]), facts: facts())
+        #expect(!state.rules.contains { $0.priority > 7301 })
+        #expect(state.nft.set(named: "tunnel_loops") == nil)
+    }
+
+    /// Nothing known: the sets are there and empty, so learning a port later is an element
+    /// edit (and one exclusion rule), like a new cgroup.
     @Test func aPortThatMovesChangesOnlyElements() throws {
         var nothing = RuntimeFacts()
         nothing.tunnelTransports["wg0"] = TunnelTransport(source: .unknown, detail: "no wg socket")
@@ -102,6 +121,10 @@ import Testing
     @Test func noProfilesNoTransportRules() {
         let state = Planner.plan(Policy(profiles: []), facts: RuntimeFacts())
         #expect(state.nft.set(named: "tunnel_transport") == nil)
-        #expect(state.nft.chain(named: "route_output") == nil)
+        #expect(state.nft.chains.isEmpty)
     }
+}
+
+extension NftStatement {
+    static let outputVerdictMapForTunnels = NftStatement.outputInterfaceVerdictMap(map: "tunnel_loops")
 }

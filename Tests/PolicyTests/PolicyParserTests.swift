@@ -172,6 +172,17 @@ func diagnostics(_ files: [(String, String)]) -> [String] {
         #expect(errors == ["/p/a.toml:1:1: error: profile \"a\" would use routing table 7301 (table_base + its index), which profile \"b\" sets explicitly; set `table` for one of them"])
     }
 
+    /// The route lists' table (the profile's + 65536) may be no profile's table and none of
+    /// the kernel's (here 4294902014 + 65536 wraps to 254, main).
+    @Test func routeListTablesStayClear() {
+        let errors = diagnostics([("/p/a.toml", "[profile.a]\ntunnel.interface = \"wg0\"\ntable = 500\n[profile.b]\ntunnel.interface = \"wg1\"\ntable = 66036\n"
+                                   + "[profile.c]\ntunnel.interface = \"wg2\"\ntable = 4294902014\n")])
+        #expect(errors == [
+            "/p/a.toml:1:1: error: profile \"a\" uses routing table 500, and its route lists table 500 + 65536 = 66036, which is profile \"b\"'s table; choose another `table`",
+            "/p/a.toml:7:1: error: profile \"c\" uses routing table 4294902014, and its route lists table 4294902014 + 65536 = 254, which is a table of the kernel's; choose another `table`",
+        ])
+    }
+
     @Test func reservedTablesAndBadNames() {
         let errors = diagnostics([("/p/a.toml", """
             [profile.Work-1]
@@ -335,7 +346,7 @@ func diagnostics(_ files: [(String, String)]) -> [String] {
         #expect(errors == [
             "/p/1.toml:2:13: error: [routing] mark_mask 1342177280 must be one run of at least 2 contiguous bits, e.g. 0x7f000000",
             "/p/1.toml:4:14: error: [routing] table_base 10 must be between 256 and 4294963199",
-            "/p/1.toml:3:17: error: [routing] rule_priority 40000 must be between 1 and 32765 (before the main table's rule)",
+            "/p/1.toml:3:17: error: [routing] rule_priority 40000 must be between 2 and 32760 (vpnexec's rules take it and the next 5, before the main table's rule at 32766)",
             "/p/1.toml:5:1: error: unknown key \"foo\" in [routing] (known keys: mark_mask, rule_priority, table_base)",
             "/p/2.toml:1:1: error: [routing] is set again (first at /p/1.toml:1:1); set it in one file only",
         ])

@@ -2,9 +2,9 @@
 """What a DNS-over-TLS (tcp) or DNS-over-QUIC (udp) client meets at HOST PORT.
 
 usage: encdns.py tcp|udp HOST PORT
-Prints "refused" when the network refuses at once (a TCP reset, an ICMP port unreachable),
-"timeout" when nothing answers in 5 s (a silent drop), or "reached SRC" with the source
-address the reporting server saw."""
+Prints "refused" when it is refused at once (the socket's connect() refused with EPERM, a
+TCP reset, an ICMP port unreachable), "timeout" when nothing answers in 5 s (a silent drop),
+or "reached SRC" with the source address the reporting server saw."""
 import errno, socket, sys
 
 transport, host, port = sys.argv[1], sys.argv[2], int(sys.argv[3])
@@ -22,7 +22,7 @@ try:
         except PermissionError:
             pass  # dropped by a firewall rule; a reject's ICMP error follows
         print("reached", s.recv(200).decode().strip())
-except ConnectionRefusedError:
+except (ConnectionRefusedError, PermissionError):
     print("refused")
 except socket.timeout:
     print("timeout")

@@ -6,6 +6,7 @@ usage: probe.py MODE HOST PORT
   tcp-thread  the same from a new thread
   tcp-fork    the same from a forked child
   udp-loop    a datagram every 10 ms, forever
+  udp-fresh   the same, each from a new socket (one that fails to open is tried again)
   hold        connection A; on a line from stdin connection B; prints
               "A <src>", "B <src>", "A-again <src>" (A reused after B)
   tcp-name    one connection; prints its own address (getsockname) and the one the
@@ -64,6 +65,14 @@ elif mode == "udp-loop":
     while True:
         try:
             s.sendto(b"x", (host, port))
+        except OSError:
+            pass
+        time.sleep(0.01)
+elif mode == "udp-fresh":
+    while True:
+        try:
+            with socket.socket(fam, socket.SOCK_DGRAM) as s:
+                s.sendto(b"x", (host, port))
         except OSError:
             pass
         time.sleep(0.01)

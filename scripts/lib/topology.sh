@@ -20,6 +20,9 @@ cleanup() {
   set +e
   for pid in "${pids[@]}"; do kill "$pid" 2>/dev/null; done
   wait 2>/dev/null
+  # vpnd's socket programs outlive it (the root cgroup's path guard outlives the cgroups
+  # of this run): removed as an admin would, before the namespace goes.
+  [[ -n ${bin:-} && -x $bin/vpnd ]] && inns "$client" "$bin/vpnd" --cleanup --socket "$work/cleanup.sock" 2>/dev/null
   for ns in "$client" "$wan" "$server"; do ip netns del "$ns" 2>/dev/null; done
   rm -f /var/run/wireguard/"$wgc".sock /var/run/wireguard/"$wgs".sock
   if [[ -d $cgroup_root/$cgroup_parent ]]; then

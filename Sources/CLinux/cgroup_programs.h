@@ -1,0 +1,171 @@
+#pragma once
+// The bpf(2) calls behind vpnd's cgroup socket programs (Sources/Cgroups/SocketPrograms*),
+// with the plain system call: no libbpf, as iproute2's `ip vrf exec` does. Swift cannot
+// call the variadic syscall(2) nor fill `union bpf_attr` comfortably, so each command is a
+// small function with plain arguments. Each returns what bpf(2) returns: a descriptor or 0,
+// or -1 with errno.
+#include <linux/bpf.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+#include <unistd.h>
+#include <sys/syscall.h>
+#include <errno.h>
+#include <sys/socket.h>
+
+static inline long vx_bpf(int command, union bpf_attr *attr) {
+    return syscall(SYS_bpf, command, attr, sizeof *attr);
+}
+
+static inline int vx_bpf_map_create(uint32_t type, uint32_t key_size, uint32_t value_size, uint32_t entries, const char *name) {
+    union bpf_attr attr;
+    memset(&attr, 0, sizeof attr);
+    attr.map_type = type;
+    attr.key_size = key_size;
+    attr.value_size = value_size;
+    attr.max_entries = entries;
+    strncpy(attr.map_name, name, sizeof attr.map_name - 1);
+    return (int)vx_bpf(BPF_MAP_CREATE, &attr);
+}
+
+/// `instructions` holds `count` instructions of 8 bytes; the verifier's words go to `log`.
+static inline int vx_bpf_prog_load(uint32_t type, uint32_t expected_attach_type, const void *instructions, uint32_t count,
+                                   const char *name, char *log, uint32_t log_size) {
+    union bpf_attr attr;
+    memset(&attr, 0, sizeof attr);
+    attr.prog_type = type;
+    attr.expected_attach_type = expected_attach_type;
+    attr.insns = (uint64_t)(uintptr_t)instructions;
+    attr.insn_cnt = count;
+    attr.license = (uint64_t)(uintptr_t)"GPL";
+    attr.log_buf = (uint64_t)(uintptr_t)log;
+    attr.log_size = log_size;
+    attr.log_level = log_size ? 1 : 0;
+    strncpy(attr.prog_name, name, sizeof attr.prog_name - 1);
+    return (int)vx_bpf(BPF_PROG_LOAD, &attr);
+}
+
+/// Attached to the cgroup itself, beside whatever others attached there (multi-attach):
+/// the attachment is the kernel's and lasts until it is detached or the cgroup is removed,
+/// whoever loaded the program and whether it still runs.
+static inline int vx_bpf_prog_attach(int program, int cgroup, uint32_t type) {
+    union bpf_attr attr;
+    memset(&attr, 0, sizeof attr);
+    attr.target_fd = (uint32_t)cgroup;
+    attr.attach_bpf_fd = (uint32_t)program;
+    attr.attach_type = type;
+    attr.attach_flags = BPF_F_ALLOW_MULTI;
+    return (int)vx_bpf(BPF_PROG_ATTACH, &attr);
+}
+
+static inline int vx_bpf_prog_detach(int program, int cgroup, uint32_t type) {
+    union bpf_attr attr;
+    memset(&attr, 0, sizeof attr);
+    attr.target_fd = (uint32_t)cgroup;
+    attr.attach_bpf_fd = (uint32_t)program;
+    attr.attach_type = type;
+    return (int)vx_bpf(BPF_PROG_DETACH, &attr);
+}
+
+/// The ids of the programs attached to the cgroup itself at `type`: `*count` in, how many
+/// there are out.
+static inline int vx_bpf_prog_query(int cgroup, uint32_t type, uint32_t *ids, uint32_t *count) {
+    union bpf_attr attr;
+    memset(&attr, 0, sizeof attr);
+    attr.query.target_fd = (uint32_t)cgroup;
+    attr.query.attach_type = type;
+    attr.query.prog_ids = (uint64_t)(uintptr_t)ids;
+    attr.query.prog_cnt = *count;
+    int result = (int)vx_bpf(BPF_PROG_QUERY, &attr);
+    *count = attr.query.prog_cnt;
+    return result;
+}
+
+/// Needs CAP_SYS_ADMIN.
+static inline int vx_bpf_prog_fd_by_id(uint32_t id) {
+    union bpf_attr attr;
+    memset(&attr, 0, sizeof attr);
+    attr.prog_id = id;
+    return (int)vx_bpf(BPF_PROG_GET_FD_BY_ID, &attr);
+}
+
+/// Needs CAP_SYS_ADMIN.
+static inline int vx_bpf_map_fd_by_id(uint32_t id) {
+    union bpf_attr attr;
+    memset(&attr, 0, sizeof attr);
+    attr.map_id = id;
+    return (int)vx_bpf(BPF_MAP_GET_FD_BY_ID, &attr);
+}
+
+/// A program's name (16 bytes, NUL-padded) and the ids of the maps it uses (`*map_count`
+/// in, how many it uses out).
+static inline int vx_bpf_prog_info(int program, char name[16], uint32_t *map_ids, uint32_t *map_count) {
+    struct bpf_prog_info info;
+    memset(&info, 0, sizeof info);
+    info.nr_map_ids = *map_count;
+    info.map_ids = (uint64_t)(uintptr_t)map_ids;
+    union bpf_attr attr;
+    memset(&attr, 0, sizeof attr);
+    attr.info.bpf_fd = (uint32_t)program;
+    attr.info.info_len = sizeof info;
+    attr.info.info = (uint64_t)(uintptr_t)&info;
+    int result = (int)vx_bpf(BPF_OBJ_GET_INFO_BY_FD, &attr);
+    if (result == 0) {
+        memcpy(name, info.name, 16);
+        *map_count = info.nr_map_ids;
+    }
+    return result;
+}
+
+static inline int vx_bpf_map_update(int map, const void *key, const void *value) {
+    union bpf_attr attr;
+    memset(&attr, 0, sizeof attr);
+    attr.map_fd = (uint32_t)map;
+    attr.key = (uint64_t)(uintptr_t)key;
+    attr.value = (uint64_t)(uintptr_t)value;
+    attr.flags = BPF_ANY;
+    return (int)vx_bpf(BPF_MAP_UPDATE_ELEM, &attr);
+}
+
+static inline int vx_bpf_map_lookup(int map, const void *key, void *value) {
+    union bpf_attr attr;
+    memset(&attr, 0, sizeof attr);
+    attr.map_fd = (uint32_t)map;
+    attr.key = (uint64_t)(uintptr_t)key;
+    attr.value = (uint64_t)(uintptr_t)value;
+    return (int)vx_bpf(BPF_MAP_LOOKUP_ELEM, &attr);
+}
+
+// Where the programs read and write their context (uapi structs: stable ABI).
+enum {
+    VX_SOCK_MARK = offsetof(struct bpf_sock, mark),
+    VX_SKB_MARK = offsetof(struct __sk_buff, mark),
+    VX_ADDR_USER_IP4 = offsetof(struct bpf_sock_addr, user_ip4),
+    VX_ADDR_USER_IP6 = offsetof(struct bpf_sock_addr, user_ip6),
+    VX_ADDR_USER_PORT = offsetof(struct bpf_sock_addr, user_port),
+};
+
+/// The cookie of the calling thread's network namespace (SO_NETNS_COOKIE, Linux 5.14): a
+/// 64-bit id never used again; 0 if the kernel cannot tell.
+/* A Unix socket: no cgroup socket program runs for one (the path guard of an earlier vpnd
+ * could refuse an internet socket), and any socket tells its namespace. 0 (never a
+ * cookie) with errno on failure. */
+static inline uint64_t vx_netns_cookie(void) {
+    int fd = socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+    if (fd < 0) return 0;
+    uint64_t cookie = 0;
+    socklen_t length = sizeof cookie;
+    if (getsockopt(fd, SOL_SOCKET, 71 /* SO_NETNS_COOKIE */, &cookie, &length) != 0) cookie = 0;
+    int saved = errno;
+    close(fd);
+    errno = saved;
+    return cookie;
+}
+
+static inline int vx_bpf_map_delete(int map, const void *key) {
+    union bpf_attr attr;
+    memset(&attr, 0, sizeof attr);
+    attr.map_fd = (uint32_t)map;
+    attr.key = (uint64_t)(uintptr_t)key;
+    return (int)vx_bpf(BPF_MAP_DELETE_ELEM, &attr);
+}

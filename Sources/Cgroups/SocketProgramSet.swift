@@ -1,0 +1,251 @@
+import BPF
+import CLinux
+import Descriptors
+import Glibc
+import SocketPrograms
+
+/// The socket programs loaded (Sources/SocketPrograms), with their two maps: what vpnd
+/// attaches to cgroups. Loading needs CAP_BPF (and CAP_NET_ADMIN); attaching, detaching and
+/// writing a cgroup's settings need only these descriptors and CAP_NET_ADMIN, so vpnd
+/// loads once at start, before it drops CAP_BPF.
+///
+/// Attachments are the kernel's (multi-attach, not BPF links): they hold while vpnd is
+/// stopped, crashed or restarting, so a member's socket is born marked, guarded and sent
+/// to its proxy whether vpnd runs or not, as the nft killswitch holds. A restarted vpnd
+/// takes over what its predecessor attached (`AdoptedSocketPrograms`).
+public final class SocketProgramSet {
+    public struct Failure: Error, CustomStringConvertible, Sendable {
+        public var description: String
+        public let code: Int32
+        public init(_ operation: String, code: Int32 = errno, detail: String = "") {
+            self.code = code
+            description = SystemError(operation, code: code).description + (detail.isEmpty ? "" : " (\(detail))")
+        }
+        init(_ error: SystemError) { self.init(error.operation, code: error.code) }
+    }
+
+    private let storage: FileDescriptor
+    private let origins: FileDescriptor
+    private let known: FileDescriptor
+    /// What the path guard's map holds now (id -> on the parent's path).
+    private var knownNow: [UInt64: Bool] = [:]
+    /// The loaded programs, owned by `owned`.
+    private var owned = DescriptorTable()
+    private var programs: [SocketProgram: DescriptorNumber] = [:]
+    /// Who attaches: this network namespace's cookie, as written into each cgroup's storage.
+    public let owner: UInt64
+    /// The id of the cgroup2 root vpnd sees (a container's in a cgroup namespace).
+    public let root: UInt64
+
+    /// `parentDepth`: the profile parent's depth below the root, which the path guard's code
+    /// walks (vpnd's parent does not change while it runs).
+    public init(owner: UInt64, root: UInt64, parentDepth: Int = 1) throws(Failure) {
+        self.owner = owner
+        self.root = root
+        do {
+            // Key: the cgroup id alone, so one value is shared by every program of ours
+            // attached to that cgroup.
+            storage = try FileDescriptor("bpf: creating the cgroup storage of the socket programs",
+                                         returned: vx_bpf_map_create(19, 8, UInt32(SocketStorage.size), 0, "vx_settings"))
+            origins = try FileDescriptor("bpf: creating the map of DNS destinations asked",
+                                         returned: vx_bpf_map_create(9, SocketOrigins.keySize, SocketOrigins.valueSize, SocketOrigins.entries, "vx_origins"))
+            known = try FileDescriptor("bpf: creating the map of cgroups along the profile parent",
+                                       returned: vx_bpf_map_create(1, PathGuard.keySize, PathGuard.valueSize, PathGuard.entries, "vx_known"))
+        } catch { throw Failure(error) }
+        for program in SocketProgram.allCases {
+            let code: [BPFInstruction]
+            do { code = try program.code(storage: storage.raw, origins: origins.raw, known: known.raw, depth: parentDepth) } catch {
+                throw Failure("assembling \(program.name)", code: EINVAL, detail: error.description)
+            }
+            let bytes = code.flatMap(\.bytes)
+            var log = [CChar](repeating: 0, count: 16384)
+            let loaded = bytes.withUnsafeBytes {
+                vx_bpf_prog_load(program.programType, program.attachType, $0.baseAddress, UInt32(code.count), program.name, &log, UInt32(log.count))
+            }
+            guard loaded >= 0 else {
+                throw Failure("bpf: loading the socket program \(program.name)", code: errno,
+                              detail: String(cString: log).split(separator: "\n").suffix(2).joined(separator: "; "))
+            }
+            programs[program] = owned.insert(FileDescriptor(adopting: loaded))
+        }
+    }
+
+    /// The calling thread's network namespace, by its cookie: the owner vpnd writes and
+    /// recognises, and the only namespace where the DNS rewrite acts.
+    public static func currentOwner() throws(Failure) -> UInt64 {
+        let cookie = vx_netns_cookie()
+        guard cookie != 0 else { throw Failure("reading the network namespace's cookie (SO_NETNS_COOKIE, Linux 5.14)") }
+        return cookie
+    }
+
+    public func attach(_ program: SocketProgram, to cgroup: borrowing FileDescriptor, path: String) throws(Failure) {
+        guard vx_bpf_prog_attach(programs[program]!.raw, cgroup.raw, program.attachType) == 0 else {
+            throw Failure("bpf: attaching \(program.name) to \(path)")
+        }
+    }
+
+    public func detach(_ program: SocketProgram, from cgroup: borrowing FileDescriptor, path: String) throws(Failure) {
+        guard vx_bpf_prog_detach(programs[program]!.raw, cgroup.raw, program.attachType) == 0 else {
+            throw Failure("bpf: detaching \(program.name) from \(path)")
+        }
+    }
+
+    /// The settings for the cgroup with this id (a program of ours must be attached there:
+    /// the storage exists from the first attachment on). The kernel's counters start from
+    /// `counters` (an earlier vpnd's, taken over) or 0.
+    public func write(_ settings: SocketSettings, cgroup id: UInt64, counters: SocketStorage? = nil) throws(Failure) {
+        var value = SocketStorage(settings: settings, owner: owner)
+        value.root = root
+        if let counters {
+            value.guardDrops = counters.guardDrops
+            value.socketRefusals = counters.socketRefusals
+            value.encryptedDNSRefusals = counters.encryptedDNSRefusals
+        }
+        let bytes = value.bytes
+        var key = id
+        guard bytes.withUnsafeBytes({ vx_bpf_map_update(storage.raw, &key, $0.baseAddress) }) == 0 else {
+            throw Failure("bpf: storing the socket settings of cgroup \(id)")
+        }
+    }
+
+    /// The path guard's map made to hold exactly `known` (before the guard is attached, so
+    /// that it never meets an empty map).
+    public func setKnown(_ wanted: [UInt64: Bool]) throws(Failure) {
+        for (id, onPath) in wanted where knownNow[id] != onPath {
+            var key = id, value: UInt32 = onPath ? 1 : 0
+            guard vx_bpf_map_update(known.raw, &key, &value) == 0 else { throw Failure("bpf: adding cgroup \(id) to the path guard's map") }
+            knownNow[id] = onPath
+        }
+        for id in knownNow.keys where wanted[id] == nil {
+            var key = id
+            guard vx_bpf_map_delete(known.raw, &key) == 0 || errno == ENOENT else { throw Failure("bpf: removing cgroup \(id) from the path guard's map") }
+            knownNow[id] = nil
+        }
+    }
+
+    /// What the programs hold for the cgroup now, counters included; nil if nothing of
+    /// ours is attached there.
+    public func read(cgroup id: UInt64) -> SocketStorage? {
+        Self.read(map: storage.raw, cgroup: id)
+    }
+
+    static func read(map: Int32, cgroup id: UInt64) -> SocketStorage? {
+        var key = id
+        var bytes = [UInt8](repeating: 0, count: SocketStorage.size)
+        guard bytes.withUnsafeMutableBytes({ vx_bpf_map_lookup(map, &key, $0.baseAddress) }) == 0 else { return nil }
+        return SocketStorage(bytes: bytes)
+    }
+}
+
+/// What an earlier vpnd of this network namespace left attached, found at start (finding a
+/// program by id needs CAP_SYS_ADMIN, which vpnd holds only then): every cgroup's
+/// programs named like ours whose storage names this namespace as owner, with the
+/// descriptors that detach them once the new ones are in place.
+public final class AdoptedSocketPrograms {
+    public final class Program {
+        public let program: SocketProgram
+        let descriptor: FileDescriptor
+        init(program: SocketProgram, descriptor: consuming FileDescriptor) {
+            self.program = program
+            self.descriptor = descriptor
+        }
+    }
+
+    /// By cgroup path relative to the hierarchy's root.
+    public private(set) var byCgroup: [String: [Program]] = [:]
+    /// The earlier storage map each cgroup's programs use (owned by `maps`): its counters.
+    private var storageMaps: [String: DescriptorNumber] = [:]
+    private var maps = DescriptorTable()
+
+    public init() {}
+
+    /// Walks the whole hierarchy once (a program of ours can sit on any cgroup a profile
+    /// joined: a user's slice, an app's scope).
+    public init(hierarchy mountPoint: String, owner: UInt64) {
+        var pending = [""]
+        while let relative = pending.popLast() {
+            let path = relative.isEmpty ? mountPoint : mountPoint + "/" + relative
+            guard let directory = try? FileDescriptor.open(path, O_RDONLY | O_DIRECTORY) else { continue }
+            var info = stat()
+            guard fstat(directory.raw, &info) == 0 else { continue }
+            let (found, map) = Self.programs(on: directory, cgroup: UInt64(info.st_ino), owner: owner, maps: &maps)
+            if !found.isEmpty { byCgroup[relative] = found }
+            if let map { storageMaps[relative] = map }
+            if let entries = opendir(path) {
+                while let entry = readdir(entries) {
+                    guard entry.pointee.d_type == UInt8(DT_DIR) else { continue }
+                    let name = withUnsafeBytes(of: entry.pointee.d_name) { String(decoding: $0.prefix { $0 != 0 }, as: UTF8.self) }
+                    if name != ".", name != ".." { pending.append(relative.isEmpty ? name : relative + "/" + name) }
+                }
+                closedir(entries)
+            }
+        }
+    }
+
+    /// The programs of ours on one cgroup, by the owner in their storage.
+    /// Also the storage map they use, into `maps`.
+    private static func programs(on cgroup: borrowing FileDescriptor, cgroup cgroupID: UInt64, owner: UInt64,
+                                 maps: inout DescriptorTable) -> ([Program], DescriptorNumber?) {
+        var found: [Program] = []
+        var storage: DescriptorNumber?
+        for kind in SocketProgram.allCases {
+            var ids = [UInt32](repeating: 0, count: 64)
+            var count = UInt32(ids.count)
+            guard vx_bpf_prog_query(cgroup.raw, kind.attachType, &ids, &count) == 0 else { continue }
+            for id in ids.prefix(Int(min(count, 64))) {
+                guard let program = try? FileDescriptor("bpf: program \(id)", returned: vx_bpf_prog_fd_by_id(id)) else { continue }
+                var name = [CChar](repeating: 0, count: 17)
+                var mapIDs = [UInt32](repeating: 0, count: 4)
+                var mapCount = UInt32(mapIDs.count)
+                guard vx_bpf_prog_info(program.raw, &name, &mapIDs, &mapCount) == 0,
+                      SocketProgram.named(String(cString: name)) == kind else { continue }
+                var mine = false
+                for mapID in mapIDs.prefix(Int(min(mapCount, 4))) {
+                    guard let map = try? FileDescriptor("bpf: map \(mapID)", returned: vx_bpf_map_fd_by_id(mapID)) else { continue }
+                    if SocketProgramSet.read(map: map.raw, cgroup: cgroupID)?.owner == owner {
+                        mine = true
+                        if storage == nil { storage = maps.insert(map) }
+                    }
+                }
+                if mine { found.append(Program(program: kind, descriptor: program)) }
+            }
+        }
+        return (found, storage)
+    }
+
+    /// What the earlier programs hold for the cgroup (its settings and the kernel's counters).
+    public func storage(of path: String, id: UInt64) -> SocketStorage? {
+        storageMaps[path].flatMap { SocketProgramSet.read(map: $0.raw, cgroup: id) }
+    }
+
+    /// Detaches what was adopted on `path` (after the new programs are attached there, so
+    /// that no socket meets the cgroup without them).
+    public func detach(_ path: String, cgroup: borrowing FileDescriptor) -> [SocketProgramSet.Failure] {
+        var failures: [SocketProgramSet.Failure] = []
+        defer { forget(path) }
+        for adopted in byCgroup[path] ?? [] {
+            if vx_bpf_prog_detach(adopted.descriptor.raw, cgroup.raw, adopted.program.attachType) != 0, errno != ENOENT {
+                failures.append(SocketProgramSet.Failure("bpf: detaching the earlier \(adopted.program.name) from \(path)"))
+            }
+        }
+        return failures
+    }
+
+    /// Detaches every program the network namespace `owner` attached, anywhere in the
+    /// hierarchy (vpnd --cleanup, and a test's namespace before it is deleted).
+    public static func detachAll(hierarchy: CgroupHierarchy, owner: UInt64) -> [SocketProgramSet.Failure] {
+        let adopted = AdoptedSocketPrograms(hierarchy: hierarchy.mountPoint, owner: owner)
+        var failures: [SocketProgramSet.Failure] = []
+        for path in Array(adopted.byCgroup.keys) {
+            guard let cgroup = try? FileDescriptor.open(hierarchy.absolute(path), O_RDONLY | O_DIRECTORY) else { continue }
+            failures += adopted.detach(path, cgroup: cgroup)
+        }
+        return failures
+    }
+
+    /// Forgets what was adopted on `path` (the cgroup is gone: so are its attachments).
+    public func forget(_ path: String) {
+        byCgroup[path] = nil
+        if let map = storageMaps.removeValue(forKey: path) { maps.close(map) }
+    }
+}

@@ -1,0 +1,317 @@
+import BPF
+
+/// The programs vpnd attaches to a cgroup, one per hook. Together they are what a member
+/// is at its sockets:
+/// - `socketCreate` (every internet socket, at creation): the birth mark, before the
+///   socket's first route lookup, so route and source address come from the profile's
+///   table; and, on the profile parent, the refusal of a socket that got no mark of ours.
+/// - `egress` (every packet a socket of the cgroup sends): the guard that drops a packet
+///   whose mark is not the cgroup's.
+/// - connect, sendmsg, recvmsg and getpeername, for IPv4 and IPv6: DNS to the profile's
+///   proxy (the destination rewritten before the route lookup, the proxy's address shown
+///   as the one asked), and port 853 refused where domain rules apply.
+/// They cost nothing to a process outside the cgroup, a tunnel's own packets included.
+public enum SocketProgram: String, CaseIterable, Hashable, Sendable {
+    case socketCreate = "create"
+    case pathGuard = "pathguard"
+    case egress
+    case connect4, connect6, sendmsg4, sendmsg6, recvmsg4, recvmsg6, getpeername4, getpeername6
+
+    public static let addressPrograms: [SocketProgram] = [.connect4, .connect6, .sendmsg4, .sendmsg6, .recvmsg4, .recvmsg6, .getpeername4, .getpeername6]
+
+    /// `enum bpf_prog_type`.
+    public var programType: UInt32 {
+        switch self {
+        case .socketCreate, .pathGuard: 9 // BPF_PROG_TYPE_CGROUP_SOCK
+        case .egress: 8 // BPF_PROG_TYPE_CGROUP_SKB
+        default: 18 // BPF_PROG_TYPE_CGROUP_SOCK_ADDR
+        }
+    }
+
+    /// `enum bpf_attach_type`.
+    public var attachType: UInt32 {
+        switch self {
+        case .socketCreate, .pathGuard: 2 // BPF_CGROUP_INET_SOCK_CREATE
+        case .egress: 1 // BPF_CGROUP_INET_EGRESS
+        case .connect4: 10 // BPF_CGROUP_INET4_CONNECT
+        case .connect6: 11
+        case .sendmsg4: 14 // BPF_CGROUP_UDP4_SENDMSG
+        case .sendmsg6: 15
+        case .recvmsg4: 19 // BPF_CGROUP_UDP4_RECVMSG
+        case .recvmsg6: 20
+        case .getpeername4: 29 // BPF_CGROUP_INET4_GETPEERNAME
+        case .getpeername6: 30
+        }
+    }
+
+    /// The kernel's name for the loaded program (at most 15 characters): what a restarted
+    /// vpnd recognises its predecessor's programs by, with their storage's owner.
+    public var name: String { "vx_\(rawValue)" }
+
+    static let namePrefix = "vx_"
+
+    public static func named(_ name: String) -> SocketProgram? {
+        guard name.hasPrefix(namePrefix) else { return nil }
+        return SocketProgram(rawValue: String(name.dropFirst(namePrefix.count)))
+    }
+
+    var isIPv6: Bool { [.connect6, .sendmsg6, .recvmsg6, .getpeername6].contains(self) }
+    /// Whether the program rewrites a destination to the proxy (else it restores the address
+    /// asked in what the socket reads).
+    var redirects: Bool { [.connect4, .connect6, .sendmsg4, .sendmsg6].contains(self) }
+
+    /// The program's instructions, for the maps it uses: the cgroup storage with each
+    /// cgroup's `SocketStorage`, the destinations asked (`SocketOrigins`), the cgroups along
+    /// the parent's path (`PathGuard`, `depth` levels of it).
+    public func code(storage: Int32, origins: Int32, known: Int32 = -1, depth: Int = 1) throws(BPFAssembler.Failure) -> [BPFInstruction] {
+        var code = BPFAssembler()
+        // r6 = the context, r7 = this cgroup's storage (never null for cgroup storage).
+        code.move(.r6, .r1)
+        code.loadMap(.r1, descriptor: storage)
+        code.move(.r2, 0)
+        code.call(.getLocalStorage)
+        code.move(.r7, .r0)
+        switch self {
+        case .socketCreate: Self.socketCreate(&code)
+        case .pathGuard: Self.pathGuard(&code, known: known, depth: depth)
+        case .egress: Self.egress(&code)
+        default:
+            if redirects { Self.redirect(&code, ipv6: isIPv6, origins: origins) } else { Self.restore(&code, ipv6: isIPv6, origins: origins) }
+        }
+        return try code.assemble()
+    }
+
+    typealias Offset = SocketStorage.Offset
+    typealias Flags = SocketStorage.Flags
+
+    /// Context offsets (uapi: struct bpf_sock, __sk_buff, bpf_sock_addr).
+    enum Context {
+        static let socketMark = 16, packetMark = 8
+        static let userIPv4 = 4, userIPv6 = 8, userPort = 24, addressSocket = 64
+    }
+
+    /// A new socket without a mark gets the cgroup's; on the parent, one that still has
+    /// none of our bits is refused.
+    private static func socketCreate(_ code: inout BPFAssembler) {
+        code.load(.word, .r1, from: .r6, Context.socketMark)
+        code.jump(if: .r1, .notEqual, 0, to: "marked")
+        code.load(.word, .r1, from: .r7, Offset.mark)
+        code.store(.word, .r1, to: .r6, Context.socketMark)
+        code.label("marked")
+        code.load(.word, .r2, from: .r7, Offset.flags)
+        code.and(.r2, Int32(Flags.requireMark.rawValue))
+        code.jump(if: .r2, .equal, 0, to: "allow")
+        code.load(.word, .r1, from: .r6, Context.socketMark)
+        code.load(.word, .r2, from: .r7, Offset.mask)
+        code.and(.r1, .r2)
+        code.jump(if: .r1, .notEqual, 0, to: "allow")
+        count(&code, Offset.socketRefusals)
+        code.exit(returning: 0)
+        code.label("allow")
+        code.exit(returning: 1)
+    }
+
+    /// The kernel's tree is deeper than vpnd's where vpnd runs in a cgroup namespace (a
+    /// container): ancestor levels count from the real root. The root vpnd sees is found
+    /// among the first this many.
+    static let rootSearch = 16
+
+    /// On the root: a socket of vpnd's network namespace whose cgroup, at a level where the
+    /// parent's path runs, is no cgroup vpnd knows there, is refused and counted.
+    private static func pathGuard(_ code: inout BPFAssembler, known: Int32, depth: Int) {
+        code.load(.word, .r1, from: .r7, Offset.flags)
+        code.and(.r1, Int32(Flags.guardPath.rawValue))
+        code.jump(if: .r1, .equal, 0, to: "allow")
+        code.move(.r1, .r6)
+        code.call(.getNetnsCookie)
+        code.load(.doubleword, .r1, from: .r7, Offset.owner)
+        code.jump(if: .r0, .notEqual, .r1, to: "allow")
+        // r9 = the level of vpnd's root in the kernel's tree (0 outside a container).
+        code.load(.doubleword, .r8, from: .r7, Offset.root)
+        for level in 0..<rootSearch {
+            code.move(.r9, Int32(level))
+            code.move(.r1, Int32(level))
+            code.call(.getCurrentAncestorCgroupID)
+            code.jump(if: .r0, .equal, .r8, to: "rooted")
+        }
+        code.jump(to: "allow")
+        code.label("rooted")
+        for level in 1...max(depth, 1) {
+            code.move(.r1, .r9)
+            code.add(.r1, Int32(level))
+            code.call(.getCurrentAncestorCgroupID)
+            // Shallower than this level: nothing of the path.
+            code.jumpIfZero(.r0, to: "allow")
+            code.store(.doubleword, .r0, to: .r10, -8)
+            code.loadMap(.r1, descriptor: known)
+            code.move(.r2, .r10)
+            code.add(.r2, -8)
+            code.call(.mapLookupElement)
+            code.jumpIfZero(.r0, to: "refuse")
+            if level < depth {
+                // Known beside the path: not where the parent could be.
+                code.load(.word, .r1, from: .r0, 0)
+                code.jump(if: .r1, .equal, 0, to: "allow")
+            }
+        }
+        code.label("allow")
+        code.exit(returning: 1)
+        code.label("refuse")
+        count(&code, Offset.socketRefusals)
+        code.exit(returning: 0)
+    }
+
+    /// A packet whose mark under the mask is none of the guard's (a bit per mark index) is
+    /// dropped and counted.
+    private static func egress(_ code: inout BPFAssembler) {
+        code.load(.word, .r1, from: .r7, Offset.flags)
+        code.and(.r1, Int32(Flags.guardMark.rawValue))
+        code.jump(if: .r1, .equal, 0, to: "allow")
+        // r2 = the mark's index: (mark & mask) >> shift, below 128 (the mask has 7 bits at most).
+        code.load(.word, .r2, from: .r6, Context.packetMark)
+        code.load(.word, .r3, from: .r7, Offset.mask)
+        code.and(.r2, .r3)
+        code.load(.byte, .r3, from: .r7, Offset.shift)
+        code.shiftRight(.r2, .r3)
+        code.and(.r2, 127)
+        // r4 = the word holding its bit.
+        code.load(.doubleword, .r4, from: .r7, Offset.guardMarks)
+        code.jump(if: .r2, .less, 64, to: "word")
+        code.load(.doubleword, .r4, from: .r7, Offset.guardMarks + 8)
+        code.add(.r2, -64)
+        code.label("word")
+        code.move(.r3, 1)
+        code.shiftLeft(.r3, .r2)
+        code.and(.r3, .r4)
+        code.jumpIfNotZero(.r3, to: "allow")
+        count(&code, Offset.guardDrops)
+        code.exit(returning: 0)
+        code.label("allow")
+        code.exit(returning: 1)
+    }
+
+    /// connect and sendmsg: port 853 refused where the flags say so; port 53 rewritten to
+    /// the proxy on loopback, the destination asked kept by socket (its cookie) for the
+    /// restore below.
+    private static func redirect(_ code: inout BPFAssembler, ipv6: Bool, origins: Int32) {
+        code.load(.word, .r1, from: .r7, Offset.flags)
+        code.move(.r2, .r1)
+        code.and(.r2, Int32(Flags.redirectDNS.rawValue))
+        code.jump(if: .r2, .equal, 0, to: "allow")
+        ours(&code, otherwise: "allow")
+        code.load(.word, .r1, from: .r7, Offset.flags)
+        code.load(.word, .r8, from: .r6, Context.userPort)
+        code.jump(if: .r8, .notEqual, networkPort(853), to: "plain")
+        code.and(.r1, Int32(Flags.refuseEncryptedDNS.rawValue))
+        code.jump(if: .r1, .equal, 0, to: "allow")
+        count(&code, Offset.encryptedDNSRefusals)
+        code.exit(returning: 0)
+        code.label("plain")
+        code.jump(if: .r8, .notEqual, networkPort(53), to: "allow")
+        // key: the socket's cookie at fp-8; value (SocketOrigins.valueSize): the address
+        // (16 bytes), the port and the family, at fp-32.
+        code.move(.r1, .r6)
+        code.call(.getSocketCookie)
+        code.store(.doubleword, .r0, to: .r10, -8)
+        for word in 0..<4 {
+            if ipv6 || word == 0 {
+                code.load(.word, .r1, from: .r6, (ipv6 ? Context.userIPv6 : Context.userIPv4) + 4 * word)
+            } else {
+                code.move(.r1, 0)
+            }
+            code.store(.word, .r1, to: .r10, -32 + 4 * word)
+        }
+        code.store(.word, .r8, to: .r10, -16)
+        code.move(.r1, ipv6 ? 10 : 2)
+        code.store(.word, .r1, to: .r10, -12)
+        code.loadMap(.r1, descriptor: origins)
+        code.move(.r2, .r10)
+        code.add(.r2, -8)
+        code.move(.r3, .r10)
+        code.add(.r3, -32)
+        code.move(.r4, 0)
+        code.call(.mapUpdateElement)
+        // The proxy: 127.0.0.1 or ::1, the profile's port.
+        for (offset, value) in loopback(ipv6: ipv6) {
+            code.move(.r1, Int32(bitPattern: value))
+            code.store(.word, .r1, to: .r6, offset)
+        }
+        code.load(.halfword, .r1, from: .r7, Offset.dnsPort)
+        code.store(.word, .r1, to: .r6, Context.userPort)
+        code.label("allow")
+        code.exit(returning: 1)
+    }
+
+    /// recvmsg and getpeername: what comes from the proxy shows the address and port the
+    /// socket asked (a stub resolver drops an answer from another address than it asked).
+    private static func restore(_ code: inout BPFAssembler, ipv6: Bool, origins: Int32) {
+        code.load(.word, .r1, from: .r7, Offset.flags)
+        code.and(.r1, Int32(Flags.redirectDNS.rawValue))
+        code.jump(if: .r1, .equal, 0, to: "done")
+        ours(&code, otherwise: "done")
+        for (offset, value) in loopback(ipv6: ipv6) {
+            code.load(.word, .r1, from: .r6, offset)
+            code.jump(if: .r1, .notEqual, value, to: "done")
+        }
+        code.load(.word, .r1, from: .r6, Context.userPort)
+        code.load(.halfword, .r2, from: .r7, Offset.dnsPort)
+        code.jump(if: .r1, .notEqual, .r2, to: "done")
+        code.move(.r1, .r6)
+        code.call(.getSocketCookie)
+        code.store(.doubleword, .r0, to: .r10, -8)
+        code.loadMap(.r1, descriptor: origins)
+        code.move(.r2, .r10)
+        code.add(.r2, -8)
+        code.call(.mapLookupElement)
+        code.jumpIfZero(.r0, to: "done")
+        for word in 0..<(ipv6 ? 4 : 1) {
+            code.load(.word, .r1, from: .r0, 4 * word)
+            code.store(.word, .r1, to: .r6, (ipv6 ? Context.userIPv6 : Context.userIPv4) + 4 * word)
+        }
+        code.load(.word, .r1, from: .r0, 16)
+        code.store(.word, .r1, to: .r6, Context.userPort)
+        code.label("done")
+        code.exit(returning: 1)
+    }
+
+    /// Goes on only for a socket of vpnd's network namespace (a member's container has
+    /// its own resolver and no proxy of ours) and, with `unmarkedOnly`, without a mark.
+    private static func ours(_ code: inout BPFAssembler, otherwise target: String) {
+        code.move(.r1, .r6)
+        code.call(.getNetnsCookie)
+        code.load(.doubleword, .r1, from: .r7, Offset.owner)
+        code.jump(if: .r0, .notEqual, .r1, to: target)
+        code.load(.word, .r1, from: .r7, Offset.flags)
+        code.and(.r1, Int32(Flags.unmarkedOnly.rawValue))
+        code.jump(if: .r1, .equal, 0, to: "checked")
+        code.load(.doubleword, .r2, from: .r6, Context.addressSocket)
+        code.load(.word, .r2, from: .r2, Context.socketMark)
+        code.jump(if: .r2, .notEqual, 0, to: target)
+        code.label("checked")
+    }
+
+    /// *(u64 *)(storage + offset) += 1
+    private static func count(_ code: inout BPFAssembler, _ offset: Int) {
+        code.move(.r1, 1)
+        code.atomicAdd(.r1, to: .r7, offset)
+    }
+
+    /// A port as the context holds it: network order in the low 16 bits of a u32, read on
+    /// a little-endian machine.
+    static func networkPort(_ port: UInt16) -> UInt32 { UInt32(port.bigEndian) }
+
+    /// The words of the loopback address as the context holds them (network order).
+    static func loopback(ipv6: Bool) -> [(offset: Int, value: UInt32)] {
+        let zero: UInt32 = 0
+        return ipv6 ? [(Context.userIPv6, zero), (Context.userIPv6 + 4, zero), (Context.userIPv6 + 8, zero), (Context.userIPv6 + 12, UInt32(1).bigEndian)]
+            : [(Context.userIPv4, UInt32(0x7f00_0001).bigEndian)]
+    }
+}
+
+/// The map from a socket (its cookie) to the destination it asked, for the restore: an
+/// LRU hash, so that the entries of sockets long closed make room by themselves.
+public enum SocketOrigins {
+    public static let keySize: UInt32 = 8
+    public static let valueSize: UInt32 = 24
+    public static let entries: UInt32 = 65536
+}

@@ -1,0 +1,184 @@
+/// What the socket programs do for the sockets of one cgroup: the value vpnd stores for
+/// each cgroup it attaches them to (the programs are the same everywhere; this is their
+/// data, in cgroup storage, so a reload that changes a mark or a port changes no program).
+public struct SocketSettings: Hashable, Sendable {
+    /// Given to every socket made here that has no mark yet (its route and source address
+    /// then come from the mark's table from its first lookup); 0 gives none.
+    public var mark: UInt32
+    /// Our bits of the packet mark (the policy's `mark_mask`).
+    public var mask: UInt32
+    /// A socket that has none of our bits once the programs below this cgroup ran is
+    /// refused (socket() fails with EPERM): set on the profile parent, so that a cgroup
+    /// made below it that vpnd has not set up yet (a slice systemd made again) cannot open
+    /// an internet socket at all, whether vpnd runs or not.
+    public var requireMark: Bool
+    /// A packet whose mark under `mask` is none of these (the policy's profiles' marks) is
+    /// dropped: a socket made here before vpnd set the cgroup up (born unmarked, it would
+    /// leave by the main table), or a member that set the bypass mark, no mark or one no
+    /// profile routes (SO_MARK needs CAP_NET_RAW). Any profile's mark passes, not only this
+    /// cgroup's: a cgroup attached below another (an app's scope joined to one profile
+    /// inside a user's slice of another) gives its sockets its own mark, and the ancestor's
+    /// guard runs for them too. Nil: no guard.
+    public var guardMarks: [UInt32]?
+    /// Port-53 destinations (UDP and TCP, any address) are rewritten to the profile's proxy
+    /// on loopback, and the proxy's address back to the one asked in what the socket reads.
+    public var dnsPort: UInt16?
+    /// Port 853 (DNS over TLS or QUIC) is refused (EPERM) where domain rules would miss it.
+    public var refuseEncryptedDNS: Bool
+    /// The DNS rewrite and the refusal apply only to sockets that carry no mark (system
+    /// mode's root cgroup: vpnd's own queries and a tunnel daemon's carry one).
+    public var unmarkedOnly: Bool
+    /// On the root cgroup: an internet socket made, in vpnd's network namespace, in a
+    /// cgroup where the profile parent could be that vpnd does not know (beside the parent
+    /// or one of its ancestors: the parent removed and made again, whose programs went with
+    /// it) is refused, also while vpnd is not running (`PathGuard`).
+    public var guardPath: Bool
+
+    public init(mark: UInt32, mask: UInt32, requireMark: Bool = false, guardMarks: [UInt32]? = nil,
+                dnsPort: UInt16? = nil, refuseEncryptedDNS: Bool = false, unmarkedOnly: Bool = false, guardPath: Bool = false) {
+        self.mark = mark
+        self.mask = mask
+        self.requireMark = requireMark
+        self.guardMarks = guardMarks
+        self.dnsPort = dnsPort
+        self.refuseEncryptedDNS = refuseEncryptedDNS
+        self.unmarkedOnly = unmarkedOnly
+        self.guardPath = guardPath
+    }
+
+    /// Which programs a cgroup with these settings needs.
+    public var programs: [SocketProgram] {
+        var programs: [SocketProgram] = mark != 0 || requireMark ? [.socketCreate] : []
+        if guardPath { programs.append(.pathGuard) }
+        if guardMarks != nil { programs.append(.egress) }
+        if dnsPort != nil { programs += SocketProgram.addressPrograms }
+        return programs
+    }
+}
+
+/// The storage value as the programs read it: 72 bytes.
+///
+///     0 mark u32 | 4 mask u32 | 8 flags u32 | 12 DNS port u16 (network order)
+///     14 the mask's shift u8 | 15 unused | 16 packets dropped by the guard u64
+///     24 sockets refused u64 | 32 encrypted DNS refused u64 | 40 owner u64
+///     48 the guard's marks: a bit per mark index (the mark under the mask, shifted down)
+///     u64 for 0-63 | 56 u64 for 64-127 | 64 the id of vpnd's cgroup root u64
+///
+/// The counters are the kernel's (atomic adds): vpnd reads them for status. The owner is
+/// the cookie of the network namespace of the vpnd that attached (SO_NETNS_COOKIE): the
+/// DNS rewrite acts in that namespace only (a member's container has its own resolver and
+/// no proxy of ours), and a restarted vpnd takes over the programs its namespace's vpnd
+/// left, and no other's. The cgroup root is the one vpnd sees (in a container, the
+/// container's, whose depth in the kernel's tree the path guard finds by it).
+public struct SocketStorage: Hashable, Sendable {
+    public static let size = 72
+    enum Offset {
+        static let mark = 0, mask = 4, flags = 8, dnsPort = 12, shift = 14
+        static let guardDrops = 16, socketRefusals = 24, encryptedDNSRefusals = 32, owner = 40, guardMarks = 48, root = 64
+    }
+
+    struct Flags: OptionSet {
+        let rawValue: UInt32
+        static let requireMark = Flags(rawValue: 1)
+        static let guardMark = Flags(rawValue: 2)
+        static let redirectDNS = Flags(rawValue: 4)
+        static let refuseEncryptedDNS = Flags(rawValue: 8)
+        static let unmarkedOnly = Flags(rawValue: 16)
+        static let guardPath = Flags(rawValue: 32)
+    }
+
+    public var settings: SocketSettings
+    public var owner: UInt64
+    /// The id of vpnd's cgroup2 root.
+    public var root: UInt64 = 1
+    public var guardDrops: UInt64 = 0
+    public var socketRefusals: UInt64 = 0
+    public var encryptedDNSRefusals: UInt64 = 0
+
+    public init(settings: SocketSettings, owner: UInt64) {
+        self.settings = settings
+        self.owner = owner
+    }
+
+    /// The settings and owner as bytes; the counters start at 0 (the kernel adds to them).
+    public var bytes: [UInt8] {
+        var bytes = [UInt8](repeating: 0, count: Self.size)
+        var flags: Flags = []
+        if settings.requireMark { flags.insert(.requireMark) }
+        if settings.guardMarks != nil { flags.insert(.guardMark) }
+        if settings.dnsPort != nil { flags.insert(.redirectDNS) }
+        if settings.refuseEncryptedDNS { flags.insert(.refuseEncryptedDNS) }
+        if settings.unmarkedOnly { flags.insert(.unmarkedOnly) }
+        if settings.guardPath { flags.insert(.guardPath) }
+        Self.put(UInt64(settings.mark), 4, at: Offset.mark, in: &bytes)
+        Self.put(UInt64(settings.mask), 4, at: Offset.mask, in: &bytes)
+        Self.put(UInt64(flags.rawValue), 4, at: Offset.flags, in: &bytes)
+        // Network order, as the programs compare it with the socket's port.
+        let port = settings.dnsPort ?? 0
+        bytes[Offset.dnsPort] = UInt8(port >> 8)
+        bytes[Offset.dnsPort + 1] = UInt8(port & 0xff)
+        Self.put(guardDrops, 8, at: Offset.guardDrops, in: &bytes)
+        Self.put(socketRefusals, 8, at: Offset.socketRefusals, in: &bytes)
+        Self.put(encryptedDNSRefusals, 8, at: Offset.encryptedDNSRefusals, in: &bytes)
+        Self.put(owner, 8, at: Offset.owner, in: &bytes)
+        Self.put(root, 8, at: Offset.root, in: &bytes)
+        let shift = UInt32(settings.mask.trailingZeroBitCount & 31)
+        bytes[Offset.shift] = UInt8(shift)
+        var words: [UInt64] = [0, 0]
+        for mark in settings.guardMarks ?? [] {
+            let index = Int((mark & settings.mask) >> shift)
+            if index > 0, index < 128 { words[index / 64] |= 1 << UInt64(index % 64) }
+        }
+        Self.put(words[0], 8, at: Offset.guardMarks, in: &bytes)
+        Self.put(words[1], 8, at: Offset.guardMarks + 8, in: &bytes)
+        return bytes
+    }
+
+    /// A value read back from the kernel; nil if it is not `size` bytes.
+    public init?(bytes: [UInt8]) {
+        guard bytes.count == Self.size else { return nil }
+        let flags = Flags(rawValue: UInt32(Self.get(bytes, 4, at: Offset.flags)))
+        let port = UInt16(bytes[Offset.dnsPort]) << 8 | UInt16(bytes[Offset.dnsPort + 1])
+        let mask = UInt32(Self.get(bytes, 4, at: Offset.mask)), shift = UInt32(bytes[Offset.shift])
+        let words = [Self.get(bytes, 8, at: Offset.guardMarks), Self.get(bytes, 8, at: Offset.guardMarks + 8)]
+        let marks = (1..<128).filter { words[$0 / 64] & (1 << UInt64($0 % 64)) != 0 }.map { (UInt32($0) << shift) & mask }
+        settings = SocketSettings(mark: UInt32(Self.get(bytes, 4, at: Offset.mark)), mask: mask,
+                                  requireMark: flags.contains(.requireMark), guardMarks: flags.contains(.guardMark) ? marks : nil,
+                                  dnsPort: flags.contains(.redirectDNS) ? port : nil, refuseEncryptedDNS: flags.contains(.refuseEncryptedDNS),
+                                  unmarkedOnly: flags.contains(.unmarkedOnly), guardPath: flags.contains(.guardPath))
+        owner = Self.get(bytes, 8, at: Offset.owner)
+        root = Self.get(bytes, 8, at: Offset.root)
+        guardDrops = Self.get(bytes, 8, at: Offset.guardDrops)
+        socketRefusals = Self.get(bytes, 8, at: Offset.socketRefusals)
+        encryptedDNSRefusals = Self.get(bytes, 8, at: Offset.encryptedDNSRefusals)
+    }
+
+    private static func put(_ value: UInt64, _ width: Int, at offset: Int, in bytes: inout [UInt8]) {
+        for index in 0..<width { bytes[offset + index] = UInt8((value >> (8 * UInt64(index))) & 0xff) }
+    }
+
+    private static func get(_ bytes: [UInt8], _ width: Int, at offset: Int) -> UInt64 {
+        (0..<width).reduce(0) { $0 | UInt64(bytes[offset + $1]) << (8 * UInt64($1)) }
+    }
+}
+
+/// The cgroups where the profile parent could be, as vpnd last read them: the children of
+/// the root and of each of the parent's ancestors, the parent among them. The root's path
+/// guard refuses a socket whose cgroup, along that path, is none of them (a cgroup nobody
+/// knew yet: a re-made parent, or anything new at those levels while vpnd is not running).
+/// A hash map from cgroup id to whether it is on the parent's path.
+public struct PathGuard: Hashable, Sendable {
+    /// The parent's depth below the root (vpn.slice: 1).
+    public var depth: Int
+    /// id -> on the parent's path (a component of it) or beside it.
+    public var known: [UInt64: Bool]
+
+    public init(depth: Int, known: [UInt64: Bool]) {
+        self.depth = depth
+        self.known = known
+    }
+
+    public static let keySize: UInt32 = 8
+    public static let valueSize: UInt32 = 4
+    public static let entries: UInt32 = 16384
+}

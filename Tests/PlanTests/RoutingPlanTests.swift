@@ -1,0 +1,51 @@
+import Addresses
+import DNS
+import Plan
+import Policy
+import Routing
+import Testing
+
+/// What is not a member reaches a tunnel by rules, never by a re-route: the route lists
+/// look up the profile's table without its default route; what the proxies learn becomes
+/// routes in the profile's table.
+@Suite struct RoutingPlanTests {
+    let up = ["wg0": Link(index: 7, name: "wg0", isUp: true, isRunning: true, mtu: 1420)]
+
+    @Test func routeListsHaveATableOfTheirOwn() {
+        var work = profile("work", tunnel: "wg0", index: 1)
+        work.routeNetworks = [IPPrefix("10.20.0.0/16")!]
+        var home = profile("home", tunnel: "tun0", index: 2)
+        home.routeDomains = [try! DomainPattern("*.corp.example")]
+        let state = Planner.plan(Policy(profiles: [work, home, profile("other", tunnel: "tun1", index: 3)]), facts: RuntimeFacts(links: up))
+        #expect(state.rules.filter { $0.ipv4 && $0.priority > 7301 } == [
+            RoutingRule(ipv4: true, priority: 7303, mark: 0, mask: .max, table: 7301 + 65536, protocolNumber: 118, inputInterface: "lo"),
+            RoutingRule(ipv4: true, priority: 7303, mark: 0, mask: .max, table: 7302 + 65536, protocolNumber: 118, inputInterface: "lo"),
+            RoutingRule(ipv4: true, priority: 7305, mark: 0, mask: 0, table: 0, protocolNumber: 118, action: .nop),
+        ], "sockets with no mark at all, made here; other profiles' members keep their own table")
+        // route.networks are routes of that table, held with the killswitch while the tunnel
+        // is down; it has no default, so anything else goes on to the main table even then.
+        #expect(state.routes.filter { $0.table == 7301 + 65536 } == [
+            Route(destination: IPPrefix("10.20.0.0/16")!, table: 7301 + 65536, kind: .device(index: 7), metric: 1, protocolNumber: 118),
+            Route(destination: IPPrefix("10.20.0.0/16")!, table: 7301 + 65536, kind: .unreachable, metric: 2, protocolNumber: 118),
+        ])
+        let down = Planner.plan(Policy(profiles: [work]), facts: RuntimeFacts())
+        #expect(down.routes.filter { $0.table == 7301 + 65536 }.map(\.kind) == [.unreachable], "tunnel down: only its destinations are held")
+    }
+
+    @Test func learnedAddressesBecomeRoutes() {
+        let tunnel = LearnedRoutes(set: "route_dns4_work", ipv4: true, table: 7301, kind: .tunnel(device: 7, holds: true))
+        let address = IPAddress("198.51.100.7")!
+        #expect(tunnel.routes(for: address, tunneled: false) == [
+            Route(destination: IPPrefix("198.51.100.7/32")!, table: 7301, kind: .device(index: 7), metric: 3, protocolNumber: 119),
+            Route(destination: IPPrefix("198.51.100.7/32")!, table: 7301, kind: .unreachable, metric: 4, protocolNumber: 119),
+        ])
+        let down = LearnedRoutes(set: "route_dns4_work", ipv4: true, table: 7301, kind: .tunnel(device: nil, holds: true))
+        #expect(down.routes(for: address, tunneled: false).map(\.kind) == [.unreachable], "held while the tunnel is down")
+        let open = LearnedRoutes(set: "route_dns4_work", ipv4: true, table: 7301, kind: .tunnel(device: nil, holds: false))
+        #expect(open.routes(for: address, tunneled: false).isEmpty, "without the killswitch the address falls through to the main table")
+        let v6 = LearnedRoutes(set: "bypass_dns6_work", ipv4: false, table: 7301, kind: .bypass(tunneledSet: "tunneled_dns6_work", tunnelDestinations: []))
+        #expect(v6.routes(for: IPAddress("2001:db8::30")!, tunneled: false) == [
+            Route(destination: IPPrefix("2001:db8::30/128")!, table: 7301, kind: .fallThrough, metric: 5, protocolNumber: 119),
+        ])
+    }
+}

@@ -1,0 +1,75 @@
+import Addresses
+import DNS
+import Plan
+import Policy
+import Routing
+import Testing
+
+/// cgroup -> mark: where the socket programs are attached and what they do there.
+@Suite struct SocketProgramPlanTests {
+    let mask: UInt32 = 0x7f00_0000
+
+    @Test func profileJoinedBypassAndParentCgroups() {
+        var work = profile("work", tunnel: "wg0", index: 1)
+        work.bypassExecutables = ["/usr/bin/steam"]
+        work.bypassDomains = [try! DomainPattern("bank.example")]
+        let home = profile("home", tunnel: "tun0", index: 2)
+        var facts = RuntimeFacts(cgroupIDs: ["vpn.slice/vpn-work.slice": 101, "vpn.slice/vpn-home.slice": 102, "vpn.slice/vpn-bypass.slice": 103],
+                                 cgroupsAlongParent: ["vpn.slice": 100, "system.slice": 10])
+        facts.rootCgroupID = 1
+        facts.joinedCgroups["user.slice/user-1000.slice/user@1000.service/vpn.slice/vpn-home.slice"] = RuntimeFacts.JoinedCgroup(profile: "home", id: 200)
+        let attachments = Planner.plan(Policy(profiles: [work, home]), facts: facts).socketPrograms
+        let member = { (mark: UInt32, port: UInt16, refuse: Bool) in
+            SocketSettings(mark: mark, mask: self.mask, guardMarks: [0x0100_0000, 0x0200_0000], dnsPort: port, refuseEncryptedDNS: refuse)
+        }
+        #expect(attachments == [
+            SocketProgramAttachment(cgroup: "", id: 1, settings: SocketSettings(mark: 0, mask: mask, guardPath: true)),
+            SocketProgramAttachment(cgroup: "user.slice/user-1000.slice/user@1000.service/vpn.slice/vpn-home.slice", id: 200, settings: member(0x0200_0000, 5302, false)),
+            SocketProgramAttachment(cgroup: "vpn.slice", id: 100, settings: SocketSettings(mark: 0, mask: mask, requireMark: true)),
+            SocketProgramAttachment(cgroup: "vpn.slice/vpn-bypass.slice", id: 103, settings: SocketSettings(mark: 0x7f00_0000, mask: mask)),
+            SocketProgramAttachment(cgroup: "vpn.slice/vpn-home.slice", id: 102, settings: member(0x0200_0000, 5302, false)),
+            SocketProgramAttachment(cgroup: "vpn.slice/vpn-work.slice", id: 101, settings: member(0x0100_0000, 5301, true)),
+        ])
+        #expect(attachments.first { $0.cgroup == "vpn.slice" }?.settings.programs == [.socketCreate], "the parent refuses, it redirects nothing")
+        #expect(attachments.first { $0.cgroup == "vpn.slice/vpn-work.slice" }?.settings.programs.count == SocketProgram.allCases.count - 1,
+                "all but the root's path guard")
+        #expect(attachments.first?.settings.programs == [.pathGuard], "the root: its path guard only, no mark (vpnd's and the tunnels' sockets are there)")
+        #expect(Planner.plan(Policy(profiles: [work, home]), facts: facts).pathGuard == PathGuard(depth: 1, known: [100: true, 10: false]))
+    }
+
+    @Test func aCgroupMadeAgainIsAnotherAttachment() {
+        let policy = Policy(profiles: [profile("work", tunnel: "wg0", index: 1)])
+        let before = Planner.plan(policy, facts: RuntimeFacts(cgroupIDs: ["vpn.slice/vpn-work.slice": 101])).socketPrograms
+        let after = Planner.plan(policy, facts: RuntimeFacts(cgroupIDs: ["vpn.slice/vpn-work.slice": 333])).socketPrograms
+        #expect(before.map(\.id) == [101] && after.map(\.id) == [333])
+        #expect(Planner.plan(policy, facts: RuntimeFacts()).socketPrograms.isEmpty, "a cgroup that does not exist has no programs")
+    }
+
+    /// A trusted network's `disconnect` leaves members' DNS to the host's resolver, as all
+    /// their traffic goes direct; the mark and the guard stay.
+    @Test func disconnectStopsOnlyTheDNSRewrite() {
+        var work = profile("work", tunnel: "wg0", index: 1)
+        work.trusted = [TrustedRule(match: TrustedMatch(gatewayMAC: "02:00:5e:00:53:0a"), action: .disconnect,
+                                    location: SourceLocation(file: "/p/t.toml", line: 2, column: 1))]
+        var facts = RuntimeFacts(cgroupIDs: ["vpn.slice/vpn-work.slice": 101])
+        facts.trusted["work"] = TrustedVerdict(action: .disconnect, rule: 1)
+        let settings = Planner.plan(Policy(profiles: [work]), facts: facts).socketPrograms.first?.settings
+        #expect(settings == SocketSettings(mark: 0x0100_0000, mask: mask, guardMarks: [0x0100_0000]))
+    }
+
+    /// The programs' data as the kernel reads it: what vpnd writes is what it reads back.
+    @Test func storageRoundTrips() {
+        let settings = SocketSettings(mark: 0x0100_0000, mask: mask, requireMark: false, guardMarks: [0x0100_0000, 0x0500_0000], dnsPort: 5301,
+                                      refuseEncryptedDNS: true, unmarkedOnly: false, guardPath: true)
+        var storage = SocketStorage(settings: settings, owner: 0x1122_3344_5566_7788)
+        storage.root = 4242
+        storage.guardDrops = 3
+        storage.encryptedDNSRefusals = 9
+        let bytes = storage.bytes
+        #expect(bytes.count == SocketStorage.size)
+        #expect(Array(bytes[12...14]) == [0x14, 0xb5, 24], "the port in network order, as the context holds it; the mask's shift")
+        #expect(bytes[48] == 0b0010_0010, "a bit per profile's mark index (1 and 5)")
+        #expect(SocketStorage(bytes: bytes) == storage)
+        #expect(SocketStorage(bytes: Array(bytes.dropLast())) == nil)
+    }
+}
