@@ -35,6 +35,7 @@ import Testing
         for directory in [upper, scratch, root] { try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true) }
         try Command.run(["mount", "-t", "overlay", "overlay", "-o", "lowerdir=\(lower),upperdir=\(upper),workdir=\(scratch)", root])
         cleanup.add("unmount \(root)") { try Command.run(["umount", root]) }
+        try NspawnCgroups.removeAtCleanup(cleanup)
         // Not in /tmp, which systemd-nspawn covers with a tmpfs.
         try FileManager.default.copyItem(atPath: deb, toPath: root + "/root/vpnexec.deb")
 

@@ -1,3 +1,4 @@
+import Cgroups
 import Foundation
 
 /// A Debian 12 root file system with systemd, for booting in a container: made once by
@@ -38,6 +39,26 @@ public enum SystemdRoot {
     }
 }
 
+/// With --keep-unit, systemd-nspawn makes the cgroups "payload" (the container, with the
+/// tree a booted systemd makes in it: init.scope, system.slice, ...) and "supervisor"
+/// (itself) in the cgroup it runs in, ours, and leaves them behind.
+public enum NspawnCgroups {
+    /// Those of them that do not exist yet are removed at cleanup (registered before the
+    /// container starts, so that its stop runs first), deepest first.
+    public static func removeAtCleanup(_ cleanup: Cleanup) throws {
+        let hierarchy = try CgroupHierarchy.system()
+        let own = CgroupHierarchy.cgroup(ofProcess: getpid()) ?? ""
+        let made = ["payload", "supervisor"].map { own.isEmpty ? $0 : own + "/" + $0 }.filter { hierarchy.id(of: $0) == nil }
+        cleanup.add("remove systemd-nspawn's cgroups") {
+            func remove(_ cgroup: String) throws {
+                for child in hierarchy.children(of: cgroup) { try remove(cgroup + "/" + child) }
+                try hierarchy.remove(cgroup)
+            }
+            for cgroup in made { try remove(cgroup) }
+        }
+    }
+}
+
 /// A real systemd as PID 1, booted by systemd-nspawn in a network namespace of the test's
 /// (PID 1 of the test machine is not systemd), for proving units: Type=notify, the
 /// sandboxing options, restarts, the journal. The root is booted read-only under a tmpfs
@@ -73,6 +94,7 @@ public final class BootedSystemd: @unchecked Sendable {
                          "--volatile=overlay", "--boot", "--capability=CAP_NET_ADMIN,CAP_BPF", "--network-namespace-path=\(namespace.path)"]
             + (systemCalls.isEmpty ? [] : ["--system-call-filter=\(systemCalls.joined(separator: " "))"])
             + binds.map { "--bind\($0.readOnly ? "-ro" : "")=\($0.host):\($0.container)" } + bootArguments
+        try NspawnCgroups.removeAtCleanup(cleanup)
         let nspawn = try BackgroundProcess(arguments, cleanup: cleanup, environment: [
             "PATH": "/usr/sbin:/usr/bin:/sbin:/bin", "SYSTEMD_NSPAWN_API_VFS_WRITABLE": "network",
             // cgroup v2 only, as Debian 12 and every current distribution boots (this host's
