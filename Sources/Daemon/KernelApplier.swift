@@ -158,7 +158,7 @@ public final class KernelApplier: KernelApplying {
             let wanted = Set(book.installed.values.flatMap { $0.values.flatMap { $0 } })
             for table in Set(specs.map(\.table)) {
                 for ipv4 in [true, false] {
-                    for route in try rtnl.routes(ipv4: ipv4, table: table) where route.protocolNumber == vpnexecLearnedRouteProtocol && !wanted.contains(route) {
+                    for route in try rtnl.routes(ipv4: ipv4, table: table, protocolNumber: vpnexecLearnedRouteProtocol) where !wanted.contains(route) {
                         try ignoreMissing { try rtnl.delete(route) }
                     }
                 }
@@ -204,7 +204,7 @@ public final class KernelApplier: KernelApplying {
 
     private func removeLearnedRoutes(in table: UInt32) throws {
         for ipv4 in [true, false] {
-            for route in try rtnl.routes(ipv4: ipv4, table: table) where route.protocolNumber == vpnexecLearnedRouteProtocol {
+            for route in try rtnl.routes(ipv4: ipv4, table: table, protocolNumber: vpnexecLearnedRouteProtocol) {
                 try ignoreMissing { try rtnl.delete(route) }
             }
         }
@@ -257,12 +257,13 @@ public final class KernelApplier: KernelApplying {
             actualRules += try rtnl.rules(ipv4: ipv4).filter { $0.protocolNumber == vpnexecRouteProtocol }
         }
         let tables = knownTables.union(actualRules.map(\.table)).union(desiredRoutes.map(\.table)).union(desiredRules.map(\.table)).subtracting([0])
-        var actualRoutes: [Route] = []
-        for table in tables.sorted() {
-            for ipv4 in [true, false] {
-                actualRoutes += try rtnl.routes(ipv4: ipv4, table: table).filter { $0.protocolNumber == vpnexecRouteProtocol }
-            }
+        // One dump a family, of our protocol only: this runs every second, and the profiles'
+        // tables may hold thousands of learned routes (another protocol) besides.
+        var actualRoutes: Set<Route> = []
+        for ipv4 in [true, false] {
+            actualRoutes.formUnion(try rtnl.routes(ipv4: ipv4, table: nil, protocolNumber: vpnexecRouteProtocol).filter { tables.contains($0.table) })
         }
+        let wantedRoutes = Set(desiredRoutes)
         for route in desiredRoutes where !actualRoutes.contains(route) { try rtnl.add(route) }
         let adding = desiredRules.filter { !actualRules.contains($0) }
         // A transport port whose exclusion is new may have looped until now: held a second
@@ -276,7 +277,7 @@ public final class KernelApplier: KernelApplying {
         }
         for rule in adding { try rtnl.add(rule) }
         for rule in actualRules where !desiredRules.contains(rule) { try ignoreMissing { try rtnl.delete(rule) } }
-        for route in actualRoutes where !desiredRoutes.contains(route) { try ignoreMissing { try rtnl.delete(route) } }
+        for route in actualRoutes where !wantedRoutes.contains(route) { try ignoreMissing { try rtnl.delete(route) } }
         knownTables = Set(desiredRoutes.map(\.table)).union(desiredRules.map(\.table)).subtracting([0])
     }
 

@@ -101,16 +101,20 @@ public final class Rtnetlink {
 
     // MARK: routes
 
-    /// Routes of one table (the kernel filters the dump).
-    public func routes(ipv4: Bool, table: UInt32) throws -> [Route] {
+    /// Routes of one table, or of every table (nil); of one protocol, or of any (nil). The
+    /// kernel filters the dump (strict checking): a table of learned routes costs nothing
+    /// to a reader of the others' protocol.
+    public func routes(ipv4: Bool, table: UInt32?, protocolNumber: UInt8? = nil) throws -> [Route] {
         let message = NetlinkMessage(type: UInt16(RTM_GETROUTE), flags: 0)
         message.putFamilyHeader(rtmsg(rtm_family: family(ipv4), rtm_dst_len: 0, rtm_src_len: 0, rtm_tos: 0,
-                                      rtm_table: 0, rtm_protocol: 0, rtm_scope: 0, rtm_type: 0, rtm_flags: 0))
-        message.put(UInt16(cint(RTA_TABLE)), u32: table)
-        return try netlink.dump(message, operation: "list routes of table \(table)").compactMap { reply -> Route? in
+                                      rtm_table: 0, rtm_protocol: protocolNumber ?? 0, rtm_scope: 0, rtm_type: 0, rtm_flags: 0))
+        if let table { message.put(UInt16(cint(RTA_TABLE)), u32: table) }
+        let operation = "list routes of " + (table.map { "table \($0)" } ?? "every table")
+        return try netlink.dump(message, operation: operation).compactMap { reply -> Route? in
             let header = reply.familyHeader(as: rtmsg.self)
             let attributes = reply.attributes(familyHeaderSize: MemoryLayout<rtmsg>.size)
-            guard (attributes.u32(UInt16(cint(RTA_TABLE))) ?? UInt32(header.rtm_table)) == table else { return nil }
+            let replyTable = attributes.u32(UInt16(cint(RTA_TABLE))) ?? UInt32(header.rtm_table)
+            guard table == nil || replyTable == table, protocolNumber == nil || header.rtm_protocol == protocolNumber else { return nil }
             let address = attributes[UInt16(cint(RTA_DST))].flatMap { IPAddress(bytes: $0) } ?? (ipv4 ? .v4(0) : .v6(0, 0))
             guard let destination = IPPrefix(address: address, length: Int(header.rtm_dst_len)) else { return nil }
             let kind: Route.Kind
@@ -123,7 +127,7 @@ public final class Rtnetlink {
                 kind = .device(index: Int32(bitPattern: index))
             default: return nil
             }
-            return Route(destination: destination, table: table, kind: kind,
+            return Route(destination: destination, table: replyTable, kind: kind,
                          metric: attributes.u32(UInt16(cint(RTA_PRIORITY))) ?? 0,
                          protocolNumber: header.rtm_protocol)
         }

@@ -172,6 +172,15 @@ import Testing
                 try rt.add(lan)
                 #expect(Set(try rt.routes(ipv4: ipv4, table: 7301)) == [device, lastResort, network, lan])
                 #expect(try rt.routes(ipv4: ipv4, table: 7302).isEmpty)
+                // Filtered by protocol in the kernel, in one table or in all of them: a
+                // learned route (another protocol, another table) is not in the other's.
+                let learned = Route(destination: IPPrefix(ipv4 ? "198.18.0.1/32" : "2001:db8::1/128")!, table: 7302, kind: .fallThrough, metric: 1, protocolNumber: 119)
+                try rt.add(learned)
+                #expect(Set(try rt.routes(ipv4: ipv4, table: nil, protocolNumber: 118)) == [device, lastResort, network, lan])
+                #expect(try rt.routes(ipv4: ipv4, table: nil, protocolNumber: 119) == [learned])
+                #expect(try rt.routes(ipv4: ipv4, table: 7301, protocolNumber: 119).isEmpty)
+                #expect(try rt.routes(ipv4: ipv4, table: 7302) == [learned])
+                try rt.delete(learned)
                 try rt.delete(network)
                 #expect(Set(try rt.routes(ipv4: ipv4, table: 7301)) == [device, lastResort, lan])
             }
