@@ -258,7 +258,7 @@ public final class Daemon {
         defer { requests.scopes = nil }
         self.server = server
         defer { server.close() }
-        let monitor = try RoutingMonitor()
+        let monitor = try RoutingMonitor(ignoringRoutesOf: [vpnexecLearnedRouteProtocol])
         let watcher = try CgroupWatcher { [unowned self] in watchedCgroupDirectories() }
         let signals = try SignalChannel([SIGHUP, SIGTERM, SIGINT])
         loop.watch(monitor.fileDescriptor) { [unowned self] _ in

@@ -8,8 +8,13 @@ import Glibc
 /// the state it cares about, which also covers events lost to a full socket buffer.
 public final class RoutingMonitor {
     private let socket: NetlinkSocket
+    /// Routes of these protocols come and go without being news: the daemon's learned
+    /// routes, added before each DNS answer is sent (a full re-read for each would make
+    /// every answer wait for it).
+    private let quietProtocols: Set<UInt8>
 
-    public init() throws {
+    public init(ignoringRoutesOf quietProtocols: Set<UInt8> = []) throws {
+        self.quietProtocols = quietProtocols
         let groups = UInt32(RTMGRP_LINK) | UInt32(RTMGRP_IPV4_ROUTE) | UInt32(RTMGRP_IPV6_ROUTE)
             | UInt32(RTMGRP_IPV4_IFADDR) | UInt32(RTMGRP_IPV6_IFADDR)
             | UInt32(RTMGRP_IPV4_RULE) | (1 << (UInt32(cint(RTNLGRP_IPV6_RULE)) - 1))
@@ -26,7 +31,7 @@ public final class RoutingMonitor {
         var changed = false
         while true {
             do {
-                changed = try !socket.receive(operation: "read routing events").isEmpty || changed
+                changed = try socket.receive(operation: "read routing events").contains { !isQuiet($0) } || changed
             } catch let error as NetlinkError {
                 // ENOBUFS: events were lost; the caller's full re-read covers them.
                 if error.code == ENOBUFS { changed = true; continue }
@@ -35,5 +40,10 @@ public final class RoutingMonitor {
                 return changed
             }
         }
+    }
+
+    private func isQuiet(_ event: NetlinkReply) -> Bool {
+        guard event.type == UInt16(RTM_NEWROUTE) || event.type == UInt16(RTM_DELROUTE) else { return false }
+        return quietProtocols.contains(event.familyHeader(as: rtmsg.self).rtm_protocol)
     }
 }

@@ -207,4 +207,21 @@ import Testing
         try eventually("a link event") { monitor.drain() }
         #expect(!monitor.drain())
     }
+
+    /// The learned routes' protocol is quiet (vpnd adds one per DNS answer); any other
+    /// route's change, in the same table, is not.
+    @Test func monitorKeepsQuietAboutQuietProtocols() throws {
+        let cleanup = Cleanup()
+        defer { cleanup.run() }
+        let namespace = try NetworkNamespace("vx\(uniqueTag())rt", cleanup: cleanup)
+        let monitor = try namespace.within { try RoutingMonitor(ignoringRoutesOf: [119]) }
+        #expect(!monitor.drain())
+        try namespace.run(["ip", "route", "add", "throw", "198.18.0.1", "table", "7301", "proto", "119"])
+        try namespace.run(["ip", "route", "del", "throw", "198.18.0.1", "table", "7301", "proto", "119"])
+        try namespace.run(["ip", "route", "add", "throw", "198.18.0.2", "table", "7301", "proto", "118"])
+        try eventually("the other protocol's route") { monitor.drain() }
+        try namespace.run(["ip", "route", "add", "throw", "198.18.0.3", "table", "7301", "proto", "119"])
+        Thread.sleep(forTimeInterval: 0.2)
+        #expect(!monitor.drain(), "a learned route's event woke it")
+    }
 }
