@@ -48,23 +48,22 @@ static inline int vx_bpf_prog_load(uint32_t type, uint32_t expected_attach_type,
 /// Attached to the cgroup itself, beside whatever others attached there (multi-attach):
 /// the attachment is the kernel's and lasts until it is detached or the cgroup is removed,
 /// whoever loaded the program and whether it still runs.
-static inline int vx_bpf_prog_attach(int program, int cgroup, uint32_t type) {
+static inline int vx_bpf_prog_attachment(int command, int program, int cgroup, uint32_t type, uint32_t flags) {
     union bpf_attr attr;
     memset(&attr, 0, sizeof attr);
     attr.target_fd = (uint32_t)cgroup;
     attr.attach_bpf_fd = (uint32_t)program;
     attr.attach_type = type;
-    attr.attach_flags = BPF_F_ALLOW_MULTI;
-    return (int)vx_bpf(BPF_PROG_ATTACH, &attr);
+    attr.attach_flags = flags;
+    return (int)vx_bpf(command, &attr);
+}
+
+static inline int vx_bpf_prog_attach(int program, int cgroup, uint32_t type) {
+    return vx_bpf_prog_attachment(BPF_PROG_ATTACH, program, cgroup, type, BPF_F_ALLOW_MULTI);
 }
 
 static inline int vx_bpf_prog_detach(int program, int cgroup, uint32_t type) {
-    union bpf_attr attr;
-    memset(&attr, 0, sizeof attr);
-    attr.target_fd = (uint32_t)cgroup;
-    attr.attach_bpf_fd = (uint32_t)program;
-    attr.attach_type = type;
-    return (int)vx_bpf(BPF_PROG_DETACH, &attr);
+    return vx_bpf_prog_attachment(BPF_PROG_DETACH, program, cgroup, type, 0);
 }
 
 /// The ids of the programs attached to the cgroup itself at `type`: `*count` in, how many
