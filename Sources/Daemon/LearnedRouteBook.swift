@@ -75,9 +75,6 @@ struct LearnedRouteBook {
         return changes
     }
 
-    /// When the next element ends (for the caller's timer).
-    var nextExpiry: MonotonicInstant? { expiries.values.flatMap(\.values).min() }
-
     /// Elements whose time is up at `now`.
     func due(now: MonotonicInstant) -> [(set: String, address: IPAddress)] {
         expiries.flatMap { set, addresses in addresses.filter { $0.value <= now }.map { (set, $0.key) } }

@@ -30,25 +30,15 @@ public final class SocketDiag {
     /// IPv4 and IPv6, with the socket's mark: which learned addresses are still in use.
     public func connections() throws -> [Connection] {
         var connections: [Connection] = []
-        for family in [AF_INET, AF_INET6] {
-            for transport in [IPPROTO_UDP, IPPROTO_TCP] {
-                let message = NetlinkMessage(type: UInt16(SOCK_DIAG_BY_FAMILY), flags: 0)
-                var request = inet_diag_req_v2()
-                request.sdiag_family = UInt8(family)
-                request.sdiag_protocol = UInt8(transport)
-                request.idiag_states = ~UInt32(1 << 10) // every state but TCP_LISTEN
-                message.putFamilyHeader(request)
-                for reply in try netlink.dump(message, operation: "list connected sockets") {
-                    let answer = reply.familyHeader(as: inet_diag_msg.self)
-                    let words = withUnsafeBytes(of: answer.id.idiag_dst) { Array($0) }
-                    let destination: IPAddress = family == AF_INET
-                        ? .v4(UInt32(words[0]) << 24 | UInt32(words[1]) << 16 | UInt32(words[2]) << 8 | UInt32(words[3]))
-                        : IPAddress(bytes: words) ?? .v4(0)
-                    guard destination != .v4(0), destination != IPAddress(bytes: [UInt8](repeating: 0, count: 16)) else { continue }
-                    let mark = reply.attributes(familyHeaderSize: MemoryLayout<inet_diag_msg>.size).u32(UInt16(INET_DIAG_MARK)) ?? 0
-                    connections.append(Connection(destination: destination, mark: mark))
-                }
-            }
+        try dump(states: ~UInt32(1 << 10), operation: "list connected sockets") { family, _, reply in // every state but TCP_LISTEN
+            let answer = reply.familyHeader(as: inet_diag_msg.self)
+            let words = withUnsafeBytes(of: answer.id.idiag_dst) { Array($0) }
+            let destination: IPAddress = family == AF_INET
+                ? .v4(UInt32(words[0]) << 24 | UInt32(words[1]) << 16 | UInt32(words[2]) << 8 | UInt32(words[3]))
+                : IPAddress(bytes: words) ?? .v4(0)
+            guard destination != .v4(0), destination != IPAddress(bytes: [UInt8](repeating: 0, count: 16)) else { return }
+            let mark = reply.attributes(familyHeaderSize: MemoryLayout<inet_diag_msg>.size).u32(UInt16(INET_DIAG_MARK)) ?? 0
+            connections.append(Connection(destination: destination, mark: mark))
         }
         return connections
     }
@@ -56,21 +46,27 @@ public final class SocketDiag {
     /// Every UDP and TCP socket, IPv4 and IPv6, in any state.
     public func sockets() throws -> [Entry] {
         var entries: [Entry] = []
+        try dump(states: ~0, operation: "list sockets") { _, transport, reply in
+            let answer = reply.familyHeader(as: inet_diag_msg.self)
+            entries.append(Entry(inode: UInt64(answer.idiag_inode), isTCP: transport == IPPROTO_TCP,
+                                 localPort: UInt16(bigEndian: answer.id.idiag_sport), uid: answer.idiag_uid))
+        }
+        return entries
+    }
+
+    /// One dump for each family and transport (UDP, TCP) of the sockets in `states` (a bit
+    /// per TCP state).
+    private func dump(states: UInt32, operation: String, _ body: (Int32, Int32, NetlinkReply) -> Void) throws {
         for family in [AF_INET, AF_INET6] {
             for transport in [IPPROTO_UDP, IPPROTO_TCP] {
                 let message = NetlinkMessage(type: UInt16(SOCK_DIAG_BY_FAMILY), flags: 0)
                 var request = inet_diag_req_v2()
                 request.sdiag_family = UInt8(family)
                 request.sdiag_protocol = UInt8(transport)
-                request.idiag_states = ~0
+                request.idiag_states = states
                 message.putFamilyHeader(request)
-                for reply in try netlink.dump(message, operation: "list sockets") {
-                    let answer = reply.familyHeader(as: inet_diag_msg.self)
-                    entries.append(Entry(inode: UInt64(answer.idiag_inode), isTCP: transport == IPPROTO_TCP,
-                                         localPort: UInt16(bigEndian: answer.id.idiag_sport), uid: answer.idiag_uid))
-                }
+                for reply in try netlink.dump(message, operation: operation) { body(family, Int32(transport), reply) }
             }
         }
-        return entries
     }
 }
