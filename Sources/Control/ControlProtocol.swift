@@ -64,35 +64,28 @@ public struct StatusReport: Codable, Hashable, Sendable {
     public var profiles: [ProfileStatus]
     /// Internet sockets refused in cgroups vpnd did not know yet where a profile cgroup
     /// could be (e.g. a profile slice made again while vpnd was stopped), by the kernel.
-    public var unknownCgroupRefusals: UInt64
+    public var unknownCgroupRefusals: UInt64 = 0
     /// Control connections closed at once because their user (or all users) held too many.
-    public var refusedConnections: Int
+    public var refusedConnections = 0
     /// What confines vpnd itself (Landlock), or why nothing does.
-    public var sandbox: String
+    public var sandbox = "off"
     /// Which cgroups' sockets are born with their mark (the cgroup socket program), or why
     /// none are ("off: ...").
     public var birthMarks = "off"
     /// Processes moved into vpn-bypass.slice (bypass.executables) and their packets.
-    public var bypassMoves: Int
-    public var bypassed: Traffic
+    public var bypassMoves = 0
+    public var bypassed = Traffic.zero
     /// System mode: the profile of every process placed nowhere else.
     public var systemProfile: String?
     /// How the executable lists are enforced (when the policy has any).
     public var executableRules: ExecutableRulesStatus?
 
-    public init(daemonPID: Int32, policyDirectory: String, cgroupRoot: String, profiles: [ProfileStatus],
-                unknownCgroupRefusals: UInt64 = 0, refusedConnections: Int = 0, sandbox: String = "off",
-                bypassMoves: Int = 0, bypassed: Traffic = Traffic(packets: 0, bytes: 0), systemProfile: String? = nil) {
-        self.systemProfile = systemProfile
-        self.sandbox = sandbox
-        self.bypassMoves = bypassMoves
-        self.bypassed = bypassed
+    /// What identifies the report; the counts start at zero and are set by name.
+    public init(daemonPID: Int32, policyDirectory: String, cgroupRoot: String, profiles: [ProfileStatus]) {
         self.daemonPID = daemonPID
         self.policyDirectory = policyDirectory
         self.cgroupRoot = cgroupRoot
         self.profiles = profiles
-        self.unknownCgroupRefusals = unknownCgroupRefusals
-        self.refusedConnections = refusedConnections
     }
 }
 
@@ -103,17 +96,17 @@ public struct ProfileStatus: Codable, Hashable, Sendable {
     public var table: UInt32
     public var killswitch: Bool
     public var cgroup: String
-    public var members: Int
+    public var members = 0
     /// Cgroups systemd made that joined the profile where they stand (a user's
     /// vpn-NAME.slice, a listed desktop app's scope); their processes count as members.
     public var joinedCgroups: [String] = []
     public var tunnel: TunnelStatus
-    public var sent: Traffic
-    public var received: Traffic
-    public var throughTunnel: Traffic
-    public var droppedByKillswitch: Traffic
+    public var sent = Traffic.zero
+    public var received = Traffic.zero
+    public var throughTunnel = Traffic.zero
+    public var droppedByKillswitch = Traffic.zero
     /// The profile's holes, as the policy declares them, and what went through them.
-    public var exceptions: ExceptionStatus
+    public var exceptions = ExceptionStatus()
     /// The profile's DNS proxy.
     public var dns: DNSStatus?
     /// Trusted networks (TrustedStatus), for a profile with rules.
@@ -121,22 +114,15 @@ public struct ProfileStatus: Codable, Hashable, Sendable {
     /// Multihop: the entry profile that carries this profile's transport (HopStatus).
     public var via: HopStatus?
 
-    public init(name: String, mark: UInt32, table: UInt32, killswitch: Bool, cgroup: String, members: Int,
-                tunnel: TunnelStatus, sent: Traffic, received: Traffic, throughTunnel: Traffic, droppedByKillswitch: Traffic,
-                exceptions: ExceptionStatus = ExceptionStatus(), dns: DNSStatus? = nil) {
-        self.exceptions = exceptions
-        self.dns = dns
+    /// What identifies the profile and its tunnel; members and traffic start at zero and are
+    /// set by name.
+    public init(name: String, mark: UInt32, table: UInt32, killswitch: Bool, cgroup: String, tunnel: TunnelStatus) {
         self.name = name
         self.mark = mark
         self.table = table
         self.killswitch = killswitch
         self.cgroup = cgroup
-        self.members = members
         self.tunnel = tunnel
-        self.sent = sent
-        self.received = received
-        self.throughTunnel = throughTunnel
-        self.droppedByKillswitch = droppedByKillswitch
     }
 }
 
@@ -147,17 +133,17 @@ public struct DNSStatus: Codable, Hashable, Sendable {
 
     public var port: UInt16
     public var servers: [String]
-    public var bypassDomains: [String]
-    public var bypassDomainCount: Int
-    public var routeDomains: [String]
-    public var routeDomainCount: Int
-    public var answered: UInt64
-    public var forwarded: UInt64
+    public var bypassDomains: [String] = []
+    public var bypassDomainCount = 0
+    public var routeDomains: [String] = []
+    public var routeDomainCount = 0
+    public var answered: UInt64 = 0
+    public var forwarded: UInt64 = 0
     /// Answered by the proxy itself: SERVFAIL (timeouts, refused fills), REFUSED, FORMERR.
-    public var failed: UInt64
-    public var dropped: UInt64
+    public var failed: UInt64 = 0
+    public var dropped: UInt64 = 0
     /// Addresses each of the profile's domain sets holds now.
-    public var setSizes: [String: Int]
+    public var setSizes: [String: Int] = [:]
     /// Firefox's canary (use-application-dns.net) answered NXDOMAIN by the proxy.
     public var canaryAnswered: UInt64 = 0
     /// Members' DNS over TLS/QUIC (port 853): "refused" (where domain rules apply),
@@ -171,19 +157,11 @@ public struct DNSStatus: Codable, Hashable, Sendable {
     /// The live ones, most recent first, at most a few.
     public var sharedNow: [SharedAddressReport] = []
 
-    public init(port: UInt16, servers: [String], bypassDomains: [String], bypassDomainCount: Int, routeDomains: [String], routeDomainCount: Int,
-                answered: UInt64, forwarded: UInt64, failed: UInt64, dropped: UInt64, setSizes: [String: Int]) {
+    /// Where the proxy listens and what it asks; the lists and counts start empty and are
+    /// set by name.
+    public init(port: UInt16, servers: [String]) {
         self.port = port
         self.servers = servers
-        self.bypassDomains = bypassDomains
-        self.bypassDomainCount = bypassDomainCount
-        self.routeDomains = routeDomains
-        self.routeDomainCount = routeDomainCount
-        self.answered = answered
-        self.forwarded = forwarded
-        self.failed = failed
-        self.dropped = dropped
-        self.setSizes = setSizes
     }
 }
 
@@ -212,7 +190,7 @@ public struct ExceptionStatus: Codable, Hashable, Sendable {
     /// Processes moved into this profile because they ran one of its route.executables.
     public var execMoves = 0
     /// Member packets sent direct (allow_lan).
-    public var direct = Traffic(packets: 0, bytes: 0)
+    public var direct = Traffic.zero
 
     public init() {}
 
@@ -223,9 +201,9 @@ public struct TunnelStatus: Codable, Hashable, Sendable {
     public var interface: String
     /// "up", "down" (exists, administratively down or no carrier) or "missing".
     public var state: String
-    public var addresses: [String]
-    public var rxBytes: UInt64
-    public var txBytes: UInt64
+    public var addresses: [String] = []
+    public var rxBytes: UInt64 = 0
+    public var txBytes: UInt64 = 0
     /// The built-in engine's view, for a profile with `tunnel.wireguard`.
     public var wireguard: WireGuardReport?
     /// The tunnel's own transport, kept out of every profile (TransportStatus).
@@ -235,13 +213,10 @@ public struct TunnelStatus: Codable, Hashable, Sendable {
     /// Built-in tunnels: up, connecting or down, since when and why (TunnelDemandStatus).
     public var demand: TunnelDemandStatus?
 
-    public init(interface: String, state: String, addresses: [String], rxBytes: UInt64, txBytes: UInt64, wireguard: WireGuardReport? = nil) {
+    /// The interface and its state; addresses and byte counts start empty and are set by name.
+    public init(interface: String, state: String) {
         self.interface = interface
         self.state = state
-        self.addresses = addresses
-        self.rxBytes = rxBytes
-        self.txBytes = txBytes
-        self.wireguard = wireguard
     }
 }
 
@@ -263,19 +238,16 @@ public struct WireGuardReport: Codable, Hashable, Sendable {
 
 public struct WireGuardPeerReport: Codable, Hashable, Sendable {
     public var publicKey: String
+    public var allowedIPs: [String]
     public var endpoint: String?
     /// Seconds since the epoch of the last completed handshake.
     public var latestHandshake: Double?
-    public var rxBytes: UInt64
-    public var txBytes: UInt64
-    public var allowedIPs: [String]
+    public var rxBytes: UInt64 = 0
+    public var txBytes: UInt64 = 0
 
-    public init(publicKey: String, endpoint: String?, latestHandshake: Double?, rxBytes: UInt64, txBytes: UInt64, allowedIPs: [String]) {
+    /// The peer as configured; what was seen of it (endpoint, handshake, bytes) is set by name.
+    public init(publicKey: String, allowedIPs: [String]) {
         self.publicKey = publicKey
-        self.endpoint = endpoint
-        self.latestHandshake = latestHandshake
-        self.rxBytes = rxBytes
-        self.txBytes = txBytes
         self.allowedIPs = allowedIPs
     }
 }
@@ -288,15 +260,14 @@ public struct ProfileSummary: Codable, Hashable, Sendable {
     public var state: String
     public var builtIn: Bool
     public var killswitch: Bool
-    public var members: Int
+    public var members = 0
 
-    public init(name: String, interface: String, state: String, builtIn: Bool, killswitch: Bool, members: Int) {
+    public init(name: String, interface: String, state: String, builtIn: Bool, killswitch: Bool) {
         self.name = name
         self.interface = interface
         self.state = state
         self.builtIn = builtIn
         self.killswitch = killswitch
-        self.members = members
     }
 }
 
@@ -329,6 +300,8 @@ public struct Traffic: Codable, Hashable, Sendable {
         self.packets = packets
         self.bytes = bytes
     }
+
+    public static let zero = Traffic(packets: 0, bytes: 0)
 }
 
 public enum ControlCoding {

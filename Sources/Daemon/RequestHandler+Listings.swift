@@ -16,10 +16,11 @@ extension RequestHandler {
     func profileSummaries(for peer: Peer) throws -> [ProfileSummary] {
         let links = try answers.links()
         return usableProfiles(by: peer).map { profile in
-            ProfileSummary(name: profile.name, interface: profile.tunnel.interfaceName,
-                           state: StatusBuilder.tunnelState(links.first { $0.name == profile.tunnel.interfaceName }),
-                           builtIn: profile.tunnel.isBuiltIn, killswitch: profile.killswitch,
-                           members: memberCount(of: profile))
+            var summary = ProfileSummary(name: profile.name, interface: profile.tunnel.interfaceName,
+                                         state: StatusBuilder.tunnelState(links.first { $0.name == profile.tunnel.interfaceName }),
+                                         builtIn: profile.tunnel.isBuiltIn, killswitch: profile.killswitch)
+            summary.members = memberCount(of: profile)
+            return summary
         }
     }
 

@@ -73,11 +73,16 @@ struct StatusBuilder {
             sizes[set] = setSize(set, ipv4)
         }
         let servers = profile.dnsServers.isEmpty ? parts.tunnelDNSServers : profile.dnsServers
-        var status = DNSStatus(port: policy.dns.port(for: profile), servers: servers.map(\.description),
-                               bypassDomains: profile.bypassDomains.prefix(DNSStatus.listedDomains).map(\.description), bypassDomainCount: profile.bypassDomains.count,
-                               routeDomains: profile.routeDomains.prefix(DNSStatus.listedDomains).map(\.description), routeDomainCount: profile.routeDomains.count,
-                               answered: counters.answered, forwarded: counters.forwarded, failed: counters.failed, dropped: counters.droppedTotal,
-                               setSizes: sizes)
+        var status = DNSStatus(port: policy.dns.port(for: profile), servers: servers.map(\.description))
+        status.bypassDomains = profile.bypassDomains.prefix(DNSStatus.listedDomains).map(\.description)
+        status.bypassDomainCount = profile.bypassDomains.count
+        status.routeDomains = profile.routeDomains.prefix(DNSStatus.listedDomains).map(\.description)
+        status.routeDomainCount = profile.routeDomains.count
+        status.answered = counters.answered
+        status.forwarded = counters.forwarded
+        status.failed = counters.failed
+        status.dropped = counters.droppedTotal
+        status.setSizes = sizes
         // What would escape the domain rules: Firefox's canary, encrypted DNS refused,
         // addresses shared by bypassed and other names.
         status.canaryAnswered = counters.canaryAnswered
@@ -135,10 +140,12 @@ struct StatusBuilder {
             let names = ProfileObjectNames(profile.name)
             let path = profile.cgroupPath(parent: cgroupParent)
             let link = links.first { $0.name == profile.tunnel.interfaceName }
-            var tunnel = TunnelStatus(
-                interface: profile.tunnel.interfaceName, state: Self.tunnelState(link),
-                addresses: link.map { l in addresses.filter { $0.interfaceIndex == l.index }.map(\.prefix.description) } ?? [],
-                rxBytes: link?.statistics.rxBytes ?? 0, txBytes: link?.statistics.txBytes ?? 0)
+            var tunnel = TunnelStatus(interface: profile.tunnel.interfaceName, state: Self.tunnelState(link))
+            if let link {
+                tunnel.addresses = addresses.filter { $0.interfaceIndex == link.index }.map(\.prefix.description)
+                tunnel.rxBytes = link.statistics.rxBytes
+                tunnel.txBytes = link.statistics.txBytes
+            }
             tunnel.transport = parts.transport
             tunnel.servers = parts.servers
             tunnel.demand = parts.demand
@@ -146,23 +153,28 @@ struct StatusBuilder {
                 tunnel.wireguard = parts.wireguard ?? WireGuardReport(publicKey: nil, listenPort: nil, peers: [], drops: [:])
                 tunnel.wireguard?.reconnect = parts.reconnect
             }
-            var status = ProfileStatus(
-                name: profile.name, mark: profile.mark.value, table: profile.table,
-                killswitch: profile.killswitch, cgroup: path,
-                members: parts.members,
-                tunnel: tunnel, sent: traffic(names.sentCounter), received: traffic(names.receivedCounter),
-                throughTunnel: traffic(names.tunnelCounter), droppedByKillswitch: dropped(profile),
-                exceptions: exceptionStatus(profile, parts), dns: dnsStatus(profile, parts))
+            var status = ProfileStatus(name: profile.name, mark: profile.mark.value, table: profile.table,
+                                       killswitch: profile.killswitch, cgroup: path, tunnel: tunnel)
+            status.members = parts.members
+            status.sent = traffic(names.sentCounter)
+            status.received = traffic(names.receivedCounter)
+            status.throughTunnel = traffic(names.tunnelCounter)
+            status.droppedByKillswitch = dropped(profile)
+            status.exceptions = exceptionStatus(profile, parts)
+            status.dns = dnsStatus(profile, parts)
             status.joinedCgroups = parts.joinedCgroups
             status.trusted = parts.trusted
             status.via = hopStatus(profile)
             return status
         }
         var report = StatusReport(daemonPID: daemon.pid, policyDirectory: daemon.policyDirectory,
-                            cgroupRoot: daemon.cgroupRoot, profiles: profiles,
-                            unknownCgroupRefusals: programs.reduce(0) { $0 + $1.1.socketRefusals }, refusedConnections: daemon.refusedConnections,
-                            sandbox: daemon.sandbox, bypassMoves: daemon.bypassMoves,
-                            bypassed: traffic(bypassedCounter), systemProfile: policy.systemProfile?.name)
+                                  cgroupRoot: daemon.cgroupRoot, profiles: profiles)
+        report.unknownCgroupRefusals = programs.reduce(0) { $0 + $1.1.socketRefusals }
+        report.refusedConnections = daemon.refusedConnections
+        report.sandbox = daemon.sandbox
+        report.bypassMoves = daemon.bypassMoves
+        report.bypassed = traffic(bypassedCounter)
+        report.systemProfile = policy.systemProfile?.name
         report.birthMarks = daemon.birthMarks
         report.executableRules = daemon.executableRules
         return report

@@ -48,24 +48,24 @@ public struct Profile: Hashable, Sendable {
     /// non-members): its own number plus 65536, modulo 2^32.
     public var routeListTable: UInt32 { table &+ 65536 }
     /// Members reach private (RFC 1918, ULA) and link-local destinations directly.
-    public var allowLAN: Bool
+    public var allowLAN = false
     /// ...and multicast and broadcast ones (only with allowLAN).
-    public var allowMulticast: Bool
+    public var allowMulticast = false
     /// Networks that always go into this profile's tunnel, whoever connects (host bits clear).
-    public var routeNetworks: [IPPrefix]
+    public var routeNetworks: [IPPrefix] = []
     /// Executables (absolute paths) that go direct even when started inside this profile.
-    public var bypassExecutables: [String]
+    public var bypassExecutables: [String] = []
     /// Executables that join this profile wherever they are started.
-    public var routeExecutables: [String]
+    public var routeExecutables: [String] = []
     /// Where each listed executable (bypass or route) was written, for messages about the file.
     public var executableLocations: [String: SourceLocation] = [:]
     /// The profile's resolvers, reached through its tunnel (empty: a built-in tunnel's
     /// `DNS =`, else members' queries are refused).
-    public var dnsServers: [IPAddress]
+    public var dnsServers: [IPAddress] = []
     /// Names whose addresses members reach directly.
-    public var bypassDomains: [DomainPattern]
+    public var bypassDomains: [DomainPattern] = []
     /// Names whose addresses anyone reaches through this profile's tunnel.
-    public var routeDomains: [DomainPattern]
+    public var routeDomains: [DomainPattern] = []
     /// Desktop application ids whose systemd scopes (`app-...-ID-....scope`) join the profile.
     public var apps: [String] = []
     /// Members may use DNS over TLS or QUIC (port 853) though domain rules apply to them;
@@ -83,16 +83,9 @@ public struct Profile: Hashable, Sendable {
     /// A built-in tunnel's handshake retry schedule; nil keeps WireGuard's own.
     public var reconnect: Reconnect?
 
-    public init(name: String, location: SourceLocation, tunnel: Tunnel, access: Access, killswitch: Bool, index: UInt32, table: UInt32,
-                allowLAN: Bool = false, allowMulticast: Bool = false, routeNetworks: [IPPrefix] = [],
-                bypassExecutables: [String] = [], routeExecutables: [String] = [],
-                dnsServers: [IPAddress] = [], bypassDomains: [DomainPattern] = [], routeDomains: [DomainPattern] = [], apps: [String] = []) {
-        self.apps = apps
-        self.dnsServers = dnsServers
-        self.bypassDomains = bypassDomains
-        self.routeDomains = routeDomains
-        self.bypassExecutables = bypassExecutables
-        self.routeExecutables = routeExecutables
+    /// What identifies a profile; its exceptions, domain rules and tunnel options are
+    /// set by name afterwards (the parser sets those the file has).
+    public init(name: String, location: SourceLocation, tunnel: Tunnel, access: Access, killswitch: Bool, index: UInt32, table: UInt32) {
         self.name = name
         self.location = location
         self.tunnel = tunnel
@@ -101,9 +94,6 @@ public struct Profile: Hashable, Sendable {
         self.index = index
         self.mark = ProfileMark(RoutingSettings().mark(forIndex: index))
         self.table = table
-        self.allowLAN = allowLAN
-        self.allowMulticast = allowMulticast
-        self.routeNetworks = routeNetworks
     }
 }
 

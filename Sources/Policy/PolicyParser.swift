@@ -128,14 +128,16 @@ extension Policy {
                 continue
             }
             var profile = Profile(name: draft.name, location: draft.location, tunnel: tunnel, access: draft.access,
-                                  killswitch: draft.killswitch, index: index, table: table,
-                                  allowLAN: draft.allowLAN, allowMulticast: draft.allowMulticast,
-                                  routeNetworks: IPPrefix.covering(draft.routeNetworks.map(\.0)),
-                                  bypassExecutables: Array(Set(draft.bypassExecutables.map(\.0))).sorted(),
-                                  routeExecutables: Array(Set(draft.routeExecutables.map(\.0))).sorted(),
-                                  dnsServers: draft.dnsServers,
-                                  bypassDomains: sortedUnique(draft.bypassDomains.map(\.0)),
-                                  routeDomains: sortedUnique(draft.routeDomains.map(\.0)), apps: Array(Set(draft.apps)).sorted())
+                                  killswitch: draft.killswitch, index: index, table: table)
+            profile.allowLAN = draft.allowLAN
+            profile.allowMulticast = draft.allowMulticast
+            profile.routeNetworks = IPPrefix.covering(draft.routeNetworks.map(\.0))
+            profile.bypassExecutables = Array(Set(draft.bypassExecutables.map(\.0))).sorted()
+            profile.routeExecutables = Array(Set(draft.routeExecutables.map(\.0))).sorted()
+            profile.dnsServers = draft.dnsServers
+            profile.bypassDomains = sortedUnique(draft.bypassDomains.map(\.0))
+            profile.routeDomains = sortedUnique(draft.routeDomains.map(\.0))
+            profile.apps = Array(Set(draft.apps)).sorted()
             profile.allowEncryptedDNS = draft.allowEncryptedDNS
             profile.trusted = draft.trusted
             profile.via = draft.via

@@ -18,16 +18,21 @@ import Testing
         for (index, set) in ["work_bypass4", "work_bypass6", "work_route4", "work_route6"].enumerated() { sizes[set] = index }
         if reversed { sizes = Dictionary(uniqueKeysWithValues: sizes.sorted { $0.key > $1.key }) }
         let traffic = Traffic(packets: 3, bytes: 180)
-        var tunnel = TunnelStatus(interface: "vx-work", state: "up", addresses: ["10.79.0.2/24", "fd79::2/64"], rxBytes: 1024, txBytes: 2048)
+        var peer = WireGuardPeerReport(publicKey: "yg3J7/zNS/m6nJgh33oYCsD/sAZ+NOJ5tDZHWRRRYlM=", allowedIPs: ["0.0.0.0/0", "::/0"])
+        (peer.endpoint, peer.latestHandshake, peer.rxBytes, peer.txBytes) = ("203.0.113.2:51821", 1_700_000_000, 100, 200)
+        var tunnel = TunnelStatus(interface: "vx-work", state: "up")
+        tunnel.addresses = ["10.79.0.2/24", "fd79::2/64"]
+        tunnel.rxBytes = 1024
+        tunnel.txBytes = 2048
         tunnel.wireguard = WireGuardReport(publicKey: "q25R9+NKgrE4RKhY3eZCR2F3CCFEAhnMteveSxIp0hM=", listenPort: 51820, peers: [
-            WireGuardPeerReport(publicKey: "yg3J7/zNS/m6nJgh33oYCsD/sAZ+NOJ5tDZHWRRRYlM=", endpoint: "203.0.113.2:51821",
-                                latestHandshake: 1_700_000_000, rxBytes: 100, txBytes: 200, allowedIPs: ["0.0.0.0/0", "::/0"]),
+            peer,
         ], drops: drops)
         tunnel.wireguard?.reconnect = ReconnectReport(schedule: "backoff 5s..60s x2, at most 6/min", peers: [
             ReconnectPeerReport(publicKey: "yg3J7/zNS/m6nJgh33oYCsD/sAZ+NOJ5tDZHWRRRYlM=", attempts: 3, lastError: "no response", nextTry: 17.5),
         ])
-        var dns = DNSStatus(port: 5300, servers: ["10.64.0.1"], bypassDomains: ["bank.example"], bypassDomainCount: 1, routeDomains: ["*.corp.example"], routeDomainCount: 1,
-                            answered: 5, forwarded: 4, failed: 1, dropped: 0, setSizes: sizes)
+        var dns = DNSStatus(port: 5300, servers: ["10.64.0.1"])
+        (dns.bypassDomains, dns.bypassDomainCount, dns.routeDomains, dns.routeDomainCount) = (["bank.example"], 1, ["*.corp.example"], 1)
+        (dns.answered, dns.forwarded, dns.failed, dns.dropped, dns.setSizes) = (5, 4, 1, 0, sizes)
         dns.canaryAnswered = 2
         dns.encryptedDNS = "refused"
         dns.encryptedDNSRefused = 3
@@ -39,9 +44,10 @@ import Testing
                                             state: "up", reason: "fastest: handshake in 12 ms (server 1 310 ms)", roundTripsMs: [310, 12])
         tunnel.demand = TunnelDemandStatus(state: "up", since: 1_700_000_100, reason: "a member appeared", onDemand: true,
                                            idleSeconds: 600, idleLeft: 420)
-        var profile = ProfileStatus(name: "work", mark: 0x0100_0000, table: 7301, killswitch: true, cgroup: "vpn.slice/vpn-work.slice", members: 2,
-                                    tunnel: tunnel, sent: traffic, received: traffic, throughTunnel: traffic, droppedByKillswitch: traffic,
-                                    dns: dns)
+        var profile = ProfileStatus(name: "work", mark: 0x0100_0000, table: 7301, killswitch: true, cgroup: "vpn.slice/vpn-work.slice", tunnel: tunnel)
+        profile.members = 2
+        (profile.sent, profile.received, profile.throughTunnel, profile.droppedByKillswitch) = (traffic, traffic, traffic, traffic)
+        profile.dns = dns
         var matched = ["gateway_mac": "02:00:5e:00:53:0a (gateway 198.51.100.1)", "interface": "eth0"]
         if reversed { matched = Dictionary(uniqueKeysWithValues: matched.sorted { $0.key > $1.key }) }
         profile.trusted = TrustedStatus(action: "disconnect", rule: 1, ruleLocation: "/etc/vpnexec/policy.d/10-work.toml:4:13", matched: matched,
@@ -49,7 +55,8 @@ import Testing
                                         network: NetworkFacts(interface: "eth0", gateway: "198.51.100.1", gatewayMAC: "02:00:5e:00:53:0a",
                                                                searchDomains: ["home.example"]))
         profile.via = HopStatus(entry: "entry", entryInterface: "vx-entry", entryState: "up", carried: Traffic(packets: 7, bytes: 1036))
-        var report = StatusReport(daemonPID: 42, policyDirectory: "/etc/vpnexec/policy.d", cgroupRoot: "/sys/fs/cgroup", profiles: [profile], sandbox: "Landlock ABI 4 (verified)")
+        var report = StatusReport(daemonPID: 42, policyDirectory: "/etc/vpnexec/policy.d", cgroupRoot: "/sys/fs/cgroup", profiles: [profile])
+        report.sandbox = "Landlock ABI 4 (verified)"
         var rules = ExecutableRulesStatus(enforcement: ExecutableRulesStatus.beforeExec, answerDeadlineMilliseconds: 1000)
         rules.refusedAtDeadline = 1
         var link = ListedExecutableStatus(path: "/usr/bin/firefox-esr", target: "/usr/lib/firefox-esr/firefox-esr", marked: true)
