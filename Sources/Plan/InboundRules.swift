@@ -31,14 +31,16 @@ enum InboundRules {
                                  comment: "what arrives through a profile's tunnel: counted, let in"))
         let listeners = CgroupMaps(policy, facts: facts, name: "listen_level_", bypass: .accept) { .jump(ProfileObjectNames($0.name).listenChain) }
         table.sets += listeners.sets
-        var input = [
+        // The tunnels' own transport first: while members' flows run it is most of what
+        // arrives, and one set lookup lets it in.
+        var input = TransportRules.inbound(policy, facts: facts)
+        input += [
             NftRule([.inputInterfaceName("lo", negated: false), .verdict(.accept)]),
             NftRule([.inputInterfaceVerdictMap(map: tunnelsMap)]),
             NftRule([.tcpSynWithoutAck(negated: true), .verdict(.accept)], comment: "a connection already let in, or one a member opened"),
             NftRule([.transportProtocol(1), .verdict(.accept)]),
             NftRule([.transportProtocol(58), .verdict(.accept)]),
         ]
-        input += TransportRules.inbound(policy, facts: facts)
         input += listeners.lookups(prefix: [])
         if let system = policy.systemProfile { input += SystemRules.inbound(system) }
         table.chains.append(NftChain(name: chain, base: NftBaseChain(kind: .filter, hook: .input, priority: NftBaseChain.filter), rules: input))

@@ -141,8 +141,8 @@ public enum TransportRules {
         return rules + [true, false].map { NftRule([.sourceVerdictMap(ipv4: $0, map: sourcesMap(ipv4: $0))]) }
     }
 
-    /// Input: a tunnel's own transport is let in first (it is the bulk of what arrives; in
-    /// system mode its peers may also send first).
+    /// Input, the first rule: a tunnel's own transport is let in (it is the bulk of what
+    /// arrives; in system mode its peers may also send first).
     static func inbound(_ policy: Policy, facts: RuntimeFacts) -> [NftRule] {
         [NftRule([.destinationPortInSet(.udp, set: portsSet), .verdict(.accept)], comment: "a profile tunnel's own transport")]
     }

@@ -106,18 +106,19 @@ func tracksConnections(_ statement: NftStatement) -> Bool {
 
     /// Listeners: a new connection or a datagram to a member's socket is looked up by the
     /// socket's cgroup; from the tunnel (counted) or loopback it comes in, from elsewhere it
-    /// is dropped (killswitch). The rest of a TCP connection and ICMP are not looked at.
+    /// is dropped (killswitch). The rest of a TCP connection and ICMP are not looked at; the
+    /// tunnels' own transport, the bulk of what arrives, is let in by the first rule.
     @Test func membersAcceptConnectionsThroughTheirTunnelOnly() throws {
         let state = Planner.plan(policy, facts: RuntimeFacts(cgroupIDs: ["vpn.slice/vpn-work.slice": 101, "vpn.slice/vpn-home.slice": 102]))
         let inbound = try #require(state.nft.chain(named: "inbound"))
         #expect(inbound.base == NftBaseChain(kind: .filter, hook: .input, priority: 0))
         #expect(inbound.rules.map(\.statements) == [
+            [.destinationPortInSet(.udp, set: "tunnel_transport"), .verdict(.accept)],
             [.inputInterfaceName("lo", negated: false), .verdict(.accept)],
             [.inputInterfaceVerdictMap(map: "inbound_tunnels")],
             [.tcpSynWithoutAck(negated: true), .verdict(.accept)],
             [.transportProtocol(1), .verdict(.accept)],
             [.transportProtocol(58), .verdict(.accept)],
-            [.destinationPortInSet(.udp, set: "tunnel_transport"), .verdict(.accept)],
             [.cgroupVerdictMap(level: 5, map: "listen_level_5")],
             [.cgroupVerdictMap(level: 2, map: "listen_level_2")],
         ])
