@@ -19,6 +19,7 @@ import Policy
 /// and an exit's transport is counted in its entry's chain (MultihopRules).
 enum KillswitchRules {
     static let chain = "killswitch"
+    static let unmarkedChain = "unmarked"
     static let bypassChain = "bypassed"
     static let bypassCounter = "bypassed"
 
@@ -43,10 +44,19 @@ enum KillswitchRules {
             table.chains.append(NftChain(name: bypassChain, rules: [NftRule([.namedCounter(bypassCounter), .verdict(.accept)])]))
         }
         table.sets.append(NftSet(name: "egress_marks", key: .mark, data: .verdict, elements: egressMarks))
-        var rules = [NftRule([.markVerdictMap(mask: policy.routing.markMask, map: "egress_marks")])]
-        rules += TransportRules.unmarkedGuard(policy, facts: facts)
-        if let system = policy.systemProfile { rules += SystemRules.egress(system, policy: policy) }
-        table.chains.append(NftChain(name: chain, base: NftBaseChain(kind: .filter, hook: .postrouting, priority: NftBaseChain.filter), rules: rules))
+        // Most of what passes here carries none of our marks: the tunnels' own encrypted
+        // packets, one per packet a member sends. They go to their chain by a compare, not
+        // by a lookup that would miss in the marks' map.
+        let sources = TransportRules.sourceRules
+        var unmarked = TransportRules.unmarkedGuard(policy, facts: facts) + sources
+        if let system = policy.systemProfile { unmarked += SystemRules.egress(system, policy: policy) }
+        table.chains += [
+            NftChain(name: chain, base: NftBaseChain(kind: .filter, hook: .postrouting, priority: NftBaseChain.filter), rules: [
+                NftRule([.markMatch(mask: policy.routing.markMask, value: 0, negated: false), .verdict(.goto(unmarkedChain))]),
+                NftRule([.markVerdictMap(mask: policy.routing.markMask, map: "egress_marks")]),
+            ] + sources),
+            NftChain(name: unmarkedChain, rules: unmarked),
+        ]
     }
 
     /// A profile's chain: the sent counter, its hops' transport, its own transport kept out
@@ -65,7 +75,7 @@ enum KillswitchRules {
         }
         rules.append(NftRule([.outputInterfaceName("lo", negated: false), .verdict(.accept)]))
         // Leaving elsewhere with a tunnel's address (a connection whose route changed): never.
-        rules += [true, false].map { NftRule([.sourceVerdictMap(ipv4: $0, map: TransportRules.sourcesMap(ipv4: $0))]) }
+        rules += TransportRules.sourceRules
         let drop: [NftStatement] = [.namedCounter(names.droppedCounter), .verdict(.drop)]
         if action != .block {
             rules += ExceptionRules.holes(profile, facts: facts, leaving: true, then: [.namedCounter(names.directCounter), .verdict(.accept)],

@@ -127,19 +127,18 @@ public enum TransportRules {
         return drains
     }
 
-    /// The killswitch chain, after the marks: a transport port draining, unmarked UDP
-    /// entering a profile's tunnel, a tunnel's address leaving elsewhere.
+    /// The killswitch's chain for packets without a profile's mark (KillswitchRules), first:
+    /// a transport port draining, UDP entering a profile's tunnel.
     static func unmarkedGuard(_ policy: Policy, facts: RuntimeFacts) -> [NftRule] {
-        var rules: [NftRule] = []
-        if routesUnmarked(policy) {
-            let unmarked = NftStatement.markMatch(mask: policy.routing.markMask, value: 0, negated: false)
-            rules += [
-                NftRule([unmarked, .sourcePortVerdictMap(.udp, map: drainingMap)]),
-                NftRule([unmarked, .transportProtocol(NftTransport.udp.number), .outputInterfaceVerdictMap(map: loopsMap)]),
-            ]
-        }
-        return rules + [true, false].map { NftRule([.sourceVerdictMap(ipv4: $0, map: sourcesMap(ipv4: $0))]) }
+        guard routesUnmarked(policy) else { return [] }
+        return [
+            NftRule([.sourcePortVerdictMap(.udp, map: drainingMap)]),
+            NftRule([.transportProtocol(NftTransport.udp.number), .outputInterfaceVerdictMap(map: loopsMap)]),
+        ]
     }
+
+    /// A tunnel's own address leaves through that tunnel or not at all, whatever the mark.
+    static let sourceRules = [true, false].map { NftRule([.sourceVerdictMap(ipv4: $0, map: sourcesMap(ipv4: $0))]) }
 
     /// Input, the first rule: a tunnel's own transport is let in (it is the bulk of what
     /// arrives; in system mode its peers may also send first).

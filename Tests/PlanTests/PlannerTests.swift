@@ -69,11 +69,14 @@ func tracksConnections(_ statement: NftStatement) -> Bool {
         // The killswitch: by the packet's mark, in postrouting.
         let killswitch = try #require(state.nft.chain(named: "killswitch"))
         #expect(killswitch.base == NftBaseChain(kind: .filter, hook: .postrouting, priority: 0))
+        let sources: [[NftStatement]] = [[.sourceVerdictMap(ipv4: true, map: "tunnel_sources4")], [.sourceVerdictMap(ipv4: false, map: "tunnel_sources6")]]
         #expect(killswitch.rules.map(\.statements) == [
+            // Packets without our mark (the tunnels' own, most of what passes) by a compare.
+            [.markMatch(mask: mask, value: 0, negated: false), .verdict(.goto("unmarked"))],
             [.markVerdictMap(mask: mask, map: "egress_marks")],
             // A tunnel's own address leaves through that tunnel or not at all (TransportRules).
-            [.sourceVerdictMap(ipv4: true, map: "tunnel_sources4")], [.sourceVerdictMap(ipv4: false, map: "tunnel_sources6")],
-        ])
+        ] + sources)
+        #expect(state.nft.chain(named: "unmarked")?.rules.map(\.statements) == sources, "no route list: nothing routes them into a tunnel")
         #expect(state.nft.set(named: "egress_marks")?.elements == [
             NftElement(key: .mark(0x0100_0000), verdict: .jump("egress_work")),
             NftElement(key: .mark(0x0200_0000), verdict: .jump("egress_home")),
@@ -264,8 +267,8 @@ func tracksConnections(_ statement: NftStatement) -> Bool {
             RoutingRule(ipv4: true, priority: 7305, mark: 0, mask: 0, table: 0, protocolNumber: 118, action: .nop),
         ])
         #expect(state.rules.contains { !$0.ipv4 && $0.sourcePorts == 546...546 }, "DHCPv6")
-        let killswitch = try #require(state.nft.chain(named: "killswitch")).rules.map(\.statements)
-        #expect(killswitch.contains([.markMatch(mask: .max, value: 0, negated: false), .verdict(.jump("system_egress"))]))
+        let unmarkedGuard = try #require(state.nft.chain(named: "unmarked")).rules.map(\.statements)
+        #expect(unmarkedGuard.last == [.markMatch(mask: .max, value: 0, negated: false), .verdict(.jump("system_egress"))])
         #expect(try #require(state.nft.chain(named: "system_egress")).rules.map(\.statements) == [
             [.sourcePortInSet(.udp, set: "tunnel_transport"), .socketUserInSet("tunnel_transport_owners"), .verdict(.accept)],
             [.transportProtocol(2), .verdict(.accept)],

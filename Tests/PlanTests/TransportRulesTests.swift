@@ -67,8 +67,8 @@ import Testing
         #expect(state.nft.set(named: "loop_udp_home")?.elements == [NftElement(key: .port(1194))])
         #expect(state.nft.set(named: "loop_tcp_home")?.elements == [NftElement(key: .port(40022))])
         // Unmarked packets (route lists, system mode) meet the guard by the tunnel they enter.
-        let killswitch = try #require(state.nft.chain(named: "killswitch")).rules.map(\.statements)
-        #expect(killswitch[2] == [.markMatch(mask: 0x7f00_0000, value: 0, negated: false), .transportProtocol(17), .outputVerdictMapForTunnels])
+        let unmarked = try #require(state.nft.chain(named: "unmarked")).rules.map(\.statements)
+        #expect(unmarked[1] == [.transportProtocol(17), .outputVerdictMapForTunnels])
         #expect(state.nft.set(named: "tunnel_loops")?.elements == [
             NftElement(key: .interface("wg0"), verdict: .jump("loop_work")), NftElement(key: .interface("tun0"), verdict: .jump("loop_home")),
         ])
@@ -84,7 +84,8 @@ import Testing
         #expect(state.nft.set(named: "transport_draining")?.timeout == true)
         #expect(state.nft.chain(named: "held_work")?.rules.map(\.statements) == [[.namedCounter("work_loop"), .verdict(.drop)]])
         let killswitch = try #require(state.nft.chain(named: "killswitch")).rules.map(\.statements)
-        #expect(killswitch[1] == [.markMatch(mask: 0x7f00_0000, value: 0, negated: false), .sourcePortVerdictMap(.udp, map: "transport_draining")])
+        #expect(killswitch[0] == [.markMatch(mask: 0x7f00_0000, value: 0, negated: false), .verdict(.goto("unmarked"))])
+        #expect(state.nft.chain(named: "unmarked")?.rules.first?.statements == [.sourcePortVerdictMap(.udp, map: "transport_draining")])
         #expect(state.nft.set(named: "tunnel_sources4")?.elements == [NftElement(key: .prefix(IPPrefix("10.99.1.2/32")!), verdict: .jump("source_work"))])
         #expect(state.nft.set(named: "tunnel_sources6")?.elements == [NftElement(key: .prefix(IPPrefix("fd99:1::2/128")!), verdict: .jump("source_work"))])
         #expect(state.nft.chain(named: "source_work")?.rules.map(\.statements) == [
