@@ -32,6 +32,8 @@ enum NftExpressions {
             return loadAddress(source: true, ipv4: ipv4) + [setLookup(set, negated: negated)]
         case let .sourceVerdictMap(ipv4, map):
             return loadAddress(source: true, ipv4: ipv4) + [verdictLookup(map)]
+        case let .sourceAddress(address):
+            return loadAddress(source: true, ipv4: address.isIPv4) + [compare(address.bytes, negated: false)]
         case let .sourcePortVerdictMap(transport, map):
             return [loadMeta(NFT_META_L4PROTO), compare([transport.number], negated: false),
                     loadTransport(offset: 0, length: 2), verdictLookup(map)]

@@ -1,3 +1,5 @@
+import Addresses
+
 /// One step of a rule, in the order nft evaluates it. The cases are exactly what the
 /// policy compiler needs; each has one text form and one expression encoding.
 public enum NftStatement: Hashable, Sendable {
@@ -23,6 +25,9 @@ public enum NftStatement: Hashable, Sendable {
     case sourceInSet(ipv4: Bool, set: String, negated: Bool)
     /// `ip saddr vmap @map` / `ip6 saddr vmap @map`.
     case sourceVerdictMap(ipv4: Bool, map: String)
+    /// `ip saddr A` / `ip6 saddr A`: packets of A's family from A. A compare runs inline in
+    /// nftables' rule loop, where a set lookup is a call into the set.
+    case sourceAddress(IPAddress)
     /// `udp sport vmap @map` / `tcp sport vmap @map`.
     case sourcePortVerdictMap(NftTransport, map: String)
     /// `meta mark & mask vmap @map`.

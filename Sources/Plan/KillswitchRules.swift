@@ -47,7 +47,7 @@ enum KillswitchRules {
         // Most of what passes here carries none of our marks: the tunnels' own encrypted
         // packets, one per packet a member sends. They go to their chain by a compare, not
         // by a lookup that would miss in the marks' map.
-        let sources = TransportRules.sourceRules
+        let sources = TransportRules.sourceRules(policy, facts: facts)
         var unmarked = TransportRules.unmarkedGuard(policy, facts: facts) + sources
         if let system = policy.systemProfile { unmarked += SystemRules.egress(system, policy: policy) }
         table.chains += [
@@ -75,7 +75,7 @@ enum KillswitchRules {
         }
         rules.append(NftRule([.outputInterfaceName("lo", negated: false), .verdict(.accept)]))
         // Leaving elsewhere with a tunnel's address (a connection whose route changed): never.
-        rules += TransportRules.sourceRules
+        rules += TransportRules.sourceRules(policy, facts: facts)
         let drop: [NftStatement] = [.namedCounter(names.droppedCounter), .verdict(.drop)]
         if action != .block {
             rules += ExceptionRules.holes(profile, facts: facts, leaving: true, then: [.namedCounter(names.directCounter), .verdict(.accept)],

@@ -62,7 +62,6 @@ public enum TransportRules {
         ]
         MultihopRules.add(policy, facts: facts, to: &table)
         var loops: [NftElement] = []
-        var sources: [Bool: [NftElement]] = [true: [], false: []]
         for profile in policy.profiles {
             let names = ProfileObjectNames(profile.name)
             let tunnel = profile.tunnel.interfaceName
@@ -78,9 +77,6 @@ public enum TransportRules {
                             comment: "profile \(profile.name): \(tunnel)'s own address never leaves elsewhere"),
                 ]),
             ]
-            for address in facts.tunnelAddresses[tunnel] ?? [] where !(sources[address.isIPv4]!.contains { $0.key == .prefix(IPPrefix(address: address, length: address.bitCount)!) }) {
-                sources[address.isIPv4]!.append(NftElement(key: .prefix(IPPrefix(address: address, length: address.bitCount)!), verdict: .jump(names.sourceChain)))
-            }
             loops.append(NftElement(key: .interface(profile.tunnel.interfaceName), verdict: .jump(names.loopChain)))
             table.sets.append(NftSet(name: names.loopSet(.udp), key: .port, elements: (transport?.loopUDPPorts ?? []).map { NftElement(key: .port($0)) },
                                      comment: "profile \(profile.name): UDP ports of \(profile.tunnel.interfaceName)'s own transport"))
@@ -100,8 +96,12 @@ public enum TransportRules {
                                          comment: "profile \(profile.name): TCP ports of the process holding \(profile.tunnel.interfaceName)"))
             }
         }
+        let sources = tunnelSources(policy, facts: facts)
         for ipv4 in [true, false] {
-            table.sets.append(NftSet(name: sourcesMap(ipv4: ipv4), key: .address(ipv4: ipv4), data: .verdict, elements: sources[ipv4]!,
+            let elements = sources.filter { $0.address.isIPv4 == ipv4 }.map {
+                NftElement(key: .prefix(IPPrefix(address: $0.address, length: $0.address.bitCount)!), verdict: .jump($0.chain))
+            }
+            table.sets.append(NftSet(name: sourcesMap(ipv4: ipv4), key: .address(ipv4: ipv4), data: .verdict, elements: elements,
                                      comment: ipv4 ? "the tunnels' own addresses: a packet from one leaves through its tunnel or not at all" : nil))
         }
         if routesUnmarked(policy) {
@@ -137,8 +137,35 @@ public enum TransportRules {
         ]
     }
 
+    /// The profile tunnels' own addresses, each with the chain of the first profile whose
+    /// tunnel holds it.
+    static func tunnelSources(_ policy: Policy, facts: RuntimeFacts) -> [(address: IPAddress, chain: String)] {
+        var sources: [(address: IPAddress, chain: String)] = []
+        for profile in policy.profiles {
+            for address in facts.tunnelAddresses[profile.tunnel.interfaceName] ?? [] where !sources.contains(where: { $0.address == address }) {
+                sources.append((address, ProfileObjectNames(profile.name).sourceChain))
+            }
+        }
+        return sources
+    }
+
+    /// Up to this many addresses (two tunnels with an IPv4 and an IPv6 address each) are
+    /// compared one by one; more are looked up in the maps.
+    static let comparedSources = 4
+
     /// A tunnel's own address leaves through that tunnel or not at all, whatever the mark.
-    static let sourceRules = [true, false].map { NftRule([.sourceVerdictMap(ipv4: $0, map: sourcesMap(ipv4: $0))]) }
+    /// Every packet a member sends through a userspace tunnel comes back here as the tunnel's
+    /// own datagram, so this runs once per packet; a compare is inline in nftables' rule
+    /// loop, a map lookup is a call into the set (bench/README: the lookup was the largest
+    /// part of the table's cost to a member's flow). The maps hold the addresses either way.
+    static func sourceRules(_ policy: Policy, facts: RuntimeFacts) -> [NftRule] {
+        let sources = tunnelSources(policy, facts: facts)
+        guard sources.count > comparedSources else {
+            let ordered = sources.filter { $0.address.isIPv4 } + sources.filter { !$0.address.isIPv4 }
+            return ordered.map { NftRule([.sourceAddress($0.address), .verdict(.jump($0.chain))]) }
+        }
+        return [true, false].map { NftRule([.sourceVerdictMap(ipv4: $0, map: sourcesMap(ipv4: $0))]) }
+    }
 
     /// Input, the first rule: a tunnel's own transport is let in (it is the bulk of what
     /// arrives; in system mode its peers may also send first).

@@ -85,6 +85,52 @@ import Testing
         #expect(!s.services.seen().contains("udp \(Topology.clientAddress4)"))
     }
 
+    /// A tunnel's own address never leaves by another interface, whoever sends it: here a
+    /// process in no profile, its socket bound to the tunnel's address and to the physical
+    /// interface (the killswitch's postrouting chain, not routing, must catch it: a socket
+    /// bound to a device gets a route even where the table has none). With the tunnel's two
+    /// addresses the chain compares each; with more than four it looks them up; both drop.
+    @Test func aTunnelsAddressNeverLeavesByAnotherInterface() throws {
+        let cleanup = Cleanup()
+        defer { cleanup.run() }
+        let s = try Scenario(cleanup: cleanup, policy: Scenario.profiles(["work"]))
+        let tunnel = s.tunnel
+        try eventually("vpnd to compare the tunnel's addresses") { try chain("unmarked", of: s).contains("ip saddr \(tunnel.clientAddress4)") }
+        let capture = try Capture(on: s.net.clientUplink, in: s.net.client, filter: "udp port 8080 or udp port 9002", cleanup: cleanup)
+        // Each source sends three datagrams to port 8080 through the physical interface;
+        // the physical address sends to port 9002, the control that must arrive.
+        func send(from sources: [String]) throws {
+            let script = """
+            import socket, sys
+            for source, port in [(a, 8080) for a in sys.argv[2:]] + [(sys.argv[1], 9002)]:
+                family = socket.AF_INET6 if ":" in source else socket.AF_INET
+                target = "\(Topology.service6)" if ":" in source else "\(Topology.service4)"
+                s = socket.socket(family, socket.SOCK_DGRAM)
+                s.setsockopt(socket.SOL_SOCKET, socket.SO_BINDTODEVICE, b"\(s.net.clientUplink)")
+                s.bind((source, 0))
+                for _ in range(3):
+                    try: s.sendto(b"x", (target, port))
+                    except OSError as e: print(source, e)
+            """
+            _ = try Command.run(s.net.client.enter + ["python3", "-c", script, Topology.clientAddress4] + sources)
+        }
+        let dropped = try s.daemon.status().profiles[0].droppedByKillswitch.packets
+        try send(from: [tunnel.clientAddress4, tunnel.clientAddress6])
+        // More addresses on the tunnel: the chain looks them up in the maps instead.
+        let more = (50...52).map { "10.99.1.\($0)" }
+        for address in more { try s.net.client.run(["ip", "addr", "add", "\(address)/32", "dev", tunnel.clientInterface]) }
+        try eventually("vpnd to look the five addresses up") { try chain("unmarked", of: s).contains("ip saddr vmap @tunnel_sources4") }
+        try send(from: more + [tunnel.clientAddress6])
+        let leaked = try capture.packets("udp port 8080")
+        #expect(leaked.isEmpty, "a tunnel's address left by the physical interface: \(leaked.prefix(5))")
+        #expect(try capture.count("udp port 9002") == 6, "the capture saw the physical address's datagrams")
+        #expect(try s.daemon.status().profiles[0].droppedByKillswitch.packets >= dropped + 18, "counted as the profile's killswitch drops")
+    }
+
+    func chain(_ name: String, of s: Scenario) throws -> String {
+        try s.net.client.run(["nft", "list", "chain", "inet", "vpnexec", name])
+    }
+
     /// Proof 6: two profiles, two tunnels, two members; each arrives from its own tunnel.
     @Test func twoProfilesTwoTunnels() throws {
         let cleanup = Cleanup()

@@ -49,6 +49,8 @@ import Testing
                     NftRule([.destinationInSet(ipv4: false, set: "lan6", negated: true), .destinationInSet(ipv4: false, set: "all6", negated: false)]),
                     NftRule([.markMatch(mask: mask, value: 0, negated: false), .sourcePortVerdictMap(.udp, map: "draining")]),
                     NftRule([.sourceVerdictMap(ipv4: true, map: "sources4")]),
+                    NftRule([.sourceAddress(IPAddress("10.99.1.2")!), .verdict(.jump("member_work"))]),
+                    NftRule([.sourceAddress(IPAddress("fd99:1::2")!), .verdict(.drop)]),
                     NftRule([.socketMarkMatch(value: 0, negated: true), .verdict(.accept)]),
                     NftRule([.socketMarkMatch(value: 0xca6c, negated: false), .verdict(.accept)]),
                     NftRule([.icmpv6Types(130...137), .verdict(.accept)]),

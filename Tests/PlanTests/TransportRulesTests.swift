@@ -96,6 +96,31 @@ import Testing
                 "nothing to drain where no unmarked socket is routed into a tunnel")
     }
 
+    /// A tunnel's own address leaves through it or not at all, checked for every packet that
+    /// leaves: by a compare for each address while there are a few, by the maps beyond.
+    @Test func theTunnelsAddressesAreComparedWhileFewAndLookedUpBeyond() throws {
+        var few = facts()
+        few.tunnelAddresses = ["wg0": [IPAddress("fd99:1::2")!, IPAddress("10.99.1.2")!], "tun0": [IPAddress("10.8.0.2")!]]
+        let compared: [[NftStatement]] = [
+            [.sourceAddress(IPAddress("10.99.1.2")!), .verdict(.jump("source_work"))],
+            [.sourceAddress(IPAddress("10.8.0.2")!), .verdict(.jump("source_home"))],
+            [.sourceAddress(IPAddress("fd99:1::2")!), .verdict(.jump("source_work"))],
+        ]
+        var state = Planner.plan(policy, facts: few)
+        let unmarked = try #require(state.nft.chain(named: "unmarked")).rules.map(\.statements)
+        #expect(Array(unmarked[2...4]) == compared, "after draining and loops: \(unmarked)")
+        #expect(try #require(state.nft.chain(named: "egress_home")).rules.map(\.statements).contains(compared[0]), "a member's own chain too")
+        #expect(state.nft.set(named: "tunnel_sources4")?.elements.count == 2, "the maps hold them either way")
+
+        var many = few
+        many.tunnelAddresses["tun0"] = (2...4).map { IPAddress("10.8.0.\($0)")! }
+        state = Planner.plan(policy, facts: many)
+        let looked = try #require(state.nft.chain(named: "unmarked")).rules.map(\.statements)
+        #expect(Array(looked[2...3]) == [[.sourceVerdictMap(ipv4: true, map: "tunnel_sources4")], [.sourceVerdictMap(ipv4: false, map: "tunnel_sources6")]])
+        #expect(!looked.contains { $0.contains { if case .sourceAddress = $0 { true } else { false } } })
+        #expect(state.nft.set(named: "tunnel_sources4")?.elements.count == 4)
+    }
+
     /// Without route lists or system mode nothing routes an unmarked socket into a tunnel:
     /// no exclusion rules, no guard by interface.
     @Test func appModeNeedsNoExclusion() {
