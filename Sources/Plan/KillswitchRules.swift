@@ -26,6 +26,7 @@ enum KillswitchRules {
     static func add(_ policy: Policy, facts: RuntimeFacts, to table: inout NftTable) {
         guard !policy.profiles.isEmpty else { return }
         var egressMarks: [NftElement] = []
+        let sources = TransportRules.sourceRules(policy, facts: facts)
         for profile in policy.profiles {
             let names = ProfileObjectNames(profile.name)
             egressMarks.append(NftElement(key: .mark(profile.mark.value), verdict: .jump(names.egressChain)))
@@ -36,7 +37,7 @@ enum KillswitchRules {
             if RoutingPlan.holds(profile, trusted: facts) || profile.killswitch {
                 table.counters.append(NftCounter(name: names.droppedCounter, comment: "profile \(profile.name): packets dropped by the killswitch"))
             }
-            table.chains.append(NftChain(name: names.egressChain, rules: egress(profile, policy: policy, facts: facts)))
+            table.chains.append(NftChain(name: names.egressChain, rules: egress(profile, policy: policy, facts: facts, sources: sources)))
         }
         if policy.usesBypassSlice {
             egressMarks.append(NftElement(key: .mark(policy.routing.bypassMark), verdict: .jump(bypassChain)))
@@ -47,7 +48,6 @@ enum KillswitchRules {
         // Most of what passes here carries none of our marks: the tunnels' own encrypted
         // packets, one per packet a member sends. They go to their chain by a compare, not
         // by a lookup that would miss in the marks' map.
-        let sources = TransportRules.sourceRules(policy, facts: facts)
         var unmarked = TransportRules.unmarkedGuard(policy, facts: facts) + sources
         if let system = policy.systemProfile { unmarked += SystemRules.egress(system, policy: policy) }
         table.chains += [
@@ -61,7 +61,8 @@ enum KillswitchRules {
 
     /// A profile's chain: the sent counter, its hops' transport, its own transport kept out
     /// of it, then the tunnel, loopback and the holes, then the drop.
-    static func egress(_ profile: Profile, policy: Policy, facts: RuntimeFacts) -> [NftRule] {
+    /// `sources`: TransportRules.sourceRules, the same for every profile.
+    static func egress(_ profile: Profile, policy: Policy, facts: RuntimeFacts, sources: [NftRule]) -> [NftRule] {
         let names = ProfileObjectNames(profile.name)
         let tunnel = profile.tunnel.interfaceName
         // Trusted networks: `disconnect` lifts the drop (members go direct), `block` drops
@@ -75,7 +76,7 @@ enum KillswitchRules {
         }
         rules.append(NftRule([.outputInterfaceName("lo", negated: false), .verdict(.accept)]))
         // Leaving elsewhere with a tunnel's address (a connection whose route changed): never.
-        rules += TransportRules.sourceRules(policy, facts: facts)
+        rules += sources
         let drop: [NftStatement] = [.namedCounter(names.droppedCounter), .verdict(.drop)]
         if action != .block {
             rules += ExceptionRules.holes(profile, facts: facts, leaving: true, then: [.namedCounter(names.directCounter), .verdict(.accept)],
