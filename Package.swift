@@ -33,8 +33,9 @@ let package = Package(
         // eBPF instructions as values, assembled with named jump targets.
         .target(name: "BPF"),
         // The cgroup socket programs: what a member is at its sockets (birth mark, guard,
-        // DNS to its proxy), and the settings each cgroup gives them.
-        .target(name: "SocketPrograms", dependencies: ["BPF"]),
+        // DNS to its proxy), and the settings each cgroup gives them; the namespace's
+        // program that hands a query routed to loopback to its profile's proxy.
+        .target(name: "SocketPrograms", dependencies: ["BPF", "Addresses"]),
         .target(name: "TOML", dependencies: ["HexDigits"]),
         .target(name: "Policy", dependencies: ["TOML", "Addresses", "DNS", "HexDigits"]),
         .target(name: "Nftables", dependencies: ["Addresses", "HexDigits"]),
@@ -78,7 +79,7 @@ let package = Package(
         .testTarget(name: "TrustedFilesTests", dependencies: ["TrustedFiles", "Policy", "NetTestSupport"]),
         .testTarget(name: "PlanTests", dependencies: ["Plan", "Policy", "Nftables", "Routing", "Cgroups", "NetTestSupport", "Addresses", "DNS"]),
         .testTarget(name: "NetlinkTests", dependencies: ["Netlink", "Nftables", "Routing", "Cgroups", "NetTestSupport", "Addresses"]),
-        .testTarget(name: "CgroupsTests", dependencies: ["Cgroups", "NetTestSupport", "SocketPrograms", "Descriptors"]),
+        .testTarget(name: "CgroupsTests", dependencies: ["Cgroups", "NetTestSupport", "SocketPrograms", "Descriptors", "BPF", "CLinux", "Addresses"]),
         .testTarget(name: "WireGuardTests", dependencies: ["WireGuard", "Addresses"]),
         .testTarget(name: "DNSTests", dependencies: ["DNS", "Addresses"]),
         .testTarget(name: "MonotonicTests", dependencies: ["Monotonic"]),

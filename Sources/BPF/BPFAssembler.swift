@@ -59,6 +59,17 @@ public struct BPFAssembler: Sendable {
         emit(BPFCode.alu64 | BPFCode.rsh | BPFCode.register, destination, source)
     }
 
+    public mutating func shiftRight(_ destination: BPFRegister, _ bits: Int32) {
+        emit(BPFCode.alu64 | BPFCode.rsh | BPFCode.immediate, destination, immediate: bits)
+    }
+
+    /// The low `bits` (16, 32 or 64) of `register`, as loaded from memory that holds them in
+    /// network order, become their value, the bits above cleared: a byte swap on a
+    /// little-endian machine, only the clearing on a big-endian one (BPF_END | BPF_FROM_BE).
+    public mutating func fromNetworkOrder(_ register: BPFRegister, bits: Int32) {
+        emit(BPFCode.alu | BPFCode.end | BPFCode.fromBigEndian, register, immediate: bits)
+    }
+
     /// destination = *(size *)(source + offset)
     public mutating func load(_ size: BPFSize, _ destination: BPFRegister, from source: BPFRegister, _ offset: Int) {
         emit(BPFCode.ldx | size.rawValue | BPFCode.mem, destination, source, offset: offset)

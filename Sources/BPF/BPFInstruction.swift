@@ -34,13 +34,15 @@ public enum BPFRegister: UInt8, Sendable {
 enum BPFCode {
     // Classes.
     static let ld: UInt8 = 0x00, ldx: UInt8 = 0x01, st: UInt8 = 0x02, stx: UInt8 = 0x03
-    static let jmp: UInt8 = 0x05, jmp32: UInt8 = 0x06, alu64: UInt8 = 0x07
+    static let alu: UInt8 = 0x04, jmp: UInt8 = 0x05, jmp32: UInt8 = 0x06, alu64: UInt8 = 0x07
     // Sources of an ALU or jump operand.
     static let immediate: UInt8 = 0x00, register: UInt8 = 0x08
     // Memory modes.
     static let imm: UInt8 = 0x00, mem: UInt8 = 0x60, atomic: UInt8 = 0xc0
     // ALU operations.
-    static let add: UInt8 = 0x00, and: UInt8 = 0x50, lsh: UInt8 = 0x60, rsh: UInt8 = 0x70, mov: UInt8 = 0xb0
+    static let add: UInt8 = 0x00, and: UInt8 = 0x50, lsh: UInt8 = 0x60, rsh: UInt8 = 0x70, mov: UInt8 = 0xb0, end: UInt8 = 0xd0
+    /// The source bit of BPF_END: from (or to) big-endian.
+    static let fromBigEndian: UInt8 = 0x08
     // Jump operations.
     static let ja: UInt8 = 0x00, jeq: UInt8 = 0x10, jne: UInt8 = 0x50, call: UInt8 = 0x80, exit: UInt8 = 0x90, jlt: UInt8 = 0xa0
     /// `src_reg` of a 64-bit immediate load that names a map by descriptor.
@@ -57,7 +59,9 @@ public enum BPFHelper: Int32, Sendable {
     case mapLookupElement = 1
     case mapUpdateElement = 2
     case getSocketCookie = 46
+    case socketRelease = 86
     case getLocalStorage = 81
     case getNetnsCookie = 122
     case getCurrentAncestorCgroupID = 123
+    case socketAssign = 124
 }

@@ -135,6 +135,18 @@ static inline int vx_bpf_map_lookup(int map, const void *key, void *value) {
     return (int)vx_bpf(BPF_MAP_LOOKUP_ELEM, &attr);
 }
 
+/// A BPF link: the attachment lives exactly as long as the link's descriptors (closing the
+/// last one detaches), unlike the kernel-held cgroup attachments above. `target` is what
+/// the attach type names: a network namespace's descriptor for BPF_SK_LOOKUP.
+static inline int vx_bpf_link_create(int program, int target, uint32_t attach_type) {
+    union bpf_attr attr;
+    memset(&attr, 0, sizeof attr);
+    attr.link_create.prog_fd = (uint32_t)program;
+    attr.link_create.target_fd = (uint32_t)target;
+    attr.link_create.attach_type = attach_type;
+    return (int)vx_bpf(BPF_LINK_CREATE, &attr);
+}
+
 // Where the programs read and write their context (uapi structs: stable ABI).
 enum {
     VX_SOCK_MARK = offsetof(struct bpf_sock, mark),
@@ -142,6 +154,11 @@ enum {
     VX_ADDR_USER_IP4 = offsetof(struct bpf_sock_addr, user_ip4),
     VX_ADDR_USER_IP6 = offsetof(struct bpf_sock_addr, user_ip6),
     VX_ADDR_USER_PORT = offsetof(struct bpf_sock_addr, user_port),
+    VX_SK_LOOKUP_FAMILY = offsetof(struct bpf_sk_lookup, family),
+    VX_SK_LOOKUP_PROTOCOL = offsetof(struct bpf_sk_lookup, protocol),
+    VX_SK_LOOKUP_REMOTE_IP4 = offsetof(struct bpf_sk_lookup, remote_ip4),
+    VX_SK_LOOKUP_LOCAL_PORT = offsetof(struct bpf_sk_lookup, local_port),
+    VX_SK_LOOKUP_INGRESS_IFINDEX = offsetof(struct bpf_sk_lookup, ingress_ifindex),
 };
 
 /// The cookie of the calling thread's network namespace (SO_NETNS_COOKIE, Linux 5.14): a
