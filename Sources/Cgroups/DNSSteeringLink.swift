@@ -1,0 +1,73 @@
+import BPF
+import CLinux
+import Descriptors
+import Glibc
+import SocketPrograms
+
+/// The namespace's DNS steering (`DNSSteering`): its SOCKMAP of proxy sockets, and its
+/// program linked to the network namespace of the thread that made it. Loading needs
+/// CAP_BPF and CAP_NET_ADMIN; `set` and `remove` only these descriptors.
+///
+/// A BPF link, not a kernel-held attachment: the program runs while this object lives and
+/// is detached when it goes (its link descriptor closes), also when vpnd dies. A query
+/// routed to `lo` then meets the namespace's plain lookup, which a resolver bound to
+/// 0.0.0.0:53 would answer: what keeps such a query from leaving then is not here.
+public final class DNSSteeringLink {
+    public typealias Failure = SocketProgramSet.Failure
+
+    private let map: FileDescriptor
+    private let link: FileDescriptor
+    /// Keys are indexes below this (a SOCKMAP is an array).
+    public let capacity: UInt32
+
+    public init(capacity: UInt32) throws(Failure) {
+        self.capacity = capacity
+        do {
+            map = try FileDescriptor("bpf: creating the map of DNS proxy sockets",
+                                     returned: vx_bpf_map_create(DNSSteering.mapType, DNSSteering.keySize, DNSSteering.valueSize, capacity, DNSSteering.mapName))
+        } catch { throw Failure(error) }
+        let code: [BPFInstruction]
+        do { code = try DNSSteering.program(map: map.raw) } catch {
+            throw Failure("assembling \(DNSSteering.programName)", code: EINVAL, detail: error.description)
+        }
+        let bytes = code.flatMap(\.bytes)
+        var log = [CChar](repeating: 0, count: 16384)
+        let loaded = bytes.withUnsafeBytes {
+            vx_bpf_prog_load(DNSSteering.programType, DNSSteering.attachType, $0.baseAddress, UInt32(code.count), DNSSteering.programName, &log, UInt32(log.count))
+        }
+        guard loaded >= 0 else {
+            throw Failure("bpf: loading the DNS steering program \(DNSSteering.programName) (sk_lookup with ingress_ifindex, Linux 5.17)", code: errno,
+                          detail: String(decoding: log.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
+                              .split(separator: "\n").suffix(2).joined(separator: "; "))
+        }
+        // The link holds the program from here on.
+        let program = FileDescriptor(adopting: loaded)
+        do {
+            let namespace = try FileDescriptor.open("/proc/thread-self/ns/net", O_RDONLY)
+            link = try FileDescriptor("bpf: linking \(DNSSteering.programName) to the network namespace (BPF_LINK_CREATE)",
+                                      returned: vx_bpf_link_create(program.raw, namespace.raw, DNSSteering.attachType))
+        } catch { throw Failure(error) }
+    }
+
+    /// Queries from the profile `key` go to `socket`: a UDP socket bound to port 53, as its
+    /// answers leave from its own port; its address is free, the program picks it by key
+    /// (the kernel refuses a socket never bound, and the program drops queries for one that
+    /// cannot take them, such as a TCP listener). The map holds the socket, not the
+    /// descriptor: once every descriptor of it is closed, the socket leaves the map.
+    public func set(key: UInt32, socket: borrowing FileDescriptor) throws(Failure) {
+        guard DNSSteering.keys.contains(key) else {
+            throw Failure("bpf: setting a DNS proxy socket at key \(key), outside \(DNSSteering.keys)", code: EINVAL)
+        }
+        var index = key, value = UInt64(socket.raw)
+        guard vx_bpf_map_update(map.raw, &index, &value) == 0 else {
+            throw Failure("bpf: setting the DNS proxy socket of key \(key) (the map holds keys below \(capacity))")
+        }
+    }
+
+    /// Queries from the profile `key` are dropped from now on. Nothing to remove (or a key
+    /// beyond the map, where nothing can be) is no failure: either way none is there.
+    public func remove(key: UInt32) {
+        var index = key
+        _ = vx_bpf_map_delete(map.raw, &index)
+    }
+}

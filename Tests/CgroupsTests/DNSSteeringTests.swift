@@ -1,0 +1,306 @@
+import Addresses
+import Cgroups
+import Descriptors
+import Glibc
+import NetTestSupport
+import SocketPrograms
+import Testing
+
+/// The DNS steering program against the kernel, in a network namespace of the test's own,
+/// routed as vpnd's rules will route a member's queries: marked UDP to port 53 goes into
+/// local delivery on `lo` with the profile's source address (127.77.1.5, key 0x105), whatever
+/// address it asked. What arrives where shows that the program hands such a query to the
+/// profile's proxy socket and nothing else, that the proxy's answer from the address asked
+/// reaches the client, that what is not ours goes by the namespace's plain lookup, that a
+/// profile without a proxy loses its queries rather than giving them to another socket
+/// bound to port 53, and that the program goes with its link.
+@Suite(.serialized) struct DNSSteeringTests {
+    /// 127.77.1.5: a program that took the key from the last byte alone would find no proxy.
+    static let key: UInt32 = 0x0105
+    static let mark: UInt32 = 0x100
+    static let asked = Endpoint(address: IPAddress("192.0.2.53")!, port: 53)
+    static var source: IPAddress { DNSSteering.address(of: key) }
+
+    @Test func aProfilesQueriesReachItsProxyAndItsAnswersTheClient() throws {
+        let cleanup = Cleanup()
+        defer { cleanup.run() }
+        let net = try Self.namespace(cleanup)
+        let link = try net.within { try DNSSteeringLink(capacity: 1024) }
+        let proxy = try UDP.open(in: net, bind: Endpoint(address: Self.source, port: 53), transparent: true)
+        let wildcard = try UDP.open(in: net, bind: Endpoint(address: .v4(0), port: 53))
+        try link.set(key: Self.key, socket: proxy)
+        #expect(throws: DNSSteeringLink.Failure.self, "127.77.0.0 names no profile") { try link.set(key: 0, socket: proxy) }
+        #expect { try link.set(key: link.capacity, socket: proxy) } throws: { ($0 as? DNSSteeringLink.Failure)?.code == E2BIG }
+
+        let unconnected = try UDP.open(in: net, mark: Self.mark)
+        try UDP.send(unconnected, "query-1", to: Self.asked)
+        let first = try #require(try UDP.receive(proxy))
+        #expect(first.payload == "query-1")
+        #expect(first.destination == Self.asked.address, "the address asked, in IP_PKTINFO")
+        #expect(first.sender == Endpoint(address: Self.source, port: UDP.localName(unconnected).port), "the profile's source")
+        try UDP.send(proxy, "answer-1", to: first.sender, from: Self.asked.address)
+        let firstAnswer = try #require(try UDP.receive(unconnected))
+        #expect(firstAnswer.payload == "answer-1" && firstAnswer.sender == Self.asked, "answered by the address asked: \(firstAnswer)")
+
+        let connected = try UDP.open(in: net, mark: Self.mark)
+        try UDP.connect(connected, to: Self.asked)
+        #expect(UDP.localName(connected).address == Self.source)
+        #expect(UDP.peerName(connected) == Self.asked)
+        try UDP.send(connected, "query-2")
+        let second = try #require(try UDP.receive(proxy))
+        #expect(second.payload == "query-2" && second.destination == Self.asked.address)
+        #expect(second.sender == UDP.localName(connected))
+        try UDP.send(proxy, "answer-2", to: second.sender, from: Self.asked.address)
+        let secondAnswer = try #require(try UDP.receive(connected))
+        #expect(secondAnswer.payload == "answer-2" && secondAnswer.sender == Self.asked)
+
+        #expect(try UDP.receive(wildcard, waiting: 200) == nil, "the socket on 0.0.0.0:53 got none of them")
+
+        // Not ours: an unmarked query to a local address stays in the main table and comes
+        // from 127.0.0.1; the program leaves it to the plain lookup.
+        let unmarked = try UDP.open(in: net)
+        try UDP.send(unmarked, "query-3", to: Endpoint(address: IPAddress("127.0.0.1")!, port: 53))
+        let third = try #require(try UDP.receive(wildcard))
+        #expect(third.payload == "query-3" && third.sender.address == IPAddress("127.0.0.1"))
+        #expect(try UDP.receive(proxy, waiting: 200) == nil)
+    }
+
+    @Test func withoutItsProxyAProfileLosesItsQueriesUntilTheLinkGoes() throws {
+        let cleanup = Cleanup()
+        defer { cleanup.run() }
+        let net = try Self.namespace(cleanup)
+        var link: DNSSteeringLink? = try net.within { try DNSSteeringLink(capacity: 1024) }
+        let proxy = try UDP.open(in: net, bind: Endpoint(address: Self.source, port: 53), transparent: true)
+        let wildcard = try UDP.open(in: net, bind: Endpoint(address: .v4(0), port: 53))
+        let client = try UDP.open(in: net, mark: Self.mark)
+        let connected = try UDP.open(in: net, mark: Self.mark)
+        try UDP.connect(connected, to: Self.asked)
+        func ask(_ payload: String, connected viaConnected: Bool = false) throws {
+            if viaConnected { try UDP.send(connected, payload) } else { try UDP.send(client, payload, to: Self.asked) }
+        }
+        func received(at socket: borrowing FileDescriptor) throws -> String? { try UDP.receive(socket, waiting: 300)?.payload }
+
+        try link!.set(key: Self.key, socket: proxy)
+        try ask("before")
+        #expect(try received(at: proxy) == "before")
+        #expect(try received(at: wildcard) == nil)
+        try ask("before-connected", connected: true)
+        #expect(try received(at: proxy) == "before-connected")
+        #expect(try received(at: wildcard) == nil)
+
+        link!.remove(key: Self.key)
+        var unclaimed = try Self.unclaimed(net)
+        try ask("removed")
+        try ask("removed-connected", connected: true)
+        #expect(try received(at: proxy) == nil)
+        #expect(try received(at: wildcard) == nil, "dropped, not given to 0.0.0.0:53")
+        #expect(try Self.unclaimed(net) == unclaimed + 2, "the lookup ended without a socket, for both")
+        // Nor does the client hear of it: the kernel sends no port unreachable (it would come
+        // from the address asked, none of the namespace's own), so a stub resolver waits
+        // for its timeout.
+        #expect(try UDP.receive(connected, waiting: 300) == nil)
+
+        try link!.set(key: Self.key, socket: proxy)
+        try ask("again")
+        #expect(try received(at: proxy) == "again", "the same key, set again")
+        #expect(try received(at: wildcard) == nil)
+
+        // A socket in the map that cannot take a UDP query: the assignment fails, and the
+        // query goes nowhere.
+        let listener = try net.within { () throws -> Int32 in try FileDescriptor.socket(AF_INET, Int32(SOCK_STREAM.rawValue)).release() }
+        let tcp = FileDescriptor(adopting: listener)
+        #expect(listen(tcp.raw, 1) == 0)
+        try link!.set(key: Self.key, socket: tcp)
+        unclaimed = try Self.unclaimed(net)
+        try ask("to-tcp")
+        #expect(try received(at: proxy) == nil)
+        #expect(try received(at: wildcard) == nil, "a socket that refuses it: dropped")
+        #expect(try Self.unclaimed(net) == unclaimed + 1)
+
+        // The proxy's last descriptor closed: the kernel takes the socket out of the map.
+        try link!.set(key: Self.key, socket: proxy)
+        proxy.close()
+        unclaimed = try Self.unclaimed(net)
+        try ask("closed")
+        #expect(try received(at: wildcard) == nil, "the proxy gone: dropped")
+        #expect(try Self.unclaimed(net) == unclaimed + 1)
+
+        link = nil
+        try ask("unlinked")
+        #expect(try received(at: wildcard) == "unlinked", "the program went with its link: the namespace's plain lookup again")
+    }
+
+    /// The namespace's UDP datagrams no socket took (Udp NoPorts in /proc/net/snmp).
+    static func unclaimed(_ net: NetworkNamespace) throws -> Int {
+        let udp = try net.run(["cat", "/proc/net/snmp"]).split(separator: "\n").filter { $0.hasPrefix("Udp: ") }.map { $0.split(separator: " ") }
+        guard udp.count == 2, let column = udp[0].firstIndex(of: "NoPorts"), let count = Int(udp[1][column]) else {
+            throw TestEnvironmentError("no Udp NoPorts in /proc/net/snmp")
+        }
+        return count
+    }
+
+    /// Marked UDP to port 53 goes by table 100 into local delivery on `lo`, from the
+    /// profile's source. The namespace has no default route: nothing else leaves.
+    static func namespace(_ cleanup: Cleanup) throws -> NetworkNamespace {
+        let net = try NetworkNamespace("vxds\(uniqueTag())", cleanup: cleanup)
+        try net.run(["ip", "route", "add", "local", "0.0.0.0/0", "dev", "lo", "src", "\(source)", "table", "100"])
+        try net.run(["ip", "rule", "add", "pref", "10", "fwmark", String(mark), "ipproto", "udp", "dport", "53", "lookup", "100"])
+        return net
+    }
+}
+
+/// What a UDP socket read: from whom, to which address (IP_PKTINFO).
+private struct Datagram: Equatable, CustomStringConvertible {
+    var payload: String
+    var sender: Endpoint
+    var destination: IPAddress?
+    var description: String { "\(payload) from \(sender) to \(destination.map(String.init(describing:)) ?? "?")" }
+}
+
+/// IPv4 UDP sockets of the test namespace, with the few calls the test makes on them.
+private enum UDP {
+    static let ipPacketInfo: Int32 = 8 // IP_PKTINFO
+    static let ipTransparent: Int32 = 19 // IP_TRANSPARENT
+    static let socketMark: Int32 = 36 // SO_MARK
+
+    /// A socket made inside `net` (it stays there), receiving the destination of each
+    /// datagram; bound beside others on its port (SO_REUSEADDR) if `bind` is given.
+    static func open(in net: NetworkNamespace, bind endpoint: Endpoint? = nil, transparent: Bool = false, mark: UInt32? = nil) throws -> FileDescriptor {
+        let raw = try net.within { () throws -> Int32 in try FileDescriptor.socket(AF_INET, Int32(SOCK_DGRAM.rawValue)).release() }
+        let socket = FileDescriptor(adopting: raw)
+        try option(socket, Int32(IPPROTO_IP), ipPacketInfo, 1, "IP_PKTINFO")
+        if transparent { try option(socket, Int32(IPPROTO_IP), ipTransparent, 1, "IP_TRANSPARENT") }
+        if let mark { try option(socket, SOL_SOCKET, socketMark, Int32(bitPattern: mark), "SO_MARK") }
+        if let endpoint {
+            try option(socket, SOL_SOCKET, SO_REUSEADDR, 1, "SO_REUSEADDR")
+            var address = socketAddress(endpoint)
+            let bound = withUnsafePointer(to: &address) {
+                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { Glibc.bind(socket.raw, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+            }
+            guard bound == 0 else { throw SystemError("bind \(endpoint)") }
+        }
+        return socket
+    }
+
+    static func connect(_ socket: borrowing FileDescriptor, to endpoint: Endpoint) throws {
+        var address = socketAddress(endpoint)
+        let connected = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { Glibc.connect(socket.raw, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+        }
+        guard connected == 0 else { throw SystemError("connect \(endpoint)") }
+    }
+
+    /// To `destination` (else the connected peer), from `source` (else the route's) as
+    /// IP_PKTINFO's `ipi_spec_dst`.
+    static func send(_ socket: borrowing FileDescriptor, _ payload: String, to destination: Endpoint? = nil, from source: IPAddress? = nil) throws {
+        var bytes = Array(payload.utf8)
+        var address = destination.map(socketAddress) ?? sockaddr_in()
+        // One cmsghdr (16 bytes) and its struct in_pktinfo (12), padded to 32.
+        var control = [UInt8](repeating: 0, count: 32)
+        if case let .v4(value)? = source {
+            control.withUnsafeMutableBytes {
+                $0.storeBytes(of: 28, toByteOffset: 0, as: Int.self)
+                $0.storeBytes(of: Int32(IPPROTO_IP), toByteOffset: 8, as: Int32.self)
+                $0.storeBytes(of: ipPacketInfo, toByteOffset: 12, as: Int32.self)
+                $0.storeBytes(of: value.bigEndian, toByteOffset: 20, as: UInt32.self)
+            }
+        }
+        let sent = bytes.withUnsafeMutableBytes { payload in
+            control.withUnsafeMutableBytes { control in
+                withUnsafeMutablePointer(to: &address) { address in
+                    var vector = iovec(iov_base: payload.baseAddress, iov_len: payload.count)
+                    return withUnsafeMutablePointer(to: &vector) { vector in
+                        var message = msghdr()
+                        if destination != nil {
+                            message.msg_name = UnsafeMutableRawPointer(address)
+                            message.msg_namelen = socklen_t(MemoryLayout<sockaddr_in>.size)
+                        }
+                        message.msg_iov = vector
+                        message.msg_iovlen = 1
+                        if source != nil {
+                            message.msg_control = control.baseAddress
+                            message.msg_controllen = control.count
+                        }
+                        return sendmsg(socket.raw, &message, 0)
+                    }
+                }
+            }
+        }
+        guard sent == bytes.count else { throw SystemError("sendmsg \(payload)") }
+    }
+
+    /// The next datagram within `waiting` milliseconds, or nil; a pending error (port
+    /// unreachable on a connected socket) is thrown.
+    static func receive(_ socket: borrowing FileDescriptor, waiting: Int32 = 2000) throws(SystemError) -> Datagram? {
+        var ready = pollfd(fd: socket.raw, events: Int16(POLLIN), revents: 0)
+        guard poll(&ready, 1, waiting) >= 0 else { throw SystemError("poll") }
+        guard ready.revents != 0 else { return nil }
+        var bytes = [UInt8](repeating: 0, count: 512)
+        var control = [UInt8](repeating: 0, count: 64)
+        var sender = sockaddr_in()
+        var controlLength = 0
+        let count = bytes.withUnsafeMutableBytes { payload in
+            control.withUnsafeMutableBytes { control in
+                withUnsafeMutablePointer(to: &sender) { sender in
+                    var vector = iovec(iov_base: payload.baseAddress, iov_len: payload.count)
+                    return withUnsafeMutablePointer(to: &vector) { vector in
+                        var message = msghdr()
+                        message.msg_name = UnsafeMutableRawPointer(sender)
+                        message.msg_namelen = socklen_t(MemoryLayout<sockaddr_in>.size)
+                        message.msg_iov = vector
+                        message.msg_iovlen = 1
+                        message.msg_control = control.baseAddress
+                        message.msg_controllen = control.count
+                        let count = recvmsg(socket.raw, &message, Int32(MSG_DONTWAIT))
+                        controlLength = message.msg_controllen
+                        return count
+                    }
+                }
+            }
+        }
+        guard count >= 0 else { throw SystemError("recvmsg") }
+        var destination: IPAddress?
+        var offset = 0
+        // struct cmsghdr: a size_t length (header included), level, type, then the data
+        // at 16; each padded to 8 bytes. in_pktinfo: ifindex, ipi_spec_dst, ipi_addr.
+        while offset + 16 <= controlLength {
+            let length = control.withUnsafeBytes { $0.loadUnaligned(fromByteOffset: offset, as: Int.self) }
+            let level = control.withUnsafeBytes { $0.loadUnaligned(fromByteOffset: offset + 8, as: Int32.self) }
+            let type = control.withUnsafeBytes { $0.loadUnaligned(fromByteOffset: offset + 12, as: Int32.self) }
+            if level == Int32(IPPROTO_IP), type == ipPacketInfo, length >= 28 {
+                destination = IPAddress(bytes: control[(offset + 24)..<(offset + 28)])
+            }
+            guard length >= 16 else { break }
+            offset += (length + 7) & ~7
+        }
+        return Datagram(payload: String(decoding: bytes.prefix(count), as: UTF8.self), sender: endpoint(sender), destination: destination)
+    }
+
+    static func localName(_ socket: borrowing FileDescriptor) -> Endpoint { name(socket, getsockname) }
+    static func peerName(_ socket: borrowing FileDescriptor) -> Endpoint { name(socket, getpeername) }
+
+    private static func name(_ socket: borrowing FileDescriptor, _ call: (Int32, UnsafeMutablePointer<sockaddr>, UnsafeMutablePointer<socklen_t>) -> Int32) -> Endpoint {
+        var address = sockaddr_in()
+        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+        _ = withUnsafeMutablePointer(to: &address) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { call(socket.raw, $0, &length) } }
+        return endpoint(address)
+    }
+
+    private static func option(_ socket: borrowing FileDescriptor, _ level: Int32, _ name: Int32, _ value: Int32, _ what: String) throws {
+        var value = value
+        guard setsockopt(socket.raw, level, name, &value, socklen_t(MemoryLayout<Int32>.size)) == 0 else { throw SystemError("setsockopt \(what)") }
+    }
+
+    private static func socketAddress(_ endpoint: Endpoint) -> sockaddr_in {
+        guard case let .v4(value) = endpoint.address else { preconditionFailure("IPv4 only") }
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_port = endpoint.port.bigEndian
+        address.sin_addr.s_addr = value.bigEndian
+        return address
+    }
+
+    private static func endpoint(_ address: sockaddr_in) -> Endpoint {
+        Endpoint(address: .v4(UInt32(bigEndian: address.sin_addr.s_addr)), port: UInt16(bigEndian: address.sin_port))
+    }
+}
