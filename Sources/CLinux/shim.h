@@ -103,6 +103,60 @@ static inline int vx_sendmmsg(int fd, struct vx_mmsghdr *v, unsigned int n, int 
 static inline int vx_msg_waitforone(void) { return MSG_WAITFORONE; }
 static inline int vx_so_mark(void) { return SO_MARK; }
 
+// --- The DNS proxy's steering socket (DNSRouting): the address a query was sent to, its
+// mark, and the reply sent from that address ---
+#include <netinet/in.h>
+#ifndef IP_TRANSPARENT
+#define IP_TRANSPARENT 19
+#endif
+#ifndef IP_PKTINFO
+#define IP_PKTINFO 8
+#endif
+/// struct in_pktinfo, which glibc declares only under _GNU_SOURCE; the kernel's layout.
+struct vx_in_pktinfo { int ipi_ifindex; uint32_t ipi_spec_dst; uint32_t ipi_addr; };
+
+/// Room for the control messages a steered query comes with: IP_PKTINFO and SO_MARK.
+static inline size_t vx_steered_cmsg_space(void) { return CMSG_SPACE(sizeof(struct vx_in_pktinfo)) + CMSG_SPACE(sizeof(uint32_t)); }
+
+/// SO_RCVMARK (Linux 5.19): each datagram's mark as a control message (type SO_MARK).
+static inline int vx_so_rcvmark(void) { return 75; }
+static inline int vx_ip_transparent(void) { return IP_TRANSPARENT; }
+static inline int vx_ip_pktinfo(void) { return IP_PKTINFO; }
+
+/// From recvmsg's control messages: the address the datagram was sent to (network order)
+/// and its mark. Each is set only when its message is there; returns which were found
+/// (1: the address, 2: the mark).
+static inline int vx_steered_cmsgs(struct msghdr *m, uint32_t *asked, uint32_t *mark) {
+    int found = 0;
+    for (struct cmsghdr *c = CMSG_FIRSTHDR(m); c; c = CMSG_NXTHDR(m, c)) {
+        if (c->cmsg_level == SOL_IP && c->cmsg_type == IP_PKTINFO && c->cmsg_len >= CMSG_LEN(sizeof(struct vx_in_pktinfo))) {
+            struct vx_in_pktinfo info;
+            memcpy(&info, CMSG_DATA(c), sizeof info);
+            *asked = info.ipi_addr;
+            found |= 1;
+        } else if (c->cmsg_level == SOL_SOCKET && c->cmsg_type == SO_MARK && c->cmsg_len >= CMSG_LEN(sizeof(uint32_t))) {
+            memcpy(mark, CMSG_DATA(c), sizeof *mark);
+            found |= 2;
+        }
+    }
+    return found;
+}
+
+/// Writes an IP_PKTINFO control message that sends from `source` (network order) into
+/// `buffer` (vx_steered_cmsg_space() bytes); returns the msg_controllen to use.
+static inline size_t vx_source_cmsg(void *buffer, uint32_t source) {
+    memset(buffer, 0, CMSG_SPACE(sizeof(struct vx_in_pktinfo)));
+    struct cmsghdr *c = (struct cmsghdr *)buffer;
+    c->cmsg_level = SOL_IP;
+    c->cmsg_type = IP_PKTINFO;
+    c->cmsg_len = CMSG_LEN(sizeof(struct vx_in_pktinfo));
+    struct vx_in_pktinfo info;
+    memset(&info, 0, sizeof info);
+    info.ipi_spec_dst = source;
+    memcpy(CMSG_DATA(c), &info, sizeof info);
+    return CMSG_SPACE(sizeof(struct vx_in_pktinfo));
+}
+
 // --- UDP segmentation (GSO) and receive coalescing (GRO) for the tunnel's socket ---
 #include <netinet/udp.h>
 

@@ -244,6 +244,10 @@ public struct DNSProxy<Client: Hashable> {
         return (try? NameCursor.equal(answer, at: theirs.name, query, at: ours.name)) ?? false
     }
 
+    /// A query the edge did not hand over (`DNSDropReason.foreignQuery`), counted here
+    /// with the proxy's other drops.
+    public mutating func dropForeignQuery() { drop(.foreignQuery) }
+
     private mutating func drop(_ reason: DNSDropReason) {
         counters.dropped[reason, default: 0] += 1
     }

@@ -11,6 +11,9 @@ public enum DNSDropReason: String, CaseIterable, Hashable, Sendable {
     case mismatchedAnswer
     /// An answer that matched but is not a well-formed message; the query stays in flight.
     case malformedAnswer
+    /// A query routed from the profile's steering address without the profile's mark: a
+    /// socket bound to that address by hand, which must not fill the profile's sets.
+    case foreignQuery
 }
 
 public struct DNSProxyCounters: Hashable, Sendable {

@@ -2,6 +2,7 @@ import Addresses
 import CLinux
 import DNS
 import Descriptors
+import Cgroups
 import Glibc
 import Monotonic
 import Nftables
@@ -12,15 +13,22 @@ import ServiceSupport
 /// Who asked the proxy: a UDP client (by the socket it wrote to and its address) or a TCP
 /// connection.
 enum DNSClient: Hashable {
-    case udp(socket: DescriptorNumber, from: SocketAddress)
+    /// `asked`: the address a steered query was sent to, which its answer comes from.
+    case udp(socket: DescriptorNumber, from: SocketAddress, asked: IPAddress? = nil)
     case tcp(connection: DescriptorNumber)
 }
 
-/// The profiles' DNS proxies, at the edge: members' queries arrive (the socket programs
-/// rewrite a member's port-53 destinations, SocketProgramPlan)
-/// on 127.0.0.1 and ::1, UDP and TCP, port `[dns] port_base` + the profile's index; the
-/// pure `DNSProxy` decides; its upstream queries leave from sockets carrying the profile's
-/// mark (so they are routed into its tunnel, killswitch included, like a member's); the
+/// The profiles' DNS proxies, at the edge: members' queries arrive
+/// - over IPv4 UDP, routed to the host with the profile's steering address as their source
+///   (DNSRouting), on the socket bound to that address and port 53 which the steering
+///   program (`DNSSteeringLink`) hands them to, whatever address they asked; the answer
+///   leaves from the address asked;
+/// - over TCP, and IPv6 UDP, on 127.0.0.1 and ::1, port `[dns] port_base` + the profile's
+///   index, where the socket programs rewrite a member's port-53 destinations
+///   (SocketProgramPlan).
+/// The pure `DNSProxy` decides; its upstream queries leave from sockets carrying the
+/// profile's mark (so they are routed into its tunnel, killswitch included, like a
+/// member's) and the proxy's bit (so they are not routed back to it); the
 /// addresses it learns go into the nft sets through the applier, acknowledged, before the
 /// answer is sent.
 final class DNSService {
@@ -33,17 +41,22 @@ final class DNSService {
     private var built: [String: ResolverSettings] = [:]
     /// Shared by every profile's resolver: they fill the same route.domains sets.
     private let lifetimes = ElementLifetimes()
+    /// nil where the kernel would not take the steering program: members' IPv4 UDP
+    /// queries then get no answer (none leaves), as the log said at start.
+    private let steering: DNSSteeringLink?
 
     struct ResolverSettings: Hashable {
         var configuration: DNSProxyConfiguration
         var port: UInt16
         var mark: UInt32
+        var steered: SteeredQueries
     }
 
-    init(loop: EventLoop, applier: any KernelApplying, log: Log) {
+    init(loop: EventLoop, applier: any KernelApplying, log: Log, steering: DNSSteeringLink?) {
         self.loop = loop
         self.applier = applier
         self.log = log
+        self.steering = steering
     }
 
     /// One resolver per profile, with the profile's servers (its `dns`, else its built-in
@@ -68,8 +81,11 @@ final class DNSService {
             }
             let configuration = DNSProxyConfiguration(servers: servers, domainSets: Array(lists.prefix(DomainList.maxLists)), tunneledSets: tunneled,
                                                       elementTimeout: policy.dns.minTTL...max(policy.dns.minTTL, policy.dns.maxTTL))
+            let steered = SteeredQueries(key: profile.index, mask: policy.routing.markMask,
+                                         marks: [profile.mark.value] + (policy.systemProfile?.name == profile.name ? [0] : []),
+                                         socketMark: policy.routing.proxyMark)
             wanted[profile.name] = ResolverSettings(configuration: configuration, port: policy.dns.port(for: profile),
-                                                    mark: profile.mark.value)
+                                                    mark: profile.mark.value | policy.routing.proxyMark, steered: steered)
         }
         for (name, resolver) in resolvers where wanted[name] != built[name] {
             resolver.close()
@@ -80,6 +96,7 @@ final class DNSService {
             let (configuration, port) = (settings.configuration, settings.port)
             do {
                 resolvers[name] = try ProfileResolver(profile: name, configuration: configuration, port: port, mark: settings.mark,
+                                                      steered: settings.steered, steering: steering,
                                                       loop: loop, io: io, applier: applier, lifetimes: lifetimes, log: log)
                 built[name] = settings
                 log.info("DNS proxy of profile \(name) on port \(port): \(configuration.servers.isEmpty ? "no resolvers (queries are refused; set dns = [...])" : "resolvers \(configuration.servers.map(\.description).joined(separator: ", "))")")
@@ -105,6 +122,26 @@ final class DNSService {
 /// When the elements the proxies added expire (`DNSElementLifetimes`), shared by them.
 final class ElementLifetimes {
     var table = DNSElementLifetimes()
+}
+
+/// Which queries a profile's steering socket takes: those routed from its address (`key`)
+/// that carry its mark under `mask` (or no mark at all, for the system profile). Another
+/// mark is a socket bound to the address by hand, or another profile's member: dropped
+/// and counted, as it must not fill this profile's sets.
+struct SteeredQueries: Hashable {
+    var key: UInt32
+    var mask: UInt32
+    var marks: [UInt32]
+    /// The steering socket's own mark (`proxyMark`), by which the input hook tells it from
+    /// any other socket a steered query could find (DNSRouting.steeredQueryGuard).
+    var socketMark: UInt32
+
+    var address: IPAddress { DNSSteering.address(of: key) }
+
+    func accepts(_ mark: UInt32?) -> Bool {
+        guard let mark else { return false }
+        return marks.contains { $0 == 0 ? mark == 0 : mark & mask == $0 }
+    }
 }
 
 /// One profile's proxy and its sockets.
@@ -140,7 +177,7 @@ final class ProfileResolver {
         var connected = false
     }
 
-    init(profile: String, configuration: DNSProxyConfiguration, port: UInt16, mark: UInt32,
+    init(profile: String, configuration: DNSProxyConfiguration, port: UInt16, mark: UInt32, steered: SteeredQueries, steering: DNSSteeringLink?,
          loop: EventLoop, io: DatagramIO, applier: any KernelApplying, lifetimes: ElementLifetimes, log: Log) throws {
         self.profile = profile
         self.loop = loop
@@ -159,6 +196,13 @@ final class ProfileResolver {
                 sockets.append(tcp)
                 guard listen(tcp.raw, 64) == 0 else { throw ApplyError(SystemError("listen on \(local)").description) }
                 loop.watch(tcp) { [unowned self] _ in acceptClients(tcp) }
+            }
+            if let steering {
+                let socket = try Self.steeringSocket(steered.address, mark: steered.socketMark)
+                try steering.set(key: steered.key, socket: socket)
+                let fd = owned.insert(socket)
+                sockets.append(fd)
+                loop.watch(fd) { [unowned self] _ in receiveSteeredQueries(fd, steered) }
             }
             for ipv4 in [true, false] {
                 let fd = owned.insert(try Self.socket(ipv4 ? AF_INET : AF_INET6, SOCK_DGRAM, mark: mark))
@@ -206,6 +250,24 @@ final class ProfileResolver {
         return socket
     }
 
+    /// Bound to the profile's steering address and port 53 (the port its members asked:
+    /// `ipi_spec_dst` chooses only an answer's source address), transparent so that it may
+    /// answer from any address, and told each query's destination and mark. Closing it
+    /// takes it out of the steering map: what is routed there afterwards is dropped.
+    static func steeringSocket(_ address: IPAddress, mark: UInt32) throws(SystemError) -> FileDescriptor {
+        let socket = try Self.socket(AF_INET, SOCK_DGRAM, mark: mark)
+        var on: Int32 = 1
+        for (level, option) in [(Int32(IPPROTO_IP), vx_ip_transparent()), (Int32(IPPROTO_IP), vx_ip_pktinfo()), (SOL_SOCKET, vx_so_rcvmark())] {
+            guard setsockopt(socket.raw, level, option, &on, socklen_t(MemoryLayout<Int32>.size)) == 0 else {
+                throw SystemError("setsockopt \(option) on the DNS steering socket")
+            }
+        }
+        guard SocketAddress(address, port: 53).withSockaddr({ Glibc.bind(socket.raw, $0, $1) }) == 0 else {
+            throw SystemError("bind \(address):53 (a DNS server bound to the wildcard address without SO_REUSEADDR holds port 53)")
+        }
+        return socket
+    }
+
     // MARK: clients
 
     /// The datagrams waiting on `fd` (a burst, one system call), each handed to `body`
@@ -220,6 +282,17 @@ final class ProfileResolver {
         receiveBurst(fd) { query, from in
             proxy.query(query, from: .udp(socket: fd, from: from), over: .udp, now: .now(), into: &actions)
         }
+    }
+
+    private func receiveSteeredQueries(_ fd: DescriptorNumber, _ steered: SteeredQueries) {
+        io.receive(fd, control: true) { query, from, control in
+            guard steered.accepts(control.mark), let asked = control.asked else {
+                proxy.dropForeignQuery()
+                return
+            }
+            proxy.query(query, from: .udp(socket: fd, from: from, asked: asked), over: .udp, now: .now(), into: &actions)
+        }
+        perform()
     }
 
     private func acceptClients(_ listener: DescriptorNumber) {
@@ -419,8 +492,8 @@ final class ProfileResolver {
     private func reply(_ response: [UInt8], to client: DNSClient, queue: inout DatagramQueue) {
         guard !response.isEmpty else { return }
         switch client {
-        case let .udp(fd, from):
-            queue.append(OutgoingDatagram(bytes: response, destination: from), on: fd)
+        case let .udp(fd, from, asked):
+            queue.append(OutgoingDatagram(bytes: response, destination: from, source: asked), on: fd)
         case let .tcp(fd):
             guard let framed = DNSTCPFraming.frame(response), tcpClients[fd] != nil else { return }
             tcpClients[fd]?.outbox += framed

@@ -45,6 +45,8 @@ public final class Daemon {
     let executables: ExecutableEnforcement
     /// The profiles' DNS proxies (while vpnd serves).
     var dns: DNSService?
+    /// The steering program that hands members' routed IPv4 DNS queries to the proxies.
+    private let dnsSteering: DNSSteeringLink?
     /// Where the profile tunnels' own transports are learned (TransportRules keeps them out).
     var transportReader: TransportReader {
         var reader = TransportReader(wireguard: WireGuardSocketReader(directory: options.wireguardSocketDirectory))
@@ -83,6 +85,18 @@ public final class Daemon {
                 + "vpnexec needs Linux 5.14 or later with cgroup BPF, and CAP_BPF at start")
         }
         let adopted = AdoptedSocketPrograms(hierarchy: hierarchy.mountPoint, owner: owner)
+        // Loading it needs CAP_BPF too. It lives as long as vpnd: a query routed to a proxy
+        // while none runs finds no socket to be handed to (KillswitchRules guards `lo`).
+        if options.oneshot {
+            dnsSteering = nil
+        } else {
+            do {
+                dnsSteering = try DNSSteeringLink(capacity: 256)
+            } catch {
+                dnsSteering = nil
+                log.error("the DNS steering program could not be loaded: \(error); members' IPv4 UDP DNS queries get no answer (none leaves). It needs Linux 5.17 or later")
+            }
+        }
         if options.dropPrivileges {
             let keep = Privileges.directoryOverrideNeeded(RuntimeFacts.directoriesAlong(parent: options.cgroupParent).map(hierarchy.absolute))
             try Privileges.dropToMinimum(permitted: keep ? Privileges.permitted : Privileges.effective)
@@ -306,7 +320,7 @@ public final class Daemon {
         // After the signals are blocked (SignalChannel): its threads must not take them.
         try executables.start(loop: loop, hierarchy: hierarchy) { [unowned self] in executables.refresh(policy, parent: options.cgroupParent) }
         self.loop = loop
-        dns = DNSService(loop: loop, applier: applier, log: log)
+        dns = DNSService(loop: loop, applier: applier, log: log, steering: dnsSteering)
         defer { dns?.closeAll() }
         // Something may have changed between applying and listening.
         _ = monitor.drain()

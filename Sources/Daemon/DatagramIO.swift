@@ -1,11 +1,21 @@
+import Addresses
 import CLinux
 import Descriptors
 import Glibc
 
-/// One datagram to send: to `destination`, on the socket of the queue it is in.
+/// One datagram to send: to `destination`, on the socket of the queue it is in; from
+/// `source` where the socket may send from an address it is not bound to (a steered DNS
+/// answer, sent from the address its query was sent to: IPv4 only).
 struct OutgoingDatagram {
     var bytes: [UInt8]
     var destination: SocketAddress
+    var source: IPAddress? = nil
+}
+
+/// What a steered query's control messages say: the address it was sent to and its mark.
+struct ReceivedControl {
+    var asked: IPAddress?
+    var mark: UInt32?
 }
 
 /// Datagrams to send, by socket, in the order they were queued.
@@ -35,6 +45,8 @@ final class DatagramIO {
     private let headers: UnsafeMutablePointer<vx_mmsghdr>
     private let iovecs: UnsafeMutablePointer<iovec>
     private let names: UnsafeMutablePointer<sockaddr_storage>
+    private let controls: UnsafeMutableRawPointer
+    private static let controlSize = 64
 
     init() {
         storage = .allocate(byteCount: Self.burst * Self.slotSize, alignment: 64)
@@ -44,6 +56,8 @@ final class DatagramIO {
         iovecs.initialize(repeating: iovec(), count: Self.burst)
         names = .allocate(capacity: Self.burst)
         names.initialize(repeating: sockaddr_storage(), count: Self.burst)
+        precondition(vx_steered_cmsg_space() <= Self.controlSize)
+        controls = .allocate(byteCount: Self.burst * Self.controlSize, alignment: 16)
     }
 
     deinit {
@@ -51,15 +65,20 @@ final class DatagramIO {
         headers.deallocate()
         iovecs.deallocate()
         names.deallocate()
+        controls.deallocate()
     }
 
-    private func prepare(_ i: Int, length: Int, nameLength: socklen_t) {
+    private func prepare(_ i: Int, length: Int, nameLength: socklen_t, controlLength: Int = 0) {
         iovecs[i] = iovec(iov_base: storage + i * Self.slotSize, iov_len: length)
         headers[i].msg_hdr = msghdr()
         headers[i].msg_hdr.msg_name = UnsafeMutableRawPointer(names + i)
         headers[i].msg_hdr.msg_namelen = nameLength
         headers[i].msg_hdr.msg_iov = iovecs + i
         headers[i].msg_hdr.msg_iovlen = 1
+        if controlLength > 0 {
+            headers[i].msg_hdr.msg_control = controls + i * Self.controlSize
+            headers[i].msg_hdr.msg_controllen = controlLength
+        }
         headers[i].msg_len = 0
     }
 
@@ -67,8 +86,15 @@ final class DatagramIO {
     /// its sender; how many there were.
     @discardableResult
     func receive(_ fd: DescriptorNumber, _ body: ([UInt8], SocketAddress) -> Void) -> Int {
+        receive(fd, control: false) { bytes, from, _ in body(bytes, from) }
+    }
+
+    /// As above, with what each datagram's control messages say (the socket asked for
+    /// IP_PKTINFO and SO_RCVMARK).
+    @discardableResult
+    func receive(_ fd: DescriptorNumber, control: Bool, _ body: ([UInt8], SocketAddress, ReceivedControl) -> Void) -> Int {
         for i in 0..<Self.burst {
-            prepare(i, length: Self.slotSize, nameLength: socklen_t(MemoryLayout<sockaddr_storage>.size))
+            prepare(i, length: Self.slotSize, nameLength: socklen_t(MemoryLayout<sockaddr_storage>.size), controlLength: control ? Self.controlSize : 0)
         }
         var count: Int32
         repeat {
@@ -78,7 +104,14 @@ final class DatagramIO {
         for i in 0..<Int(count) {
             guard let from = SocketAddress(names[i]) else { continue }
             let bytes = UnsafeRawBufferPointer(start: storage + i * Self.slotSize, count: Int(headers[i].msg_len))
-            body(Array(bytes), from)
+            var received = ReceivedControl()
+            if control {
+                var asked: UInt32 = 0, mark: UInt32 = 0
+                let found = vx_steered_cmsgs(&headers[i].msg_hdr, &asked, &mark)
+                if found & 1 != 0 { received.asked = .v4(UInt32(bigEndian: asked)) }
+                if found & 2 != 0 { received.mark = mark }
+            }
+            body(Array(bytes), from, received)
         }
         return Int(count)
     }
@@ -101,7 +134,12 @@ final class DatagramIO {
                         UnsafeMutableRawPointer(names + i).copyMemory(from: address, byteCount: Int(length))
                         return length
                     }
-                    prepare(i, length: datagram.bytes.count, nameLength: nameLength)
+                    if case let .v4(source)? = datagram.source {
+                        let length = vx_source_cmsg(controls + i * Self.controlSize, source.bigEndian)
+                        prepare(i, length: datagram.bytes.count, nameLength: nameLength, controlLength: length)
+                    } else {
+                        prepare(i, length: datagram.bytes.count, nameLength: nameLength)
+                    }
                 }
                 var sent = 0
                 while sent < chunk.count {

@@ -252,9 +252,11 @@ public final class KernelApplier: KernelApplying {
     // MARK: rules and routes
 
     private func reconcileRouting(rules desiredRules: [RoutingRule], routes desiredRoutes: [Route], drains: [UInt16: String] = [:]) throws {
-        var actualRules: [RoutingRule] = []
+        var actualRules: [RoutingRule] = [], kernelLocal: [RoutingRule] = []
         for ipv4 in [true, false] {
-            actualRules += try rtnl.rules(ipv4: ipv4).filter { $0.protocolNumber == vpnexecRouteProtocol }
+            let all = try rtnl.rules(ipv4: ipv4)
+            actualRules += all.filter { $0.protocolNumber == vpnexecRouteProtocol }
+            kernelLocal += all.filter(Self.isKernelLocalRule)
         }
         let tables = knownTables.union(actualRules.map(\.table)).union(desiredRoutes.map(\.table)).union(desiredRules.map(\.table)).subtracting([0])
         // One dump a family, of our protocol only: this runs every second, and the profiles'
@@ -275,10 +277,32 @@ public final class KernelApplier: KernelApplying {
             }], in: applied)
             for port in draining.sorted() { onTransportDrained?(port) }
         }
-        for rule in adding { try rtnl.add(rule) }
+        // The DNS rules go before the kernel's `lookup local` rule (DNSRouting): it moves from
+        // 0 to after them, added there before it is taken from 0, so that no lookup ever
+        // misses the local table; and back, the same way round, when they go.
+        let movesLocal = desiredRules.contains(Self.movedLocalRule)
+        for rule in adding where rule.priority != DNSRouting.kernelLocalPriority { try rtnl.add(rule) }
+        if movesLocal {
+            for rule in kernelLocal { try ignoreMissing { try rtnl.delete(rule) } }
+        } else if kernelLocal.isEmpty, actualRules.contains(Self.movedLocalRule) {
+            try rtnl.add(Self.kernelLocalRule)
+        }
+        for rule in adding where rule.priority == DNSRouting.kernelLocalPriority { try rtnl.add(rule) }
         for rule in actualRules where !desiredRules.contains(rule) { try ignoreMissing { try rtnl.delete(rule) } }
         for route in actualRoutes where !wantedRoutes.contains(route) { try ignoreMissing { try rtnl.delete(route) } }
         knownTables = Set(desiredRoutes.map(\.table)).union(desiredRules.map(\.table)).subtracting([0])
+    }
+
+    static let kernelLocalRule = RoutingRule(ipv4: true, priority: DNSRouting.kernelLocalPriority, mark: 0, mask: 0,
+                                             table: DNSRouting.localTable, protocolNumber: 2 /* RTPROT_KERNEL */)
+    static let movedLocalRule = RoutingRule(ipv4: true, priority: DNSRouting.movedLocalPriority, mark: 0, mask: 0,
+                                            table: DNSRouting.localTable, protocolNumber: vpnexecRouteProtocol)
+
+    /// The local table's rule at 0, whoever added it (the kernel, or vpnd putting it back).
+    static func isKernelLocalRule(_ rule: RoutingRule) -> Bool {
+        var plain = rule
+        plain.protocolNumber = kernelLocalRule.protocolNumber
+        return plain == kernelLocalRule
     }
 
     /// Deleting what is already gone (the kernel removed a route with its interface) is done.

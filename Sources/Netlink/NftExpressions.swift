@@ -34,6 +34,13 @@ enum NftExpressions {
             return loadAddress(source: true, ipv4: ipv4) + [verdictLookup(map)]
         case let .sourceAddress(address):
             return loadAddress(source: true, ipv4: address.isIPv4) + [compare(address.bytes, negated: false)]
+        case let .sourceNetwork(prefix):
+            let bytes = prefix.network.address.bytes
+            let mask = bytes.indices.map { index -> UInt8 in
+                let bits = min(max(prefix.length - index * 8, 0), 8)
+                return UInt8(truncatingIfNeeded: 0xff00 >> bits)
+            }
+            return loadAddress(source: true, ipv4: prefix.isIPv4) + [bitwise(and: mask, xor: [UInt8](repeating: 0, count: mask.count)), compare(bytes, negated: false)]
         case let .sourcePortVerdictMap(transport, map):
             return [loadMeta(NFT_META_L4PROTO), compare([transport.number], negated: false),
                     loadTransport(offset: 0, length: 2), verdictLookup(map)]

@@ -33,7 +33,8 @@ public final class Rtnetlink {
                 invert: header.flags & Self.fibRuleInvert != 0,
                 suppressPrefixLength: attributes.u32(UInt16(cint(FRA_SUPPRESS_PREFIXLEN))).flatMap { $0 == UInt32.max ? nil : $0 },
                 action: Int(header.action) == Int(cint(FR_ACT_GOTO)) ? .goto(priority: attributes.u32(UInt16(cint(FRA_GOTO))) ?? 0)
-                    : Int(header.action) == Int(cint(FR_ACT_NOP)) ? .nop : .lookup,
+                    : Int(header.action) == Int(cint(FR_ACT_NOP)) ? .nop
+                    : Int(header.action) == Int(cint(FR_ACT_PROHIBIT)) ? .prohibit : .lookup,
                 inputInterface: attributes.string(UInt16(cint(FRA_IIFNAME))),
                 ipProtocol: attributes.u8(UInt16(cint(FRA_IP_PROTO))),
                 sourcePorts: attributes.value(UInt16(cint(FRA_SPORT_RANGE)), as: fib_rule_port_range.self).flatMap(Self.ports),
@@ -71,6 +72,7 @@ public final class Rtnetlink {
         case .lookup: break
         case .goto: header.action = UInt8(cint(FR_ACT_GOTO))
         case .nop: header.action = UInt8(cint(FR_ACT_NOP))
+        case .prohibit: header.action = UInt8(cint(FR_ACT_PROHIBIT))
         }
         message.putFamilyHeader(header)
         message.put(UInt16(cint(FRA_PRIORITY)), u32: rule.priority)
@@ -93,7 +95,7 @@ public final class Rtnetlink {
         switch rule.action {
         case .lookup: message.put(UInt16(cint(FRA_TABLE)), u32: rule.table)
         case let .goto(target): message.put(UInt16(cint(FRA_GOTO)), u32: target)
-        case .nop: break
+        case .nop, .prohibit: break
         }
         message.put(UInt16(cint(FRA_PROTOCOL)), u8: rule.protocolNumber)
         return message
@@ -122,6 +124,10 @@ public final class Rtnetlink {
             case Int(cint(RTN_UNREACHABLE)): kind = .unreachable
             case Int(cint(RTN_BLACKHOLE)): kind = .blackhole
             case Int(cint(RTN_THROW)): kind = .fallThrough
+            case Int(cint(RTN_LOCAL)):
+                guard let index = attributes.u32(UInt16(cint(RTA_OIF))),
+                      let source = attributes[UInt16(cint(RTA_PREFSRC))].flatMap({ IPAddress(bytes: $0) }) else { return nil }
+                kind = .local(index: Int32(bitPattern: index), source: source)
             case Int(cint(RTN_UNICAST)):
                 guard let index = attributes.u32(UInt16(cint(RTA_OIF))) else { return nil }
                 kind = .device(index: Int32(bitPattern: index))
@@ -157,6 +163,9 @@ public final class Rtnetlink {
             header.rtm_type = UInt8(cint(RTN_BLACKHOLE))
         case .fallThrough:
             header.rtm_type = UInt8(cint(RTN_THROW))
+        case .local:
+            header.rtm_type = UInt8(cint(RTN_LOCAL))
+            header.rtm_scope = UInt8(cint(RT_SCOPE_HOST))
         }
         message.putFamilyHeader(header)
         message.put(UInt16(cint(RTA_TABLE)), u32: route.table)
@@ -164,8 +173,13 @@ public final class Rtnetlink {
             message.put(UInt16(cint(RTA_DST)), bytes: route.destination.network.address.bytes)
         }
         message.put(UInt16(cint(RTA_PRIORITY)), u32: route.metric)
-        if case let .device(index) = route.kind {
+        switch route.kind {
+        case let .device(index):
             message.put(UInt16(cint(RTA_OIF)), u32: UInt32(bitPattern: index))
+        case let .local(index, source):
+            message.put(UInt16(cint(RTA_OIF)), u32: UInt32(bitPattern: index))
+            message.put(UInt16(cint(RTA_PREFSRC)), bytes: source.bytes)
+        default: break
         }
         return message
     }

@@ -28,6 +28,8 @@ public enum NftStatement: Hashable, Sendable {
     /// `ip saddr A` / `ip6 saddr A`: packets of A's family from A. A compare runs inline in
     /// nftables' rule loop, where a set lookup is a call into the set.
     case sourceAddress(IPAddress)
+    /// `ip saddr N/L` / `ip6 saddr N/L`: packets of N's family from within the prefix.
+    case sourceNetwork(IPPrefix)
     /// `udp sport vmap @map` / `tcp sport vmap @map`.
     case sourcePortVerdictMap(NftTransport, map: String)
     /// `meta mark & mask vmap @map`.

@@ -84,6 +84,8 @@ public struct NftTextRenderer: Sendable {
             return "\(ipv4 ? "ip" : "ip6") saddr vmap @\(map)"
         case let .sourceAddress(address):
             return "\(address.isIPv4 ? "ip" : "ip6") saddr \(address)"
+        case let .sourceNetwork(prefix):
+            return "\(prefix.isIPv4 ? "ip" : "ip6") saddr \(prefix)"
         case let .sourcePortVerdictMap(transport, map):
             return "\(transport.rawValue) sport vmap @\(map)"
         case let .namedCounter(name):

@@ -35,6 +35,7 @@ enum InboundRules {
         // arrives, and one set lookup lets it in.
         var input = TransportRules.inbound(policy, facts: facts)
         input += [
+            DNSRouting.steeredQueryGuard(policy),
             NftRule([.inputInterfaceName("lo", negated: false), .verdict(.accept)]),
             NftRule([.inputInterfaceVerdictMap(map: tunnelsMap)]),
             NftRule([.tcpSynWithoutAck(negated: true), .verdict(.accept)], comment: "a connection already let in, or one a member opened"),

@@ -22,6 +22,7 @@ public enum PlanText {
             case .lookup: what = "table \(rule.table)" + (rule.suppressPrefixLength.map { " suppress_prefixlength \($0)" } ?? "")
             case let .goto(target): what = "goto \(target)"
             case .nop: what = "nop"
+            case .prohibit: what = "prohibit"
             }
             lines.append("# ip -\(rule.ipv4 ? 4 : 6) rule add priority \(rule.priority)\(selector) \(what) proto \(rule.protocolNumber)")
         }
@@ -35,6 +36,7 @@ public enum PlanText {
             case .unreachable: what = "unreachable \(destination)"
             case .blackhole: what = "blackhole \(destination)"
             case .fallThrough: what = "throw \(destination)"
+            case let .local(index, source): what = "local \(destination) dev \(interfaceNames[index] ?? "#\(index)") src \(source)"
             }
             lines.append("# ip -\(family) route add \(what) table \(route.table) metric \(route.metric) proto \(route.protocolNumber)")
         }

@@ -22,8 +22,9 @@ public enum Planner {
         InboundRules.add(policy, facts: facts, to: &table)
         var state = DesiredState(
             nft: table,
-            rules: RoutingPlan.rules(policy, facts: facts),
-            routes: RoutingPlan.routes(policy.profiles, links: facts.links, trusted: facts) + DestinationRoutes.routes(policy.profiles, facts: facts),
+            rules: DNSRouting.rules(policy, facts: facts) + RoutingPlan.rules(policy, facts: facts),
+            routes: RoutingPlan.routes(policy.profiles, links: facts.links, trusted: facts) + DestinationRoutes.routes(policy.profiles, facts: facts)
+                + DNSRouting.routes(policy, facts: facts),
             sysctls: tunnelSysctls(policy, facts: facts),
             cgroups: cgroups(policy, parent: facts.cgroupParent),
             socketPrograms: SocketProgramPlan.attachments(policy, facts: facts),

@@ -47,6 +47,9 @@ public struct Profile: Hashable, Sendable {
     /// The table of the profile's route lists (route.networks and route.domains for
     /// non-members): its own number plus 65536, modulo 2^32.
     public var routeListTable: UInt32 { table &+ 65536 }
+    /// The table its members' UDP DNS queries are routed to (DNSRouting): its own number
+    /// plus 131072, modulo 2^32.
+    public var dnsTable: UInt32 { table &+ 131072 }
     /// Members reach private (RFC 1918, ULA) and link-local destinations directly.
     public var allowLAN = false
     /// ...and multicast and broadcast ones (only with allowLAN).
@@ -175,6 +178,13 @@ public struct RoutingSettings: Hashable, Sendable {
     /// The highest index is reserved: marked with it, a socket bypasses every profile.
     public var maximumIndex: UInt32 { (markMask >> markShift) - 1 }
     public var bypassMark: UInt32 { markMask }
+    /// A bit outside the mask, set beside a profile's mark on its DNS proxy's own upstream
+    /// sockets: the rules that route members' port-53 queries to the proxy compare it, so
+    /// the proxy's queries go on into the tunnel instead of back to the proxy. The bit
+    /// above the mask, or the one below when the mask reaches bit 31.
+    public var proxyMark: UInt32 {
+        markMask.leadingZeroBitCount > 0 ? UInt32(1) << UInt32(32 - markMask.leadingZeroBitCount) : UInt32(1) << (markShift - 1)
+    }
 
     public func mark(forIndex index: UInt32) -> UInt32 { index << markShift }
 }

@@ -155,15 +155,16 @@ extension Policy {
         return profiles
     }
 
-    /// Each profile's route lists have a table of their own (`routeListTable`): it may be
-    /// no profile's table and none of the kernel's.
+    /// Each profile's route lists and DNS have a table of their own (`routeListTable`,
+    /// `dnsTable`): none may be a profile's table nor one of the kernel's.
     private static func checkRouteListTables(_ profiles: [Profile], log: DiagnosticLog) {
         let owners = Dictionary(profiles.map { ($0.table, $0.name) }, uniquingKeysWith: { a, _ in a })
         for profile in profiles {
-            let lists = profile.routeListTable
-            let clash = [0, 253, 254, 255].contains(lists) ? "a table of the kernel's" : owners[lists].map { "profile \"\($0)\"'s table" }
-            if let clash {
-                log.error("profile \"\(profile.name)\" uses routing table \(profile.table), and its route lists table \(profile.table) + 65536 = \(lists), which is \(clash); choose another `table`", at: profile.location)
+            for (table, what, offset) in [(profile.routeListTable, "route lists table", 65536), (profile.dnsTable, "DNS table", 131072)] {
+                let clash = [0, 253, 254, 255].contains(table) ? "a table of the kernel's" : owners[table].map { "profile \"\($0)\"'s table" }
+                if let clash {
+                    log.error("profile \"\(profile.name)\" uses routing table \(profile.table), and its \(what) \(profile.table) + \(offset) = \(table), which is \(clash); choose another `table`", at: profile.location)
+                }
             }
         }
     }

@@ -32,9 +32,9 @@ extension RoutingSettings {
             settings.tableBase = base
         }
         // vpnexec's rules take rule_priority - 1 to rule_priority + 5, between the local
-        // table's rule (0) and the main table's (32766).
-        if let (priority, _) = reader.integer("rule_priority", as: UInt32.self, where: { (2...32760).contains($0) },
-                                              else: "must be between 2 and 32760 (vpnexec's rules take it and the next 5, before the main table's rule at 32766)") {
+        // table's rule (which DNS routing moves from 0 to 3) and the main table's (32766).
+        if let (priority, _) = reader.integer("rule_priority", as: UInt32.self, where: { (5...32760).contains($0) },
+                                              else: "must be between 5 and 32760 (vpnexec's rules take 0 to 3, and rule_priority - 1 to rule_priority + 5, before the main table's rule at 32766)") {
             settings.rulePriority = priority
         }
         reader.reportUnknownKeys()

@@ -17,6 +17,8 @@ public struct RoutingRule: Hashable, Sendable, CustomStringConvertible {
         case goto(priority: UInt32)
         /// `nop`: does nothing; a goto's target (`table` is 0).
         case nop
+        /// `prohibit`: the lookup fails with EACCES (a send or connect is refused at once).
+        case prohibit
     }
 
     public var ipv4: Bool
@@ -82,6 +84,7 @@ public struct RoutingRule: Hashable, Sendable, CustomStringConvertible {
         case .lookup: what = "lookup \(table)"
         case let .goto(target): what = "goto \(target)"
         case .nop: what = "nop"
+        case .prohibit: what = "prohibit"
         }
         return "\(ipv4 ? "ipv4" : "ipv6") rule \(priority): \(selector)\(selectors) \(what)\(suppress) proto \(protocolNumber)"
     }
@@ -102,6 +105,9 @@ public struct Route: Hashable, Sendable, CustomStringConvertible {
         /// RTN_THROW (`ip route add throw`): the lookup leaves this table and goes on with
         /// the next rule, as if the table had no route for the destination.
         case fallThrough
+        /// RTN_LOCAL through the interface (loopback): delivered on this host, whatever
+        /// the destination, with `source` as the address a socket routed here gets.
+        case local(index: Int32, source: IPAddress)
     }
 
     public var destination: IPPrefix
@@ -125,6 +131,7 @@ public struct Route: Hashable, Sendable, CustomStringConvertible {
         case .unreachable: what = "unreachable \(destination)"
         case .blackhole: what = "blackhole \(destination)"
         case .fallThrough: what = "throw \(destination)"
+        case let .local(index, source): what = "local \(destination) dev #\(index) src \(source)"
         }
         return "\(what) table \(table) metric \(metric) proto \(protocolNumber)"
     }

@@ -17,7 +17,11 @@ public enum SocketProgram: String, CaseIterable, Hashable, Sendable {
     case egress
     case connect4, connect6, sendmsg4, sendmsg6, recvmsg4, recvmsg6, getpeername4, getpeername6
 
-    public static let addressPrograms: [SocketProgram] = [.connect4, .connect6, .sendmsg4, .sendmsg6, .recvmsg4, .recvmsg6, .getpeername4, .getpeername6]
+    /// IPv4 UDP queries are routed to the proxy instead (DNSRouting in Plan): no program at
+    /// sendmsg4 or recvmsg4, hooks that cost every unconnected UDP socket on the host its
+    /// lock at each datagram once attached anywhere. `sendmsg4` and `recvmsg4` remain known
+    /// so that a restarted vpnd recognises and detaches what an older one attached.
+    public static let addressPrograms: [SocketProgram] = [.connect4, .connect6, .sendmsg6, .recvmsg6, .getpeername4, .getpeername6]
 
     /// `enum bpf_prog_type`.
     public var programType: UInt32 {
@@ -87,7 +91,7 @@ public enum SocketProgram: String, CaseIterable, Hashable, Sendable {
     /// Context offsets (uapi: struct bpf_sock, __sk_buff, bpf_sock_addr).
     enum Context {
         static let socketMark = 16, packetMark = 8
-        static let userIPv4 = 4, userIPv6 = 8, userPort = 24, addressSocket = 64
+        static let userIPv4 = 4, userIPv6 = 8, userPort = 24, socketType = 32, addressSocket = 64
     }
 
     /// A new socket without a mark gets the cgroup's; on the parent, one that still has
@@ -208,6 +212,12 @@ public enum SocketProgram: String, CaseIterable, Hashable, Sendable {
         code.exit(returning: 0)
         code.label("plain")
         code.jump(if: .r8, .notEqual, networkPort(53), to: "allow")
+        if !ipv6 {
+            // A UDP socket connecting to port 53 is routed to the proxy (DNSRouting), and
+            // reads its answers from the address it asked.
+            code.load(.word, .r1, from: .r6, Context.socketType)
+            code.jump(if: .r1, .notEqual, 1 /* SOCK_STREAM */, to: "allow")
+        }
         // key: the socket's cookie at fp-8; value (SocketOrigins.valueSize): the address
         // (16 bytes), the port and the family, at fp-32.
         code.move(.r1, .r6)

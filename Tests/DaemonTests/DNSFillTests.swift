@@ -32,7 +32,7 @@ import TrustedFiles
         let profile = try #require(policy.profiles.first)
         try applier.apply(Planner.plan(policy, facts: RuntimeFacts()))
         let loop = EventLoop()
-        let service = DNSService(loop: loop, applier: applier, log: Log(minimum: .error))
+        let service = DNSService(loop: loop, applier: applier, log: Log(minimum: .error), steering: nil)
         defer { service.closeAll() }
         service.configure(policy, builtInServers: [:])
 

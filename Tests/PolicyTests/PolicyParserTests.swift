@@ -183,6 +183,16 @@ func diagnostics(_ files: [(String, String)]) -> [String] {
         ])
     }
 
+    /// So may the DNS table (the profile's + 131072; here it wraps to 255, local).
+    @Test func dnsTablesStayClear() {
+        let errors = diagnostics([("/p/a.toml", "[profile.a]\ntunnel.interface = \"wg0\"\ntable = 500\n[profile.b]\ntunnel.interface = \"wg1\"\ntable = 131572\n"
+                                   + "[profile.c]\ntunnel.interface = \"wg2\"\ntable = 4294836479\n")])
+        #expect(errors == [
+            "/p/a.toml:1:1: error: profile \"a\" uses routing table 500, and its DNS table 500 + 131072 = 131572, which is profile \"b\"'s table; choose another `table`",
+            "/p/a.toml:7:1: error: profile \"c\" uses routing table 4294836479, and its DNS table 4294836479 + 131072 = 255, which is a table of the kernel's; choose another `table`",
+        ])
+    }
+
     @Test func reservedTablesAndBadNames() {
         let errors = diagnostics([("/p/a.toml", """
             [profile.Work-1]
@@ -346,7 +356,7 @@ func diagnostics(_ files: [(String, String)]) -> [String] {
         #expect(errors == [
             "/p/1.toml:2:13: error: [routing] mark_mask 1342177280 must be one run of at least 2 contiguous bits, e.g. 0x7f000000",
             "/p/1.toml:4:14: error: [routing] table_base 10 must be between 256 and 4294963199",
-            "/p/1.toml:3:17: error: [routing] rule_priority 40000 must be between 2 and 32760 (vpnexec's rules take it and the next 5, before the main table's rule at 32766)",
+            "/p/1.toml:3:17: error: [routing] rule_priority 40000 must be between 5 and 32760 (vpnexec's rules take 0 to 3, and rule_priority - 1 to rule_priority + 5, before the main table's rule at 32766)",
             "/p/1.toml:5:1: error: unknown key \"foo\" in [routing] (known keys: mark_mask, rule_priority, table_base)",
             "/p/2.toml:1:1: error: [routing] is set again (first at /p/1.toml:1:1); set it in one file only",
         ])

@@ -1,0 +1,98 @@
+import Nftables
+import Policy
+import Routing
+
+/// A member's UDP DNS, to any address, reaches its profile's proxy by routing, not by
+/// rewriting addresses. A rule for the profile's mark, UDP and port 53 selects the
+/// profile's DNS table, whose one route is `local 0.0.0.0/0 dev lo src 127.77.0.I` (I: the
+/// profile's index): the query is delivered on this host, from an address that names the
+/// profile, and vpnd's network-namespace program (`DNSSteering`, sk_lookup) hands it to the
+/// proxy's socket for that address. The proxy answers from the address asked, so the
+/// member's resolver sees its answer come from the server it asked; nothing is rewritten
+/// in the member's socket.
+///
+/// Why not the cgroup sendmsg and recvmsg programs that did this before: once one is
+/// attached anywhere, the kernel takes the socket lock at every unconnected UDP send and
+/// every receive of every process on the host, a tunnel daemon's encrypted datagrams
+/// included, in its one sending thread (bench/member-cost). Routing costs a member's
+/// query one rule lookup and costs the tunnel's datagrams two rules they skip.
+///
+/// The rules (IPv4; IPv6 keeps the socket programs), by priority:
+///
+///     0  no mark at all (system mode): the system profile's DNS table
+///     1  none of our marks: goto 3 (the tunnel's datagrams skip the members' rules)
+///     2  a profile's mark, without the proxy's bit: the profile's DNS table
+///     3  the local table (the kernel's rule, moved here from 0 while these exist)
+///
+/// The kernel's `lookup local` rule must come after them: a query to 127.0.0.53 or to the
+/// host's own address would otherwise be delivered to whatever listens there. The proxy's
+/// own queries upstream carry the profile's mark and `proxyMark`, which rule 2 compares:
+/// they go on to the profile's table and into the tunnel. Port 853 (DNS over QUIC) is
+/// `prohibit` where EncryptedDNSRules refuses it: a send fails at once with EACCES.
+/// Only locally made packets match (`iif lo`).
+public enum DNSRouting {
+    enum Priority {
+        static let system: UInt32 = 0, skip: UInt32 = 1, members: UInt32 = 2, local: UInt32 = 3
+    }
+
+    /// The kernel's table of local addresses, and the rule that looks it up.
+    public static let localTable: UInt32 = 255
+    public static let kernelLocalPriority: UInt32 = 0
+    public static var movedLocalPriority: UInt32 { Priority.local }
+
+    /// The address the profile's queries come from, which names it to the steering program.
+    public static func steeringAddress(_ profile: Profile) -> IPAddress {
+        DNSSteering.address(of: profile.index)
+    }
+
+    /// The profiles whose members' DNS goes to their proxy (not one that stepped aside on a
+    /// trusted network).
+    static func served(_ policy: Policy, facts: RuntimeFacts) -> [Profile] {
+        policy.profiles.filter { SocketProgramPlan.dnsPort($0, policy: policy, facts: facts) != nil }
+    }
+
+    public static func rules(_ policy: Policy, facts: RuntimeFacts) -> [RoutingRule] {
+        let served = served(policy, facts: facts)
+        guard !served.isEmpty else { return [] }
+        let routing = policy.routing
+        func query(_ priority: UInt32, mark: UInt32, mask: UInt32, port: UInt16, _ action: RoutingRule.Action, table: UInt32 = 0) -> RoutingRule {
+            RoutingRule(ipv4: true, priority: priority, mark: mark, mask: mask, table: table, protocolNumber: vpnexecRouteProtocol,
+                        action: action, inputInterface: "lo", ipProtocol: 17, destinationPorts: port...port)
+        }
+        func queries(_ profile: Profile, _ priority: UInt32, mark: UInt32, mask: UInt32) -> [RoutingRule] {
+            [query(priority, mark: mark, mask: mask, port: 53, .lookup, table: profile.dnsTable)]
+                + (EncryptedDNSRules.refuses(profile, in: policy) ? [query(priority, mark: mark, mask: mask, port: EncryptedDNSRules.port, .prohibit)] : [])
+        }
+        var rules = [
+            RoutingRule(ipv4: true, priority: Priority.skip, mark: 0, mask: routing.markMask, table: 0, protocolNumber: vpnexecRouteProtocol,
+                        action: .goto(priority: Priority.local)),
+            RoutingRule(ipv4: true, priority: Priority.local, mark: 0, mask: 0, table: localTable, protocolNumber: vpnexecRouteProtocol),
+        ]
+        for profile in served {
+            rules += queries(profile, Priority.members, mark: profile.mark.value, mask: routing.markMask | routing.proxyMark)
+        }
+        if let system = policy.systemProfile, served.contains(where: { $0.name == system.name }) {
+            rules += queries(system, Priority.system, mark: 0, mask: UInt32.max)
+        }
+        return rules
+    }
+
+    /// A query routed from a steering address is for a proxy's socket, which carries
+    /// `proxyMark`: any other socket the lookup finds (a resolver bound to 0.0.0.0:53,
+    /// while vpnd and its steering program are gone) does not get it, nor does what it
+    /// would forward leave outside the tunnel. With no socket at all the query is refused
+    /// (port unreachable), as the rule does not match.
+    static func steeredQueryGuard(_ policy: Policy) -> NftRule {
+        NftRule([.inputInterfaceName("lo", negated: false), .sourceNetwork(DNSSteering.prefix), .transportProtocol(17),
+                 .socketMarkMatch(value: policy.routing.proxyMark, negated: true), .verdict(.drop)],
+                comment: "a member's DNS query for a socket that is not its proxy's")
+    }
+
+    public static func routes(_ policy: Policy, facts: RuntimeFacts) -> [Route] {
+        let loopback = facts.links["lo"]?.index ?? 1
+        return served(policy, facts: facts).map { profile in
+            Route(destination: .defaultRoute(ipv4: true), table: profile.dnsTable,
+                  kind: .local(index: loopback, source: steeringAddress(profile)), metric: 0, protocolNumber: vpnexecRouteProtocol)
+        }
+    }
+}
