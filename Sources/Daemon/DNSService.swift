@@ -20,9 +20,9 @@ enum DNSClient: Hashable {
 
 /// The profiles' DNS proxies, at the edge: members' queries arrive
 /// - over IPv4 UDP, routed to the host with the profile's steering address as their source
-///   (DNSRouting), on the socket bound to that address and port 53 which the steering
-///   program (`DNSSteeringLink`) hands them to, whatever address they asked; the answer
-///   leaves from the address asked;
+///   (DNSRouting), on the one socket the steering program hands them to
+///   (`DNSSteeringPoint`), whatever address they asked: passed to the profile's resolver
+///   by that source address; the answer leaves from the address asked;
 /// - over TCP, and IPv6 UDP, on 127.0.0.1 and ::1, port `[dns] port_base` + the profile's
 ///   index, where the socket programs rewrite a member's port-53 destinations
 ///   (SocketProgramPlan).
@@ -43,7 +43,9 @@ final class DNSService {
     private let lifetimes = ElementLifetimes()
     /// nil where the kernel would not take the steering program: members' IPv4 UDP
     /// queries then get no answer (none leaves), as the log said at start.
-    private let steering: DNSSteeringLink?
+    private let steering: DNSSteeringPoint?
+    /// The resolver for each steering key.
+    private var byKey: [UInt32: String] = [:]
 
     struct ResolverSettings: Hashable {
         var configuration: DNSProxyConfiguration
@@ -52,11 +54,29 @@ final class DNSService {
         var steered: SteeredQueries
     }
 
-    init(loop: EventLoop, applier: any KernelApplying, log: Log, steering: DNSSteeringLink?) {
+    init(loop: EventLoop, applier: any KernelApplying, log: Log, steering: DNSSteeringPoint?) {
         self.loop = loop
         self.applier = applier
         self.log = log
         self.steering = steering
+        if let steering {
+            let fd = steering.socket.number
+            loop.watch(fd) { [unowned self] _ in receiveSteeredQueries(fd) }
+        }
+    }
+
+    /// A burst from the steering socket, each query to the resolver of the profile its
+    /// source address names, then each resolver's actions.
+    private func receiveSteeredQueries(_ fd: DescriptorNumber) {
+        var touched: Set<String> = []
+        io.receive(fd, control: true) { query, from, control in
+            // The program hands over only what comes from a served key's address; another
+            // is a reload's race, and goes unanswered.
+            guard let key = DNSSteering.key(of: from.address), let name = byKey[key], let resolver = resolvers[name] else { return }
+            resolver.steeredQuery(query, from: from, control: control, socket: fd)
+            touched.insert(name)
+        }
+        for name in touched { resolvers[name]?.performPending() }
     }
 
     /// One resolver per profile, with the profile's servers (its `dns`, else its built-in
@@ -82,8 +102,7 @@ final class DNSService {
             let configuration = DNSProxyConfiguration(servers: servers, domainSets: Array(lists.prefix(DomainList.maxLists)), tunneledSets: tunneled,
                                                       elementTimeout: policy.dns.minTTL...max(policy.dns.minTTL, policy.dns.maxTTL))
             let steered = SteeredQueries(key: profile.index, mask: policy.routing.markMask,
-                                         marks: [profile.mark.value] + (policy.systemProfile?.name == profile.name ? [0] : []),
-                                         socketMark: policy.routing.proxyMark)
+                                         marks: [profile.mark.value] + (policy.systemProfile?.name == profile.name ? [0] : []))
             wanted[profile.name] = ResolverSettings(configuration: configuration, port: policy.dns.port(for: profile),
                                                     mark: profile.mark.value | policy.routing.proxyMark, steered: steered)
         }
@@ -96,12 +115,21 @@ final class DNSService {
             let (configuration, port) = (settings.configuration, settings.port)
             do {
                 resolvers[name] = try ProfileResolver(profile: name, configuration: configuration, port: port, mark: settings.mark,
-                                                      steered: settings.steered, steering: steering,
+                                                      steered: settings.steered,
                                                       loop: loop, io: io, applier: applier, lifetimes: lifetimes, log: log)
                 built[name] = settings
                 log.info("DNS proxy of profile \(name) on port \(port): \(configuration.servers.isEmpty ? "no resolvers (queries are refused; set dns = [...])" : "resolvers \(configuration.servers.map(\.description).joined(separator: ", "))")")
             } catch {
                 log.error("DNS proxy of profile \(name) did not start: \(error); members' queries get no answer (none leaves)")
+            }
+        }
+        byKey = Dictionary(resolvers.keys.compactMap { name in built[name].map { ($0.steered.key, name) } }, uniquingKeysWith: { a, _ in a })
+        if let steering {
+            do {
+                try steering.setMark(policy.routing.proxyMark)
+                try steering.serve(Set(byKey.keys))
+            } catch {
+                log.error("DNS steering: \(error); members' IPv4 UDP queries get no answer (none leaves)")
             }
         }
     }
@@ -124,7 +152,7 @@ final class ElementLifetimes {
     var table = DNSElementLifetimes()
 }
 
-/// Which queries a profile's steering socket takes: those routed from its address (`key`)
+/// Which steered queries a profile's resolver takes: those routed from its address (`key`)
 /// that carry its mark under `mask` (or no mark at all, for the system profile). Another
 /// mark is a socket bound to the address by hand, or another profile's member: dropped
 /// and counted, as it must not fill this profile's sets.
@@ -132,11 +160,6 @@ struct SteeredQueries: Hashable {
     var key: UInt32
     var mask: UInt32
     var marks: [UInt32]
-    /// The steering socket's own mark (`proxyMark`), by which the input hook tells it from
-    /// any other socket a steered query could find (DNSRouting.steeredQueryGuard).
-    var socketMark: UInt32
-
-    var address: IPAddress { DNSSteering.address(of: key) }
 
     func accepts(_ mark: UInt32?) -> Bool {
         guard let mark else { return false }
@@ -154,6 +177,7 @@ final class ProfileResolver {
     private let lifetimes: ElementLifetimes
     private let log: Log
     private let mark: UInt32
+    private let steered: SteeredQueries
     /// Every socket below: the listeners, the upstream sockets, the TCP connections.
     private var owned = DescriptorTable()
     private var sockets: [DescriptorNumber] = []
@@ -177,7 +201,7 @@ final class ProfileResolver {
         var connected = false
     }
 
-    init(profile: String, configuration: DNSProxyConfiguration, port: UInt16, mark: UInt32, steered: SteeredQueries, steering: DNSSteeringLink?,
+    init(profile: String, configuration: DNSProxyConfiguration, port: UInt16, mark: UInt32, steered: SteeredQueries,
          loop: EventLoop, io: DatagramIO, applier: any KernelApplying, lifetimes: ElementLifetimes, log: Log) throws {
         self.profile = profile
         self.loop = loop
@@ -186,6 +210,7 @@ final class ProfileResolver {
         self.lifetimes = lifetimes
         self.log = log
         self.mark = mark
+        self.steered = steered
         proxy = try DNSProxy(configuration: configuration, random: KernelRandom())
         do {
             for local in [SocketAddress(.v4(0x7f00_0001), port: port), SocketAddress(.v6(0, 1), port: port)] {
@@ -196,13 +221,6 @@ final class ProfileResolver {
                 sockets.append(tcp)
                 guard listen(tcp.raw, 64) == 0 else { throw ApplyError(SystemError("listen on \(local)").description) }
                 loop.watch(tcp) { [unowned self] _ in acceptClients(tcp) }
-            }
-            if let steering {
-                let socket = try Self.steeringSocket(steered.address, mark: steered.socketMark)
-                try steering.set(key: steered.key, socket: socket)
-                let fd = owned.insert(socket)
-                sockets.append(fd)
-                loop.watch(fd) { [unowned self] _ in receiveSteeredQueries(fd, steered) }
             }
             for ipv4 in [true, false] {
                 let fd = owned.insert(try Self.socket(ipv4 ? AF_INET : AF_INET6, SOCK_DGRAM, mark: mark))
@@ -250,24 +268,6 @@ final class ProfileResolver {
         return socket
     }
 
-    /// Bound to the profile's steering address and port 53 (the port its members asked:
-    /// `ipi_spec_dst` chooses only an answer's source address), transparent so that it may
-    /// answer from any address, and told each query's destination and mark. Closing it
-    /// takes it out of the steering map: what is routed there afterwards is dropped.
-    static func steeringSocket(_ address: IPAddress, mark: UInt32) throws(SystemError) -> FileDescriptor {
-        let socket = try Self.socket(AF_INET, SOCK_DGRAM, mark: mark)
-        var on: Int32 = 1
-        for (level, option) in [(Int32(IPPROTO_IP), vx_ip_transparent()), (Int32(IPPROTO_IP), vx_ip_pktinfo()), (SOL_SOCKET, vx_so_rcvmark())] {
-            guard setsockopt(socket.raw, level, option, &on, socklen_t(MemoryLayout<Int32>.size)) == 0 else {
-                throw SystemError("setsockopt \(option) on the DNS steering socket")
-            }
-        }
-        guard SocketAddress(address, port: 53).withSockaddr({ Glibc.bind(socket.raw, $0, $1) }) == 0 else {
-            throw SystemError("bind \(address):53 (a DNS server bound to the wildcard address without SO_REUSEADDR holds port 53)")
-        }
-        return socket
-    }
-
     // MARK: clients
 
     /// The datagrams waiting on `fd` (a burst, one system call), each handed to `body`
@@ -284,16 +284,17 @@ final class ProfileResolver {
         }
     }
 
-    private func receiveSteeredQueries(_ fd: DescriptorNumber, _ steered: SteeredQueries) {
-        io.receive(fd, control: true) { query, from, control in
-            guard steered.accepts(control.mark), let asked = control.asked else {
-                proxy.dropForeignQuery()
-                return
-            }
-            proxy.query(query, from: .udp(socket: fd, from: from, asked: asked), over: .udp, now: .now(), into: &actions)
+    /// A query the steering socket read for this profile (DNSService passes it by its
+    /// source address); answered on that socket, from the address it asked.
+    func steeredQuery(_ query: [UInt8], from: SocketAddress, control: ReceivedControl, socket: DescriptorNumber) {
+        guard steered.accepts(control.mark), let asked = control.asked else {
+            proxy.dropForeignQuery()
+            return
         }
-        perform()
+        proxy.query(query, from: .udp(socket: socket, from: from, asked: asked), over: .udp, now: .now(), into: &actions)
     }
+
+    func performPending() { perform() }
 
     private func acceptClients(_ listener: DescriptorNumber) {
         while true {

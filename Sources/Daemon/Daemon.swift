@@ -45,8 +45,8 @@ public final class Daemon {
     let executables: ExecutableEnforcement
     /// The profiles' DNS proxies (while vpnd serves).
     var dns: DNSService?
-    /// The steering program that hands members' routed IPv4 DNS queries to the proxies.
-    private let dnsSteering: DNSSteeringLink?
+    /// Where members' routed IPv4 DNS queries arrive, for the proxies.
+    private let dnsSteering: DNSSteeringPoint?
     /// Where the profile tunnels' own transports are learned (TransportRules keeps them out).
     var transportReader: TransportReader {
         var reader = TransportReader(wireguard: WireGuardSocketReader(directory: options.wireguardSocketDirectory))
@@ -85,16 +85,17 @@ public final class Daemon {
                 + "vpnexec needs Linux 5.14 or later with cgroup BPF, and CAP_BPF at start")
         }
         let adopted = AdoptedSocketPrograms(hierarchy: hierarchy.mountPoint, owner: owner)
-        // Loading it needs CAP_BPF too. It lives as long as vpnd: a query routed to a proxy
-        // while none runs finds no socket to be handed to (KillswitchRules guards `lo`).
+        // Its program needs CAP_BPF and its port 53 CAP_NET_BIND_SERVICE: before the drop. It
+        // lives as long as vpnd; a query routed to a proxy while none runs is dropped
+        // (DNSRouting.steeredQueryGuard).
         if options.oneshot {
             dnsSteering = nil
         } else {
             do {
-                dnsSteering = try DNSSteeringLink(capacity: 256)
+                dnsSteering = try DNSSteeringPoint()
             } catch {
                 dnsSteering = nil
-                log.error("the DNS steering program could not be loaded: \(error); members' IPv4 UDP DNS queries get no answer (none leaves). It needs Linux 5.17 or later")
+                log.error("DNS steering could not be set up: \(error); members' IPv4 UDP DNS queries get no answer (none leaves). It needs Linux 5.17 or later")
             }
         }
         if options.dropPrivileges {

@@ -35,12 +35,16 @@ enum NftExpressions {
         case let .sourceAddress(address):
             return loadAddress(source: true, ipv4: address.isIPv4) + [compare(address.bytes, negated: false)]
         case let .sourceNetwork(prefix):
-            let bytes = prefix.network.address.bytes
-            let mask = bytes.indices.map { index -> UInt8 in
-                let bits = min(max(prefix.length - index * 8, 0), 8)
-                return UInt8(truncatingIfNeeded: 0xff00 >> bits)
+            // As nft encodes it: a prefix of whole bytes loads and compares those bytes only;
+            // another, the whole address under a mask.
+            let address = prefix.network.address.bytes
+            guard prefix.length % 8 != 0 else {
+                let count = prefix.length / 8
+                return loadAddress(source: true, ipv4: prefix.isIPv4, length: UInt32(count)) + [compare(Array(address.prefix(count)), negated: false)]
             }
-            return loadAddress(source: true, ipv4: prefix.isIPv4) + [bitwise(and: mask, xor: [UInt8](repeating: 0, count: mask.count)), compare(bytes, negated: false)]
+            let mask = address.indices.map { UInt8(truncatingIfNeeded: 0xff00 >> min(max(prefix.length - $0 * 8, 0), 8)) }
+            return loadAddress(source: true, ipv4: prefix.isIPv4)
+                + [bitwise(and: mask, xor: [UInt8](repeating: 0, count: mask.count)), compare(address, negated: false)]
         case let .sourcePortVerdictMap(transport, map):
             return [loadMeta(NFT_META_L4PROTO), compare([transport.number], negated: false),
                     loadTransport(offset: 0, length: 2), verdictLookup(map)]
@@ -127,13 +131,13 @@ enum NftExpressions {
 
     /// In an inet table: only packets of the family, then their source or destination
     /// address into register 1 (network header offsets 12/16 for IPv4, 8/24 for IPv6).
-    private static func loadAddress(source: Bool, ipv4: Bool) -> [OpaquePointer] {
+    private static func loadAddress(source: Bool, ipv4: Bool, length: UInt32? = nil) -> [OpaquePointer] {
         let family: UInt8 = ipv4 ? 2 : 10  // NFPROTO_IPV4, NFPROTO_IPV6: one byte
         let payload = expression("payload")
         nftnl_expr_set_u32(payload, attr(NFTNL_EXPR_PAYLOAD_DREG), reg1)
         nftnl_expr_set_u32(payload, attr(NFTNL_EXPR_PAYLOAD_BASE), UInt32(NFT_PAYLOAD_NETWORK_HEADER.rawValue))
         nftnl_expr_set_u32(payload, attr(NFTNL_EXPR_PAYLOAD_OFFSET), ipv4 ? (source ? 12 : 16) : (source ? 8 : 24))
-        nftnl_expr_set_u32(payload, attr(NFTNL_EXPR_PAYLOAD_LEN), ipv4 ? 4 : 16)
+        nftnl_expr_set_u32(payload, attr(NFTNL_EXPR_PAYLOAD_LEN), length ?? (ipv4 ? 4 : 16))
         return [loadMeta(NFT_META_NFPROTO), compare([family], negated: false), payload]
     }
 

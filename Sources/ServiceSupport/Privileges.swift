@@ -4,10 +4,7 @@ import Descriptors
 import Glibc
 
 /// vpnd runs as root but keeps only what it needs. Effective: CAP_NET_ADMIN (netlink:
-/// nftables, rules, routes, links; SO_MARK, IP_TRANSPARENT; the net sysctls) and
-/// CAP_NET_BIND_SERVICE (each DNS proxy's steering socket is bound to port 53, made again
-/// when the policy changes: members asked port 53, and an answer leaves from its
-/// socket's port). Permitted but raised only
+/// nftables, rules, routes, links; SO_MARK; the net sysctls). Permitted but raised only
 /// while making a directory in the cgroup2 root: CAP_DAC_OVERRIDE, because that root is
 /// read-only even for its owner on some hosts (mode 0555). Everything else, cgroup.procs
 /// writes included, works as uid 0 owning the files. All other capabilities leave every
@@ -20,8 +17,8 @@ public enum Privileges {
         public var description: String
     }
 
-    public static let effective: [cap_value_t] = [CAP_NET_ADMIN, CAP_NET_BIND_SERVICE]
-    public static let permitted: [cap_value_t] = [CAP_NET_ADMIN, CAP_NET_BIND_SERVICE, CAP_DAC_OVERRIDE]
+    public static let effective: [cap_value_t] = [CAP_NET_ADMIN]
+    public static let permitted: [cap_value_t] = [CAP_NET_ADMIN, CAP_DAC_OVERRIDE]
     /// What a standalone WireGuard engine (vpn-server) keeps once its interface, socket,
     /// routes and nft table exist: CAP_NET_ADMIN to mark a moved socket (SO_MARK) and to
     /// remove its rules and table; CAP_NET_BIND_SERVICE because `wg set IFACE listen-port`

@@ -102,6 +102,63 @@ final class TunnelResolver: @unchecked Sendable {
         #expect((status.dns?.answered ?? 0) >= 5 && (status.dns?.failed ?? 0) >= 1, "\(String(describing: status.dns))")
     }
 
+    /// IPv4 UDP queries reach the proxy by routing (DNSRouting), connected (as glibc asks)
+    /// or not, to the local stub, to loopback and to a "public" address, while a resolver of
+    /// the host's own listens on 0.0.0.0:53: it gets none of them, and a non-member's query
+    /// (the control) is its. The kernel's `lookup local` rule sits after the DNS rules while
+    /// vpnd runs. With vpnd killed (its steering program goes with it) a member's queries get
+    /// no answer and still reach no other socket; after `vpnctl down` the local table's rule
+    /// is back at 0.
+    @Test func queriesAreRoutedToTheProxyAndHeldWithoutIt() throws {
+        let cleanup = Cleanup()
+        defer { cleanup.run() }
+        let s = try Scenario(cleanup: cleanup, policy: { Self.policy($0) })
+        _ = try TunnelResolver(s, cleanup: cleanup)
+        let log = NSTemporaryDirectory() + "vx-\(uniqueTag())-wildcard.log"
+        cleanup.add("remove \(log)") { try? FileManager.default.removeItem(atPath: log) }
+        // Answers NXDOMAIN to whoever asks, and writes down who did.
+        let host = """
+        import socket, sys
+        s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        s.bind(("0.0.0.0", 53))
+        while True:
+            data, sender = s.recvfrom(4096)
+            with open(sys.argv[1], "a") as f: f.write(sender[0] + "\\n")
+            s.sendto(data[:2] + b"\\x81\\x83" + data[4:], sender)
+        """
+        _ = try BackgroundProcess(s.net.client.enter + ["python3", "-c", host, log], cleanup: cleanup)
+        try eventually("the host's resolver to listen") { try s.net.client.run(["ss", "-lunH"]).contains("0.0.0.0:53") }
+        func askedTheHost() -> [String] { ((try? String(contentsOfFile: log, encoding: .utf8)) ?? "").split(separator: "\n").map(String.init) }
+
+        for server in ["127.0.0.53", "127.0.0.1", "192.0.2.53"] {
+            for transport in ["udp", "udp-connected"] {
+                #expect(try ask(s, member: true, transport, server, "www.corp.example") == ["192.0.2.82"], "\(transport) to \(server)")
+            }
+        }
+        #expect(try ask(s, member: false, "udp", "127.0.0.1", "www.corp.example") == ["RCODE 3"], "the control: the host's resolver answers a non-member")
+        #expect(askedTheHost() == ["127.0.0.1"], "only the non-member's query reached the host's resolver: \(askedTheHost())")
+        let rules = try s.net.client.run(["ip", "-4", "rule"])
+        #expect(rules.contains("3:\tfrom all lookup local") && !rules.contains("0:\tfrom all lookup local"), "\(rules)")
+        #expect(rules.contains("iif lo ipproto udp dport 53 lookup"), "\(rules)")
+
+        s.daemon.process?.kill9()
+        let procs = try TestCgroups.cgroupRoot() + "/" + s.daemon.cgroupParent + "/vpn-work.slice/cgroup.procs"
+        let dnsq = try PythonScript.write("dnsq.py", cleanup: cleanup)
+        for server in ["192.0.2.53", "127.0.0.1"] {
+            let held = try Command.status(s.net.client.enter + ["sh", "-c", "echo $$ > \(procs) && exec python3 \(dnsq) udp \(server) bank.example"])
+            #expect(held.status != 0 && held.stderr.contains("timed out"), "without vpnd, to \(server): \(held.stdout)\(held.stderr)")
+        }
+        #expect(askedTheHost() == ["127.0.0.1"], "without vpnd no member's query reached the host's resolver: \(askedTheHost())")
+
+        _ = try s.daemon.start()
+        try eventually("vpnd to answer") { (try? s.daemon.status()) != nil }
+        #expect(try s.daemon.vpnctl(["down"]).status == 0)
+        let restored = try s.net.client.run(["ip", "-4", "rule"])
+        #expect(restored.contains("0:\tfrom all lookup local") && !restored.contains("3:\tfrom all lookup local")
+                && !restored.contains("dport 53"), "\(restored)")
+    }
+
     /// Proof 2: a member resolves a bypassed name and its first connection goes direct (v4
     /// and v6); a name of route.domains (a wildcard, and one behind a CNAME) resolved through
     /// the proxy takes anyone's new connections into the tunnel.

@@ -51,6 +51,8 @@ import Testing
                     NftRule([.sourceVerdictMap(ipv4: true, map: "sources4")]),
                     NftRule([.sourceAddress(IPAddress("10.99.1.2")!), .verdict(.jump("member_work"))]),
                     NftRule([.sourceAddress(IPAddress("fd99:1::2")!), .verdict(.drop)]),
+                    NftRule([.sourceNetwork(IPPrefix("127.77.0.0/16")!), .verdict(.drop)]),
+                    NftRule([.sourceNetwork(IPPrefix("10.64.0.0/10")!), .verdict(.drop)]),
                     NftRule([.socketMarkMatch(value: 0, negated: true), .verdict(.accept)]),
                     NftRule([.socketMarkMatch(value: 0xca6c, negated: false), .verdict(.accept)]),
                     NftRule([.icmpv6Types(130...137), .verdict(.accept)]),

@@ -1,7 +1,9 @@
 #!/usr/bin/env python3
 """A DNS client in a few lines, as an application's resolver would ask.
 
-usage: dnsq.py udp|tcp SERVER NAME [A|AAAA]
+usage: dnsq.py udp|udp-connected|tcp SERVER NAME [A|AAAA]
+(udp-connected asks as glibc does: a connected socket, which takes only what comes from
+the server it asked)
 Prints the answer's A/AAAA addresses, one per line (following the CNAME chain as the
 server sends it), or "RCODE n" when the server answered an error; exit 1 on no answer."""
 import random, socket, struct, sys
@@ -19,6 +21,12 @@ try:
         s.settimeout(5)
         s.sendto(query, (server, 53))
         answer, _ = s.recvfrom(65535)
+    elif transport == "udp-connected":
+        s = socket.socket(family, socket.SOCK_DGRAM)
+        s.settimeout(5)
+        s.connect((server, 53))
+        s.send(query)
+        answer = s.recv(65535)
     else:
         s = socket.create_connection((server, 53), timeout=5)
         s.sendall(struct.pack("!H", len(query)) + query)
