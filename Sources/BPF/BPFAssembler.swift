@@ -97,6 +97,14 @@ public struct BPFAssembler: Sendable {
         items.append(.instruction(BPFInstruction(code: 0)))
     }
 
+    /// r0 = the element of `map` whose key is on the stack at fp + `offset`, or 0.
+    public mutating func lookUp(map descriptor: Int32, keyAt offset: Int32) {
+        loadMap(.r1, descriptor: descriptor)
+        move(.r2, .r10)
+        add(.r2, offset)
+        call(.mapLookupElement)
+    }
+
     /// A jump on the low 32 bits of `register` against `value`: context fields are 32 bits
     /// wide, and a 64-bit comparison would sign-extend an immediate with its top bit set.
     public mutating func jump(if register: BPFRegister, _ condition: Condition, _ value: UInt32, to target: String) {

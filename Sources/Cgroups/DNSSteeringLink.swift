@@ -26,22 +26,12 @@ public final class DNSSteeringLink {
             map = try FileDescriptor("bpf: creating the map of DNS proxy sockets",
                                      returned: vx_bpf_map_create(DNSSteering.mapType, DNSSteering.keySize, DNSSteering.valueSize, capacity, DNSSteering.mapName))
         } catch { throw Failure(error) }
-        let code: [BPFInstruction]
-        do { code = try DNSSteering.program(map: map.raw) } catch {
-            throw Failure("assembling \(DNSSteering.programName)", code: EINVAL, detail: error.description)
-        }
-        let bytes = code.flatMap(\.bytes)
-        var log = [CChar](repeating: 0, count: 16384)
-        let loaded = bytes.withUnsafeBytes {
-            vx_bpf_prog_load(DNSSteering.programType, DNSSteering.attachType, $0.baseAddress, UInt32(code.count), DNSSteering.programName, &log, UInt32(log.count))
-        }
-        guard loaded >= 0 else {
-            throw Failure("bpf: loading the DNS steering program \(DNSSteering.programName) (sk_lookup with ingress_ifindex, Linux 5.17)", code: errno,
-                          detail: String(decoding: log.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
-                              .split(separator: "\n").suffix(2).joined(separator: "; "))
+        let descriptor = map.raw
+        let program = try SocketProgramSet.load(DNSSteering.programName, type: DNSSteering.programType, attachType: DNSSteering.attachType,
+                                                what: "the DNS steering program (sk_lookup with ingress_ifindex, Linux 5.17)") {
+            () throws(BPFAssembler.Failure) in try DNSSteering.program(map: descriptor)
         }
         // The link holds the program from here on.
-        let program = FileDescriptor(adopting: loaded)
         do {
             let namespace = try FileDescriptor.open("/proc/thread-self/ns/net", O_RDONLY)
             link = try FileDescriptor("bpf: linking \(DNSSteering.programName) to the network namespace (BPF_LINK_CREATE)",

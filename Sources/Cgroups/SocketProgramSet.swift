@@ -24,6 +24,26 @@ public final class SocketProgramSet {
         init(_ error: SystemError) { self.init(error.operation, code: error.code) }
     }
 
+    /// Assembles and loads a program of `type`, expected at `attachType`, named `name` in
+    /// the kernel; a refusal says what (`what`) and the verifier's last words.
+    static func load(_ name: String, type: UInt32, attachType: UInt32, what: String,
+                     _ assemble: () throws(BPFAssembler.Failure) -> [BPFInstruction]) throws(Failure) -> FileDescriptor {
+        let code: [BPFInstruction]
+        do { code = try assemble() } catch {
+            throw Failure("assembling \(name)", code: EINVAL, detail: error.description)
+        }
+        let bytes = code.flatMap(\.bytes)
+        var log = [CChar](repeating: 0, count: 16384)
+        let loaded = bytes.withUnsafeBytes {
+            vx_bpf_prog_load(type, attachType, $0.baseAddress, UInt32(code.count), name, &log, UInt32(log.count))
+        }
+        guard loaded >= 0 else {
+            throw Failure("bpf: loading \(what) \(name)", code: errno,
+                          detail: text(log).split(separator: "\n").suffix(2).joined(separator: "; "))
+        }
+        return FileDescriptor(adopting: loaded)
+    }
+
     private let storage: FileDescriptor
     private let origins: FileDescriptor
     private let known: FileDescriptor
@@ -53,20 +73,10 @@ public final class SocketProgramSet {
                                        returned: vx_bpf_map_create(1, PathGuard.keySize, PathGuard.valueSize, PathGuard.entries, "vx_known"))
         } catch { throw Failure(error) }
         for program in SocketProgram.allCases {
-            let code: [BPFInstruction]
-            do { code = try program.code(storage: storage.raw, origins: origins.raw, known: known.raw, depth: parentDepth) } catch {
-                throw Failure("assembling \(program.name)", code: EINVAL, detail: error.description)
+            let loaded = try Self.load(program.name, type: program.programType, attachType: program.attachType, what: "the socket program") {
+                () throws(BPFAssembler.Failure) in try program.code(storage: storage.raw, origins: origins.raw, known: known.raw, depth: parentDepth)
             }
-            let bytes = code.flatMap(\.bytes)
-            var log = [CChar](repeating: 0, count: 16384)
-            let loaded = bytes.withUnsafeBytes {
-                vx_bpf_prog_load(program.programType, program.attachType, $0.baseAddress, UInt32(code.count), program.name, &log, UInt32(log.count))
-            }
-            guard loaded >= 0 else {
-                throw Failure("bpf: loading the socket program \(program.name)", code: errno,
-                              detail: String(cString: log).split(separator: "\n").suffix(2).joined(separator: "; "))
-            }
-            programs[program] = owned.insert(FileDescriptor(adopting: loaded))
+            programs[program] = owned.insert(loaded)
         }
     }
 
@@ -198,7 +208,7 @@ public final class AdoptedSocketPrograms {
                 var mapIDs = [UInt32](repeating: 0, count: 4)
                 var mapCount = UInt32(mapIDs.count)
                 guard vx_bpf_prog_info(program.raw, &name, &mapIDs, &mapCount) == 0,
-                      SocketProgram.named(String(cString: name)) == kind else { continue }
+                      SocketProgram.named(text(name)) == kind else { continue }
                 var mine = false
                 for mapID in mapIDs.prefix(Int(min(mapCount, 4))) {
                     guard let map = try? FileDescriptor("bpf: map \(mapID)", returned: vx_bpf_map_fd_by_id(mapID)) else { continue }
@@ -248,4 +258,9 @@ public final class AdoptedSocketPrograms {
         byCgroup[path] = nil
         if let map = storageMaps.removeValue(forKey: path) { maps.close(map) }
     }
+}
+
+/// A NUL-terminated buffer the kernel filled (a verifier log, a program's name).
+func text(_ buffer: [CChar]) -> String {
+    String(decoding: buffer.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
 }

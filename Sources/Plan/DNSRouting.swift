@@ -6,10 +6,10 @@ import Routing
 /// rewriting addresses. A rule for the profile's mark, UDP and port 53 selects the
 /// profile's DNS table, whose one route is `local 0.0.0.0/0 dev lo src 127.77.0.I` (I: the
 /// profile's index): the query is delivered on this host, from an address that names the
-/// profile, and vpnd's network-namespace program (`DNSSteering`, sk_lookup) hands it to the
-/// proxy's socket for that address. The proxy answers from the address asked, so the
-/// member's resolver sees its answer come from the server it asked; nothing is rewritten
-/// in the member's socket.
+/// profile, and vpnd's network-namespace program (`DNSSteering`, sk_lookup) hands it to
+/// vpnd's steering socket, which passes it to the profile's proxy by that address. The
+/// proxy answers from the address asked, so the member's resolver sees its answer come
+/// from the server it asked; nothing is rewritten in the member's socket.
 ///
 /// Why not the cgroup sendmsg and recvmsg programs that did this before: once one is
 /// attached anywhere, the kernel takes the socket lock at every unconnected UDP send and

@@ -91,10 +91,7 @@ public enum DNSSteering {
         code.jump(if: .r2, .notEqual, network >> 16, to: "pass")
         code.and(.r1, 0xffff)
         code.store(.word, .r1, to: .r10, -4)
-        code.loadMap(.r1, descriptor: map)
-        code.move(.r2, .r10)
-        code.add(.r2, -4)
-        code.call(.mapLookupElement)
+        code.lookUp(map: map, keyAt: -4)
         code.jumpIfZero(.r0, to: "drop")
         // The lookup took a reference on the socket: released whatever the assignment says.
         code.move(.r7, .r0)

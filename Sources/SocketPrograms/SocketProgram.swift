@@ -147,10 +147,7 @@ public enum SocketProgram: String, CaseIterable, Hashable, Sendable {
             // Shallower than this level: nothing of the path.
             code.jumpIfZero(.r0, to: "allow")
             code.store(.doubleword, .r0, to: .r10, -8)
-            code.loadMap(.r1, descriptor: known)
-            code.move(.r2, .r10)
-            code.add(.r2, -8)
-            code.call(.mapLookupElement)
+            code.lookUp(map: known, keyAt: -8)
             code.jumpIfZero(.r0, to: "refuse")
             if level < depth {
                 // Known beside the path: not where the parent could be.
@@ -269,10 +266,7 @@ public enum SocketProgram: String, CaseIterable, Hashable, Sendable {
         code.move(.r1, .r6)
         code.call(.getSocketCookie)
         code.store(.doubleword, .r0, to: .r10, -8)
-        code.loadMap(.r1, descriptor: origins)
-        code.move(.r2, .r10)
-        code.add(.r2, -8)
-        code.call(.mapLookupElement)
+        code.lookUp(map: origins, keyAt: -8)
         code.jumpIfZero(.r0, to: "done")
         for word in 0..<(ipv6 ? 4 : 1) {
             code.load(.word, .r1, from: .r0, 4 * word)
