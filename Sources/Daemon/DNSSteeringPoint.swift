@@ -20,7 +20,7 @@ final class DNSSteeringPoint {
 
     private let link: DNSSteeringLink
     let socket: FileDescriptor
-    private var served: Set<UInt32> = []
+    private(set) var served: Set<UInt32> = []
 
     init() throws {
         link = try DNSSteeringLink(capacity: 256)

@@ -14,7 +14,8 @@ extension Daemon {
         builder.programs = (applier.socketProgramsAttached ?? []).compactMap { [applier] attachment in applier.socketStorage(of: attachment).map { (attachment, $0) } }
         let parts = StatusBuilder.Parts(pid: getpid(), policyDirectory: options.policyDirectory, cgroupRoot: hierarchy.mountPoint,
                                         refusedConnections: server?.refusedConnections ?? 0, sandbox: sandboxSummary,
-                                        birthMarks: socketProgramsSummary, bypassMoves: executables.moves(Policy.bypassSliceName),
+                                        birthMarks: socketProgramsSummary, dnsSteering: dnsSteeringSummary,
+                                        bypassMoves: executables.moves(Policy.bypassSliceName),
                                         executableRules: executables.status(policy))
         return builder.report(parts) { [counters = builder.counters] in statusParts($0, counters: counters) }
     }
@@ -45,6 +46,13 @@ extension Daemon {
             }
         }
         return parts
+    }
+
+    /// For status: where members' IPv4 UDP queries arrive, for how many profiles.
+    var dnsSteeringSummary: String? {
+        if let failure = dnsSteeringFailure { return "off: \(failure); members' IPv4 UDP queries get no answer (none leaves)" }
+        guard let steering = dnsSteering else { return nil }
+        return "IPv4 UDP queries routed to \(DNSSteeringPoint.address):53 for \(steering.served.count) profile(s)"
     }
 
     /// For status: the cgroups whose sockets are born marked now.

@@ -46,7 +46,9 @@ public final class Daemon {
     /// The profiles' DNS proxies (while vpnd serves).
     var dns: DNSService?
     /// Where members' routed IPv4 DNS queries arrive, for the proxies.
-    private let dnsSteering: DNSSteeringPoint?
+    let dnsSteering: DNSSteeringPoint?
+    /// Why there is none (for status).
+    let dnsSteeringFailure: String?
     /// Where the profile tunnels' own transports are learned (TransportRules keeps them out).
     var transportReader: TransportReader {
         var reader = TransportReader(wireguard: WireGuardSocketReader(directory: options.wireguardSocketDirectory))
@@ -89,12 +91,12 @@ public final class Daemon {
         // lives as long as vpnd; a query routed to a proxy while none runs is dropped
         // (DNSRouting.steeredQueryGuard).
         if options.oneshot {
-            dnsSteering = nil
+            (dnsSteering, dnsSteeringFailure) = (nil, nil)
         } else {
             do {
-                dnsSteering = try DNSSteeringPoint()
+                (dnsSteering, dnsSteeringFailure) = (try DNSSteeringPoint(), nil)
             } catch {
-                dnsSteering = nil
+                (dnsSteering, dnsSteeringFailure) = (nil, "\(error)")
                 log.error("DNS steering could not be set up: \(error); members' IPv4 UDP DNS queries get no answer (none leaves). It needs Linux 5.17 or later")
             }
         }

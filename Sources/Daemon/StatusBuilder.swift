@@ -19,6 +19,7 @@ struct StatusBuilder {
         var refusedConnections = 0
         var sandbox = "off"
         var birthMarks = "off"
+        var dnsSteering: String?
         var bypassMoves = 0
         var executableRules: ExecutableRulesStatus?
     }
@@ -176,6 +177,7 @@ struct StatusBuilder {
         report.bypassed = traffic(bypassedCounter)
         report.systemProfile = policy.systemProfile?.name
         report.birthMarks = daemon.birthMarks
+        report.dnsSteering = daemon.dnsSteering
         report.executableRules = daemon.executableRules
         return report
     }

@@ -8,6 +8,7 @@ enum StatusText {
         var lines = ["vpnd pid \(report.daemonPID), policy \(report.policyDirectory), cgroup2 at \(report.cgroupRoot)",
                      "sandbox: \(report.sandbox)",
                      "sockets born marked: \(report.birthMarks)"]
+        if let steering = report.dnsSteering { lines.append("DNS steering: \(steering)") }
         if let system = report.systemProfile {
             lines.append("system mode: every process outside the profiles' cgroups and vpn-bypass.slice is in profile \(system)")
         }

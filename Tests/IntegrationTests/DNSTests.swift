@@ -105,14 +105,15 @@ final class TunnelResolver: @unchecked Sendable {
     /// IPv4 UDP queries reach the proxy by routing (DNSRouting), connected (as glibc asks)
     /// or not, to the local stub, to loopback and to a "public" address, while a resolver of
     /// the host's own listens on 0.0.0.0:53: it gets none of them, and a non-member's query
-    /// (the control) is its. The kernel's `lookup local` rule sits after the DNS rules while
-    /// vpnd runs. With vpnd killed (its steering program goes with it) a member's queries get
+    /// (the control) is its. A second profile's queries reach its own resolver through the
+    /// same steering socket (no resolvers: REFUSED). The kernel's `lookup local` rule sits
+    /// after the DNS rules while vpnd runs. With vpnd killed (its steering program goes with it) a member's queries get
     /// no answer and still reach no other socket; after `vpnctl down` the local table's rule
     /// is back at 0.
     @Test func queriesAreRoutedToTheProxyAndHeldWithoutIt() throws {
         let cleanup = Cleanup()
         defer { cleanup.run() }
-        let s = try Scenario(cleanup: cleanup, policy: { Self.policy($0) })
+        let s = try Scenario(cleanup: cleanup, policy: { Self.policy($0) + "\n[profile.home]\ntunnel.interface = \"wg-none\"\n" })
         _ = try TunnelResolver(s, cleanup: cleanup)
         let log = NSTemporaryDirectory() + "vx-\(uniqueTag())-wildcard.log"
         cleanup.add("remove \(log)") { try? FileManager.default.removeItem(atPath: log) }
@@ -136,6 +137,11 @@ final class TunnelResolver: @unchecked Sendable {
                 #expect(try ask(s, member: true, transport, server, "www.corp.example") == ["192.0.2.82"], "\(transport) to \(server)")
             }
         }
+        let dnsq = try PythonScript.write("dnsq.py", cleanup: cleanup)
+        let home = try Command.run(try s.daemon.vpnexec(profile: "home", ["python3", dnsq, "udp", "192.0.2.53", "www.corp.example"]))
+        #expect(home.trimmed == "RCODE 5", "the second profile's resolver, which has no servers, refuses: \(home)")
+        #expect(try s.daemon.status().profiles.first { $0.name == "home" }?.dns?.failed == 1)
+        #expect(try s.daemon.vpnctl(["status"]).stdout.contains("DNS steering: IPv4 UDP queries routed to 127.77.0.0:53 for 2 profile(s)"))
         #expect(try ask(s, member: false, "udp", "127.0.0.1", "www.corp.example") == ["RCODE 3"], "the control: the host's resolver answers a non-member")
         #expect(askedTheHost() == ["127.0.0.1"], "only the non-member's query reached the host's resolver: \(askedTheHost())")
         let rules = try s.net.client.run(["ip", "-4", "rule"])
@@ -144,7 +150,6 @@ final class TunnelResolver: @unchecked Sendable {
 
         s.daemon.process?.kill9()
         let procs = try TestCgroups.cgroupRoot() + "/" + s.daemon.cgroupParent + "/vpn-work.slice/cgroup.procs"
-        let dnsq = try PythonScript.write("dnsq.py", cleanup: cleanup)
         for server in ["192.0.2.53", "127.0.0.1"] {
             let held = try Command.status(s.net.client.enter + ["sh", "-c", "echo $$ > \(procs) && exec python3 \(dnsq) udp \(server) bank.example"])
             #expect(held.status != 0 && held.stderr.contains("timed out"), "without vpnd, to \(server): \(held.stdout)\(held.stderr)")
