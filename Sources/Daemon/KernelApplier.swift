@@ -258,7 +258,9 @@ public final class KernelApplier: KernelApplying {
             actualRules += all.filter { $0.protocolNumber == vpnexecRouteProtocol }
             kernelLocal += all.filter(Self.isKernelLocalRule)
         }
-        let tables = knownTables.union(actualRules.map(\.table)).union(desiredRoutes.map(\.table)).union(desiredRules.map(\.table)).subtracting([0])
+        // The local table is the kernel's, though a rule of ours looks it up (DNSRouting).
+        let notOurs: Set<UInt32> = [0, DNSRouting.localTable]
+        let tables = knownTables.union(actualRules.map(\.table)).union(desiredRoutes.map(\.table)).union(desiredRules.map(\.table)).subtracting(notOurs)
         // One dump a family, of our protocol only: this runs every second, and the profiles'
         // tables may hold thousands of learned routes (another protocol) besides.
         var actualRoutes: Set<Route> = []
@@ -290,7 +292,7 @@ public final class KernelApplier: KernelApplying {
         for rule in adding where rule.priority == DNSRouting.kernelLocalPriority { try rtnl.add(rule) }
         for rule in actualRules where !desiredRules.contains(rule) { try ignoreMissing { try rtnl.delete(rule) } }
         for route in actualRoutes where !wantedRoutes.contains(route) { try ignoreMissing { try rtnl.delete(route) } }
-        knownTables = Set(desiredRoutes.map(\.table)).union(desiredRules.map(\.table)).subtracting([0])
+        knownTables = Set(desiredRoutes.map(\.table)).union(desiredRules.map(\.table)).subtracting(notOurs)
     }
 
     static let kernelLocalRule = RoutingRule(ipv4: true, priority: DNSRouting.kernelLocalPriority, mark: 0, mask: 0,
