@@ -157,6 +157,7 @@ enum {
     VX_SK_LOOKUP_FAMILY = offsetof(struct bpf_sk_lookup, family),
     VX_SK_LOOKUP_PROTOCOL = offsetof(struct bpf_sk_lookup, protocol),
     VX_SK_LOOKUP_REMOTE_IP4 = offsetof(struct bpf_sk_lookup, remote_ip4),
+    VX_SK_LOOKUP_REMOTE_IP6 = offsetof(struct bpf_sk_lookup, remote_ip6),
     VX_SK_LOOKUP_LOCAL_PORT = offsetof(struct bpf_sk_lookup, local_port),
     VX_SK_LOOKUP_INGRESS_IFINDEX = offsetof(struct bpf_sk_lookup, ingress_ifindex),
 };

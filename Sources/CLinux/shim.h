@@ -112,28 +112,40 @@ static inline int vx_so_mark(void) { return SO_MARK; }
 #ifndef IP_PKTINFO
 #define IP_PKTINFO 8
 #endif
-/// struct in_pktinfo, which glibc declares only under _GNU_SOURCE; the kernel's layout.
+/// struct in_pktinfo and struct in6_pktinfo, which glibc declares only under _GNU_SOURCE;
+/// the kernel's layouts.
 struct vx_in_pktinfo { int ipi_ifindex; uint32_t ipi_spec_dst; uint32_t ipi_addr; };
+struct vx_in6_pktinfo { uint8_t ipi6_addr[16]; int ipi6_ifindex; };
 
-/// Room for the control messages a steered query comes with: IP_PKTINFO and SO_MARK.
-static inline size_t vx_steered_cmsg_space(void) { return CMSG_SPACE(sizeof(struct vx_in_pktinfo)) + CMSG_SPACE(sizeof(uint32_t)); }
+/// Room for the control messages a steered query comes with: the packet info of either
+/// family and SO_MARK.
+static inline size_t vx_steered_cmsg_space(void) { return CMSG_SPACE(sizeof(struct vx_in6_pktinfo)) + CMSG_SPACE(sizeof(uint32_t)); }
 
 /// SO_RCVMARK (Linux 5.19): each datagram's mark as a control message (type SO_MARK).
 static inline int vx_so_rcvmark(void) { return 75; }
 static inline int vx_ip_transparent(void) { return IP_TRANSPARENT; }
 static inline int vx_ip_pktinfo(void) { return IP_PKTINFO; }
+/// IPV6_TRANSPARENT and IPV6_RECVPKTINFO, which glibc's headers give only under _GNU_SOURCE.
+static inline int vx_ipv6_transparent(void) { return 75; }
+static inline int vx_ipv6_recvpktinfo(void) { return 49; }
 
-/// From recvmsg's control messages: the address the datagram was sent to (network order)
-/// and its mark. Each is set only when its message is there; returns which were found
-/// (1: the address, 2: the mark).
-static inline int vx_steered_cmsgs(struct msghdr *m, uint32_t *asked, uint32_t *mark) {
+/// From recvmsg's control messages: the address the datagram was sent to (`asked`, 16
+/// bytes: an IPv4 address in its first 4, network order) and its mark. Each is set only
+/// when its message is there; returns which were found (1: an IPv4 address, 4: an IPv6
+/// address, 2: the mark).
+static inline int vx_steered_cmsgs(struct msghdr *m, uint8_t *asked, uint32_t *mark) {
     int found = 0;
     for (struct cmsghdr *c = CMSG_FIRSTHDR(m); c; c = CMSG_NXTHDR(m, c)) {
         if (c->cmsg_level == SOL_IP && c->cmsg_type == IP_PKTINFO && c->cmsg_len >= CMSG_LEN(sizeof(struct vx_in_pktinfo))) {
             struct vx_in_pktinfo info;
             memcpy(&info, CMSG_DATA(c), sizeof info);
-            *asked = info.ipi_addr;
+            memcpy(asked, &info.ipi_addr, 4);
             found |= 1;
+        } else if (c->cmsg_level == IPPROTO_IPV6 && c->cmsg_type == IPV6_PKTINFO && c->cmsg_len >= CMSG_LEN(sizeof(struct vx_in6_pktinfo))) {
+            struct vx_in6_pktinfo info;
+            memcpy(&info, CMSG_DATA(c), sizeof info);
+            memcpy(asked, info.ipi6_addr, 16);
+            found |= 4;
         } else if (c->cmsg_level == SOL_SOCKET && c->cmsg_type == SO_MARK && c->cmsg_len >= CMSG_LEN(sizeof(uint32_t))) {
             memcpy(mark, CMSG_DATA(c), sizeof *mark);
             found |= 2;
@@ -142,17 +154,29 @@ static inline int vx_steered_cmsgs(struct msghdr *m, uint32_t *asked, uint32_t *
     return found;
 }
 
-/// Writes an IP_PKTINFO control message that sends from `source` (network order) into
-/// `buffer` (vx_steered_cmsg_space() bytes); returns the msg_controllen to use.
-static inline size_t vx_source_cmsg(void *buffer, uint32_t source) {
-    memset(buffer, 0, CMSG_SPACE(sizeof(struct vx_in_pktinfo)));
+/// Writes a packet-info control message that sends from `source` into `buffer`
+/// (vx_steered_cmsg_space() bytes): IP_PKTINFO's ipi_spec_dst for 4 bytes of address
+/// (network order), IPV6_PKTINFO's ipi6_addr for 16. Returns the msg_controllen to use.
+static inline size_t vx_source_cmsg(void *buffer, const uint8_t *source, size_t length) {
     struct cmsghdr *c = (struct cmsghdr *)buffer;
+    if (length == 16) {
+        memset(buffer, 0, CMSG_SPACE(sizeof(struct vx_in6_pktinfo)));
+        c->cmsg_level = IPPROTO_IPV6;
+        c->cmsg_type = IPV6_PKTINFO;
+        c->cmsg_len = CMSG_LEN(sizeof(struct vx_in6_pktinfo));
+        struct vx_in6_pktinfo info;
+        memset(&info, 0, sizeof info);
+        memcpy(info.ipi6_addr, source, 16);
+        memcpy(CMSG_DATA(c), &info, sizeof info);
+        return CMSG_SPACE(sizeof(struct vx_in6_pktinfo));
+    }
+    memset(buffer, 0, CMSG_SPACE(sizeof(struct vx_in_pktinfo)));
     c->cmsg_level = SOL_IP;
     c->cmsg_type = IP_PKTINFO;
     c->cmsg_len = CMSG_LEN(sizeof(struct vx_in_pktinfo));
     struct vx_in_pktinfo info;
     memset(&info, 0, sizeof info);
-    info.ipi_spec_dst = source;
+    memcpy(&info.ipi_spec_dst, source, 4);
     memcpy(CMSG_DATA(c), &info, sizeof info);
     return CMSG_SPACE(sizeof(struct vx_in_pktinfo));
 }

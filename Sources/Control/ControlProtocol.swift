@@ -72,7 +72,7 @@ public struct StatusReport: Codable, Hashable, Sendable {
     /// Which cgroups' sockets are born with their mark (the cgroup socket program), or why
     /// none are ("off: ...").
     public var birthMarks = "off"
-    /// How members' IPv4 UDP DNS reaches the proxies (routed, DNSSteeringPoint), or why it
+    /// How members' UDP DNS reaches the proxies (routed, DNSSteeringPoint), or why it
     /// cannot ("off: ..."); nil from a vpnd that applies once and exits.
     public var dnsSteering: String?
     /// Processes moved into vpn-bypass.slice (bypass.executables) and their packets.

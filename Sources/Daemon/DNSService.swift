@@ -19,13 +19,12 @@ enum DNSClient: Hashable {
 }
 
 /// The profiles' DNS proxies, at the edge: members' queries arrive
-/// - over IPv4 UDP, routed to the host with the profile's steering address as their source
-///   (DNSRouting), on the one socket the steering program hands them to
+/// - over UDP, routed to the host with the profile's steering address as their source
+///   (DNSRouting), on the socket of their family the steering program hands them to
 ///   (`DNSSteeringPoint`), whatever address they asked: passed to the profile's resolver
 ///   by that source address; the answer leaves from the address asked;
-/// - over TCP, and IPv6 UDP, on 127.0.0.1 and ::1, port `[dns] port_base` + the profile's
-///   index, where the socket programs rewrite a member's port-53 destinations
-///   (SocketProgramPlan).
+/// - over TCP, on 127.0.0.1 and ::1, port `[dns] port_base` + the profile's index, where
+///   the socket programs rewrite a member's port-53 destinations (SocketProgramPlan).
 /// The pure `DNSProxy` decides; its upstream queries leave from sockets carrying the
 /// profile's mark (so they are routed into its tunnel, killswitch included, like a
 /// member's) and the proxy's bit (so they are not routed back to it); the
@@ -41,8 +40,8 @@ final class DNSService {
     private var built: [String: ResolverSettings] = [:]
     /// Shared by every profile's resolver: they fill the same route.domains sets.
     private let lifetimes = ElementLifetimes()
-    /// nil where the kernel would not take the steering program: members' IPv4 UDP
-    /// queries then get no answer (none leaves), as the log said at start.
+    /// nil where the kernel would not take the steering program: members' UDP queries
+    /// then get no answer (none leaves), as the log said at start.
     private let steering: DNSSteeringPoint?
     /// The resolver for each steering key.
     private var byKey: [UInt32: String] = [:]
@@ -59,8 +58,7 @@ final class DNSService {
         self.applier = applier
         self.log = log
         self.steering = steering
-        if let steering {
-            let fd = steering.socket.number
+        for fd in [steering?.socket.number, steering?.socket6.number].compactMap({ $0 }) {
             loop.watch(fd) { [unowned self] _ in receiveSteeredQueries(fd) }
         }
     }
@@ -129,7 +127,7 @@ final class DNSService {
                 try steering.setMark(policy.routing.proxyMark)
                 try steering.serve(Set(byKey.keys))
             } catch {
-                log.error("DNS steering: \(error); members' IPv4 UDP queries get no answer (none leaves)")
+                log.error("DNS steering: \(error); members' UDP queries get no answer (none leaves)")
             }
         }
     }

@@ -48,11 +48,11 @@ extension Daemon {
         return parts
     }
 
-    /// For status: where members' IPv4 UDP queries arrive, for how many profiles.
+    /// For status: where members' UDP queries arrive, for how many profiles.
     var dnsSteeringSummary: String? {
-        if let failure = dnsSteeringFailure { return "off: \(failure); members' IPv4 UDP queries get no answer (none leaves)" }
+        if let failure = dnsSteeringFailure { return "off: \(failure); members' UDP queries get no answer (none leaves)" }
         guard let steering = dnsSteering else { return nil }
-        return "IPv4 UDP queries routed to \(DNSSteeringPoint.address):53 for \(steering.served.count) profile(s)"
+        return "UDP queries routed to \(DNSSteeringPoint.address(ipv6: false)):53 and [\(DNSSteeringPoint.address(ipv6: true))]:53 for \(steering.served.count) profile(s)"
     }
 
     /// For status: the cgroups whose sockets are born marked now.

@@ -97,7 +97,7 @@ public final class Daemon {
                 (dnsSteering, dnsSteeringFailure) = (try DNSSteeringPoint(), nil)
             } catch {
                 (dnsSteering, dnsSteeringFailure) = (nil, "\(error)")
-                log.error("DNS steering could not be set up: \(error); members' IPv4 UDP DNS queries get no answer (none leaves). It needs Linux 5.17 or later")
+                log.error("DNS steering could not be set up: \(error); members' UDP DNS queries get no answer (none leaves). It needs Linux 5.17 or later")
             }
         }
         if options.dropPrivileges {

@@ -5,7 +5,7 @@ import Glibc
 
 /// One datagram to send: to `destination`, on the socket of the queue it is in; from
 /// `source` where the socket may send from an address it is not bound to (a steered DNS
-/// answer, sent from the address its query was sent to: IPv4 only).
+/// answer, sent from the address its query was sent to).
 struct OutgoingDatagram {
     var bytes: [UInt8]
     var destination: SocketAddress
@@ -106,9 +106,10 @@ final class DatagramIO {
             let bytes = UnsafeRawBufferPointer(start: storage + i * Self.slotSize, count: Int(headers[i].msg_len))
             var received = ReceivedControl()
             if control {
-                var asked: UInt32 = 0, mark: UInt32 = 0
+                var asked = [UInt8](repeating: 0, count: 16), mark: UInt32 = 0
                 let found = vx_steered_cmsgs(&headers[i].msg_hdr, &asked, &mark)
-                if found & 1 != 0 { received.asked = .v4(UInt32(bigEndian: asked)) }
+                if found & 1 != 0 { received.asked = IPAddress(bytes: asked.prefix(4)) }
+                if found & 4 != 0 { received.asked = IPAddress(bytes: asked) }
                 if found & 2 != 0 { received.mark = mark }
             }
             body(Array(bytes), from, received)
@@ -134,8 +135,8 @@ final class DatagramIO {
                         UnsafeMutableRawPointer(names + i).copyMemory(from: address, byteCount: Int(length))
                         return length
                     }
-                    if case let .v4(source)? = datagram.source {
-                        let length = vx_source_cmsg(controls + i * Self.controlSize, source.bigEndian)
+                    if let source = datagram.source {
+                        let length = vx_source_cmsg(controls + i * Self.controlSize, source.bytes, source.bytes.count)
                         prepare(i, length: datagram.bytes.count, nameLength: nameLength, controlLength: length)
                     } else {
                         prepare(i, length: datagram.bytes.count, nameLength: nameLength)

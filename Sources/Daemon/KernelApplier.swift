@@ -5,13 +5,15 @@ import Netlink
 import Nftables
 import Plan
 import Routing
+import SocketPrograms
 
 /// The one edge where desired state meets the kernel. `apply` may be called again with
 /// the same value and then changes nothing; each step is ordered so that no instant
 /// exists in which a profile's traffic could leave outside its tunnel:
-/// 1. nftables (the killswitch) in one atomic batch, 2. routes added, 3. rules added,
-/// 4. stale rules removed, 5. stale routes removed, 6. sysctls, 7. the socket programs
-/// (once the marks' rules and tables exist), 8. the routes of learned addresses.
+/// 1. nftables (the killswitch) in one atomic batch, 2. addresses and routes added, 3.
+/// rules added, 4. stale rules removed, 5. stale routes, then addresses, removed, 6.
+/// sysctls, 7. the socket programs (once the marks' rules and tables exist), 8. the routes
+/// of learned addresses.
 public final class KernelApplier: KernelApplying {
     private let nft: NftablesClient
     private let rtnl: Rtnetlink
@@ -49,7 +51,7 @@ public final class KernelApplier: KernelApplying {
 
     public func apply(_ state: DesiredState) throws {
         let remade = try applyTable(state.nft)
-        try reconcileRouting(rules: state.rules, routes: state.routes, drains: state.transportDrains)
+        try reconcileRouting(rules: state.rules, routes: state.routes, addresses: state.addresses, drains: state.transportDrains)
         for sysctl in state.sysctls { try write(sysctl) }
         for failure in programs?.reconcile(state.socketPrograms, pathGuard: state.pathGuard) ?? [] { onProgramFailure?(failure) }
         try applyLearned(state.learnedRoutes, check: remade || !learnedChecked)
@@ -64,7 +66,7 @@ public final class KernelApplier: KernelApplying {
         try execute(book.respec([]))
         book = LearnedRouteBook()
         learnedChecked = false
-        try reconcileRouting(rules: [], routes: [])
+        try reconcileRouting(rules: [], routes: [], addresses: [])
         for table in knownTables { try removeLearnedRoutes(in: table) }
     }
 
@@ -251,13 +253,18 @@ public final class KernelApplier: KernelApplying {
 
     // MARK: rules and routes
 
-    private func reconcileRouting(rules desiredRules: [RoutingRule], routes desiredRoutes: [Route], drains: [UInt16: String] = [:]) throws {
+    private func reconcileRouting(rules desiredRules: [RoutingRule], routes desiredRoutes: [Route], addresses desiredAddresses: [InterfaceAddress],
+                                  drains: [UInt16: String] = [:]) throws {
         var actualRules: [RoutingRule] = [], kernelLocal: [RoutingRule] = []
         for ipv4 in [true, false] {
             let all = try rtnl.rules(ipv4: ipv4)
             actualRules += all.filter { $0.protocolNumber == vpnexecRouteProtocol }
             kernelLocal += all.filter(Self.isKernelLocalRule)
         }
+        // The steering addresses on `lo` are ours by their prefix: one of a profile that
+        // went (or of a vpnd that died) is found there, not in memory.
+        let actualAddresses = try rtnl.addresses().filter { DNSSteering.prefix6.contains($0.prefix.address) }
+        for address in desiredAddresses where !actualAddresses.contains(address) { try rtnl.add(address) }
         // The local table is the kernel's, though a rule of ours looks it up (DNSRouting).
         let notOurs: Set<UInt32> = [0, DNSRouting.localTable]
         let tables = knownTables.union(actualRules.map(\.table)).union(desiredRoutes.map(\.table)).union(desiredRules.map(\.table)).subtracting(notOurs)
@@ -281,35 +288,36 @@ public final class KernelApplier: KernelApplying {
         }
         // The DNS rules go before the kernel's `lookup local` rule (DNSRouting): it moves from
         // 0 to after them, added there before it is taken from 0, so that no lookup ever
-        // misses the local table; and back, the same way round, when they go.
-        let movesLocal = desiredRules.contains(Self.movedLocalRule)
+        // misses the local table; and back, the same way round, when they go. Each family
+        // has its own.
         for rule in adding where rule.priority != DNSRouting.kernelLocalPriority { try rtnl.add(rule) }
-        if movesLocal {
-            for rule in kernelLocal { try ignoreMissing { try rtnl.delete(rule) } }
-        } else if kernelLocal.isEmpty, actualRules.contains(Self.movedLocalRule) {
-            try rtnl.add(Self.kernelLocalRule)
+        for ipv4 in [true, false] {
+            let moved = DNSRouting.movedLocalRule(ipv4: ipv4)
+            let kernel = kernelLocal.filter { $0.ipv4 == ipv4 }
+            if desiredRules.contains(moved) {
+                for rule in kernel { try ignoreMissing { try rtnl.delete(rule) } }
+            } else if kernel.isEmpty, actualRules.contains(moved) {
+                try rtnl.add(DNSRouting.kernelLocalRule(ipv4: ipv4))
+            }
         }
         for rule in adding where rule.priority == DNSRouting.kernelLocalPriority { try rtnl.add(rule) }
         for rule in actualRules where !desiredRules.contains(rule) { try ignoreMissing { try rtnl.delete(rule) } }
         for route in actualRoutes where !wantedRoutes.contains(route) { try ignoreMissing { try rtnl.delete(route) } }
+        for address in actualAddresses where !desiredAddresses.contains(address) { try ignoreMissing { try rtnl.delete(address) } }
         knownTables = Set(desiredRoutes.map(\.table)).union(desiredRules.map(\.table)).subtracting(notOurs)
     }
 
-    static let kernelLocalRule = RoutingRule(ipv4: true, priority: DNSRouting.kernelLocalPriority, mark: 0, mask: 0,
-                                             table: DNSRouting.localTable, protocolNumber: 2 /* RTPROT_KERNEL */)
-    static let movedLocalRule = RoutingRule(ipv4: true, priority: DNSRouting.movedLocalPriority, mark: 0, mask: 0,
-                                            table: DNSRouting.localTable, protocolNumber: vpnexecRouteProtocol)
-
     /// The local table's rule at 0, whoever added it (the kernel, or vpnd putting it back).
     static func isKernelLocalRule(_ rule: RoutingRule) -> Bool {
+        let kernel = DNSRouting.kernelLocalRule(ipv4: rule.ipv4)
         var plain = rule
-        plain.protocolNumber = kernelLocalRule.protocolNumber
-        return plain == kernelLocalRule
+        plain.protocolNumber = kernel.protocolNumber
+        return plain == kernel
     }
 
     /// Deleting what is already gone (the kernel removed a route with its interface) is done.
     private func ignoreMissing(_ body: () throws -> Void) throws {
-        do { try body() } catch let error as NetlinkError where error.code == ENOENT || error.code == ESRCH {}
+        do { try body() } catch let error as NetlinkError where [ENOENT, ESRCH, EADDRNOTAVAIL].contains(error.code) {}
     }
 
     /// An interface's setting for an interface that went since the facts were read is moot:

@@ -256,13 +256,26 @@ public final class Rtnetlink {
 
     /// Adds an address (no-op if it is already there).
     public func add(_ address: InterfaceAddress) throws {
-        let message = NetlinkMessage(type: UInt16(RTM_NEWADDR), flags: NLM_F_CREATE | NLM_F_REPLACE)
+        try netlink.perform(addressMessage(address, type: RTM_NEWADDR, flags: NLM_F_CREATE | NLM_F_REPLACE),
+                            operation: "add address \(address.prefix) to #\(address.interfaceIndex)")
+    }
+
+    public func delete(_ address: InterfaceAddress) throws {
+        try netlink.perform(addressMessage(address, type: RTM_DELADDR, flags: 0),
+                            operation: "delete address \(address.prefix) from #\(address.interfaceIndex)")
+    }
+
+    private func addressMessage(_ address: InterfaceAddress, type: Int, flags: Int32) -> NetlinkMessage {
+        let message = NetlinkMessage(type: UInt16(type), flags: flags)
+        // No duplicate address detection: nothing else can hold such an address, and until
+        // it ended the address could not be a route's source.
         message.putFamilyHeader(ifaddrmsg(ifa_family: family(address.prefix.isIPv4), ifa_prefixlen: UInt8(address.prefix.length),
-                                          ifa_flags: 0, ifa_scope: 0, ifa_index: UInt32(bitPattern: address.interfaceIndex)))
+                                          ifa_flags: address.prefix.isIPv4 ? 0 : UInt8(IFA_F_NODAD), ifa_scope: 0,
+                                          ifa_index: UInt32(bitPattern: address.interfaceIndex)))
         let bytes = address.prefix.address.bytes
         message.put(UInt16(cint(IFA_LOCAL)), bytes: bytes)
         message.put(UInt16(cint(IFA_ADDRESS)), bytes: bytes)
-        try netlink.perform(message, operation: "add address \(address.prefix) to #\(address.interfaceIndex)")
+        return message
     }
 
     private func family(_ ipv4: Bool) -> UInt8 { UInt8(ipv4 ? AF_INET : AF_INET6) }

@@ -1,13 +1,17 @@
+import Addresses
 import Nftables
 import Policy
 import Routing
 
 /// A member's UDP DNS, to any address, reaches its profile's proxy by routing, not by
 /// rewriting addresses. A rule for the profile's mark, UDP and port 53 selects the
-/// profile's DNS table, whose one route is `local 0.0.0.0/0 dev lo src 127.77.0.I` (I: the
-/// profile's index): the query is delivered on this host, from an address that names the
-/// profile, and vpnd's network-namespace program (`DNSSteering`, sk_lookup) hands it to
-/// vpnd's steering socket, which passes it to the profile's proxy by that address. The
+/// profile's DNS table, whose one route a family is `local 0.0.0.0/0 dev lo src
+/// 127.77.0.I` and `local ::/0 dev lo src fd7f:4d::I` (I: the profile's index): the query is
+/// delivered on this host, from an address that names the profile, and vpnd's
+/// network-namespace program (`DNSSteering`, sk_lookup) hands it to vpnd's steering socket
+/// of its family, which passes it to the profile's proxy by that address. An IPv6 route's
+/// source must be an address of the host: each served profile's is on `lo` (`addresses`).
+/// The
 /// proxy answers from the address asked, so the member's resolver sees its answer come
 /// from the server it asked; nothing is rewritten in the member's socket.
 ///
@@ -17,7 +21,7 @@ import Routing
 /// included, in its one sending thread (bench/member-cost). Routing costs a member's
 /// query one rule lookup and costs the tunnel's datagrams two rules they skip.
 ///
-/// The rules (IPv4; IPv6 keeps the socket programs), by priority:
+/// The rules (the same for IPv4 and IPv6), by priority:
 ///
 ///     0  no mark at all (system mode): the system profile's DNS table
 ///     1  none of our marks: goto 3 (the tunnel's datagrams skip the members' rules)
@@ -38,11 +42,10 @@ public enum DNSRouting {
     /// The kernel's table of local addresses, and the rule that looks it up.
     public static let localTable: UInt32 = 255
     public static let kernelLocalPriority: UInt32 = 0
-    public static var movedLocalPriority: UInt32 { Priority.local }
 
     /// The address the profile's queries come from, which names it to the steering program.
-    public static func steeringAddress(_ profile: Profile) -> IPAddress {
-        DNSSteering.address(of: profile.index)
+    public static func steeringAddress(_ profile: Profile, ipv6: Bool) -> IPAddress {
+        DNSSteering.address(of: profile.index, ipv6: ipv6)
     }
 
     /// The profiles whose members' DNS goes to their proxy (not one that stepped aside on a
@@ -54,9 +57,13 @@ public enum DNSRouting {
     public static func rules(_ policy: Policy, facts: RuntimeFacts) -> [RoutingRule] {
         let served = served(policy, facts: facts)
         guard !served.isEmpty else { return [] }
+        return [true, false].flatMap { rules(policy, served: served, ipv4: $0) }
+    }
+
+    static func rules(_ policy: Policy, served: [Profile], ipv4: Bool) -> [RoutingRule] {
         let routing = policy.routing
         func query(_ priority: UInt32, mark: UInt32, mask: UInt32, port: UInt16, _ action: RoutingRule.Action, table: UInt32 = 0) -> RoutingRule {
-            RoutingRule(ipv4: true, priority: priority, mark: mark, mask: mask, table: table, protocolNumber: vpnexecRouteProtocol,
+            RoutingRule(ipv4: ipv4, priority: priority, mark: mark, mask: mask, table: table, protocolNumber: vpnexecRouteProtocol,
                         action: action, inputInterface: "lo", ipProtocol: 17, destinationPorts: port...port)
         }
         func queries(_ profile: Profile, _ priority: UInt32, mark: UInt32, mask: UInt32) -> [RoutingRule] {
@@ -64,9 +71,9 @@ public enum DNSRouting {
                 + (EncryptedDNSRules.refuses(profile, in: policy) ? [query(priority, mark: mark, mask: mask, port: EncryptedDNSRules.port, .prohibit)] : [])
         }
         var rules = [
-            RoutingRule(ipv4: true, priority: Priority.skip, mark: 0, mask: routing.markMask, table: 0, protocolNumber: vpnexecRouteProtocol,
+            RoutingRule(ipv4: ipv4, priority: Priority.skip, mark: 0, mask: routing.markMask, table: 0, protocolNumber: vpnexecRouteProtocol,
                         action: .goto(priority: Priority.local)),
-            RoutingRule(ipv4: true, priority: Priority.local, mark: 0, mask: 0, table: localTable, protocolNumber: vpnexecRouteProtocol),
+            movedLocalRule(ipv4: ipv4),
         ]
         for profile in served {
             rules += queries(profile, Priority.members, mark: profile.mark.value, mask: routing.markMask | routing.proxyMark)
@@ -77,22 +84,47 @@ public enum DNSRouting {
         return rules
     }
 
-    /// A query routed from a steering address is for a proxy's socket, which carries
-    /// `proxyMark`: any other socket the lookup finds (a resolver bound to 0.0.0.0:53,
-    /// while vpnd and its steering program are gone) does not get it, nor does what it
-    /// would forward leave outside the tunnel. With no socket at all the query is refused
-    /// (port unreachable), as the rule does not match.
-    static func steeredQueryGuard(_ policy: Policy) -> NftRule {
-        NftRule([.inputInterfaceName("lo", negated: false), .sourceNetwork(DNSSteering.prefix), .transportProtocol(17),
-                 .socketMarkMatch(value: policy.routing.proxyMark, negated: true), .verdict(.drop)],
-                comment: "a member's DNS query for a socket that is not its proxy's")
+    /// The kernel's `lookup local` rule of a family, where it stands without us; and ours,
+    /// after the DNS rules.
+    public static func kernelLocalRule(ipv4: Bool) -> RoutingRule {
+        RoutingRule(ipv4: ipv4, priority: kernelLocalPriority, mark: 0, mask: 0, table: localTable, protocolNumber: 2 /* RTPROT_KERNEL */)
     }
 
+    public static func movedLocalRule(ipv4: Bool) -> RoutingRule {
+        RoutingRule(ipv4: ipv4, priority: Priority.local, mark: 0, mask: 0, table: localTable, protocolNumber: vpnexecRouteProtocol)
+    }
+
+    /// A query routed from a steering address is for a proxy's socket, which carries
+    /// `proxyMark`: any other socket the lookup finds (a resolver bound to 0.0.0.0:53 or
+    /// [::]:53, while vpnd and its steering program are gone) does not get it, nor does
+    /// what it would forward leave outside the tunnel. With no socket at all the query is
+    /// refused (port unreachable), as the rule does not match.
+    static func steeredQueryGuards(_ policy: Policy) -> [NftRule] {
+        [false, true].map { ipv6 in
+            NftRule([.inputInterfaceName("lo", negated: false), .sourceNetwork(DNSSteering.prefix(ipv6: ipv6)), .transportProtocol(17),
+                     .socketMarkMatch(value: policy.routing.proxyMark, negated: true), .verdict(.drop)],
+                    comment: "a member's DNS query for a socket that is not its proxy's")
+        }
+    }
+
+    /// Metric 1, not 0: IPv6 stores 0 as 1024, and the applier would not know its own route.
     public static func routes(_ policy: Policy, facts: RuntimeFacts) -> [Route] {
         let loopback = facts.links["lo"]?.index ?? 1
+        return served(policy, facts: facts).flatMap { profile in
+            [true, false].map { ipv4 in
+                Route(destination: .defaultRoute(ipv4: ipv4), table: profile.dnsTable,
+                      kind: .local(index: loopback, source: steeringAddress(profile, ipv6: !ipv4)), metric: 1, protocolNumber: vpnexecRouteProtocol)
+            }
+        }
+    }
+
+    /// The served profiles' IPv6 steering addresses, on `lo` (127.77.0.0/16 is there by
+    /// itself): the only addresses vpnd adds to an interface it did not make. Any other
+    /// address of fd7f:4d::/112 on `lo` is a profile's that went, and is removed.
+    public static func addresses(_ policy: Policy, facts: RuntimeFacts) -> [InterfaceAddress] {
+        let loopback = facts.links["lo"]?.index ?? 1
         return served(policy, facts: facts).map { profile in
-            Route(destination: .defaultRoute(ipv4: true), table: profile.dnsTable,
-                  kind: .local(index: loopback, source: steeringAddress(profile)), metric: 0, protocolNumber: vpnexecRouteProtocol)
+            InterfaceAddress(interfaceIndex: loopback, prefix: IPPrefix(address: steeringAddress(profile, ipv6: true), length: 128)!)
         }
     }
 }

@@ -4,8 +4,8 @@ import Policy
 import Routing
 
 /// Everything the kernel should hold for a policy: the socket programs on the profiles'
-/// cgroups, policy rules, routes in the profiles' tables, one nft table (the killswitch)
-/// and a few sysctls. The daemon's apply edge makes the kernel match this value; `vpnctl
+/// cgroups, policy rules, routes in the profiles' tables, one nft table (the killswitch),
+/// the DNS steering addresses and a few sysctls. The daemon's apply edge makes the kernel match this value; `vpnctl
 /// plan` prints it.
 public struct DesiredState: Hashable, Sendable {
     public var nft: NftTable
@@ -24,6 +24,9 @@ public struct DesiredState: Hashable, Sendable {
     /// Each transport port that goes direct and the chain that holds it while it drains: the
     /// apply edge holds a port whose exclusion rule is new before it adds the rule.
     public var transportDrains: [UInt16: String] = [:]
+    /// Addresses vpnd keeps on an interface it did not make (DNSRouting.addresses): added
+    /// before the routes that use them as their source.
+    public var addresses: [InterfaceAddress] = []
 
     public init(nft: NftTable, rules: [RoutingRule], routes: [Route], sysctls: [Sysctl], cgroups: [String],
                 socketPrograms: [SocketProgramAttachment] = [], learnedRoutes: [LearnedRoutes] = [], pathGuard: PathGuard? = nil) {

@@ -5,8 +5,8 @@ import Policy
 /// (DoT, TCP 853) or QUIC (DoQ, UDP 853) asks someone else, the sets stay empty, and
 /// bypass.domains and route.domains silently do nothing. So, unless the profile says
 /// `allow_encrypted_dns = true`, the member's sockets are refused port 853 to any address
-/// where they connect or send (the socket programs: connect() and sendmsg() fail with
-/// EPERM; an unconnected IPv4 UDP send meets a `prohibit` rule, DNSRouting: EACCES), so the
+/// where they connect or send (the socket programs: connect() fails with EPERM; an
+/// unconnected UDP send meets a `prohibit` rule, DNSRouting: EACCES), so the
 /// client fails at once (and falls back to port 53 where it can) instead of
 /// timing out, and nothing leaves. DNS over HTTPS (443) looks like any other HTTPS and is
 /// not refused here; the proxy answers Firefox's canary (DNSProxy) and the README tells how

@@ -34,8 +34,8 @@ enum InboundRules {
         // The tunnels' own transport first: while members' flows run it is most of what
         // arrives, and one set lookup lets it in.
         var input = TransportRules.inbound(policy, facts: facts)
+        input += DNSRouting.steeredQueryGuards(policy)
         input += [
-            DNSRouting.steeredQueryGuard(policy),
             NftRule([.inputInterfaceName("lo", negated: false), .verdict(.accept)]),
             NftRule([.inputInterfaceVerdictMap(map: tunnelsMap)]),
             NftRule([.tcpSynWithoutAck(negated: true), .verdict(.accept)], comment: "a connection already let in, or one a member opened"),

@@ -26,6 +26,10 @@ public enum PlanText {
             }
             lines.append("# ip -\(rule.ipv4 ? 4 : 6) rule add priority \(rule.priority)\(selector) \(what) proto \(rule.protocolNumber)")
         }
+        if !state.addresses.isEmpty {
+            lines.append("# addresses (each profile's IPv6 DNS steering source)")
+            lines += state.addresses.map { "# ip addr add \($0.prefix) dev \(interfaceNames[$0.interfaceIndex] ?? "#\($0.interfaceIndex)")" }
+        }
         lines.append("# routes")
         for route in state.routes {
             let family = route.destination.isIPv4 ? 4 : 6

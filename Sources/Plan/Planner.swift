@@ -31,6 +31,7 @@ public enum Planner {
             learnedRoutes: LearnedRoutes.plan(policy, facts: facts),
             pathGuard: SocketProgramPlan.pathGuard(policy, facts: facts))
         state.transportDrains = TransportRules.drains(policy, facts: facts)
+        state.addresses = DNSRouting.addresses(policy, facts: facts)
         return state
     }
 

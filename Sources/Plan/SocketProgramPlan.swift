@@ -29,10 +29,10 @@ public struct SocketProgramAttachment: Hashable, Sendable, Comparable {
 /// - A member's packet whose mark is no profile's (a socket made before the cgroup had its
 ///   programs, or the bypass mark set by a member with CAP_NET_RAW) is dropped at the
 ///   cgroup's egress, counted (`guardMarks`).
-/// - Its TCP and IPv6 UDP DNS, to any address, goes to its profile's proxy on loopback, and
-///   port 853 is refused where domain rules apply (EncryptedDNSRules): the destination is
-///   rewritten at connect() and sendmsg(), before any packet exists. IPv4 UDP DNS is routed
-///   to the proxy instead (DNSRouting).
+/// - Its TCP DNS, to any address, goes to its profile's proxy on loopback, and port 853 is
+///   refused at connect() where domain rules apply (EncryptedDNSRules): the destination is
+///   rewritten before any packet exists. UDP DNS is routed to the proxy instead
+///   (DNSRouting).
 /// - The bypass slice gives the bypass mark (no profile's table routes it).
 /// - The profile parent refuses an internet socket that none of these gave a mark: a
 ///   cgroup made below it that vpnd has not attached yet (a slice systemd made again), also

@@ -1,35 +1,53 @@
 import Addresses
 import BPF
 
-/// DNS by routing, its kernel end (IPv4): a member's UDP query to port 53 is routed into
-/// local delivery on `lo` with a source address in 127.77.0.0/16 that names its profile,
-/// and a network-namespace `sk_lookup` program hands it to that profile's proxy socket,
-/// whatever address it asked. The proxy answers from the address asked (IP_TRANSPARENT,
-/// `ipi_spec_dst`), so the member sees its own server answer.
+/// DNS by routing, its kernel end: a member's UDP query to port 53 is routed into local
+/// delivery on `lo` with a source address that names its profile (127.77.0.0/16 for IPv4,
+/// fd7f:4d::/112 for IPv6), and a network-namespace `sk_lookup` program hands it to the
+/// proxy socket of its family, whatever address it asked. The proxy answers from the
+/// address asked (transparent socket, the packet-info control message), so the member sees
+/// its own server answer.
 ///
-/// A profile is a key in 1...65534, its source address 127.77.(key >> 8).(key & 255), and
-/// its proxy socket sits in a SOCKMAP at that key (`DNSSteeringLink` in Cgroups). The
-/// /16's first and last addresses name no profile: a query from them is dropped like one
-/// whose proxy is gone.
+/// A profile is a key in 1...65534, its source addresses 127.77.(key >> 8).(key & 255) and
+/// fd7f:4d::key, and its proxy sockets sit in two SOCKMAPs, one a family, at that key
+/// (`DNSSteeringLink` in Cgroups). The first and last addresses of each prefix name no
+/// profile: a query from them is dropped like one whose proxy is gone. 127.0.0.0/8 is
+/// local on `lo` by itself; an IPv6 source must be an address of the host, so vpnd puts
+/// each served profile's on `lo` (DNSRouting).
 public enum DNSSteering {
     /// The profiles' source addresses: any query from here to port 53 on `lo` is ours.
     public static let prefix = IPPrefix(address: .v4(network), length: 16)!
+    public static let prefix6 = IPPrefix(address: .v6(network6, 0), length: 112)!
+
+    public static func prefix(ipv6: Bool) -> IPPrefix { ipv6 ? prefix6 : prefix }
 
     public static let keys: ClosedRange<UInt32> = 1...65534
 
     /// 127.77.0.0, host order.
     static let network: UInt32 = 0x7f4d_0000
+    /// The upper half of fd7f:4d::, whose lower half is the key (a ULA prefix: 0x7f, 0x4d
+    /// as in 127.77).
+    static let network6: UInt64 = 0xfd7f_004d_0000_0000
 
     /// The source address of the profile `key` (in `keys`).
-    public static func address(of key: UInt32) -> IPAddress {
+    public static func address(of key: UInt32, ipv6: Bool = false) -> IPAddress {
         precondition(keys.contains(key), "a DNS steering key is in 1...65534, not \(key)")
-        return .v4(network | key)
+        return ipv6 ? .v6(network6, UInt64(key)) : .v4(network | key)
     }
 
-    /// The profile an address names; nil for an address outside `prefix`, its first or its last.
+    /// The profile an address names; nil for an address outside the prefixes, their first
+    /// or their last.
     public static func key(of address: IPAddress) -> UInt32? {
-        guard case let .v4(value) = address, value & 0xffff_0000 == network, keys.contains(value & 0xffff) else { return nil }
-        return value & 0xffff
+        let key: UInt32
+        switch address {
+        case let .v4(value):
+            guard value & 0xffff_0000 == network else { return nil }
+            key = value & 0xffff
+        case let .v6(high, low):
+            guard high == network6, low >> 16 == 0 else { return nil }
+            key = UInt32(low)
+        }
+        return keys.contains(key) ? key : nil
     }
 
     /// What the program computes from `remote_ip4`: that field holds the address in network
@@ -42,47 +60,62 @@ public enum DNSSteering {
         return value >> 16 == network >> 16 ? value & 0xffff : nil
     }
 
+    /// The same from the four words of `remote_ip6`, each read as `remoteIPv4` is.
+    static func mapKey(remoteIPv6 words: [UInt32]) -> UInt32? {
+        guard words.count == 4, Array(words[0..<3]) == network6Words else { return nil }
+        let last = UInt32(bigEndian: words[3])
+        return last >> 16 == 0 ? last : nil
+    }
+
+    /// fd7f:4d::/96's three words as the program reads them from `remote_ip6`.
+    static var network6Words: [UInt32] {
+        IPAddress.v6(network6, 0).bytes.withUnsafeBytes { bytes in (0..<3).map { bytes.loadUnaligned(fromByteOffset: 4 * $0, as: UInt32.self) } }
+    }
+
     /// BPF_PROG_TYPE_SK_LOOKUP, attached as BPF_SK_LOOKUP to a network namespace.
     public static let programType: UInt32 = 30
     public static let attachType: UInt32 = 36
     /// The kernel's name for the program (at most 15 characters), as bpftool lists it.
     public static let programName = "vx_dnssteer"
 
-    /// The SOCKMAP: key a u32 index (the profile's key), value the socket's descriptor as a
+    /// The SOCKMAPs (one a family): key a u32 index (the profile's key), value the socket's descriptor as a
     /// u64 when written (the kernel keeps the socket, not the number).
     public static let mapType: UInt32 = 15
-    public static let mapName = "vx_dnsproxies"
+    public static func mapName(ipv6: Bool) -> String { ipv6 ? "vx_dnsproxies6" : "vx_dnsproxies" }
     public static let keySize: UInt32 = 4, valueSize: UInt32 = 8
 
     /// Context offsets (uapi struct bpf_sk_lookup; Tests check them against the header).
     enum Context {
-        static let family = 8, ipProtocol = 12, remoteIPv4 = 16, localPort = 60, ingressInterface = 64
+        static let family = 8, ipProtocol = 12, remoteIPv4 = 16, remoteIPv6 = 20, localPort = 60, ingressInterface = 64
     }
 
     /// sk_lookup verdicts: SK_PASS lets the lookup go on (with the socket assigned, if one
     /// was); SK_DROP ends it with no socket.
     static let pass: Int32 = 1, drop: Int32 = 0
 
-    /// The program, for the SOCKMAP `map` (a descriptor). Anything but a UDP/IPv4 lookup for
-    /// port 53 of a packet that came in on `lo` from `prefix` passes untouched: this runs
-    /// for every TCP and UDP socket lookup of the namespace. One of ours goes to the socket
-    /// at its key, or is dropped when there is none or it cannot take it: fail-closed, so
-    /// that a query steered to a profile whose proxy is gone never reaches another socket
-    /// (a resolver bound to 0.0.0.0:53 would answer it outside the tunnel).
-    public static func program(map: Int32) throws(BPFAssembler.Failure) -> [BPFInstruction] {
+    /// The program, for the SOCKMAPs `map` (IPv4 sockets) and `map6` (IPv6), descriptors.
+    /// Anything but a UDP lookup for port 53 of a packet that came in on `lo` from one of
+    /// the prefixes passes untouched: this runs for every TCP and UDP socket lookup of the
+    /// namespace. One of ours goes to the socket at its key, or is dropped when there is
+    /// none or it cannot take it: fail-closed, so that a query steered to a profile whose
+    /// proxy is gone never reaches another socket (a resolver bound to 0.0.0.0:53 or [::]:53
+    /// would answer it outside the tunnel).
+    public static func program(map: Int32, map6: Int32) throws(BPFAssembler.Failure) -> [BPFInstruction] {
         var code = BPFAssembler()
         code.move(.r6, .r1)
-        code.load(.word, .r1, from: .r6, Context.family)
-        code.jump(if: .r1, .notEqual, 2, to: "pass") // AF_INET
         code.load(.word, .r1, from: .r6, Context.ipProtocol)
         code.jump(if: .r1, .notEqual, 17, to: "pass") // IPPROTO_UDP
         // Host order here, unlike the addresses and the remote port.
         code.load(.word, .r1, from: .r6, Context.localPort)
         code.jump(if: .r1, .notEqual, 53, to: "pass")
         // The routed query's only way in: from another interface, a 127.77 source is a
-        // martian, unless route_localnet lets it through. Loopback is 1 in every namespace.
+        // martian, unless route_localnet lets it through, and fd7f:4d:: one of the host's
+        // own. Loopback is 1 in every namespace.
         code.load(.word, .r1, from: .r6, Context.ingressInterface)
         code.jump(if: .r1, .notEqual, 1, to: "pass")
+        code.load(.word, .r1, from: .r6, Context.family)
+        code.jump(if: .r1, .equal, 10, to: "ipv6") // AF_INET6
+        code.jump(if: .r1, .notEqual, 2, to: "pass") // AF_INET
         // r1 = the key, as `mapKey(remoteIPv4:)` derives it.
         code.load(.word, .r1, from: .r6, Context.remoteIPv4)
         code.fromNetworkOrder(.r1, bits: 32)
@@ -92,6 +125,21 @@ public enum DNSSteering {
         code.and(.r1, 0xffff)
         code.store(.word, .r1, to: .r10, -4)
         code.lookUp(map: map, keyAt: -4)
+        code.jump(to: "found")
+        // As `mapKey(remoteIPv6:)`: the first three words are the prefix's, the last is the key.
+        code.label("ipv6")
+        for (index, word) in network6Words.enumerated() {
+            code.load(.word, .r1, from: .r6, Context.remoteIPv6 + 4 * index)
+            code.jump(if: .r1, .notEqual, word, to: "pass")
+        }
+        code.load(.word, .r1, from: .r6, Context.remoteIPv6 + 12)
+        code.fromNetworkOrder(.r1, bits: 32)
+        code.move(.r2, .r1)
+        code.shiftRight(.r2, 16)
+        code.jump(if: .r2, .notEqual, 0, to: "pass")
+        code.store(.word, .r1, to: .r10, -4)
+        code.lookUp(map: map6, keyAt: -4)
+        code.label("found")
         code.jumpIfZero(.r0, to: "drop")
         // The lookup took a reference on the socket: released whatever the assignment says.
         code.move(.r7, .r0)
@@ -102,7 +150,8 @@ public enum DNSSteering {
         code.move(.r8, .r0)
         code.move(.r1, .r7)
         code.call(.socketRelease)
-        // A socket that cannot take it (not UDP, not IPv4): dropped too, not left to the lookup.
+        // A socket that cannot take it (not UDP, not of the packet's family): dropped too,
+        // not left to the lookup.
         code.jumpIfNotZero(.r8, to: "drop")
         code.label("pass")
         code.exit(returning: pass)

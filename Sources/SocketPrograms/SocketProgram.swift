@@ -7,9 +7,9 @@ import BPF
 ///   table; and, on the profile parent, the refusal of a socket that got no mark of ours.
 /// - `egress` (every packet a socket of the cgroup sends): the guard that drops a packet
 ///   whose mark is not the cgroup's.
-/// - connect, sendmsg, recvmsg and getpeername, for IPv4 and IPv6: DNS to the profile's
-///   proxy (the destination rewritten before the route lookup, the proxy's address shown
-///   as the one asked), and port 853 refused where domain rules apply.
+/// - connect and getpeername, for IPv4 and IPv6: TCP DNS to the profile's proxy (the
+///   destination rewritten before the route lookup, the proxy's address shown as the one
+///   asked), and port 853 refused where domain rules apply. UDP DNS is routed instead.
 /// They cost nothing to a process outside the cgroup, a tunnel's own packets included.
 public enum SocketProgram: String, CaseIterable, Hashable, Sendable {
     case socketCreate = "create"
@@ -17,11 +17,11 @@ public enum SocketProgram: String, CaseIterable, Hashable, Sendable {
     case egress
     case connect4, connect6, sendmsg4, sendmsg6, recvmsg4, recvmsg6, getpeername4, getpeername6
 
-    /// IPv4 UDP queries are routed to the proxy instead (DNSRouting in Plan): no program at
-    /// sendmsg4 or recvmsg4, hooks that cost every unconnected UDP socket on the host its
-    /// lock at each datagram once attached anywhere. `sendmsg4` and `recvmsg4` remain known
-    /// so that a restarted vpnd recognises and detaches what an older one attached.
-    public static let addressPrograms: [SocketProgram] = [.connect4, .connect6, .sendmsg6, .recvmsg6, .getpeername4, .getpeername6]
+    /// UDP queries are routed to the proxy instead (DNSRouting in Plan): no program at
+    /// sendmsg or recvmsg, hooks that cost every unconnected UDP socket on the host its
+    /// lock at each datagram once attached anywhere. They remain known so that a restarted
+    /// vpnd recognises and detaches what an older one attached.
+    public static let addressPrograms: [SocketProgram] = [.connect4, .connect6, .getpeername4, .getpeername6]
 
     /// `enum bpf_prog_type`.
     public var programType: UInt32 {
@@ -209,12 +209,10 @@ public enum SocketProgram: String, CaseIterable, Hashable, Sendable {
         code.exit(returning: 0)
         code.label("plain")
         code.jump(if: .r8, .notEqual, networkPort(53), to: "allow")
-        if !ipv6 {
-            // A UDP socket connecting to port 53 is routed to the proxy (DNSRouting), and
-            // reads its answers from the address it asked.
-            code.load(.word, .r1, from: .r6, Context.socketType)
-            code.jump(if: .r1, .notEqual, 1 /* SOCK_STREAM */, to: "allow")
-        }
+        // A UDP socket connecting to port 53 is routed to the proxy (DNSRouting), and reads
+        // its answers from the address it asked.
+        code.load(.word, .r1, from: .r6, Context.socketType)
+        code.jump(if: .r1, .notEqual, 1 /* SOCK_STREAM */, to: "allow")
         // key: the socket's cookie at fp-8; value (SocketOrigins.valueSize): the address
         // (16 bytes), the port and the family, at fp-32.
         code.move(.r1, .r6)

@@ -19,10 +19,21 @@ import Testing
                 return
             }
         }
-        for text in ["127.77.0.0", "127.77.255.255", "127.78.0.1", "127.76.255.254", "127.0.0.1", "192.0.2.53", "2001:db8::5"] {
+        #expect(DNSSteering.address(of: 0x0102, ipv6: true) == IPAddress("fd7f:4d::102"))
+        #expect(DNSSteering.address(of: 65534, ipv6: true) == IPAddress("fd7f:4d::fffe"))
+        for key in DNSSteering.keys {
+            let address = DNSSteering.address(of: key, ipv6: true)
+            guard DNSSteering.key(of: address) == key, DNSSteering.prefix6.contains(address) else {
+                Issue.record("key \(key) -> \(address) -> \(String(describing: DNSSteering.key(of: address)))")
+                return
+            }
+        }
+        for text in ["127.77.0.0", "127.77.255.255", "127.78.0.1", "127.76.255.254", "127.0.0.1", "192.0.2.53", "2001:db8::5",
+                     "fd7f:4d::", "fd7f:4d::ffff", "fd7f:4d::1:5", "fd7f:4e::5", "fd7f:4d:0:1::5", "::ffff:127.77.0.5"] {
             #expect(DNSSteering.key(of: IPAddress(text)!) == nil, "\(text) names no profile")
         }
         #expect(DNSSteering.prefix.description == "127.77.0.0/16")
+        #expect(DNSSteering.prefix6.description == "fd7f:4d::/112")
     }
 
     /// `remote_ip4` as the program loads it: the address's bytes in network order, read as
@@ -41,11 +52,31 @@ import Testing
         #expect(read(IPAddress("127.77.1.2")!) == 0x0201_4d7f, "a little-endian machine")
     }
 
+    /// `remote_ip6` as the program loads it: four such words.
+    @Test func theProgramsIPv6KeyIsTheProfilesKey() {
+        let words = { (address: IPAddress) -> [UInt32] in
+            address.bytes.withUnsafeBytes { bytes in (0..<4).map { bytes.loadUnaligned(fromByteOffset: 4 * $0, as: UInt32.self) } }
+        }
+        for key in DNSSteering.keys {
+            guard DNSSteering.mapKey(remoteIPv6: words(DNSSteering.address(of: key, ipv6: true))) == key else {
+                Issue.record("key \(key) from \(DNSSteering.address(of: key, ipv6: true))")
+                return
+            }
+        }
+        #expect(DNSSteering.mapKey(remoteIPv6: words(IPAddress("fd7f:4d::")!)) == 0, "ours, and no socket is ever at 0: dropped")
+        #expect(DNSSteering.mapKey(remoteIPv6: words(IPAddress("fd7f:4d::ffff")!)) == 0xffff, "ours, and beyond the map: dropped")
+        for text in ["fd7f:4d::1:5", "fd7f:4e::5", "fd7f:4d:0:1::5", "::ffff:127.77.0.5", "2001:db8::53"] {
+            #expect(DNSSteering.mapKey(remoteIPv6: words(IPAddress(text)!)) == nil, "\(text) is not ours")
+        }
+        #expect(DNSSteering.network6Words == [0x4d00_7ffd, 0, 0], "fd 7f 00 4d, read on a little-endian machine")
+    }
+
     @Test func numbersAsTheHeaderHasThem() {
         typealias Context = DNSSteering.Context
         #expect(Context.family == VX_SK_LOOKUP_FAMILY)
         #expect(Context.ipProtocol == VX_SK_LOOKUP_PROTOCOL)
         #expect(Context.remoteIPv4 == VX_SK_LOOKUP_REMOTE_IP4)
+        #expect(Context.remoteIPv6 == VX_SK_LOOKUP_REMOTE_IP6)
         #expect(Context.localPort == VX_SK_LOOKUP_LOCAL_PORT)
         #expect(Context.ingressInterface == VX_SK_LOOKUP_INGRESS_IFINDEX)
         #expect(DNSSteering.programType == BPF_PROG_TYPE_SK_LOOKUP.rawValue)

@@ -8,7 +8,7 @@ import Testing
 
 /// The DNS steering program against the kernel, in a network namespace of the test's own,
 /// routed as vpnd's rules will route a member's queries: marked UDP to port 53 goes into
-/// local delivery on `lo` with the profile's source address (127.77.1.5, key 0x105), whatever
+/// local delivery on `lo` with the profile's source address (127.77.1.5 or fd7f:4d::105, key 0x105), whatever
 /// address it asked. What arrives where shows that the program hands such a query to the
 /// profile's proxy socket and nothing else, that the proxy's answer from the address asked
 /// reaches the client, that what is not ours goes by the namespace's plain lookup, that a
@@ -20,6 +20,8 @@ import Testing
     static let mark: UInt32 = 0x100
     static let asked = Endpoint(address: IPAddress("192.0.2.53")!, port: 53)
     static var source: IPAddress { DNSSteering.address(of: key) }
+    static let asked6 = Endpoint(address: IPAddress("2001:db8::53")!, port: 53)
+    static var source6: IPAddress { DNSSteering.address(of: key, ipv6: true) }
 
     @Test func aProfilesQueriesReachItsProxyAndItsAnswersTheClient() throws {
         let cleanup = Cleanup()
@@ -130,8 +132,78 @@ import Testing
         #expect(try received(at: wildcard) == "unlinked", "the program went with its link: the namespace's plain lookup again")
     }
 
-    /// The namespace's UDP datagrams no socket took (Udp NoPorts in /proc/net/snmp).
-    static func unclaimed(_ net: NetworkNamespace) throws -> Int {
+    /// IPv6, as vpnd sets it up: one socket a family on its prefix's first address, both
+    /// in their maps at the profile's key. A query from fd7f:4d::105 (on `lo`: an IPv6
+    /// route's source must be one of the host's addresses) reaches the IPv6 socket, its
+    /// answer the client from the address asked; the IPv4 socket cannot take it, and the
+    /// query is then dropped, as one with no socket at all, while IPv4 goes on.
+    @Test func anIPv6QueryReachesTheIPv6ProxyAndNothingElse() throws {
+        let cleanup = Cleanup()
+        defer { cleanup.run() }
+        let net = try Self.namespace(cleanup)
+        let link = try net.within { try DNSSteeringLink(capacity: 1024) }
+        let proxy = try UDP.open(in: net, bind: Endpoint(address: DNSSteering.prefix.address, port: 53), transparent: true)
+        let proxy6 = try UDP.open(in: net, ipv6: true, bind: Endpoint(address: DNSSteering.prefix6.address, port: 53), transparent: true)
+        // Dual-stack: it would take either family's query the program leaves to the lookup.
+        let wildcard = try UDP.open(in: net, ipv6: true, bind: Endpoint(address: .v6(0, 0), port: 53))
+        try link.set(key: Self.key, socket: proxy)
+        try link.set(key: Self.key, socket: proxy6, ipv6: true)
+
+        let unconnected = try UDP.open(in: net, ipv6: true, mark: Self.mark)
+        try UDP.send(unconnected, "query-1", to: Self.asked6)
+        let first = try #require(try UDP.receive(proxy6))
+        #expect(first.payload == "query-1" && first.destination == Self.asked6.address, "\(first)")
+        #expect(first.sender == Endpoint(address: Self.source6, port: UDP.localName(unconnected).port), "the profile's IPv6 source")
+        try UDP.send(proxy6, "answer-1", to: first.sender, from: Self.asked6.address)
+        let firstAnswer = try #require(try UDP.receive(unconnected))
+        #expect(firstAnswer.payload == "answer-1" && firstAnswer.sender == Self.asked6, "answered by the address asked: \(firstAnswer)")
+
+        let connected = try UDP.open(in: net, ipv6: true, mark: Self.mark)
+        try UDP.connect(connected, to: Self.asked6)
+        #expect(UDP.localName(connected).address == Self.source6)
+        try UDP.send(connected, "query-2")
+        let second = try #require(try UDP.receive(proxy6))
+        #expect(second.payload == "query-2" && second.destination == Self.asked6.address && second.sender == UDP.localName(connected))
+        try UDP.send(proxy6, "answer-2", to: second.sender, from: Self.asked6.address)
+        let secondAnswer = try #require(try UDP.receive(connected))
+        #expect(secondAnswer.payload == "answer-2" && secondAnswer.sender == Self.asked6)
+
+        let client = try UDP.open(in: net, mark: Self.mark)
+        try UDP.send(client, "query-3", to: Self.asked)
+        #expect(try UDP.receive(proxy)?.payload == "query-3", "IPv4 to the IPv4 socket, at the same key")
+        #expect(try UDP.receive(proxy6, waiting: 200) == nil)
+        #expect(try UDP.receive(wildcard, waiting: 200) == nil, "the socket on [::]:53 got none of them")
+
+        // The IPv4 socket in the IPv6 map: the assignment fails, the query goes nowhere.
+        try link.set(key: Self.key, socket: proxy, ipv6: true)
+        var unclaimed = try Self.unclaimed(net, ipv6: true)
+        try UDP.send(unconnected, "to-ipv4-socket", to: Self.asked6)
+        #expect(try UDP.receive(proxy, waiting: 300) == nil)
+        #expect(try UDP.receive(wildcard, waiting: 300) == nil)
+        #expect(try Self.unclaimed(net, ipv6: true) == unclaimed + 1)
+
+        link.remove(key: Self.key, ipv6: true)
+        unclaimed = try Self.unclaimed(net, ipv6: true)
+        try UDP.send(connected, "removed")
+        #expect(try UDP.receive(wildcard, waiting: 300) == nil, "dropped, not given to [::]:53")
+        #expect(try Self.unclaimed(net, ipv6: true) == unclaimed + 1)
+        try UDP.send(client, "query-4", to: Self.asked)
+        #expect(try UDP.receive(proxy)?.payload == "query-4", "the IPv4 map is another")
+
+        // Not ours: an unmarked query to ::1 goes by the namespace's plain lookup.
+        let unmarked = try UDP.open(in: net, ipv6: true)
+        try UDP.send(unmarked, "plain", to: Endpoint(address: IPAddress("::1")!, port: 53))
+        #expect(try UDP.receive(wildcard)?.payload == "plain")
+    }
+
+    /// The namespace's UDP datagrams no socket took (Udp NoPorts in /proc/net/snmp, or
+    /// Udp6NoPorts in /proc/net/snmp6).
+    static func unclaimed(_ net: NetworkNamespace, ipv6: Bool = false) throws -> Int {
+        if ipv6 {
+            let line = try net.run(["cat", "/proc/net/snmp6"]).split(separator: "\n").map { $0.split(whereSeparator: \.isWhitespace) }.first { $0.first == "Udp6NoPorts" }
+            guard let line, line.count == 2, let count = Int(line[1]) else { throw TestEnvironmentError("no Udp6NoPorts in /proc/net/snmp6") }
+            return count
+        }
         let udp = try net.run(["cat", "/proc/net/snmp"]).split(separator: "\n").filter { $0.hasPrefix("Udp: ") }.map { $0.split(separator: " ") }
         guard udp.count == 2, let column = udp[0].firstIndex(of: "NoPorts"), let count = Int(udp[1][column]) else {
             throw TestEnvironmentError("no Udp NoPorts in /proc/net/snmp")
@@ -140,11 +212,15 @@ import Testing
     }
 
     /// Marked UDP to port 53 goes by table 100 into local delivery on `lo`, from the
-    /// profile's source. The namespace has no default route: nothing else leaves.
+    /// profile's source, in both families. The namespace has no default route: nothing
+    /// else leaves.
     static func namespace(_ cleanup: Cleanup) throws -> NetworkNamespace {
         let net = try NetworkNamespace("vxds\(uniqueTag())", cleanup: cleanup)
-        try net.run(["ip", "route", "add", "local", "0.0.0.0/0", "dev", "lo", "src", "\(source)", "table", "100"])
-        try net.run(["ip", "rule", "add", "pref", "10", "fwmark", String(mark), "ipproto", "udp", "dport", "53", "lookup", "100"])
+        try net.run(["ip", "-6", "address", "add", "\(source6)/128", "dev", "lo", "nodad"])
+        for (family, destination, source) in [("-4", "0.0.0.0/0", source), ("-6", "::/0", source6)] {
+            try net.run(["ip", family, "route", "add", "local", destination, "dev", "lo", "src", "\(source)", "table", "100"])
+            try net.run(["ip", family, "rule", "add", "pref", "10", "fwmark", String(mark), "ipproto", "udp", "dport", "53", "lookup", "100"])
+        }
         return net
     }
 }
@@ -157,53 +233,60 @@ private struct Datagram: Equatable, CustomStringConvertible {
     var description: String { "\(payload) from \(sender) to \(destination.map(String.init(describing:)) ?? "?")" }
 }
 
-/// IPv4 UDP sockets of the test namespace, with the few calls the test makes on them.
+/// UDP sockets of the test namespace, of either family, with the few calls the test makes
+/// on them.
 private enum UDP {
     static let ipPacketInfo: Int32 = 8 // IP_PKTINFO
     static let ipTransparent: Int32 = 19 // IP_TRANSPARENT
+    static let ipv6ReceivePacketInfo: Int32 = 49 // IPV6_RECVPKTINFO
+    static let ipv6PacketInfo: Int32 = 50 // IPV6_PKTINFO
+    static let ipv6Transparent: Int32 = 75 // IPV6_TRANSPARENT
     static let socketMark: Int32 = 36 // SO_MARK
 
     /// A socket made inside `net` (it stays there), receiving the destination of each
     /// datagram; bound beside others on its port (SO_REUSEADDR) if `bind` is given.
-    static func open(in net: NetworkNamespace, bind endpoint: Endpoint? = nil, transparent: Bool = false, mark: UInt32? = nil) throws -> FileDescriptor {
-        let raw = try net.within { () throws -> Int32 in try FileDescriptor.socket(AF_INET, Int32(SOCK_DGRAM.rawValue)).release() }
+    static func open(in net: NetworkNamespace, ipv6: Bool = false, bind endpoint: Endpoint? = nil, transparent: Bool = false,
+                     mark: UInt32? = nil) throws -> FileDescriptor {
+        let raw = try net.within { () throws -> Int32 in try FileDescriptor.socket(ipv6 ? AF_INET6 : AF_INET, Int32(SOCK_DGRAM.rawValue)).release() }
         let socket = FileDescriptor(adopting: raw)
-        try option(socket, Int32(IPPROTO_IP), ipPacketInfo, 1, "IP_PKTINFO")
-        if transparent { try option(socket, Int32(IPPROTO_IP), ipTransparent, 1, "IP_TRANSPARENT") }
+        if ipv6 {
+            try option(socket, Int32(IPPROTO_IPV6), ipv6ReceivePacketInfo, 1, "IPV6_RECVPKTINFO")
+            if transparent { try option(socket, Int32(IPPROTO_IPV6), ipv6Transparent, 1, "IPV6_TRANSPARENT") }
+        } else {
+            try option(socket, Int32(IPPROTO_IP), ipPacketInfo, 1, "IP_PKTINFO")
+            if transparent { try option(socket, Int32(IPPROTO_IP), ipTransparent, 1, "IP_TRANSPARENT") }
+        }
         if let mark { try option(socket, SOL_SOCKET, socketMark, Int32(bitPattern: mark), "SO_MARK") }
         if let endpoint {
             try option(socket, SOL_SOCKET, SO_REUSEADDR, 1, "SO_REUSEADDR")
-            var address = socketAddress(endpoint)
-            let bound = withUnsafePointer(to: &address) {
-                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { Glibc.bind(socket.raw, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
-            }
-            guard bound == 0 else { throw SystemError("bind \(endpoint)") }
+            guard withSocketAddress(endpoint, { Glibc.bind(socket.raw, $0, $1) }) == 0 else { throw SystemError("bind \(endpoint)") }
         }
         return socket
     }
 
     static func connect(_ socket: borrowing FileDescriptor, to endpoint: Endpoint) throws {
-        var address = socketAddress(endpoint)
-        let connected = withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { Glibc.connect(socket.raw, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
-        }
-        guard connected == 0 else { throw SystemError("connect \(endpoint)") }
+        guard withSocketAddress(endpoint, { Glibc.connect(socket.raw, $0, $1) }) == 0 else { throw SystemError("connect \(endpoint)") }
     }
 
-    /// To `destination` (else the connected peer), from `source` (else the route's) as
-    /// IP_PKTINFO's `ipi_spec_dst`.
+    /// To `destination` (else the connected peer), from `source` (else the route's) as the
+    /// packet info's `ipi_spec_dst` or `ipi6_addr`.
     static func send(_ socket: borrowing FileDescriptor, _ payload: String, to destination: Endpoint? = nil, from source: IPAddress? = nil) throws {
         var bytes = Array(payload.utf8)
-        var address = destination.map(socketAddress) ?? sockaddr_in()
-        // One cmsghdr (16 bytes) and its struct in_pktinfo (12), padded to 32.
-        var control = [UInt8](repeating: 0, count: 32)
-        if case let .v4(value)? = source {
+        var address = sockaddr_storage()
+        let addressLength = destination.map { storage($0, into: &address) } ?? 0
+        // One cmsghdr (16 bytes) and its struct in_pktinfo (12) or in6_pktinfo (20), padded.
+        var control = [UInt8](repeating: 0, count: 40)
+        var controlLength = 0
+        if let source {
+            let ipv4 = source.isIPv4
+            controlLength = ipv4 ? 32 : 40
             control.withUnsafeMutableBytes {
-                $0.storeBytes(of: 28, toByteOffset: 0, as: Int.self)
-                $0.storeBytes(of: Int32(IPPROTO_IP), toByteOffset: 8, as: Int32.self)
-                $0.storeBytes(of: ipPacketInfo, toByteOffset: 12, as: Int32.self)
-                $0.storeBytes(of: value.bigEndian, toByteOffset: 20, as: UInt32.self)
+                $0.storeBytes(of: ipv4 ? 28 : 36, toByteOffset: 0, as: Int.self)
+                $0.storeBytes(of: Int32(ipv4 ? IPPROTO_IP : IPPROTO_IPV6), toByteOffset: 8, as: Int32.self)
+                $0.storeBytes(of: ipv4 ? ipPacketInfo : ipv6PacketInfo, toByteOffset: 12, as: Int32.self)
             }
+            // in_pktinfo's ipi_spec_dst is at 4; in6_pktinfo's address first.
+            control.replaceSubrange((ipv4 ? 20 : 16)..<((ipv4 ? 20 : 16) + source.bytes.count), with: source.bytes)
         }
         let sent = bytes.withUnsafeMutableBytes { payload in
             control.withUnsafeMutableBytes { control in
@@ -213,13 +296,13 @@ private enum UDP {
                         var message = msghdr()
                         if destination != nil {
                             message.msg_name = UnsafeMutableRawPointer(address)
-                            message.msg_namelen = socklen_t(MemoryLayout<sockaddr_in>.size)
+                            message.msg_namelen = addressLength
                         }
                         message.msg_iov = vector
                         message.msg_iovlen = 1
-                        if source != nil {
+                        if controlLength > 0 {
                             message.msg_control = control.baseAddress
-                            message.msg_controllen = control.count
+                            message.msg_controllen = controlLength
                         }
                         return sendmsg(socket.raw, &message, 0)
                     }
@@ -237,7 +320,7 @@ private enum UDP {
         guard ready.revents != 0 else { return nil }
         var bytes = [UInt8](repeating: 0, count: 512)
         var control = [UInt8](repeating: 0, count: 64)
-        var sender = sockaddr_in()
+        var sender = sockaddr_storage()
         var controlLength = 0
         let count = bytes.withUnsafeMutableBytes { payload in
             control.withUnsafeMutableBytes { control in
@@ -246,7 +329,7 @@ private enum UDP {
                     return withUnsafeMutablePointer(to: &vector) { vector in
                         var message = msghdr()
                         message.msg_name = UnsafeMutableRawPointer(sender)
-                        message.msg_namelen = socklen_t(MemoryLayout<sockaddr_in>.size)
+                        message.msg_namelen = socklen_t(MemoryLayout<sockaddr_storage>.size)
                         message.msg_iov = vector
                         message.msg_iovlen = 1
                         message.msg_control = control.baseAddress
@@ -262,13 +345,16 @@ private enum UDP {
         var destination: IPAddress?
         var offset = 0
         // struct cmsghdr: a size_t length (header included), level, type, then the data
-        // at 16; each padded to 8 bytes. in_pktinfo: ifindex, ipi_spec_dst, ipi_addr.
+        // at 16; each padded to 8 bytes. in_pktinfo: ifindex, ipi_spec_dst, ipi_addr;
+        // in6_pktinfo: the address, then the ifindex.
         while offset + 16 <= controlLength {
             let length = control.withUnsafeBytes { $0.loadUnaligned(fromByteOffset: offset, as: Int.self) }
             let level = control.withUnsafeBytes { $0.loadUnaligned(fromByteOffset: offset + 8, as: Int32.self) }
             let type = control.withUnsafeBytes { $0.loadUnaligned(fromByteOffset: offset + 12, as: Int32.self) }
             if level == Int32(IPPROTO_IP), type == ipPacketInfo, length >= 28 {
                 destination = IPAddress(bytes: control[(offset + 24)..<(offset + 28)])
+            } else if level == Int32(IPPROTO_IPV6), type == ipv6PacketInfo, length >= 36 {
+                destination = IPAddress(bytes: control[(offset + 16)..<(offset + 32)])
             }
             guard length >= 16 else { break }
             offset += (length + 7) & ~7
@@ -280,8 +366,8 @@ private enum UDP {
     static func peerName(_ socket: borrowing FileDescriptor) -> Endpoint { name(socket, getpeername) }
 
     private static func name(_ socket: borrowing FileDescriptor, _ call: (Int32, UnsafeMutablePointer<sockaddr>, UnsafeMutablePointer<socklen_t>) -> Int32) -> Endpoint {
-        var address = sockaddr_in()
-        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+        var address = sockaddr_storage()
+        var length = socklen_t(MemoryLayout<sockaddr_storage>.size)
         _ = withUnsafeMutablePointer(to: &address) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { call(socket.raw, $0, &length) } }
         return endpoint(address)
     }
@@ -291,16 +377,42 @@ private enum UDP {
         guard setsockopt(socket.raw, level, name, &value, socklen_t(MemoryLayout<Int32>.size)) == 0 else { throw SystemError("setsockopt \(what)") }
     }
 
-    private static func socketAddress(_ endpoint: Endpoint) -> sockaddr_in {
-        guard case let .v4(value) = endpoint.address else { preconditionFailure("IPv4 only") }
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_port = endpoint.port.bigEndian
-        address.sin_addr.s_addr = value.bigEndian
-        return address
+    private static func withSocketAddress<R>(_ endpoint: Endpoint, _ body: (UnsafePointer<sockaddr>, socklen_t) -> R) -> R {
+        var address = sockaddr_storage()
+        let length = storage(endpoint, into: &address)
+        return withUnsafePointer(to: &address) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { body($0, length) } }
     }
 
-    private static func endpoint(_ address: sockaddr_in) -> Endpoint {
-        Endpoint(address: .v4(UInt32(bigEndian: address.sin_addr.s_addr)), port: UInt16(bigEndian: address.sin_port))
+    private static func storage(_ endpoint: Endpoint, into storage: inout sockaddr_storage) -> socklen_t {
+        withUnsafeMutableBytes(of: &storage) { raw in
+            switch endpoint.address {
+            case let .v4(value):
+                var address = sockaddr_in()
+                address.sin_family = sa_family_t(AF_INET)
+                address.sin_port = endpoint.port.bigEndian
+                address.sin_addr.s_addr = value.bigEndian
+                raw.storeBytes(of: address, as: sockaddr_in.self)
+                return socklen_t(MemoryLayout<sockaddr_in>.size)
+            case .v6:
+                var address = sockaddr_in6()
+                address.sin6_family = sa_family_t(AF_INET6)
+                address.sin6_port = endpoint.port.bigEndian
+                withUnsafeMutableBytes(of: &address.sin6_addr) { $0.copyBytes(from: endpoint.address.bytes) }
+                raw.storeBytes(of: address, as: sockaddr_in6.self)
+                return socklen_t(MemoryLayout<sockaddr_in6>.size)
+            }
+        }
+    }
+
+    private static func endpoint(_ storage: sockaddr_storage) -> Endpoint {
+        withUnsafeBytes(of: storage) { raw in
+            if storage.ss_family == sa_family_t(AF_INET6) {
+                let address = raw.loadUnaligned(as: sockaddr_in6.self)
+                let bytes = withUnsafeBytes(of: address.sin6_addr) { Array($0) }
+                return Endpoint(address: IPAddress(bytes: bytes)!, port: UInt16(bigEndian: address.sin6_port))
+            }
+            let address = raw.loadUnaligned(as: sockaddr_in.self)
+            return Endpoint(address: .v4(UInt32(bigEndian: address.sin_addr.s_addr)), port: UInt16(bigEndian: address.sin_port))
+        }
     }
 }

@@ -7,9 +7,10 @@ import Testing
 
 /// The socket programs against the kernel, in a network namespace and a cgroup tree of
 /// the test's own: a member's socket is born marked, a socket that changed its mark loses
-/// its packets, DNS to any address reaches the proxy on loopback and its answers show the
-/// address asked (TCP, and IPv6 UDP: IPv4 UDP is routed, DNSSteeringTests and the daemon's
-/// tests), port 853 is refused, a cgroup below the parent without programs gets no
+/// its packets, TCP DNS to any address reaches the proxy on loopback and shows the address
+/// asked, UDP DNS is left to the routing (the namespace has none here: DNSSteeringTests and
+/// the daemon's tests route it), port 853 is refused, a cgroup below the parent without
+/// programs gets no
 /// socket; the attachments outlive the loader, and a successor of the same namespace (and
 /// no other) finds them to take over.
 @Suite(.serialized) struct SocketProgramTests {
@@ -21,10 +22,9 @@ import Testing
     s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
     say("mark", hex(struct.unpack("I", s.getsockopt(socket.SOL_SOCKET, 36, 4))[0]))
     for family, address in ((socket.AF_INET, "192.0.2.53"), (socket.AF_INET6, "2001:db8::53")):
-        if family == socket.AF_INET6:
-            u = socket.socket(family, socket.SOCK_DGRAM); u.settimeout(3)
-            u.sendto(b"udp", (address, 53)); data, sender = u.recvfrom(100)
-            say("udp", data.decode(), sender[0], sender[1])
+        u = socket.socket(family, socket.SOCK_DGRAM)
+        try: u.connect((address, 53)); say("udp connected", u.getpeername()[0])
+        except OSError as error: say("udp", errno.errorcode[error.errno])
         t = socket.socket(family, socket.SOCK_STREAM); t.settimeout(3)
         t.connect((address, 53)); peer = t.getpeername(); t.sendall(b"tcp")
         say("tcp", t.recv(100).decode(), peer[0], peer[1])
@@ -88,8 +88,9 @@ import Testing
         let output = try Self.run(directory + "/probe.py", in: member, net: net, hierarchy: hierarchy)
         #expect(output == [
             "mark 0x1000000",
-            "tcp answer-tcp 192.0.2.53 53", "853 EPERM", "853 EPERM",
-            "udp answer-udp 2001:db8::53 53", "tcp answer-tcp 2001:db8::53 53", "853 EPERM", "853 EPERM",
+            // Not rewritten to the proxy: no route here for what the routing would steer.
+            "udp ENETUNREACH", "tcp answer-tcp 192.0.2.53 53", "853 EPERM", "853 EPERM",
+            "udp ENETUNREACH", "tcp answer-tcp 2001:db8::53 53", "853 EPERM", "853 EPERM",
             "remarked EPERM",
         ], "\(output)")
         let refused = try Command.status(net.enter + ["sh", "-c", "echo $$ > \(hierarchy.absolute(stray))/cgroup.procs && exec python3 -c 'import socket; socket.socket()'"])
@@ -97,7 +98,7 @@ import Testing
 
         // A successor of the same namespace finds them, counters and all; another finds none.
         let adopted = AdoptedSocketPrograms(hierarchy: hierarchy.mountPoint, owner: owner)
-        #expect(Set(adopted.byCgroup[member]?.map(\.program) ?? []) == Set(SocketProgram.allCases).subtracting([.pathGuard, .sendmsg4, .recvmsg4]))
+        #expect(Set(adopted.byCgroup[member]?.map(\.program) ?? []) == Set(SocketProgram.allCases).subtracting([.pathGuard, .sendmsg4, .recvmsg4, .sendmsg6, .recvmsg6]))
         #expect(adopted.byCgroup[parent]?.map(\.program) == [.socketCreate])
         #expect(adopted.byCgroup[stray] == nil)
         #expect(AdoptedSocketPrograms(hierarchy: hierarchy.mountPoint, owner: owner + 1).byCgroup.isEmpty)

@@ -102,14 +102,15 @@ final class TunnelResolver: @unchecked Sendable {
         #expect((status.dns?.answered ?? 0) >= 5 && (status.dns?.failed ?? 0) >= 1, "\(String(describing: status.dns))")
     }
 
-    /// IPv4 UDP queries reach the proxy by routing (DNSRouting), connected (as glibc asks)
-    /// or not, to the local stub, to loopback and to a "public" address, while a resolver of
-    /// the host's own listens on 0.0.0.0:53: it gets none of them, and a non-member's query
-    /// (the control) is its. A second profile's queries reach its own resolver through the
-    /// same steering socket (no resolvers: REFUSED). The kernel's `lookup local` rule sits
-    /// after the DNS rules while vpnd runs. With vpnd killed (its steering program goes with it) a member's queries get
-    /// no answer and still reach no other socket; after `vpnctl down` the local table's rule
-    /// is back at 0.
+    /// UDP queries reach the proxy by routing (DNSRouting), connected (as glibc asks) or
+    /// not, IPv4 and IPv6, to the local stub, to loopback and to a "public" address, while a
+    /// resolver of the host's own listens on 0.0.0.0:53 and [::]:53: it gets none of them,
+    /// and a non-member's query (the control) is its. A second profile's queries reach its
+    /// own resolver through the same steering sockets (no resolvers: REFUSED). The kernel's
+    /// `lookup local` rules sit after the DNS rules, and the profiles' IPv6 steering
+    /// addresses are on `lo`, while vpnd runs. With vpnd killed (its steering program goes
+    /// with it) a member's queries get no answer and still reach no other socket; after
+    /// `vpnctl down` the local table's rules are back at 0 and the addresses gone.
     @Test func queriesAreRoutedToTheProxyAndHeldWithoutIt() throws {
         let cleanup = Cleanup()
         defer { cleanup.run() }
@@ -119,49 +120,67 @@ final class TunnelResolver: @unchecked Sendable {
         cleanup.add("remove \(log)") { try? FileManager.default.removeItem(atPath: log) }
         // Answers NXDOMAIN to whoever asks, and writes down who did.
         let host = """
-        import socket, sys
-        s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
-        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        s.bind(("0.0.0.0", 53))
+        import select, socket, sys
+        sockets = []
+        for family, address in ((socket.AF_INET, "0.0.0.0"), (socket.AF_INET6, "::")):
+            s = socket.socket(family, socket.SOCK_DGRAM)
+            s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            if family == socket.AF_INET6: s.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_V6ONLY, 1)
+            s.bind((address, 53))
+            sockets.append(s)
         while True:
-            data, sender = s.recvfrom(4096)
-            with open(sys.argv[1], "a") as f: f.write(sender[0] + "\\n")
-            s.sendto(data[:2] + b"\\x81\\x83" + data[4:], sender)
+            for s in select.select(sockets, [], [])[0]:
+                data, sender = s.recvfrom(4096)
+                with open(sys.argv[1], "a") as f: f.write(sender[0] + "\\n")
+                s.sendto(data[:2] + b"\\x81\\x83" + data[4:], sender)
         """
         _ = try BackgroundProcess(s.net.client.enter + ["python3", "-c", host, log], cleanup: cleanup)
-        try eventually("the host's resolver to listen") { try s.net.client.run(["ss", "-lunH"]).contains("0.0.0.0:53") }
+        try eventually("the host's resolver to listen") {
+            let listening = try s.net.client.run(["ss", "-lunH"])
+            return listening.contains("0.0.0.0:53") && listening.contains("[::]:53")
+        }
         func askedTheHost() -> [String] { ((try? String(contentsOfFile: log, encoding: .utf8)) ?? "").split(separator: "\n").map(String.init) }
 
-        for server in ["127.0.0.53", "127.0.0.1", "192.0.2.53"] {
+        for server in ["127.0.0.53", "127.0.0.1", "192.0.2.53", "::1", "2001:db8::53"] {
             for transport in ["udp", "udp-connected"] {
                 #expect(try ask(s, member: true, transport, server, "www.corp.example") == ["192.0.2.82"], "\(transport) to \(server)")
             }
         }
         let dnsq = try PythonScript.write("dnsq.py", cleanup: cleanup)
-        let home = try Command.run(try s.daemon.vpnexec(profile: "home", ["python3", dnsq, "udp", "192.0.2.53", "www.corp.example"]))
-        #expect(home.trimmed == "RCODE 5", "the second profile's resolver, which has no servers, refuses: \(home)")
-        #expect(try s.daemon.status().profiles.first { $0.name == "home" }?.dns?.failed == 1)
-        #expect(try s.daemon.vpnctl(["status"]).stdout.contains("DNS steering: IPv4 UDP queries routed to 127.77.0.0:53 for 2 profile(s)"))
+        for server in ["192.0.2.53", "2001:db8::53"] {
+            let home = try Command.run(try s.daemon.vpnexec(profile: "home", ["python3", dnsq, "udp", server, "www.corp.example"]))
+            #expect(home.trimmed == "RCODE 5", "the second profile's resolver, which has no servers, refuses: \(home)")
+        }
+        #expect(try s.daemon.status().profiles.first { $0.name == "home" }?.dns?.failed == 2)
+        #expect(try s.daemon.vpnctl(["status"]).stdout.contains("DNS steering: UDP queries routed to 127.77.0.0:53 and [fd7f:4d::]:53 for 2 profile(s)"))
         #expect(try ask(s, member: false, "udp", "127.0.0.1", "www.corp.example") == ["RCODE 3"], "the control: the host's resolver answers a non-member")
-        #expect(askedTheHost() == ["127.0.0.1"], "only the non-member's query reached the host's resolver: \(askedTheHost())")
-        let rules = try s.net.client.run(["ip", "-4", "rule"])
-        #expect(rules.contains("3:\tfrom all lookup local") && !rules.contains("0:\tfrom all lookup local"), "\(rules)")
-        #expect(rules.contains("iif lo ipproto udp dport 53 lookup"), "\(rules)")
+        #expect(try ask(s, member: false, "udp", "::1", "www.corp.example") == ["RCODE 3"], "the control, IPv6")
+        #expect(askedTheHost() == ["127.0.0.1", "::1"], "only the non-member's queries reached the host's resolver: \(askedTheHost())")
+        for family in ["-4", "-6"] {
+            let rules = try s.net.client.run(["ip", family, "rule"])
+            #expect(rules.contains("3:\tfrom all lookup local") && !rules.contains("0:\tfrom all lookup local"), "\(rules)")
+            #expect(rules.contains("iif lo ipproto udp dport 53 lookup"), "\(rules)")
+        }
+        let steering = try s.net.client.run(["ip", "-6", "-o", "address", "show", "dev", "lo"])
+        #expect(steering.contains("fd7f:4d::1/128") && steering.contains("fd7f:4d::2/128"), "each profile's IPv6 source on lo: \(steering)")
 
         s.daemon.process?.kill9()
         let procs = try TestCgroups.cgroupRoot() + "/" + s.daemon.cgroupParent + "/vpn-work.slice/cgroup.procs"
-        for server in ["192.0.2.53", "127.0.0.1"] {
+        for server in ["192.0.2.53", "127.0.0.1", "2001:db8::53", "::1"] {
             let held = try Command.status(s.net.client.enter + ["sh", "-c", "echo $$ > \(procs) && exec python3 \(dnsq) udp \(server) bank.example"])
             #expect(held.status != 0 && held.stderr.contains("timed out"), "without vpnd, to \(server): \(held.stdout)\(held.stderr)")
         }
-        #expect(askedTheHost() == ["127.0.0.1"], "without vpnd no member's query reached the host's resolver: \(askedTheHost())")
+        #expect(askedTheHost() == ["127.0.0.1", "::1"], "without vpnd no member's query reached the host's resolver: \(askedTheHost())")
 
         _ = try s.daemon.start()
         try eventually("vpnd to answer") { (try? s.daemon.status()) != nil }
         #expect(try s.daemon.vpnctl(["down"]).status == 0)
-        let restored = try s.net.client.run(["ip", "-4", "rule"])
-        #expect(restored.contains("0:\tfrom all lookup local") && !restored.contains("3:\tfrom all lookup local")
-                && !restored.contains("dport 53"), "\(restored)")
+        for family in ["-4", "-6"] {
+            let restored = try s.net.client.run(["ip", family, "rule"])
+            #expect(restored.contains("0:\tfrom all lookup local") && !restored.contains("3:\tfrom all lookup local")
+                    && !restored.contains("dport 53"), "\(restored)")
+        }
+        #expect(try !s.net.client.run(["ip", "-6", "address", "show", "dev", "lo"]).contains("fd7f:4d"), "the steering addresses went with the rest")
     }
 
     /// Proof 2: a member resolves a bypassed name and its first connection goes direct (v4

@@ -52,6 +52,7 @@ import Testing
                     NftRule([.sourceAddress(IPAddress("10.99.1.2")!), .verdict(.jump("member_work"))]),
                     NftRule([.sourceAddress(IPAddress("fd99:1::2")!), .verdict(.drop)]),
                     NftRule([.sourceNetwork(IPPrefix("127.77.0.0/16")!), .verdict(.drop)]),
+                    NftRule([.sourceNetwork(IPPrefix("fd7f:4d::/112")!), .verdict(.drop)]),
                     NftRule([.sourceNetwork(IPPrefix("10.64.0.0/10")!), .verdict(.drop)]),
                     NftRule([.socketMarkMatch(value: 0, negated: true), .verdict(.accept)]),
                     NftRule([.socketMarkMatch(value: 0xca6c, negated: false), .verdict(.accept)]),

@@ -5,21 +5,24 @@ import Policy
 import Routing
 import Testing
 
-/// Members' IPv4 UDP DNS is routed to their proxy: a rule per profile for its mark, UDP and
-/// port 53, before the local table's rule (moved from 0 to 3), into a table whose one
-/// route is local, from the profile's steering address. The proxy's own queries carry a bit
-/// the rules compare, so they go on into the tunnel.
+/// Members' UDP DNS is routed to their proxy: a rule per profile and family for its mark,
+/// UDP and port 53, before the local table's rule (moved from 0 to 3), into a table whose
+/// one route a family is local, from the profile's steering address (an IPv6 one kept on
+/// `lo`). The proxy's own queries carry a bit the rules compare, so they go on into the
+/// tunnel.
 @Suite struct DNSRoutingTests {
     static let mask: UInt32 = 0x7f00_0000, proxyBit: UInt32 = 0x8000_0000
 
     static func query(_ priority: UInt32, mark: UInt32, mask: UInt32, port: UInt16 = 53, table: UInt32 = 0,
-                      _ action: RoutingRule.Action = .lookup) -> RoutingRule {
-        RoutingRule(ipv4: true, priority: priority, mark: mark, mask: mask, table: table, protocolNumber: 118, action: action,
+                      _ action: RoutingRule.Action = .lookup, ipv4: Bool = true) -> RoutingRule {
+        RoutingRule(ipv4: ipv4, priority: priority, mark: mark, mask: mask, table: table, protocolNumber: 118, action: action,
                     inputInterface: "lo", ipProtocol: 17, destinationPorts: port...port)
     }
 
-    static let skip = RoutingRule(ipv4: true, priority: 1, mark: 0, mask: mask, table: 0, protocolNumber: 118, action: .goto(priority: 3))
-    static let local = RoutingRule(ipv4: true, priority: 3, mark: 0, mask: 0, table: 255, protocolNumber: 118)
+    static func skip(ipv4: Bool) -> RoutingRule {
+        RoutingRule(ipv4: ipv4, priority: 1, mark: 0, mask: mask, table: 0, protocolNumber: 118, action: .goto(priority: 3))
+    }
+    static func local(ipv4: Bool) -> RoutingRule { RoutingRule(ipv4: ipv4, priority: 3, mark: 0, mask: 0, table: 255, protocolNumber: 118) }
 
     @Test func eachProfilesQueriesGoToItsOwnTableBeforeTheLocalOne() {
         var work = profile("work", tunnel: "wg0", index: 1)
@@ -29,21 +32,33 @@ import Testing
         open.bypassDomains = [try! DomainPattern("shop.example")]
         open.allowEncryptedDNS = true
         let policy = Policy(profiles: [work, home, open])
-        let state = Planner.plan(policy, facts: RuntimeFacts())
-        #expect(state.rules.filter { $0.priority <= 3 } == [
-            Self.skip, Self.local,
-            Self.query(2, mark: 0x0100_0000, mask: Self.mask | Self.proxyBit, table: 7301 + 131072),
+        var facts = RuntimeFacts()
+        facts.links["lo"] = Link(index: 1, name: "lo", isUp: true, isRunning: true, mtu: 65536)
+        let state = Planner.plan(policy, facts: facts)
+        #expect(state.rules.filter { $0.priority <= 3 } == [true, false].flatMap { ipv4 in [
+            Self.skip(ipv4: ipv4), Self.local(ipv4: ipv4),
+            Self.query(2, mark: 0x0100_0000, mask: Self.mask | Self.proxyBit, table: 7301 + 131072, ipv4: ipv4),
             // Where domain rules apply, DNS over QUIC fails at once (EACCES), none leaves.
-            Self.query(2, mark: 0x0100_0000, mask: Self.mask | Self.proxyBit, port: 853, .prohibit),
-            Self.query(2, mark: 0x0200_0000, mask: Self.mask | Self.proxyBit, table: 7302 + 131072),
-            Self.query(2, mark: 0x0300_0000, mask: Self.mask | Self.proxyBit, table: 7303 + 131072),
-        ])
+            Self.query(2, mark: 0x0100_0000, mask: Self.mask | Self.proxyBit, port: 853, .prohibit, ipv4: ipv4),
+            Self.query(2, mark: 0x0200_0000, mask: Self.mask | Self.proxyBit, table: 7302 + 131072, ipv4: ipv4),
+            Self.query(2, mark: 0x0300_0000, mask: Self.mask | Self.proxyBit, table: 7303 + 131072, ipv4: ipv4),
+        ] })
         #expect(policy.routing.proxyMark == Self.proxyBit && policy.routing.proxyMark & policy.routing.markMask == 0)
-        #expect(state.routes.filter { $0.table > 131072 } == (1...3).map { index in
-            Route(destination: .defaultRoute(ipv4: true), table: 7300 + index + 131072,
-                  kind: .local(index: 1, source: DNSSteering.address(of: index)), metric: 0, protocolNumber: 118)
+        #expect(state.routes.filter { $0.table > 131072 } == (1...3).flatMap { index in
+            [true, false].map { ipv4 in
+                Route(destination: .defaultRoute(ipv4: ipv4), table: 7300 + index + 131072,
+                      kind: .local(index: 1, source: DNSSteering.address(of: index, ipv6: !ipv4)), metric: 1, protocolNumber: 118)
+            }
         })
         #expect(DNSSteering.address(of: 2) == IPAddress("127.77.0.2"))
+        #expect(DNSSteering.address(of: 2, ipv6: true) == IPAddress("fd7f:4d::2"))
+        // An IPv6 route's source must be one of the host's addresses: each on `lo`.
+        #expect(state.addresses == ["fd7f:4d::1/128", "fd7f:4d::2/128", "fd7f:4d::3/128"].map {
+            InterfaceAddress(interfaceIndex: 1, prefix: IPPrefix($0)!)
+        })
+        let text = PlanText.render(state, interfaceNames: [1: "lo"])
+        #expect(text.contains("# ip addr add fd7f:4d::2/128 dev lo\n"), "vpnctl plan shows them")
+        #expect(text.contains("# ip -6 route add local default dev lo src fd7f:4d::2 table 138374 metric 1 proto 118\n"))
     }
 
     /// System mode: sockets with no mark at all (everything not in a profile) go to the
@@ -51,7 +66,7 @@ import Testing
     @Test func systemModeTakesTheUnmarkedQueries() {
         let policy = Policy(profiles: [profile("all", tunnel: "wg0", index: 1)], system: SystemSettings(profile: "all"))
         let rules = Planner.plan(policy, facts: RuntimeFacts()).rules.filter { $0.priority <= 3 }
-        #expect(rules.filter { $0.priority == 0 } == [Self.query(0, mark: 0, mask: .max, table: 7301 + 131072)])
+        #expect(rules.filter { $0.priority == 0 } == [true, false].map { Self.query(0, mark: 0, mask: .max, table: 7301 + 131072, ipv4: $0) })
         #expect(rules.contains(Self.query(2, mark: 0x0100_0000, mask: Self.mask | Self.proxyBit, table: 7301 + 131072)))
     }
 
@@ -64,6 +79,7 @@ import Testing
         let state = Planner.plan(policy, facts: facts)
         #expect(state.rules.filter { $0.priority <= 3 }.isEmpty)
         #expect(state.routes.filter { $0.table > 131072 }.isEmpty)
+        #expect(state.addresses.isEmpty, "no steering address on lo")
         #expect(Planner.plan(Policy(profiles: []), facts: RuntimeFacts()).rules.isEmpty)
     }
 }

@@ -47,7 +47,7 @@ func tracksConnections(_ statement: NftStatement) -> Bool {
         // mark -> table (v4 and v6), table -> tunnel with a dead end of last resort.
         // Unmarked lookups skip the profiles' rules: a goto past them, to a nop right after.
         // Members' UDP DNS: to their proxies, before the local table (DNSRoutingTests).
-        #expect(state.rules.filter { $0.priority < 7299 } == DNSRouting.rules(policy, facts: facts) && state.rules.filter { $0.priority < 7299 }.count == 4)
+        #expect(state.rules.filter { $0.priority < 7299 } == DNSRouting.rules(policy, facts: facts) && state.rules.filter { $0.priority < 7299 }.count == 8)
         #expect(state.rules.filter { $0.priority >= 7299 } == [
             RoutingRule(ipv4: true, priority: 7301, mark: 0, mask: 0, table: 0, protocolNumber: 118, action: .nop),
             RoutingRule(ipv4: true, priority: 7299, mark: 0, mask: mask, table: 0, protocolNumber: 118, action: .goto(priority: 7301)),
@@ -64,8 +64,10 @@ func tracksConnections(_ statement: NftStatement) -> Bool {
             Route(destination: .defaultRoute(ipv4: false), table: 7301, kind: .device(index: 7), metric: 1, protocolNumber: 118),
             Route(destination: .defaultRoute(ipv4: false), table: 7301, kind: .unreachable, metric: .max, protocolNumber: 118),
             // "home" has no killswitch and its tunnel is missing: nothing, so lookups fall through.
-            Route(destination: .defaultRoute(ipv4: true), table: 7301 + 131072, kind: .local(index: 1, source: .v4(0x7f4d_0001)), metric: 0, protocolNumber: 118),
-            Route(destination: .defaultRoute(ipv4: true), table: 7302 + 131072, kind: .local(index: 1, source: .v4(0x7f4d_0002)), metric: 0, protocolNumber: 118),
+            Route(destination: .defaultRoute(ipv4: true), table: 7301 + 131072, kind: .local(index: 1, source: .v4(0x7f4d_0001)), metric: 1, protocolNumber: 118),
+            Route(destination: .defaultRoute(ipv4: false), table: 7301 + 131072, kind: .local(index: 1, source: .v6(0xfd7f_004d_0000_0000, 1)), metric: 1, protocolNumber: 118),
+            Route(destination: .defaultRoute(ipv4: true), table: 7302 + 131072, kind: .local(index: 1, source: .v4(0x7f4d_0002)), metric: 1, protocolNumber: 118),
+            Route(destination: .defaultRoute(ipv4: false), table: 7302 + 131072, kind: .local(index: 1, source: .v6(0xfd7f_004d_0000_0000, 2)), metric: 1, protocolNumber: 118),
         ])
         // Replies come back unmarked: the tunnel's reverse-path check is loose.
         #expect(state.sysctls == [Sysctl("net/ipv4/conf/wg0/rp_filter", "2")])
@@ -123,6 +125,8 @@ func tracksConnections(_ statement: NftStatement) -> Bool {
             [.destinationPortInSet(.udp, set: "tunnel_transport"), .verdict(.accept)],
             // A steered DNS query for any socket but a proxy's (DNSRoutingTests).
             [.inputInterfaceName("lo", negated: false), .sourceNetwork(DNSSteering.prefix), .transportProtocol(17),
+             .socketMarkMatch(value: 0x8000_0000, negated: true), .verdict(.drop)],
+            [.inputInterfaceName("lo", negated: false), .sourceNetwork(DNSSteering.prefix6), .transportProtocol(17),
              .socketMarkMatch(value: 0x8000_0000, negated: true), .verdict(.drop)],
             [.inputInterfaceName("lo", negated: false), .verdict(.accept)],
             [.inputInterfaceVerdictMap(map: "inbound_tunnels")],

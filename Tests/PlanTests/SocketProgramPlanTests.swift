@@ -31,8 +31,8 @@ import Testing
             SocketProgramAttachment(cgroup: "vpn.slice/vpn-work.slice", id: 101, settings: member(0x0100_0000, 5301, true)),
         ])
         #expect(attachments.first { $0.cgroup == "vpn.slice" }?.settings.programs == [.socketCreate], "the parent refuses, it redirects nothing")
-        #expect(attachments.first { $0.cgroup == "vpn.slice/vpn-work.slice" }?.settings.programs.count == SocketProgram.allCases.count - 3,
-                "all but the root's path guard and the IPv4 UDP programs (DNSRouting)")
+        #expect(attachments.first { $0.cgroup == "vpn.slice/vpn-work.slice" }?.settings.programs.count == SocketProgram.allCases.count - 5,
+                "all but the root's path guard and the UDP programs (DNSRouting)")
         #expect(attachments.first?.settings.programs == [.pathGuard], "the root: its path guard only, no mark (vpnd's and the tunnels' sockets are there)")
         #expect(Planner.plan(Policy(profiles: [work, home]), facts: facts).pathGuard == PathGuard(depth: 1, known: [100: true, 10: false]))
     }
