@@ -154,31 +154,31 @@ static inline int vx_steered_cmsgs(struct msghdr *m, uint8_t *asked, uint32_t *m
     return found;
 }
 
+/// One control message of `length` bytes of `data` at `buffer`; returns its space.
+static inline size_t vx_put_cmsg(void *buffer, int level, int type, const void *data, size_t length) {
+    memset(buffer, 0, CMSG_SPACE(length));
+    struct cmsghdr *c = (struct cmsghdr *)buffer;
+    c->cmsg_level = level;
+    c->cmsg_type = type;
+    c->cmsg_len = CMSG_LEN(length);
+    memcpy(CMSG_DATA(c), data, length);
+    return CMSG_SPACE(length);
+}
+
 /// Writes a packet-info control message that sends from `source` into `buffer`
 /// (vx_steered_cmsg_space() bytes): IP_PKTINFO's ipi_spec_dst for 4 bytes of address
 /// (network order), IPV6_PKTINFO's ipi6_addr for 16. Returns the msg_controllen to use.
 static inline size_t vx_source_cmsg(void *buffer, const uint8_t *source, size_t length) {
-    struct cmsghdr *c = (struct cmsghdr *)buffer;
     if (length == 16) {
-        memset(buffer, 0, CMSG_SPACE(sizeof(struct vx_in6_pktinfo)));
-        c->cmsg_level = IPPROTO_IPV6;
-        c->cmsg_type = IPV6_PKTINFO;
-        c->cmsg_len = CMSG_LEN(sizeof(struct vx_in6_pktinfo));
         struct vx_in6_pktinfo info;
         memset(&info, 0, sizeof info);
         memcpy(info.ipi6_addr, source, 16);
-        memcpy(CMSG_DATA(c), &info, sizeof info);
-        return CMSG_SPACE(sizeof(struct vx_in6_pktinfo));
+        return vx_put_cmsg(buffer, IPPROTO_IPV6, IPV6_PKTINFO, &info, sizeof info);
     }
-    memset(buffer, 0, CMSG_SPACE(sizeof(struct vx_in_pktinfo)));
-    c->cmsg_level = SOL_IP;
-    c->cmsg_type = IP_PKTINFO;
-    c->cmsg_len = CMSG_LEN(sizeof(struct vx_in_pktinfo));
     struct vx_in_pktinfo info;
     memset(&info, 0, sizeof info);
     memcpy(&info.ipi_spec_dst, source, 4);
-    memcpy(CMSG_DATA(c), &info, sizeof info);
-    return CMSG_SPACE(sizeof(struct vx_in_pktinfo));
+    return vx_put_cmsg(buffer, IPPROTO_IP, IP_PKTINFO, &info, sizeof info);
 }
 
 // --- UDP segmentation (GSO) and receive coalescing (GRO) for the tunnel's socket ---
