@@ -98,10 +98,11 @@ public enum DNSRouting {
     /// `proxyMark`: any other socket the lookup finds (a resolver bound to 0.0.0.0:53 or
     /// [::]:53, while vpnd and its steering program are gone) does not get it, nor does
     /// what it would forward leave outside the tunnel. With no socket at all the query is
-    /// refused (port unreachable), as the rule does not match.
+    /// refused (port unreachable), as the rule does not match. For what arrived on `lo`
+    /// (InboundRules), the only way in for a steered query.
     static func steeredQueryGuards(_ policy: Policy) -> [NftRule] {
         [false, true].map { ipv6 in
-            NftRule([.inputInterfaceName("lo", negated: false), .sourceNetwork(DNSSteering.prefix(ipv6: ipv6)), .transportProtocol(17),
+            NftRule([.sourceNetwork(DNSSteering.prefix(ipv6: ipv6)), .transportProtocol(17),
                      .socketMarkMatch(value: policy.routing.proxyMark, negated: true), .verdict(.drop)],
                     comment: "a member's DNS query for a socket that is not its proxy's")
         }

@@ -15,6 +15,7 @@ import Policy
 enum InboundRules {
     static let chain = "inbound"
     static let tunnelsMap = "inbound_tunnels"
+    static let loopbackChain = "inbound_loopback"
 
     static func add(_ policy: Policy, facts: RuntimeFacts, to table: inout NftTable) {
         guard !policy.profiles.isEmpty else { return }
@@ -34,9 +35,11 @@ enum InboundRules {
         // The tunnels' own transport first: while members' flows run it is most of what
         // arrives, and one set lookup lets it in.
         var input = TransportRules.inbound(policy, facts: facts)
-        input += DNSRouting.steeredQueryGuards(policy)
+        // What comes in on `lo` is let in, but for steered DNS queries meant for another
+        // socket than a proxy's: one interface comparison for everything else.
+        table.chains.append(NftChain(name: loopbackChain, rules: DNSRouting.steeredQueryGuards(policy) + [NftRule([.verdict(.accept)])]))
         input += [
-            NftRule([.inputInterfaceName("lo", negated: false), .verdict(.accept)]),
+            NftRule([.inputInterfaceName("lo", negated: false), .verdict(.goto(loopbackChain))]),
             NftRule([.inputInterfaceVerdictMap(map: tunnelsMap)]),
             NftRule([.tcpSynWithoutAck(negated: true), .verdict(.accept)], comment: "a connection already let in, or one a member opened"),
             NftRule([.transportProtocol(1), .verdict(.accept)]),

@@ -123,18 +123,19 @@ func tracksConnections(_ statement: NftStatement) -> Bool {
         #expect(inbound.base == NftBaseChain(kind: .filter, hook: .input, priority: 0))
         #expect(inbound.rules.map(\.statements) == [
             [.destinationPortInSet(.udp, set: "tunnel_transport"), .verdict(.accept)],
-            // A steered DNS query for any socket but a proxy's (DNSRoutingTests).
-            [.inputInterfaceName("lo", negated: false), .sourceNetwork(DNSSteering.prefix), .transportProtocol(17),
-             .socketMarkMatch(value: 0x8000_0000, negated: true), .verdict(.drop)],
-            [.inputInterfaceName("lo", negated: false), .sourceNetwork(DNSSteering.prefix6), .transportProtocol(17),
-             .socketMarkMatch(value: 0x8000_0000, negated: true), .verdict(.drop)],
-            [.inputInterfaceName("lo", negated: false), .verdict(.accept)],
+            [.inputInterfaceName("lo", negated: false), .verdict(.goto("inbound_loopback"))],
             [.inputInterfaceVerdictMap(map: "inbound_tunnels")],
             [.tcpSynWithoutAck(negated: true), .verdict(.accept)],
             [.transportProtocol(1), .verdict(.accept)],
             [.transportProtocol(58), .verdict(.accept)],
             [.cgroupVerdictMap(level: 5, map: "listen_level_5")],
             [.cgroupVerdictMap(level: 2, map: "listen_level_2")],
+        ])
+        // Loopback: in, but for a steered DNS query for any socket but a proxy's (DNSRoutingTests).
+        #expect(state.nft.chain(named: "inbound_loopback")?.rules.map(\.statements) == [
+            [.sourceNetwork(DNSSteering.prefix), .transportProtocol(17), .socketMarkMatch(value: 0x8000_0000, negated: true), .verdict(.drop)],
+            [.sourceNetwork(DNSSteering.prefix6), .transportProtocol(17), .socketMarkMatch(value: 0x8000_0000, negated: true), .verdict(.drop)],
+            [.verdict(.accept)],
         ])
         #expect(state.nft.set(named: "inbound_tunnels")?.elements == [
             NftElement(key: .interface("tun0"), verdict: .jump("inbound_home")), NftElement(key: .interface("wg0"), verdict: .jump("inbound_work")),
