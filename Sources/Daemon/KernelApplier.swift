@@ -276,7 +276,10 @@ public final class KernelApplier: KernelApplying {
         }
         let wantedRoutes = Set(desiredRoutes)
         for route in desiredRoutes where !actualRoutes.contains(route) { try rtnl.add(route) }
-        let adding = desiredRules.filter { !actualRules.contains($0) }
+        // Sets, not the arrays: with 64 profiles each family has a few hundred rules, and this
+        // runs every second.
+        let wantedRules = Set(desiredRules), presentRules = Set(actualRules)
+        let adding = desiredRules.filter { !presentRules.contains($0) }
         // A transport port whose exclusion is new may have looped until now: held a second
         // before it goes direct (TransportRules), so what the loop left drains into the drop.
         let draining = Set(adding.compactMap { rule in rule.sourcePorts.flatMap { drains[$0.lowerBound] != nil ? $0.lowerBound : nil } })
@@ -294,14 +297,14 @@ public final class KernelApplier: KernelApplying {
         for ipv4 in [true, false] {
             let moved = DNSRouting.movedLocalRule(ipv4: ipv4)
             let kernel = kernelLocal.filter { $0.ipv4 == ipv4 }
-            if desiredRules.contains(moved) {
+            if wantedRules.contains(moved) {
                 for rule in kernel { try ignoreMissing { try rtnl.delete(rule) } }
-            } else if kernel.isEmpty, actualRules.contains(moved) {
+            } else if kernel.isEmpty, presentRules.contains(moved) {
                 try rtnl.add(DNSRouting.kernelLocalRule(ipv4: ipv4))
             }
         }
         for rule in adding where rule.priority == DNSRouting.kernelLocalPriority { try rtnl.add(rule) }
-        for rule in actualRules where !desiredRules.contains(rule) { try ignoreMissing { try rtnl.delete(rule) } }
+        for rule in actualRules where !wantedRules.contains(rule) { try ignoreMissing { try rtnl.delete(rule) } }
         for route in actualRoutes where !wantedRoutes.contains(route) { try ignoreMissing { try rtnl.delete(route) } }
         for address in actualAddresses where !desiredAddresses.contains(address) { try ignoreMissing { try rtnl.delete(address) } }
         knownTables = Set(desiredRoutes.map(\.table)).union(desiredRules.map(\.table)).subtracting(notOurs)
