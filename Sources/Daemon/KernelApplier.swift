@@ -282,7 +282,11 @@ public final class KernelApplier: KernelApplying {
         let adding = desiredRules.filter { !presentRules.contains($0) }
         // A transport port whose exclusion is new may have looped until now: held a second
         // before it goes direct (TransportRules), so what the loop left drains into the drop.
-        let draining = Set(adding.compactMap { rule in rule.sourcePorts.flatMap { drains[$0.lowerBound] != nil ? $0.lowerBound : nil } })
+        // Only rules of ours route a tunnel's transport into it: with none in the kernel yet
+        // (a first start, or one after `vpnctl down`) nothing looped, and the tunnel is not
+        // held.
+        let draining = actualRules.isEmpty ? []
+            : Set(adding.compactMap { rule in rule.sourcePorts.flatMap { drains[$0.lowerBound] != nil ? $0.lowerBound : nil } })
         if !draining.isEmpty, let applied {
             try nft.addElements([TransportRules.drainingMapName: draining.sorted().map {
                 NftElement(key: .port($0), verdict: .jump(drains[$0]!), timeout: TransportRules.drainSeconds)

@@ -22,7 +22,7 @@ import Policy
 ///   profile's marked packets in its egress chain; for unmarked ones (route lists, system
 ///   mode) by the interface they would enter.
 /// - drain: a port that becomes known while it may have looped (its exclusion rule is
-///   new) is held for a second first (`transport_draining`, elements with a timeout): what
+///   new, and rules of ours were in the kernel before) is held for a second first (`transport_draining`, elements with a timeout): what
 ///   the loop left in the daemon, its own transport wrapped once more, would reach the peer,
 ///   which would unwrap it and take the tunnel's own address for the client's endpoint.
 /// - sources: nothing with a tunnel's own address as its source leaves through another

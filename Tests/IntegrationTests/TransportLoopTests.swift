@@ -99,6 +99,9 @@ import Testing
         let first = try Self.listenPort(s)
         try eventually("vpnd to know the tunnel's port") { try Self.transport(s)?.udpPort == first }
         #expect(try s.connect() == s.tunnel.clientAddress4)
+        // A first start: no rule of ours could have looped the port, and it is not held.
+        let firstLog = try #require(s.daemon.process).output
+        #expect(firstLog.contains("transport udp \(first)") && !firstLog.contains(": held 1 s before it goes direct"), "\(firstLog.suffix(2000))")
 
         try #require(s.daemon.process).kill9()
         let moved = try Self.freePort(s, not: first)
