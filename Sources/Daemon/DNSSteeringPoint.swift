@@ -55,7 +55,7 @@ final class DNSSteeringPoint {
     }
 
     /// The sockets' own mark, by which the input hook tells them from any other socket a
-    /// steered query could find (DNSRouting.steeredQueryGuard): the policy's `proxyMark`.
+    /// steered query could find (DNSRouting.steeredQueryGuards): the policy's `proxyMark`.
     func setMark(_ mark: UInt32) throws(SystemError) {
         for (socket, family) in [(socket.raw, 4), (socket6.raw, 6)] {
             var mark = mark

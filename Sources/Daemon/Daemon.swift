@@ -45,7 +45,7 @@ public final class Daemon {
     let executables: ExecutableEnforcement
     /// The profiles' DNS proxies (while vpnd serves).
     var dns: DNSService?
-    /// Where members' routed IPv4 DNS queries arrive, for the proxies.
+    /// Where members' routed UDP DNS queries arrive, for the proxies.
     let dnsSteering: DNSSteeringPoint?
     /// Why there is none (for status).
     let dnsSteeringFailure: String?
@@ -89,7 +89,7 @@ public final class Daemon {
         let adopted = AdoptedSocketPrograms(hierarchy: hierarchy.mountPoint, owner: owner)
         // Its program needs CAP_BPF and its port 53 CAP_NET_BIND_SERVICE: before the drop. It
         // lives as long as vpnd; a query routed to a proxy while none runs is dropped
-        // (DNSRouting.steeredQueryGuard).
+        // (DNSRouting.steeredQueryGuards).
         if options.oneshot {
             (dnsSteering, dnsSteeringFailure) = (nil, nil)
         } else {

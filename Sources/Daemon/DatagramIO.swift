@@ -135,8 +135,8 @@ final class DatagramIO {
                         UnsafeMutableRawPointer(names + i).copyMemory(from: address, byteCount: Int(length))
                         return length
                     }
-                    if let source = datagram.source {
-                        let length = vx_source_cmsg(controls + i * Self.controlSize, source.bytes, source.bytes.count)
+                    if let source = datagram.source?.bytes {
+                        let length = vx_source_cmsg(controls + i * Self.controlSize, source, source.count)
                         prepare(i, length: datagram.bytes.count, nameLength: nameLength, controlLength: length)
                     } else {
                         prepare(i, length: datagram.bytes.count, nameLength: nameLength)

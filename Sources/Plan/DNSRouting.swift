@@ -11,8 +11,7 @@ import Routing
 /// network-namespace program (`DNSSteering`, sk_lookup) hands it to vpnd's steering socket
 /// of its family, which passes it to the profile's proxy by that address. An IPv6 route's
 /// source must be an address of the host: each served profile's is on `lo` (`addresses`).
-/// The
-/// proxy answers from the address asked, so the member's resolver sees its answer come
+/// The proxy answers from the address asked, so the member's resolver sees its answer come
 /// from the server it asked; nothing is rewritten in the member's socket.
 ///
 /// Why not the cgroup sendmsg and recvmsg programs that did this before: once one is
