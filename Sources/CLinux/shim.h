@@ -9,6 +9,7 @@
 #include <sys/prctl.h>
 #include <sys/signalfd.h>
 #include <sys/inotify.h>
+#include <sys/epoll.h>
 #include <sys/un.h>
 #include <linux/sched.h>
 #include <sys/statfs.h>
