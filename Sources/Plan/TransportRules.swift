@@ -61,7 +61,6 @@ public enum TransportRules {
                    comment: "the users that hold them"),
         ]
         MultihopRules.add(policy, facts: facts, to: &table)
-        var loops: [NftElement] = []
         for profile in policy.profiles {
             let names = ProfileObjectNames(profile.name)
             let tunnel = profile.tunnel.interfaceName
@@ -77,7 +76,6 @@ public enum TransportRules {
                             comment: "profile \(profile.name): \(tunnel)'s own address never leaves elsewhere"),
                 ]),
             ]
-            loops.append(NftElement(key: .interface(profile.tunnel.interfaceName), verdict: .jump(names.loopChain)))
             table.sets.append(NftSet(name: names.loopSet(.udp), key: .port, elements: (transport?.loopUDPPorts ?? []).map { NftElement(key: .port($0)) },
                                      comment: "profile \(profile.name): UDP ports of \(profile.tunnel.interfaceName)'s own transport"))
             // Its peers' endpoints, as addresses and ports apart (a peer's address with
@@ -105,10 +103,9 @@ public enum TransportRules {
                                      comment: ipv4 ? "the tunnels' own addresses: a packet from one leaves through its tunnel or not at all" : nil))
         }
         if routesUnmarked(policy) {
-            var unique: [NftElement] = []
-            for element in loops where !unique.contains(where: { $0.key == element.key }) { unique.append(element) }
             table.sets += [
-                NftSet(name: loopsMap, key: .interfaceName, data: .verdict, elements: unique,
+                NftSet(name: loopsMap, key: .interfaceName, data: .verdict,
+                       elements: routedTunnels(policy).map { NftElement(key: .interface($0.interface), verdict: .jump($0.chain)) },
                        comment: "unmarked packets (route lists, system mode) about to enter a profile's tunnel: its own transport never does"),
                 NftSet(name: drainingMap, key: .port, data: .verdict,
                        comment: "a tunnel's transport port just learned, held while what a loop left drains", timeout: true),
@@ -127,14 +124,33 @@ public enum TransportRules {
         return drains
     }
 
+    /// The tunnels that unmarked packets are routed into (the system profile's, those of
+    /// profiles with route lists), each with the loop chain of the first profile on it.
+    /// Another profile's tunnel gets unmarked packets only by someone else's routes.
+    static func routedTunnels(_ policy: Policy) -> [(interface: String, chain: String)] {
+        var tunnels: [(interface: String, chain: String)] = []
+        for profile in policy.profiles where profile.name == policy.systemProfile?.name || RoutingPlan.routesNonMembers(profile) {
+            let interface = profile.tunnel.interfaceName
+            if !tunnels.contains(where: { $0.interface == interface }) { tunnels.append((interface, ProfileObjectNames(profile.name).loopChain)) }
+        }
+        return tunnels
+    }
+
+    /// Up to this many routed tunnels are compared one by one; more are looked up in the map.
+    static let comparedTunnels = 2
+
     /// The killswitch's chain for packets without a profile's mark (KillswitchRules), first:
-    /// a transport port draining, UDP entering a profile's tunnel.
+    /// a transport port draining, UDP entering a tunnel it is routed into. Every datagram of
+    /// a userspace tunnel's own transport passes here (one per packet a member sends), so
+    /// the usual one or two routed tunnels are compared inline, as the sources are
+    /// (sourceRules), not looked up.
     static func unmarkedGuard(_ policy: Policy, facts: RuntimeFacts) -> [NftRule] {
         guard routesUnmarked(policy) else { return [] }
-        return [
-            NftRule([.sourcePortVerdictMap(.udp, map: drainingMap)]),
-            NftRule([.transportProtocol(NftTransport.udp.number), .outputInterfaceVerdictMap(map: loopsMap)]),
-        ]
+        let routed = routedTunnels(policy)
+        let udp = NftStatement.transportProtocol(NftTransport.udp.number)
+        let loops = routed.count > comparedTunnels ? [NftRule([udp, .outputInterfaceVerdictMap(map: loopsMap)])]
+            : routed.map { NftRule([udp, .outputInterfaceName($0.interface, negated: false), .verdict(.jump($0.chain))]) }
+        return [NftRule([.sourcePortVerdictMap(.udp, map: drainingMap)])] + loops
     }
 
     /// The profile tunnels' own addresses, each with the chain of the first profile whose

@@ -66,11 +66,26 @@ import Testing
         ])
         #expect(state.nft.set(named: "loop_udp_home")?.elements == [NftElement(key: .port(1194))])
         #expect(state.nft.set(named: "loop_tcp_home")?.elements == [NftElement(key: .port(40022))])
-        // Unmarked packets (route lists, system mode) meet the guard by the tunnel they enter.
+        // Unmarked packets (route lists, system mode) meet the guard by the tunnel they are
+        // routed into: wg0 (work's system mode and route list), not tun0 (home routes only
+        // its members); one tunnel is compared, not looked up.
+        let unmarked = try #require(state.nft.chain(named: "unmarked")).rules.map(\.statements)
+        #expect(unmarked[1] == [.transportProtocol(17), .outputInterfaceName("wg0", negated: false), .verdict(.jump("loop_work"))])
+        #expect(!unmarked.contains([.transportProtocol(17), .outputVerdictMapForTunnels]))
+        #expect(state.nft.set(named: "tunnel_loops")?.elements == [NftElement(key: .interface("wg0"), verdict: .jump("loop_work"))])
+    }
+
+    /// Beyond two routed tunnels the guard looks them up in the map; a tunnel shared by two
+    /// routing profiles is there once, with the first profile's chain.
+    @Test func manyRoutedTunnelsAreLookedUp() throws {
+        var profiles = (1...4).map { profile("p\($0)", tunnel: $0 == 4 ? "wg1" : "wg\($0)", index: UInt32($0)) }
+        for index in profiles.indices { profiles[index].routeNetworks = [IPPrefix("198.51.100.\(index)/32")!] }
+        let state = Planner.plan(Policy(profiles: profiles + [profile("other", tunnel: "wg9", index: 5)]), facts: RuntimeFacts())
         let unmarked = try #require(state.nft.chain(named: "unmarked")).rules.map(\.statements)
         #expect(unmarked[1] == [.transportProtocol(17), .outputVerdictMapForTunnels])
         #expect(state.nft.set(named: "tunnel_loops")?.elements == [
-            NftElement(key: .interface("wg0"), verdict: .jump("loop_work")), NftElement(key: .interface("tun0"), verdict: .jump("loop_home")),
+            NftElement(key: .interface("wg1"), verdict: .jump("loop_p1")), NftElement(key: .interface("wg2"), verdict: .jump("loop_p2")),
+            NftElement(key: .interface("wg3"), verdict: .jump("loop_p3")),
         ])
     }
 
