@@ -31,6 +31,9 @@ public final class KernelApplier: KernelApplying {
     public var onProgramFailure: ((String) -> Void)?
     /// Called with each transport port held while it drains (its exclusion was new).
     public var onTransportDrained: ((UInt16) -> Void)?
+    /// Until when the table holds the draining rule (TransportRules.draining): the apply
+    /// after it takes the rule out again. The elements end by their own timeout.
+    private var drainingUntil: MonotonicInstant?
     /// Which learned addresses have routes, and until when.
     private var book = LearnedRouteBook()
     /// Whether the learned routes were compared with the kernel's since the table was
@@ -50,8 +53,9 @@ public final class KernelApplier: KernelApplying {
     public convenience init() throws { try self.init(programs: nil) }
 
     public func apply(_ state: DesiredState) throws {
-        let remade = try applyTable(state.nft)
-        try reconcileRouting(rules: state.rules, routes: state.routes, addresses: state.addresses, drains: state.transportDrains)
+        if let until = drainingUntil, MonotonicInstant.now() >= until { drainingUntil = nil }
+        let remade = try applyTable(drainingUntil == nil ? state.nft : TransportRules.draining(state.nft))
+        try reconcileRouting(rules: state.rules, routes: state.routes, addresses: state.addresses, drains: state.transportDrains, table: state.nft)
         for sysctl in state.sysctls { try write(sysctl) }
         for failure in programs?.reconcile(state.socketPrograms, pathGuard: state.pathGuard) ?? [] { onProgramFailure?(failure) }
         try applyLearned(state.learnedRoutes, check: remade || !learnedChecked)
@@ -63,6 +67,7 @@ public final class KernelApplier: KernelApplying {
         _ = programs?.reconcile([], pathGuard: nil)
         try nft.delete(family: .inet, table: vpnexecTableName)
         applied = nil
+        drainingUntil = nil
         try execute(book.respec([]))
         book = LearnedRouteBook()
         learnedChecked = false
@@ -254,7 +259,7 @@ public final class KernelApplier: KernelApplying {
     // MARK: rules and routes
 
     private func reconcileRouting(rules desiredRules: [RoutingRule], routes desiredRoutes: [Route], addresses desiredAddresses: [InterfaceAddress],
-                                  drains: [UInt16: String] = [:]) throws {
+                                  drains: [UInt16: String] = [:], table: NftTable? = nil) throws {
         var actualRules: [RoutingRule] = [], kernelLocal: [RoutingRule] = []
         for ipv4 in [true, false] {
             let all = try rtnl.rules(ipv4: ipv4)
@@ -287,10 +292,16 @@ public final class KernelApplier: KernelApplying {
         // held.
         let draining = actualRules.isEmpty ? []
             : Set(adding.compactMap { rule in rule.sourcePorts.flatMap { drains[$0.lowerBound] != nil ? $0.lowerBound : nil } })
-        if !draining.isEmpty, let applied {
-            try nft.addElements([TransportRules.drainingMapName: draining.sorted().map {
-                NftElement(key: .port($0), verdict: .jump(drains[$0]!), timeout: TransportRules.drainSeconds)
-            }], in: applied)
+        if !draining.isEmpty, let table {
+            // The rule that looks the map up first, then the elements: both before the
+            // exclusion rules below.
+            drainingUntil = .now() + .seconds(Int(TransportRules.drainSeconds))
+            try applyTable(TransportRules.draining(table))
+            if let applied {
+                try nft.addElements([TransportRules.drainingMapName: draining.sorted().map {
+                    NftElement(key: .port($0), verdict: .jump(drains[$0]!), timeout: TransportRules.drainSeconds)
+                }], in: applied)
+            }
             for port in draining.sorted() { onTransportDrained?(port) }
         }
         // The DNS rules go before the kernel's `lookup local` rule (DNSRouting): it moves from

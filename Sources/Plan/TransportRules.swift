@@ -22,9 +22,13 @@ import Policy
 ///   profile's marked packets in its egress chain; for unmarked ones (route lists, system
 ///   mode) by the interface they would enter.
 /// - drain: a port that becomes known while it may have looped (its exclusion rule is
-///   new, and rules of ours were in the kernel before) is held for a second first (`transport_draining`, elements with a timeout): what
-///   the loop left in the daemon, its own transport wrapped once more, would reach the peer,
-///   which would unwrap it and take the tunnel's own address for the client's endpoint.
+///   new, and rules of ours were in the kernel before) is held for a second first
+///   (`transport_draining`, elements with a timeout): what the loop left in the daemon, its
+///   own transport wrapped once more, would reach the peer, which would unwrap it and take
+///   the tunnel's own address for the client's endpoint. The rule that looks the map up is
+///   in the table only while a port drains (`draining(_:)`, put in by the apply edge): every
+///   datagram of the tunnel's transport passes the chain, and the map is empty otherwise.
+///   The hold ends with the element's timeout, in the kernel, whether vpnd runs or not.
 /// - sources: nothing with a tunnel's own address as its source leaves through another
 ///   interface (a reset or an ICMP error the kernel sends for a closed connection of the
 ///   tunnel carries no mark; a connection whose route changed keeps its address).
@@ -139,8 +143,9 @@ public enum TransportRules {
     /// Up to this many routed tunnels are compared one by one; more are looked up in the map.
     static let comparedTunnels = 2
 
-    /// The killswitch's chain for packets without a profile's mark (KillswitchRules), first:
-    /// a transport port draining, UDP entering a tunnel it is routed into. Every datagram of
+    /// The killswitch's chain for packets without a profile's mark (KillswitchRules), first
+    /// (after the draining rule while a port drains): UDP entering a tunnel it is routed
+    /// into. Every datagram of
     /// a userspace tunnel's own transport passes here (one per packet a member sends), so
     /// the usual one or two routed tunnels are compared inline, as the sources are
     /// (sourceRules), not looked up.
@@ -148,9 +153,21 @@ public enum TransportRules {
         guard routesUnmarked(policy) else { return [] }
         let routed = routedTunnels(policy)
         let udp = NftStatement.transportProtocol(NftTransport.udp.number)
-        let loops = routed.count > comparedTunnels ? [NftRule([udp, .outputInterfaceVerdictMap(map: loopsMap)])]
+        return routed.count > comparedTunnels ? [NftRule([udp, .outputInterfaceVerdictMap(map: loopsMap)])]
             : routed.map { NftRule([udp, .outputInterfaceName($0.interface, negated: false), .verdict(.jump($0.chain))]) }
-        return [NftRule([.sourcePortVerdictMap(.udp, map: drainingMap)])] + loops
+    }
+
+    /// The rule that holds a draining port, first in the chain for unmarked packets.
+    static let drainingRule = NftRule([.sourcePortVerdictMap(.udp, map: drainingMap)], comment: "a transport port draining")
+
+    /// `table` while a transport port drains: the draining map looked up first for unmarked
+    /// packets. The table unchanged where nothing can drain (no draining map).
+    public static func draining(_ table: NftTable) -> NftTable {
+        guard table.set(named: drainingMap) != nil, let index = table.chains.firstIndex(where: { $0.name == KillswitchRules.unmarkedChain })
+        else { return table }
+        var held = table
+        held.chains[index].rules.insert(drainingRule, at: 0)
+        return held
     }
 
     /// The profile tunnels' own addresses, each with the chain of the first profile whose

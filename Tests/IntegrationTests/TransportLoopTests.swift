@@ -122,6 +122,10 @@ import Testing
             try s.connect() == s.tunnel.clientAddress4
         }
         sender.stop()
+        // The draining map is looked up only while a port drains: the rule is gone again.
+        try eventually("the draining rule to go once the port drained") {
+            try !s.net.client.run(["nft", "list", "chain", "inet", "vpnexec", "unmarked"]).contains("transport_draining")
+        }
         let log = try #require(s.daemon.process).output
         #expect(log.contains("transport udp \(moved): held 1 s before it goes direct"), "the port drained before it went direct: \(log.suffix(2000))")
         #expect(log.contains("loop: tunnel \(tunnel) (profile work)"), "the loop it stopped is in the log: \(log.suffix(2000))")
