@@ -145,10 +145,9 @@ public enum TransportRules {
 
     /// The killswitch's chain for packets without a profile's mark (KillswitchRules), first
     /// (after the draining rule while a port drains): UDP entering a tunnel it is routed
-    /// into. Every datagram of
-    /// a userspace tunnel's own transport passes here (one per packet a member sends), so
-    /// the usual one or two routed tunnels are compared inline, as the sources are
-    /// (sourceRules), not looked up.
+    /// into. Every datagram of a userspace tunnel's own transport passes here (one per
+    /// packet a member sends), so the usual one or two routed tunnels are compared inline,
+    /// as the sources are (sourceRules), not looked up.
     static func unmarkedGuard(_ policy: Policy, facts: RuntimeFacts) -> [NftRule] {
         guard routesUnmarked(policy) else { return [] }
         let routed = routedTunnels(policy)
