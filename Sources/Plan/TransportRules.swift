@@ -50,10 +50,16 @@ public enum TransportRules {
         policy.profiles.filter { $0.via == nil }.compactMap { facts.tunnelTransports[$0.tunnel.interfaceName] }
     }
 
-    /// Whether unmarked packets can be routed into a profile's tunnel at all.
-    static func routesUnmarked(_ policy: Policy) -> Bool {
-        policy.systemProfile != nil || policy.profiles.contains(where: RoutingPlan.routesNonMembers)
+    /// The profiles whose tunnels rules of ours route unmarked packets into: the system
+    /// profile and those with route lists. Another profile's tunnel gets unmarked packets
+    /// only by someone else's routes.
+    static func routingUnmarked(_ policy: Policy) -> [Profile] {
+        let system = policy.systemProfile?.name
+        return policy.profiles.filter { $0.name == system || RoutingPlan.routesNonMembers($0) }
     }
+
+    /// Whether unmarked packets can be routed into a profile's tunnel at all.
+    static func routesUnmarked(_ policy: Policy) -> Bool { !routingUnmarked(policy).isEmpty }
 
     static func add(_ policy: Policy, facts: RuntimeFacts, to table: inout NftTable) {
         guard !policy.profiles.isEmpty else { return }
@@ -128,12 +134,10 @@ public enum TransportRules {
         return drains
     }
 
-    /// The tunnels that unmarked packets are routed into (the system profile's, those of
-    /// profiles with route lists), each with the loop chain of the first profile on it.
-    /// Another profile's tunnel gets unmarked packets only by someone else's routes.
+    /// The tunnels of `routingUnmarked`, each with the loop chain of the first profile on it.
     static func routedTunnels(_ policy: Policy) -> [(interface: String, chain: String)] {
         var tunnels: [(interface: String, chain: String)] = []
-        for profile in policy.profiles where profile.name == policy.systemProfile?.name || RoutingPlan.routesNonMembers(profile) {
+        for profile in routingUnmarked(policy) {
             let interface = profile.tunnel.interfaceName
             if !tunnels.contains(where: { $0.interface == interface }) { tunnels.append((interface, ProfileObjectNames(profile.name).loopChain)) }
         }
