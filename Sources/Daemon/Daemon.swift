@@ -279,7 +279,11 @@ public final class Daemon {
         let watcher = try CgroupWatcher { [unowned self] in watchedCgroupDirectories() }
         let signals = try SignalChannel([SIGHUP, SIGTERM, SIGINT])
         loop.watch(monitor.fileDescriptor) { [unowned self] _ in
-            if monitor.drain() { follow("routing change") }
+            let changed = monitor.drain(), deleted = monitor.takeDeletedQuietRoutes()
+            // Events lost (nil): the re-read that follows then compares every learned route.
+            if deleted == nil { restoreLearnedRoutes(nil) }
+            if changed { follow("routing change") }
+            if let deleted { restoreLearnedRoutes(deleted) }
         }
         loop.watch(watcher.fileDescriptor) { [unowned self] _ in
             guard watcher.drain() else { return }
@@ -327,6 +331,7 @@ public final class Daemon {
         defer { dns?.closeAll() }
         // Something may have changed between applying and listening.
         _ = monitor.drain()
+        _ = monitor.takeDeletedQuietRoutes()
         try applyPolicy()
         configureDNS()
         followExecutables()
@@ -356,6 +361,21 @@ public final class Daemon {
             let text = "\(error)"
             if text != lastFollowError { log.error("could not follow a \(reason): \(text)") }
             lastFollowError = text
+        }
+    }
+
+    /// A learned route someone deleted (`ip route del`, a flush) is put back at once: until its
+    /// element ends, a route.domains address would otherwise go direct for non-members, and
+    /// a bypassed one into the tunnel for members.
+    private func restoreLearnedRoutes(_ deleted: [Route]?) {
+        guard deleted?.isEmpty != true else { return }
+        do {
+            let restored = try applier.restoreLearnedRoutes(deleted)
+            if !restored.isEmpty {
+                log.warning("put back \(restored.count) learned route(s) deleted by someone else: \(restored.prefix(3).map(\.description).joined(separator: ", "))")
+            }
+        } catch {
+            log.error("could not put back a deleted learned route: \(error)")
         }
     }
 

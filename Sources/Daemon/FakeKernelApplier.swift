@@ -1,5 +1,6 @@
 import Nftables
 import Plan
+import Routing
 
 /// An applier that keeps what it was asked in memory: every desired state applied, in
 /// order, every batch of run-time elements, the teardowns. It answers reads from that
@@ -47,6 +48,14 @@ public final class FakeKernelApplier: KernelApplying {
             added[set, default: []].removeAll { keys.contains($0.key) }
             added[set, default: []] += elements
         }
+    }
+
+    /// Learned routes it was told were deleted; none is wanted here (the fake keeps no book).
+    public private(set) var deletedLearnedRoutes: [[Route]?] = []
+
+    public func restoreLearnedRoutes(_ deleted: [Route]?) throws -> [Route] {
+        deletedLearnedRoutes.append(deleted)
+        return []
     }
 
     public func elements(of set: String, ipv4: Bool) throws -> [NftElement] {

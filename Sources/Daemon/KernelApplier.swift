@@ -162,14 +162,17 @@ public final class KernelApplier: KernelApplying {
                 if case let .bypass(tunneled, _) = spec.kind { held[tunneled] = try elements(of: tunneled, ipv4: spec.ipv4) }
             }
             try execute(book.added(Self.learned(held), now: now))
-            let wanted = Set(book.installed.values.flatMap { $0.values.flatMap { $0 } })
+            let wanted = book.routes
+            var present = Set<Route>()
             for table in Set(specs.map(\.table)) {
                 for ipv4 in [true, false] {
-                    for route in try rtnl.routes(ipv4: ipv4, table: table, protocolNumber: vpnexecLearnedRouteProtocol) where !wanted.contains(route) {
-                        try ignoreMissing { try rtnl.delete(route) }
+                    for route in try rtnl.routes(ipv4: ipv4, table: table, protocolNumber: vpnexecLearnedRouteProtocol) {
+                        if wanted.contains(route) { present.insert(route) } else { try ignoreMissing { try rtnl.delete(route) } }
                     }
                 }
             }
+            // What the book has but the kernel lost (deleted while its events were lost).
+            try execute(LearnedRouteBook.Changes(add: Array(wanted.subtracting(present))))
             learnedChecked = true
         }
         let due = book.due(now: now)
@@ -188,6 +191,18 @@ public final class KernelApplier: KernelApplying {
         }
         try execute(changes)
         if !renew.isEmpty { try addRuntimeElements(renew) }
+    }
+
+    public func restoreLearnedRoutes(_ deleted: [Route]?) throws -> [Route] {
+        guard let deleted else {
+            learnedChecked = false
+            return []
+        }
+        // The daemon's own removals come back as events too: the book no longer has them.
+        let wanted = book.routes
+        let missing = deleted.filter { wanted.contains($0) }
+        try execute(LearnedRouteBook.Changes(add: missing))
+        return missing
     }
 
     /// Whether a connection keeps a learned address: a member of the profile connected to

@@ -1,5 +1,6 @@
 import Nftables
 import Plan
+import Routing
 
 /// What vpnd asks of the kernel edge, and all it asks: the desired state applied
 /// (idempotently), run-time set elements added and read, the counters read, everything of
@@ -14,6 +15,9 @@ public protocol KernelApplying: AnyObject {
     func addRuntimeElements(_ bySet: [String: [NftElement]]) throws
     /// The elements of one of our address sets as the kernel holds them now.
     func elements(of set: String, ipv4: Bool) throws -> [NftElement]
+    /// Learned routes the routing monitor saw deleted: those still wanted are put back, and
+    /// returned. nil (events were lost): the next `apply` compares them all with the kernel.
+    func restoreLearnedRoutes(_ deleted: [Route]?) throws -> [Route]
     /// Our named counters, by name.
     func counters() throws -> [String: NftCounter]
     /// Everything of ours out of the kernel: the nft table (killswitch included), our rules

@@ -27,6 +27,9 @@ struct LearnedRouteBook {
     /// The routes in the kernel for each address of each set.
     private(set) var installed: [String: [IPAddress: [Route]]] = [:]
 
+    /// Every route the book has put in the kernel.
+    var routes: Set<Route> { Set(installed.values.flatMap { $0.values.flatMap { $0 } }) }
+
     /// Whether `set` is one whose elements the book follows.
     func follows(_ set: String) -> Bool { specs[set] != nil || overrides[set] != nil }
 

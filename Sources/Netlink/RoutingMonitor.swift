@@ -1,6 +1,7 @@
 import CNetlink
 import Descriptors
 import Glibc
+import Routing
 
 /// Wakes the daemon when links, addresses, routes or rules change, so that a tunnel interface that
 /// appears, goes down or comes back, or a route of ours that someone deleted, is
@@ -12,6 +13,8 @@ public final class RoutingMonitor {
     /// routes, added before each DNS answer is sent (a full re-read for each would make
     /// every answer wait for it).
     private let quietProtocols: Set<UInt8>
+    /// Routes of the quiet protocols deleted since the last take; nil once events were lost.
+    private var deletedQuiet: [Route]? = []
 
     public init(ignoringRoutesOf quietProtocols: Set<UInt8> = []) throws {
         self.quietProtocols = quietProtocols
@@ -31,15 +34,27 @@ public final class RoutingMonitor {
         var changed = false
         while true {
             do {
-                changed = try socket.receive(operation: "read routing events").contains { !isQuiet($0) } || changed
+                for event in try socket.receive(operation: "read routing events") {
+                    guard isQuiet(event) else { changed = true; continue }
+                    if event.type == UInt16(RTM_DELROUTE), let route = Rtnetlink.route(event) { deletedQuiet?.append(route) }
+                }
             } catch let error as NetlinkError {
                 // ENOBUFS: events were lost; the caller's full re-read covers them.
-                if error.code == ENOBUFS { changed = true; continue }
+                if error.code == ENOBUFS { changed = true; deletedQuiet = nil; continue }
                 return changed
             } catch {
                 return changed
             }
         }
+    }
+
+    /// The quiet protocols' routes that were deleted (by anyone: someone's `ip route del`,
+    /// a flush, the daemon itself) since the last call, as `drain()` read them; nil if
+    /// events were lost meanwhile, so which is unknown. The daemon puts back the learned
+    /// routes it still wants: they are not news, but their loss is.
+    public func takeDeletedQuietRoutes() -> [Route]? {
+        defer { deletedQuiet = [] }
+        return deletedQuiet
     }
 
     private func isQuiet(_ event: NetlinkReply) -> Bool {

@@ -113,30 +113,36 @@ public final class Rtnetlink {
         if let table { message.put(UInt16(cint(RTA_TABLE)), u32: table) }
         let operation = "list routes of " + (table.map { "table \($0)" } ?? "every table")
         return try netlink.dump(message, operation: operation).compactMap { reply -> Route? in
-            let header = reply.familyHeader(as: rtmsg.self)
-            let attributes = reply.attributes(familyHeaderSize: MemoryLayout<rtmsg>.size)
-            let replyTable = attributes.u32(UInt16(cint(RTA_TABLE))) ?? UInt32(header.rtm_table)
-            guard table == nil || replyTable == table, protocolNumber == nil || header.rtm_protocol == protocolNumber else { return nil }
-            let address = attributes[UInt16(cint(RTA_DST))].flatMap { IPAddress(bytes: $0) } ?? (ipv4 ? .v4(0) : .v6(0, 0))
-            guard let destination = IPPrefix(address: address, length: Int(header.rtm_dst_len)) else { return nil }
-            let kind: Route.Kind
-            switch Int(header.rtm_type) {
-            case Int(cint(RTN_UNREACHABLE)): kind = .unreachable
-            case Int(cint(RTN_BLACKHOLE)): kind = .blackhole
-            case Int(cint(RTN_THROW)): kind = .fallThrough
-            case Int(cint(RTN_LOCAL)):
-                guard let index = attributes.u32(UInt16(cint(RTA_OIF))),
-                      let source = attributes[UInt16(cint(RTA_PREFSRC))].flatMap({ IPAddress(bytes: $0) }) else { return nil }
-                kind = .local(index: Int32(bitPattern: index), source: source)
-            case Int(cint(RTN_UNICAST)):
-                guard let index = attributes.u32(UInt16(cint(RTA_OIF))) else { return nil }
-                kind = .device(index: Int32(bitPattern: index))
-            default: return nil
-            }
-            return Route(destination: destination, table: replyTable, kind: kind,
-                         metric: attributes.u32(UInt16(cint(RTA_PRIORITY))) ?? 0,
-                         protocolNumber: header.rtm_protocol)
+            guard let route = Self.route(reply), table == nil || route.table == table,
+                  protocolNumber == nil || route.protocolNumber == protocolNumber else { return nil }
+            return route
         }
+    }
+
+    /// A route as a dump or an event (RTM_NEWROUTE, RTM_DELROUTE) states it; nil for kinds
+    /// we never make.
+    static func route(_ reply: NetlinkReply) -> Route? {
+        let header = reply.familyHeader(as: rtmsg.self)
+        let attributes = reply.attributes(familyHeaderSize: MemoryLayout<rtmsg>.size)
+        let ipv4 = Int32(header.rtm_family) == AF_INET
+        let address = attributes[UInt16(cint(RTA_DST))].flatMap { IPAddress(bytes: $0) } ?? (ipv4 ? .v4(0) : .v6(0, 0))
+        guard let destination = IPPrefix(address: address, length: Int(header.rtm_dst_len)) else { return nil }
+        let kind: Route.Kind
+        switch Int(header.rtm_type) {
+        case Int(cint(RTN_UNREACHABLE)): kind = .unreachable
+        case Int(cint(RTN_BLACKHOLE)): kind = .blackhole
+        case Int(cint(RTN_THROW)): kind = .fallThrough
+        case Int(cint(RTN_LOCAL)):
+            guard let index = attributes.u32(UInt16(cint(RTA_OIF))),
+                  let source = attributes[UInt16(cint(RTA_PREFSRC))].flatMap({ IPAddress(bytes: $0) }) else { return nil }
+            kind = .local(index: Int32(bitPattern: index), source: source)
+        case Int(cint(RTN_UNICAST)):
+            guard let index = attributes.u32(UInt16(cint(RTA_OIF))) else { return nil }
+            kind = .device(index: Int32(bitPattern: index))
+        default: return nil
+        }
+        return Route(destination: destination, table: attributes.u32(UInt16(cint(RTA_TABLE))) ?? UInt32(header.rtm_table), kind: kind,
+                     metric: attributes.u32(UInt16(cint(RTA_PRIORITY))) ?? 0, protocolNumber: header.rtm_protocol)
     }
 
     public func add(_ route: Route) throws {

@@ -219,6 +219,31 @@ final class TunnelResolver: @unchecked Sendable {
         #expect(try s.member(to: Topology.service4) == Topology.clientAddress4)
     }
 
+    /// A learned route someone deletes (here every one, by a flush) is back at once, not when
+    /// its element is renewed: meanwhile a route.domains address would go direct for
+    /// non-members, and a bypassed one into the tunnel for members.
+    @Test func deletedLearnedRoutesComeBack() throws {
+        let cleanup = Cleanup()
+        defer { cleanup.run() }
+        let s = try Scenario(cleanup: cleanup, policy: { Self.policy($0) })
+        _ = try TunnelResolver(s, cleanup: cleanup)
+        try s.net.server.run(["ip", "addr", "add", "192.0.2.82/32", "dev", "lo"])
+        try s.net.wan.run(["ip", "route", "add", "192.0.2.82/32", "via", Topology.serverUplink4])
+        _ = try Services(in: s.net.server, addresses: ["192.0.2.82"], port: 8080, cleanup: cleanup)
+        #expect(try ask(s, member: true, "udp", "192.0.2.53", "www.corp.example") == ["192.0.2.82"])
+        #expect(try ask(s, member: true, "udp", "192.0.2.53", "bank.example") == [Topology.service4])
+        let show = ["ip", "-4", "route", "show", "table", "all", "proto", "119"]
+        let learned = try s.net.client.run(show)
+        #expect(learned.contains("192.0.2.82 dev") && learned.contains("throw 192.0.2.80"), "\(learned)")
+
+        try s.net.client.run(["ip", "-4", "route", "flush", "table", "all", "proto", "119"])
+        try eventually("the learned routes to come back") { try s.net.client.run(show) == learned }
+        #expect(try s.connect(to: "192.0.2.82") == s.tunnel.clientAddress4, "route.domains: a non-member's connection is tunneled")
+        #expect(try s.member(to: Topology.service4) == Topology.clientAddress4, "bypass.domains: a member's goes direct")
+        let log = try #require(s.daemon.process).output
+        #expect(log.contains("learned route(s) deleted by someone else"), "\(log.suffix(2000))")
+    }
+
     /// Proof 6: a reload with 10,000 domains while a member transfers: the transfer goes on
     /// unbroken and byte-exact, nothing leaves in the clear, and what the proxy learned before
     /// is still in its sets.

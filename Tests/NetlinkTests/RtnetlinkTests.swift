@@ -224,4 +224,36 @@ import Testing
         Thread.sleep(forTimeInterval: 0.2)
         #expect(!monitor.drain(), "a learned route's event woke it")
     }
+
+    /// Quiet, but not lost: the quiet protocols' deleted routes are kept for the daemon,
+    /// which puts back the learned routes it still wants; additions and other protocols'
+    /// deletions are not.
+    @Test func monitorKeepsTheQuietProtocolsDeletedRoutes() throws {
+        let cleanup = Cleanup()
+        defer { cleanup.run() }
+        let namespace = try NetworkNamespace("vx\(uniqueTag())rt", cleanup: cleanup)
+        try namespace.run(["ip", "link", "add", "vxd", "type", "veth", "peer", "name", "vxe"])
+        try namespace.run(["ip", "link", "set", "vxd", "up"])
+        try namespace.run(["ip", "link", "set", "vxe", "up"])
+        let index = try #require(Int32(try namespace.run(["ip", "-o", "link", "show", "vxd"]).prefix { $0 != ":" }))
+        let monitor = try namespace.within { try RoutingMonitor(ignoringRoutesOf: [119]) }
+        #expect(monitor.drain() == false && monitor.takeDeletedQuietRoutes() == [])
+        try namespace.run(["ip", "route", "add", "throw", "198.18.0.1", "table", "7301", "metric", "5", "proto", "119"])
+        try namespace.run(["ip", "-6", "route", "add", "2001:db8:5::1", "dev", "vxd", "table", "7302", "metric", "3", "proto", "119"])
+        try namespace.run(["ip", "route", "add", "throw", "198.18.0.2", "table", "7301", "proto", "118"])
+        try namespace.run(["ip", "route", "del", "throw", "198.18.0.2", "table", "7301", "proto", "118"])
+        try namespace.run(["ip", "route", "flush", "table", "all", "proto", "119"])
+        try namespace.run(["ip", "-6", "route", "flush", "table", "all", "proto", "119"])
+        var deleted: [Route] = []
+        try eventually("both learned routes' deletions") {
+            _ = monitor.drain()
+            deleted += monitor.takeDeletedQuietRoutes() ?? []
+            return deleted.count >= 2
+        }
+        #expect(Set(deleted) == [
+            Route(destination: try #require(IPPrefix("198.18.0.1/32")), table: 7301, kind: .fallThrough, metric: 5, protocolNumber: 119),
+            Route(destination: try #require(IPPrefix("2001:db8:5::1/128")), table: 7302, kind: .device(index: index), metric: 3, protocolNumber: 119),
+        ], "\(deleted)")
+        #expect(monitor.takeDeletedQuietRoutes() == [], "taken once")
+    }
 }
