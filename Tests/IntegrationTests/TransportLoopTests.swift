@@ -112,6 +112,10 @@ import Testing
         // The positive control: without vpnd the new socket's packets loop.
         try eventually("the tunnel's transport to loop into it", seconds: 20) { try Self.tunnelBytes(s) - before > 20 << 20 }
 
+        // What the loop holds when vpnd learns the port, let out, would arrive at the server
+        // wrapped in one more layer: its own transport, through the tunnel, from the
+        // tunnel's address (to which the server would roam). The drain drops it instead.
+        let throughTunnel = try Capture(on: s.tunnel.serverInterface, in: s.net.server, filter: "", cleanup: cleanup)
         try s.daemon.start()
         try eventually("vpnd to know the new port") { try Self.transport(s)?.udpPort == moved }
         let stopped = try Self.tunnelBytes(s)
@@ -122,6 +126,9 @@ import Testing
             try s.connect() == s.tunnel.clientAddress4
         }
         sender.stop()
+        let ownTransport = try throughTunnel.count("udp port 51821")
+        #expect(ownTransport == 0, "the tunnel's own transport reached the server through the tunnel \(ownTransport) times")
+        #expect(try throughTunnel.count("tcp port 8080") > 0, "the capture saw the member's connection through the tunnel")
         // The draining map is looked up only while a port drains: the rule is gone again.
         try eventually("the draining rule to go once the port drained") {
             try !s.net.client.run(["nft", "list", "chain", "inet", "vpnexec", "unmarked"]).contains("transport_draining")
