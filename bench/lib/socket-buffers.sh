@@ -1,8 +1,8 @@
-# Shared by bench/run (section 4) and bench/member-cost: the tunnel daemons' UDP sockets get
-# the buffers wireguard-go sets itself since 0.0.20230223 (7 MiB each way). Debian 12's
-# wireguard-go (0.0.20220316) takes the kernel's default, 208 KiB, and its server end then
-# drops 5 to 7% of a TCP flow's datagrams (UdpRcvbufErrors): every flow, ours and the plain
-# one, is then bound by those losses and by the congestion control's answer to them (BBR
+# Shared by bench/run (section 4), bench/member-cost and bench/wireguard: the tunnel daemons'
+# UDP sockets get the buffers wireguard-go sets itself since 0.0.20230223 (7 MiB each way).
+# Debian 12's wireguard-go (0.0.20220316) takes the kernel's default, 208 KiB, and its server
+# end then drops 5 to 7% of a TCP flow's datagrams (UdpRcvbufErrors): every flow, ours and the
+# plain one, is then bound by those losses and by the congestion control's answer to them (BBR
 # resent 13% of the bytes), not by what its packets cost. The defaults are the host's (no
 # namespace has its own), so they are set for the run and put back on exit. Call
 # socket_buffers_up before tunnel_up: a socket takes the default when it is made.
