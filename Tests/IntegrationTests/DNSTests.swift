@@ -55,6 +55,16 @@ final class TunnelResolver: @unchecked Sendable {
         """
     }
 
+    /// The scenario with the profile's resolver behind the tunnel and www.corp.example's host
+    /// (192.0.2.82) on the server.
+    static func withCorpHost(_ cleanup: Cleanup) throws -> Scenario {
+        let s = try Scenario(cleanup: cleanup, policy: { Self.policy($0) })
+        _ = try TunnelResolver(s, cleanup: cleanup)
+        try s.net.server.run(["ip", "addr", "add", "192.0.2.82/32", "dev", "lo"])
+        try s.net.wan.run(["ip", "route", "add", "192.0.2.82/32", "via", Topology.serverUplink4])
+        return s
+    }
+
     func ask(_ s: Scenario, member: Bool, _ transport: String, _ server: String, _ name: String, _ type: String = "A") throws -> [String] {
         let dnsq = try PythonScript.write("dnsq.py", cleanup: s.cleanup)
         let prefix = member ? try s.daemon.vpnexec(profile: "work", []) : s.net.client.enter
@@ -225,10 +235,7 @@ final class TunnelResolver: @unchecked Sendable {
     @Test func deletedLearnedRoutesComeBack() throws {
         let cleanup = Cleanup()
         defer { cleanup.run() }
-        let s = try Scenario(cleanup: cleanup, policy: { Self.policy($0) })
-        _ = try TunnelResolver(s, cleanup: cleanup)
-        try s.net.server.run(["ip", "addr", "add", "192.0.2.82/32", "dev", "lo"])
-        try s.net.wan.run(["ip", "route", "add", "192.0.2.82/32", "via", Topology.serverUplink4])
+        let s = try Self.withCorpHost(cleanup)
         _ = try Services(in: s.net.server, addresses: ["192.0.2.82"], port: 8080, cleanup: cleanup)
         #expect(try ask(s, member: true, "udp", "192.0.2.53", "www.corp.example") == ["192.0.2.82"])
         #expect(try ask(s, member: true, "udp", "192.0.2.53", "bank.example") == [Topology.service4])
@@ -250,10 +257,7 @@ final class TunnelResolver: @unchecked Sendable {
     @Test func aReloadWithTenThousandDomainsBreaksNothing() throws {
         let cleanup = Cleanup()
         defer { cleanup.run() }
-        let s = try Scenario(cleanup: cleanup, policy: { Self.policy($0) })
-        _ = try TunnelResolver(s, cleanup: cleanup)
-        try s.net.server.run(["ip", "addr", "add", "192.0.2.82/32", "dev", "lo"])
-        try s.net.wan.run(["ip", "route", "add", "192.0.2.82/32", "via", Topology.serverUplink4])
+        let s = try Self.withCorpHost(cleanup)
         let bulk = try PythonScript.write(PythonScript.bulk, cleanup: cleanup)
         let server = try BackgroundProcess(s.net.server.enter + ["python3", bulk, "serve", "192.0.2.82", "8094"], cleanup: cleanup)
         try eventually("the bulk server") { server.output.contains("listening") }
