@@ -199,8 +199,7 @@ public final class KernelApplier: KernelApplying {
             return []
         }
         // The daemon's own removals come back as events too: the book no longer has them.
-        let wanted = book.routes
-        let missing = deleted.filter { wanted.contains($0) }
+        let missing = deleted.filter(book.has)
         try execute(LearnedRouteBook.Changes(add: missing))
         return missing
     }

@@ -30,6 +30,12 @@ struct LearnedRouteBook {
     /// Every route the book has put in the kernel.
     var routes: Set<Route> { Set(installed.values.flatMap { $0.values.flatMap { $0 } }) }
 
+    /// Whether the book has put `route` in the kernel: a lookup by address in each set, not
+    /// a walk of every route (vpnd asks for each deleted one, its own expiries included).
+    func has(_ route: Route) -> Bool {
+        installed.values.contains { $0[route.destination.address]?.contains(route) == true }
+    }
+
     /// Whether `set` is one whose elements the book follows.
     func follows(_ set: String) -> Bool { specs[set] != nil || overrides[set] != nil }
 
