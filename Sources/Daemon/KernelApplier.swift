@@ -19,6 +19,8 @@ public final class KernelApplier: KernelApplying {
     private let rtnl: Rtnetlink
     /// The table as last applied, counters zeroed: to skip or narrow the next replace.
     private var applied: NftTable?
+    /// The same table as it was given, counters and all.
+    private var appliedAsGiven: NftTable?
     /// Tables we put routes in, so a removed profile's routes are found and removed.
     private var knownTables: Set<UInt32> = []
     /// Called when our table, once applied, was found missing (someone deleted it) and
@@ -43,11 +45,25 @@ public final class KernelApplier: KernelApplying {
     private var diag: SocketDiag?
     /// A learned address still in use gets this much more, then is looked at again.
     static let inUseRenewal: UInt32 = 60
+    /// Whether the kernel's routing changed since our rules, routes and steering addresses
+    /// were last read back: vpnd applies once a second, and with 64 profiles that read (dumps
+    /// that walk every route, the learned ones included) was most of what a quiet second cost.
+    /// The learned routes' own events are not news here: that read does not cover them.
+    private let routingEvents: RoutingMonitor
+    /// The routing the last full read made the kernel match, and when that read was.
+    private var routingInSync: (rules: [RoutingRule], routes: [Route], addresses: [InterfaceAddress], at: MonotonicInstant)?
+    /// However quiet the events, the routing is read again after this long: whatever a
+    /// change could slip past them by is put right within it.
+    let routingReadInterval: Duration
+    /// Full reads of the routing so far (tests, and what a quiet second costs).
+    private(set) var routingReads = 0
 
-    init(programs: SocketProgramAttacher?) throws {
+    init(programs: SocketProgramAttacher?, routingReadInterval: Duration = .seconds(10)) throws {
         nft = try NftablesClient()
         rtnl = try Rtnetlink()
+        routingEvents = try RoutingMonitor(ignoringRoutesOf: [vpnexecLearnedRouteProtocol])
         self.programs = programs
+        self.routingReadInterval = routingReadInterval
     }
 
     public convenience init() throws { try self.init(programs: nil) }
@@ -55,7 +71,15 @@ public final class KernelApplier: KernelApplying {
     public func apply(_ state: DesiredState) throws {
         if let until = drainingUntil, MonotonicInstant.now() >= until { drainingUntil = nil }
         let remade = try applyTable(drainingUntil == nil ? state.nft : TransportRules.draining(state.nft))
-        try reconcileRouting(rules: state.rules, routes: state.routes, addresses: state.addresses, drains: state.transportDrains, table: state.nft)
+        // Drained before the read: what changes during it (our own changes too) is news for
+        // the next apply, which reads once more.
+        let routingChanged = routingEvents.drain()
+        _ = routingEvents.takeDeletedQuietRoutes()
+        if routingChanged || !routingIsInSync(with: state) {
+            routingInSync = nil
+            try reconcileRouting(rules: state.rules, routes: state.routes, addresses: state.addresses, drains: state.transportDrains, table: state.nft)
+            routingInSync = (state.rules, state.routes, state.addresses, .now())
+        }
         for sysctl in state.sysctls { try write(sysctl) }
         for failure in programs?.reconcile(state.socketPrograms, pathGuard: state.pathGuard) ?? [] { onProgramFailure?(failure) }
         try applyLearned(state.learnedRoutes, check: remade || !learnedChecked)
@@ -67,10 +91,12 @@ public final class KernelApplier: KernelApplying {
         _ = programs?.reconcile([], pathGuard: nil)
         try nft.delete(family: .inet, table: vpnexecTableName)
         applied = nil
+        appliedAsGiven = nil
         drainingUntil = nil
         try execute(book.respec([]))
         book = LearnedRouteBook()
         learnedChecked = false
+        routingInSync = nil
         try reconcileRouting(rules: [], routes: [], addresses: [])
         for table in knownTables { try removeLearnedRoutes(in: table) }
     }
@@ -91,7 +117,9 @@ public final class KernelApplier: KernelApplying {
     private func applyTable(_ desired: NftTable) throws -> Bool {
         let exists = try nft.tableExists(family: desired.family, name: desired.name)
         if !exists && applied != nil { onTableRestored?() }
-        if exists, let applied, Self.comparable(applied) == Self.comparable(desired) { return false }
+        // The same plan as last time (the reconciler plans again only when something changed)
+        // compares by its arrays' storage, before a comparison of every rule.
+        if exists, let applied, desired == appliedAsGiven || Self.comparable(applied) == Self.comparable(desired) { return false }
         var remade = false
         if exists, let applied, let edits = Self.elementEdits(from: applied, to: desired) {
             // Only elements changed (a cgroup appeared or went): a few elements, not a rebuild.
@@ -126,6 +154,7 @@ public final class KernelApplier: KernelApplying {
             remade = true
         }
         applied = Self.comparable(desired)
+        appliedAsGiven = desired
         return remade
     }
 
@@ -272,8 +301,16 @@ public final class KernelApplier: KernelApplying {
 
     // MARK: rules and routes
 
+    /// The kernel still has the routing `state` wants: the last full read made it so, no
+    /// routing event came since, and that read is recent.
+    private func routingIsInSync(with state: DesiredState) -> Bool {
+        guard let last = routingInSync, MonotonicInstant.now().since(last.at) < routingReadInterval else { return false }
+        return last.rules == state.rules && last.routes == state.routes && last.addresses == state.addresses
+    }
+
     private func reconcileRouting(rules desiredRules: [RoutingRule], routes desiredRoutes: [Route], addresses desiredAddresses: [InterfaceAddress],
                                   drains: [UInt16: String] = [:], table: NftTable? = nil) throws {
+        routingReads += 1
         var actualRules: [RoutingRule] = [], kernelLocal: [RoutingRule] = []
         for ipv4 in [true, false] {
             let all = try rtnl.rules(ipv4: ipv4)

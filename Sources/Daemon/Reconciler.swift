@@ -21,6 +21,7 @@ final class Reconciler {
     /// The facts the kernel state was last planned from (nil until an apply succeeded, and
     /// while one is under way).
     private(set) var appliedFacts: RuntimeFacts?
+    private var lastPlan: (policy: Policy, facts: RuntimeFacts, state: DesiredState)?
 
     /// Before the facts are read: the profile cgroups made (their ids are facts).
     var prepare: (Policy) throws -> Void = { _ in }
@@ -59,9 +60,18 @@ final class Reconciler {
     private func apply(_ facts: RuntimeFacts) throws {
         let before = appliedFacts
         appliedFacts = nil
-        try applier.apply(Planner.plan(policy, facts: facts))
+        try applier.apply(plan(facts))
         appliedFacts = facts
         onApplied(facts, before)
+    }
+
+    /// The planner is pure: the same policy and facts (most seconds of a running vpnd) give
+    /// the plan made last, which is not made again.
+    private func plan(_ facts: RuntimeFacts) -> DesiredState {
+        if let last = lastPlan, last.facts == facts, last.policy == policy { return last.state }
+        let state = Planner.plan(policy, facts: facts)
+        lastPlan = (policy, facts, state)
+        return state
     }
 
     /// What a reload of `directory` would apply first, now (`vpnctl plan`): the same load,
