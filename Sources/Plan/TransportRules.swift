@@ -151,13 +151,14 @@ public enum TransportRules {
     /// (after the draining rule while a port drains): UDP entering a tunnel it is routed
     /// into. Every datagram of a userspace tunnel's own transport passes here (one per
     /// packet a member sends), so the usual one or two routed tunnels are compared inline,
-    /// as the sources are (sourceRules), not looked up.
+    /// as the sources are (sourceRules), not looked up; and by interface first: those
+    /// datagrams are UDP too, and leave elsewhere, so one comparison turns them away.
     static func unmarkedGuard(_ policy: Policy, facts: RuntimeFacts) -> [NftRule] {
         guard routesUnmarked(policy) else { return [] }
         let routed = routedTunnels(policy)
         let udp = NftStatement.transportProtocol(NftTransport.udp.number)
         return routed.count > comparedTunnels ? [NftRule([udp, .outputInterfaceVerdictMap(map: loopsMap)])]
-            : routed.map { NftRule([udp, .outputInterfaceName($0.interface, negated: false), .verdict(.jump($0.chain))]) }
+            : routed.map { NftRule([.outputInterfaceName($0.interface, negated: false), udp, .verdict(.jump($0.chain))]) }
     }
 
     /// The rule that holds a draining port, first in the chain for unmarked packets.

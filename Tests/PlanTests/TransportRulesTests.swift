@@ -70,7 +70,8 @@ import Testing
         // routed into: wg0 (work's system mode and route list), not tun0 (home routes only
         // its members); one tunnel is compared, not looked up.
         let unmarked = try #require(state.nft.chain(named: "unmarked")).rules.map(\.statements)
-        #expect(unmarked[0] == [.transportProtocol(17), .outputInterfaceName("wg0", negated: false), .verdict(.jump("loop_work"))])
+        #expect(unmarked[0] == [.outputInterfaceName("wg0", negated: false), .transportProtocol(17), .verdict(.jump("loop_work"))],
+                "by interface first: the tunnel's own datagrams, the bulk here, leave elsewhere")
         #expect(!unmarked.contains([.transportProtocol(17), .outputVerdictMapForTunnels]))
         #expect(state.nft.set(named: "tunnel_loops")?.elements == [NftElement(key: .interface("wg0"), verdict: .jump("loop_work"))])
     }
