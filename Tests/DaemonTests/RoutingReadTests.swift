@@ -22,50 +22,49 @@ import TrustedFiles
         try namespace.run(["ip", "-4", "rule"]).split(separator: "\n").map(String.init).filter { $0.hasPrefix("7300:") }
     }
 
-    @Test func aQuietKernelIsNotReadAgainAndAChangeIsPutRight() throws {
+    /// The real applier in a namespace of its own, the one-profile plan applied twice (the
+    /// first apply's own changes are events: the second reads once more), and the reads then.
+    static func settled(readingEvery interval: Swift.Duration, tag: String,
+                        _ body: (NetworkNamespace, KernelApplier, DesiredState, Int) throws -> Void) throws {
         let cleanup = Cleanup()
         defer { cleanup.run() }
-        let namespace = try NetworkNamespace("vx\(uniqueTag())rr", cleanup: cleanup)
-        let applier = try namespace.within { try KernelApplier(programs: nil, routingReadInterval: .seconds(3600)) }
+        let namespace = try NetworkNamespace("vx\(uniqueTag())\(tag)", cleanup: cleanup)
+        let applier = try namespace.within { try KernelApplier(programs: nil, routingReadInterval: interval) }
         cleanup.add("teardown") { try applier.teardown() }
-        let state = Planner.plan(try Self.policy(["work"]), facts: RuntimeFacts())
+        let state = Planner.plan(try policy(["work"]), facts: RuntimeFacts())
         try applier.apply(state)
-        let made = try Self.profileRules(namespace)
-        #expect(made.count == 1, "\(made)")
-        // The first apply's own changes are events: the next apply reads once more.
         try applier.apply(state)
-        let settled = applier.routingReads
-        for _ in 0..<3 { try applier.apply(state) }
-        #expect(applier.routingReads == settled, "nothing changed, nothing read")
+        try body(namespace, applier, state, applier.routingReads)
+    }
 
-        // Someone deletes our rule: its event makes the next apply read, and put it back.
-        try namespace.run(["ip", "-4", "rule", "del", "priority", "7300"])
-        #expect(try Self.profileRules(namespace).isEmpty)
-        try applier.apply(state)
-        #expect(try Self.profileRules(namespace) == made)
-        #expect(applier.routingReads == settled + 1)
+    @Test func aQuietKernelIsNotReadAgainAndAChangeIsPutRight() throws {
+        try Self.settled(readingEvery: .seconds(3600), tag: "rr") { namespace, applier, state, settled in
+            let made = try Self.profileRules(namespace)
+            #expect(made.count == 1, "\(made)")
+            for _ in 0..<3 { try applier.apply(state) }
+            #expect(applier.routingReads == settled, "nothing changed, nothing read")
 
-        // Another plan is applied without waiting for any event.
-        try applier.apply(state)
-        let two = Planner.plan(try Self.policy(["work", "home"]), facts: RuntimeFacts())
-        try applier.apply(two)
-        #expect(try Self.profileRules(namespace).count == 2)
+            // Someone deletes our rule: its event makes the next apply read, and put it back.
+            try namespace.run(["ip", "-4", "rule", "del", "priority", "7300"])
+            #expect(try Self.profileRules(namespace).isEmpty)
+            try applier.apply(state)
+            #expect(try Self.profileRules(namespace) == made)
+            #expect(applier.routingReads == settled + 1)
+
+            // Another plan is applied without waiting for any event.
+            try applier.apply(state)
+            try applier.apply(Planner.plan(try Self.policy(["work", "home"]), facts: RuntimeFacts()))
+            #expect(try Self.profileRules(namespace).count == 2)
+        }
     }
 
     @Test func theRoutingIsReadAgainOnceItsLastReadIsOld() throws {
-        let cleanup = Cleanup()
-        defer { cleanup.run() }
-        let namespace = try NetworkNamespace("vx\(uniqueTag())ri", cleanup: cleanup)
-        let applier = try namespace.within { try KernelApplier(programs: nil, routingReadInterval: .milliseconds(500)) }
-        cleanup.add("teardown") { try applier.teardown() }
-        let state = Planner.plan(try Self.policy(["work"]), facts: RuntimeFacts())
-        try applier.apply(state)
-        try applier.apply(state)
-        let settled = applier.routingReads
-        try applier.apply(state)
-        #expect(applier.routingReads == settled)
-        Thread.sleep(forTimeInterval: 0.6)
-        try applier.apply(state)
-        #expect(applier.routingReads == settled + 1, "no event, but the last read was older than the interval")
+        try Self.settled(readingEvery: .milliseconds(500), tag: "ri") { _, applier, state, settled in
+            try applier.apply(state)
+            #expect(applier.routingReads == settled)
+            Thread.sleep(forTimeInterval: 0.6)
+            try applier.apply(state)
+            #expect(applier.routingReads == settled + 1, "no event, but the last read was older than the interval")
+        }
     }
 }
