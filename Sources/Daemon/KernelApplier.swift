@@ -61,7 +61,7 @@ public final class KernelApplier: KernelApplying {
     init(programs: SocketProgramAttacher?, routingReadInterval: Duration = .seconds(10)) throws {
         nft = try NftablesClient()
         rtnl = try Rtnetlink()
-        routingEvents = try RoutingMonitor(ignoringRoutesOf: [vpnexecLearnedRouteProtocol])
+        routingEvents = try RoutingMonitor(ignoringRoutesOf: [vpnexecLearnedRouteProtocol], keepingDeletions: false)
         self.programs = programs
         self.routingReadInterval = routingReadInterval
     }
@@ -74,7 +74,6 @@ public final class KernelApplier: KernelApplying {
         // Drained before the read: what changes during it (our own changes too) is news for
         // the next apply, which reads once more.
         let routingChanged = routingEvents.drain()
-        _ = routingEvents.takeDeletedQuietRoutes()
         if routingChanged || !routingIsInSync(with: state) {
             routingInSync = nil
             try reconcileRouting(rules: state.rules, routes: state.routes, addresses: state.addresses, drains: state.transportDrains, table: state.nft)

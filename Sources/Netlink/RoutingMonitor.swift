@@ -14,10 +14,15 @@ public final class RoutingMonitor {
     /// every answer wait for it).
     private let quietProtocols: Set<UInt8>
     /// Routes of the quiet protocols deleted since the last take; nil once events were lost.
-    private var deletedQuiet: [Route]? = []
+    private var deletedQuiet: [Route]?
+    private let keepsDeletions: Bool
 
-    public init(ignoringRoutesOf quietProtocols: Set<UInt8> = []) throws {
+    /// `keepingDeletions`: whether the quiet protocols' deletions are kept for
+    /// `takeDeletedQuietRoutes` (a reader that only asks whether anything changed does not).
+    public init(ignoringRoutesOf quietProtocols: Set<UInt8> = [], keepingDeletions: Bool = true) throws {
         self.quietProtocols = quietProtocols
+        deletedQuiet = keepingDeletions ? [] : nil
+        keepsDeletions = keepingDeletions
         let groups = UInt32(RTMGRP_LINK) | UInt32(RTMGRP_IPV4_ROUTE) | UInt32(RTMGRP_IPV6_ROUTE)
             | UInt32(RTMGRP_IPV4_IFADDR) | UInt32(RTMGRP_IPV6_IFADDR)
             | UInt32(RTMGRP_IPV4_RULE) | (1 << (UInt32(cint(RTNLGRP_IPV6_RULE)) - 1))
@@ -36,7 +41,7 @@ public final class RoutingMonitor {
             do {
                 for event in try socket.receive(operation: "read routing events") {
                     guard isQuiet(event) else { changed = true; continue }
-                    if event.type == UInt16(RTM_DELROUTE), let route = Rtnetlink.route(event) { deletedQuiet?.append(route) }
+                    if keepsDeletions, event.type == UInt16(RTM_DELROUTE), let route = Rtnetlink.route(event) { deletedQuiet?.append(route) }
                 }
             } catch let error as NetlinkError {
                 // ENOBUFS: events were lost; the caller's full re-read covers them.
@@ -53,7 +58,7 @@ public final class RoutingMonitor {
     /// events were lost meanwhile, so which is unknown. The daemon puts back the learned
     /// routes it still wants: they are not news, but their loss is.
     public func takeDeletedQuietRoutes() -> [Route]? {
-        defer { deletedQuiet = [] }
+        defer { if keepsDeletions { deletedQuiet = [] } }
         return deletedQuiet
     }
 
