@@ -180,11 +180,23 @@ struct ConnectingPrograms {
         // Stopped: nothing answers, the exec waits. Killed: the kernel lets it run, unplaced.
         let vpnd = try s.daemon.status().daemonPID
         kill(vpnd, SIGSTOP)
+        // A stop is asynchronous: each thread stops when it next runs. Under load the deadline
+        // thread could still answer the exec below, as a running vpnd rightly does.
+        try eventually("every thread of vpnd stopped") { try ExecGuardTests.allThreadsStopped(vpnd) }
         let waiting = try BackgroundProcess(s.net.client.enter + [routed, Topology.service4, "8080"], cleanup: cleanup)
         #expect(!waiting.waitForExit(seconds: 3), "a stopped vpnd holds the exec past the deadline")
         kill(vpnd, SIGKILL)
         #expect(waiting.waitForExit(seconds: 10), "vpnd gone, the exec goes on")
         #expect(waiting.output.trimmed == Topology.clientAddress4, "it ran where it was started: \(waiting.output)")
+    }
+
+    /// Whether each thread of `pid` is in the stopped state ("T" in its stat, after the name).
+    static func allThreadsStopped(_ pid: pid_t) throws -> Bool {
+        let threads = try FileManager.default.contentsOfDirectory(atPath: "/proc/\(pid)/task")
+        return try !threads.isEmpty && threads.allSatisfy { thread in
+            let stat = try String(contentsOfFile: "/proc/\(pid)/task/\(thread)/stat", encoding: .utf8)
+            return stat.split(separator: ")").last?.split(separator: " ").first == "T"
+        }
     }
 
     /// Without fanotify permission events (a kernel without them, simulated with seccomp),
