@@ -67,6 +67,9 @@ public struct StatusReport: Codable, Hashable, Sendable {
     public var unknownCgroupRefusals: UInt64 = 0
     /// Control connections closed at once because their user (or all users) held too many.
     public var refusedConnections = 0
+    /// Learned routes (route.domains, bypass.domains) that someone else deleted (`ip route
+    /// del`, a flush) and vpnd put back, since it started.
+    public var learnedRoutesPutBack = 0
     /// What confines vpnd itself (Landlock), or why nothing does.
     public var sandbox = "off"
     /// Which cgroups' sockets are born with their mark (the cgroup socket program), or why

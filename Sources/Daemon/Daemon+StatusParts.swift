@@ -13,7 +13,8 @@ extension Daemon {
         builder.setSize = { [applier] set, ipv4 in (try? applier.elements(of: set, ipv4: ipv4).count) ?? 0 }
         builder.programs = (applier.socketProgramsAttached ?? []).compactMap { [applier] attachment in applier.socketStorage(of: attachment).map { (attachment, $0) } }
         let parts = StatusBuilder.Parts(pid: getpid(), policyDirectory: options.policyDirectory, cgroupRoot: hierarchy.mountPoint,
-                                        refusedConnections: server?.refusedConnections ?? 0, sandbox: sandboxSummary,
+                                        refusedConnections: server?.refusedConnections ?? 0, learnedRoutesPutBack: learnedRoutesPutBack,
+                                        sandbox: sandboxSummary,
                                         birthMarks: socketProgramsSummary, dnsSteering: dnsSteeringSummary,
                                         bypassMoves: executables.moves(Policy.bypassSliceName),
                                         executableRules: executables.status(policy))

@@ -41,6 +41,8 @@ public final class Daemon {
     /// What the sandbox enforces, for status.
     var sandboxSummary = "off"
     private var lastFollowError: String?
+    /// Learned routes someone else deleted and vpnd put back (restoreLearnedRoutes), for status.
+    private(set) var learnedRoutesPutBack = 0
     /// bypass.executables and route.executables: fanotify before the exec, exec events after.
     let executables: ExecutableEnforcement
     /// The profiles' DNS proxies (while vpnd serves).
@@ -371,6 +373,7 @@ public final class Daemon {
         guard deleted?.isEmpty != true else { return }
         do {
             let restored = try applier.restoreLearnedRoutes(deleted)
+            learnedRoutesPutBack += restored.count
             if !restored.isEmpty {
                 log.warning("put back \(restored.count) learned route(s) deleted by someone else: \(restored.prefix(3).map(\.description).joined(separator: ", "))")
             }

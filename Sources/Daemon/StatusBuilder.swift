@@ -17,6 +17,7 @@ struct StatusBuilder {
         var policyDirectory: String
         var cgroupRoot: String
         var refusedConnections = 0
+        var learnedRoutesPutBack = 0
         var sandbox = "off"
         var birthMarks = "off"
         var dnsSteering: String?
@@ -172,6 +173,7 @@ struct StatusBuilder {
                                   cgroupRoot: daemon.cgroupRoot, profiles: profiles)
         report.unknownCgroupRefusals = programs.reduce(0) { $0 + $1.1.socketRefusals }
         report.refusedConnections = daemon.refusedConnections
+        report.learnedRoutesPutBack = daemon.learnedRoutesPutBack
         report.sandbox = daemon.sandbox
         report.bypassMoves = daemon.bypassMoves
         report.bypassed = traffic(bypassedCounter)

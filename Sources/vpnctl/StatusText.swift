@@ -43,6 +43,10 @@ enum StatusText {
             lines.append("")
             lines.append("unknown cgroups: \(report.unknownCgroupRefusals) socket(s) refused (cgroups vpnd did not know yet where a profile cgroup could be)")
         }
+        if report.learnedRoutesPutBack > 0 {
+            lines.append("")
+            lines.append("learned routes: \(report.learnedRoutesPutBack) put back after someone else deleted them (the log names them)")
+        }
         if report.refusedConnections > 0 {
             lines.append("control socket: \(report.refusedConnections) connection(s) refused (a user held too many at once)")
         }

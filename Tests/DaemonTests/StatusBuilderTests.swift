@@ -67,7 +67,7 @@ import TrustedFiles
         proxy.forwarded = 4
         proxy.failed = 1
         proxy.canaryAnswered = 2
-        let daemon = StatusBuilder.Parts(pid: 42, policyDirectory: "/etc/vpnexec/policy.d", cgroupRoot: "/sys/fs/cgroup", refusedConnections: 1,
+        let daemon = StatusBuilder.Parts(pid: 42, policyDirectory: "/etc/vpnexec/policy.d", cgroupRoot: "/sys/fs/cgroup", refusedConnections: 1, learnedRoutesPutBack: 3,
                                          sandbox: "Landlock ABI 4 (verified)", birthMarks: "1 cgroup(s): vpn.slice/vpn-work.slice", bypassMoves: 2)
         return builder.report(daemon) { profile in
             var parts = StatusBuilder.ProfileParts()
@@ -102,6 +102,6 @@ import TrustedFiles
         #expect(exit.dns == nil, "no proxy runs for it")
         #expect(exit.via == HopStatus(entry: "work", entryInterface: "wg0", entryState: "up", carried: Traffic(packets: 9, bytes: 540)))
         #expect(work.droppedByKillswitch == Traffic(packets: 6 + 2, bytes: 360), "the killswitch's and the guard's (no bytes)")
-        #expect(report.bypassed == Traffic(packets: 10, bytes: 600) && report.unknownCgroupRefusals == 11)
+        #expect(report.bypassed == Traffic(packets: 10, bytes: 600) && report.unknownCgroupRefusals == 11 && report.learnedRoutesPutBack == 3)
     }
 }

@@ -249,6 +249,11 @@ final class TunnelResolver: @unchecked Sendable {
         #expect(try s.member(to: Topology.service4) == Topology.clientAddress4, "bypass.domains: a member's goes direct")
         let log = try #require(s.daemon.process).output
         #expect(log.contains("learned route(s) deleted by someone else"), "\(log.suffix(2000))")
+        // Each flushed route counted once.
+        let flushed = learned.split(separator: "\n").count
+        #expect(try s.daemon.status().learnedRoutesPutBack == flushed, "\(learned)")
+        let status = try s.daemon.vpnctl(["status"]).stdout
+        #expect(status.contains("learned routes: \(flushed) put back after someone else deleted them"), "\(status)")
     }
 
     /// Proof 6: a reload with 10,000 domains while a member transfers: the transfer goes on
