@@ -13,6 +13,8 @@ enum NftExpressions {
             return [loadMeta(NFT_META_MARK), bitwise(and: mask, xor: 0), compare(value.bytes, negated: negated)]
         case let .outputInterfaceName(name, negated):
             return [loadMeta(NFT_META_OIFNAME), compare(NftElementKey.interface(name).bytes, negated: negated)]
+        case let .outputInterface(_, index):
+            return [loadMeta(NFT_META_OIF), compare(withUnsafeBytes(of: index) { Array($0) }, negated: false)]
         case let .inputInterfaceName(name, negated):
             return [loadMeta(NFT_META_IIFNAME), compare(NftElementKey.interface(name).bytes, negated: negated)]
         case let .inputInterfaceVerdictMap(map):

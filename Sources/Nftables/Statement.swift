@@ -8,6 +8,11 @@ public enum NftStatement: Hashable, Sendable {
     /// `oifname "name"` (or `!=`): by name, so it holds for an interface that is
     /// deleted and re-created with a new index.
     case outputInterfaceName(String, negated: Bool)
+    /// `oif "name"`: by the index the interface has now, a compare of four bytes where a
+    /// name is sixteen copied for each packet. Only where the same plan routes into the
+    /// interface by that index (TransportRules.unmarkedGuard): one made again with a new
+    /// index gets neither those routes nor this match until a plan has both.
+    case outputInterface(name: String, index: Int32)
     /// `iifname "name"` (or `!=`): where a forwarded packet came in.
     case inputInterfaceName(String, negated: Bool)
     /// `iifname vmap @map`: one lookup by the interface a packet came in on (a map of

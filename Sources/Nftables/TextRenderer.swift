@@ -70,6 +70,9 @@ public struct NftTextRenderer: Sendable {
             return "meta mark & \(hex(mask, digits: 8)) \(negated ? "!=" : "==") \(hex(value, digits: 8))"
         case let .outputInterfaceName(name, negated):
             return "oifname \(negated ? "!= " : "")\(quoted(name))"
+        case let .outputInterface(name, _):
+            // nft takes the name and stores its index now, as the plan did.
+            return "oif \(quoted(name))"
         case let .inputInterfaceName(name, negated):
             return "iifname \(negated ? "!= " : "")\(quoted(name))"
         case let .inputInterfaceVerdictMap(map):

@@ -152,13 +152,20 @@ public enum TransportRules {
     /// into. Every datagram of a userspace tunnel's own transport passes here (one per
     /// packet a member sends), so the usual one or two routed tunnels are compared inline,
     /// as the sources are (sourceRules), not looked up; and by interface first: those
-    /// datagrams are UDP too, and leave elsewhere, so one comparison turns them away.
+    /// datagrams are UDP too, and leave elsewhere, so one comparison turns them away. By
+    /// the tunnel's index where the facts have it: our routes into the tunnel are made by
+    /// that index in the same plan (RoutingPlan), after this table in the same apply, so
+    /// no rule of ours routes into a tunnel made again under a new index before the guard
+    /// compares it; a tunnel that is not there is compared by name.
     static func unmarkedGuard(_ policy: Policy, facts: RuntimeFacts) -> [NftRule] {
         guard routesUnmarked(policy) else { return [] }
         let routed = routedTunnels(policy)
         let udp = NftStatement.transportProtocol(NftTransport.udp.number)
         return routed.count > comparedTunnels ? [NftRule([udp, .outputInterfaceVerdictMap(map: loopsMap)])]
-            : routed.map { NftRule([.outputInterfaceName($0.interface, negated: false), udp, .verdict(.jump($0.chain))]) }
+            : routed.map { tunnel in
+                let interface = facts.links[tunnel.interface].map { NftStatement.outputInterface(name: tunnel.interface, index: $0.index) }
+                return NftRule([interface ?? .outputInterfaceName(tunnel.interface, negated: false), udp, .verdict(.jump(tunnel.chain))])
+            }
     }
 
     /// The rule that holds a draining port, first in the chain for unmarked packets.

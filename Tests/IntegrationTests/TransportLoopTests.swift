@@ -86,6 +86,36 @@ import Testing
         #expect(text.contains("transport udp \(moved) (wg socket, pid "), "\(text)")
     }
 
+    /// The guard for unmarked packets compares the tunnel's index, the one vpnd's routes
+    /// into it use. A tunnel made again under another index (here a TUN device of the same
+    /// name after wireguard-go's was deleted) is compared by its new index at the next plan;
+    /// `nft list` names an index whose interface is gone by its number.
+    @Test func theGuardFollowsATunnelMadeAgain() throws {
+        let cleanup = Cleanup()
+        defer { cleanup.run() }
+        let s = try Scenario(cleanup: cleanup, start: false, policy: Self.systemMode)
+        let tunnel = s.tunnel.clientInterface
+        func index() throws -> String { String(try s.net.client.run(["ip", "-o", "link", "show", "dev", tunnel]).prefix { $0 != ":" }) }
+        func guardRule() throws -> String { try s.net.client.run(["nft", "list", "chain", "inet", "vpnexec", "unmarked"]) }
+        try s.daemon.start()
+        let first = try index()
+        try eventually("the guard by the tunnel's index") { try guardRule().contains("oif \"\(tunnel)\" meta l4proto udp jump loop_work") }
+        let chain = try guardRule()
+        #expect(!chain.contains("oifname"), "compared by index, not by name: \(chain)")
+
+        try s.net.client.run(["ip", "link", "del", tunnel])
+        try s.net.client.run(["ip", "tuntap", "add", "dev", tunnel, "mode", "tun"])
+        try s.net.client.run(["ip", "link", "set", tunnel, "up"])
+        let second = try index()
+        #expect(second != first)
+        do {
+            try eventually("the guard by the new index") { try guardRule().contains("oif \"\(tunnel)\" meta l4proto udp jump loop_work") }
+        } catch {
+            Issue.record("the tunnel was \(first), is \(second): \((try? guardRule()) ?? "")")
+            throw error
+        }
+    }
+
     /// A loop already under way: vpnd is killed (its rules stay), the tunnel moves to a new
     /// port and a server endpoint the rules do not name, and its transport loops into it.
     /// vpnd started again learns the port from the tunnel's socket: the loop stops at once

@@ -76,6 +76,22 @@ import Testing
         #expect(state.nft.set(named: "tunnel_loops")?.elements == [NftElement(key: .interface("wg0"), verdict: .jump("loop_work"))])
     }
 
+    /// A tunnel that is there is compared by its index, the one the same plan routes into:
+    /// four bytes, not a name copied for each datagram. Made again under another index, the
+    /// next plan has the new one in both.
+    @Test func thereTheGuardComparesTheIndexItsRoutesUse() throws {
+        var known = facts()
+        for index in [Int32(7), 12] {
+            known.links["wg0"] = Link(index: index, name: "wg0", isUp: true, isRunning: true, mtu: 1420)
+            let state = Planner.plan(policy, facts: known)
+            let unmarked = try #require(state.nft.chain(named: "unmarked")).rules.map(\.statements)
+            #expect(unmarked[0] == [.outputInterface(name: "wg0", index: index), .transportProtocol(17), .verdict(.jump("loop_work"))])
+            let intoTunnel = state.routes.filter { if case .device = $0.kind { return true } else { return false } }
+            #expect(!intoTunnel.isEmpty && intoTunnel.allSatisfy { $0.kind == .device(index: index) }, "\(intoTunnel)")
+            #expect(PlanText.render(state).contains("oif \"wg0\" meta l4proto 17 jump loop_work"), "nft takes the name and stores its index")
+        }
+    }
+
     /// Beyond two routed tunnels the guard looks them up in the map; a tunnel shared by two
     /// routing profiles is there once, with the first profile's chain.
     @Test func manyRoutedTunnelsAreLookedUp() throws {
