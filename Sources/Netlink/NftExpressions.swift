@@ -17,6 +17,8 @@ enum NftExpressions {
             return [loadMeta(NFT_META_OIF), compare(withUnsafeBytes(of: index) { Array($0) }, negated: false)]
         case let .inputInterfaceName(name, negated):
             return [loadMeta(NFT_META_IIFNAME), compare(NftElementKey.interface(name).bytes, negated: negated)]
+        case let .inputInterface(_, index):
+            return [loadMeta(NFT_META_IIF), compare(withUnsafeBytes(of: index) { Array($0) }, negated: false)]
         case let .inputInterfaceVerdictMap(map):
             return [loadMeta(NFT_META_IIFNAME), verdictLookup(map)]
         case let .outputInterfaceVerdictMap(map):

@@ -15,6 +15,8 @@ public enum NftStatement: Hashable, Sendable {
     case outputInterface(name: String, index: Int32)
     /// `iifname "name"` (or `!=`): where a forwarded packet came in.
     case inputInterfaceName(String, negated: Bool)
+    /// `iif "name"`: by index, as `outputInterface`.
+    case inputInterface(name: String, index: Int32)
     /// `iifname vmap @map`: one lookup by the interface a packet came in on (a map of
     /// `NftSetKeyType.interfaceName`), however many interfaces there are.
     case inputInterfaceVerdictMap(map: String)
@@ -92,4 +94,12 @@ public enum NftTransport: String, Hashable, Sendable {
 
     /// The IP protocol number.
     public var number: UInt8 { self == .tcp ? 6 : 17 }
+}
+
+extension NftStatement {
+    /// Loopback has index 1 in every network namespace (the kernel gives it
+    /// LOOPBACK_IFINDEX, and it is never made again), so comparing its index holds as its
+    /// name would, and costs a packet four bytes where the name is sixteen copied.
+    public static let toLoopback = NftStatement.outputInterface(name: "lo", index: 1)
+    public static let fromLoopback = NftStatement.inputInterface(name: "lo", index: 1)
 }

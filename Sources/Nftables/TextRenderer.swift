@@ -75,6 +75,8 @@ public struct NftTextRenderer: Sendable {
             return "oif \(quoted(name))"
         case let .inputInterfaceName(name, negated):
             return "iifname \(negated ? "!= " : "")\(quoted(name))"
+        case let .inputInterface(name, _):
+            return "iif \(quoted(name))"
         case let .inputInterfaceVerdictMap(map):
             return "iifname vmap @\(map)"
         case let .outputInterfaceVerdictMap(map):

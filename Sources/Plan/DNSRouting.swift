@@ -18,12 +18,13 @@ import Routing
 /// attached anywhere, the kernel takes the socket lock at every unconnected UDP send and
 /// every receive of every process on the host, a tunnel daemon's encrypted datagrams
 /// included, in its one sending thread (bench/member-cost). Routing costs a member's
-/// query one rule lookup and costs the tunnel's datagrams two rules they skip.
+/// query one rule lookup and costs the tunnel's datagrams the rules they pass.
 ///
 /// The rules (the same for IPv4 and IPv6), by priority:
 ///
 ///     0  no mark at all (system mode): the system profile's DNS table
-///     1  none of our marks: goto 3 (the tunnel's datagrams skip the members' rules)
+///     1  none of our marks: goto 3 (the tunnel's datagrams skip the members' rules, where
+///        there are three or more: `RoutingRule.skipPays`)
 ///     2  a profile's mark, without the proxy's bit: the profile's DNS table
 ///     3  the local table (the kernel's rule, moved here from 0 while these exist)
 ///
@@ -69,13 +70,11 @@ public enum DNSRouting {
             [query(priority, mark: mark, mask: mask, port: 53, .lookup, table: profile.dnsTable)]
                 + (EncryptedDNSRules.refuses(profile, in: policy) ? [query(priority, mark: mark, mask: mask, port: EncryptedDNSRules.port, .prohibit)] : [])
         }
-        var rules = [
-            RoutingRule(ipv4: ipv4, priority: Priority.skip, mark: 0, mask: routing.markMask, table: 0, protocolNumber: vpnexecRouteProtocol,
-                        action: .goto(priority: Priority.local)),
-            movedLocalRule(ipv4: ipv4),
-        ]
-        for profile in served {
-            rules += queries(profile, Priority.members, mark: profile.mark.value, mask: routing.markMask | routing.proxyMark)
+        let members = served.flatMap { queries($0, Priority.members, mark: $0.mark.value, mask: routing.markMask | routing.proxyMark) }
+        var rules = [movedLocalRule(ipv4: ipv4)] + members
+        if RoutingRule.skipPays(over: members.count) {
+            rules.insert(RoutingRule(ipv4: ipv4, priority: Priority.skip, mark: 0, mask: routing.markMask, table: 0, protocolNumber: vpnexecRouteProtocol,
+                                     action: .goto(priority: Priority.local)), at: 0)
         }
         if let system = policy.systemProfile, served.contains(where: { $0.name == system.name }) {
             rules += queries(system, Priority.system, mark: 0, mask: UInt32.max)

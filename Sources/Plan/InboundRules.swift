@@ -39,7 +39,7 @@ enum InboundRules {
         // socket than a proxy's: one interface comparison for everything else.
         table.chains.append(NftChain(name: loopbackChain, rules: DNSRouting.steeredQueryGuards(policy) + [NftRule([.verdict(.accept)])]))
         input += [
-            NftRule([.inputInterfaceName("lo", negated: false), .verdict(.goto(loopbackChain))]),
+            NftRule([.fromLoopback, .verdict(.goto(loopbackChain))]),
             NftRule([.inputInterfaceVerdictMap(map: tunnelsMap)]),
             NftRule([.tcpSynWithoutAck(negated: true), .verdict(.accept)], comment: "a connection already let in, or one a member opened"),
             NftRule([.transportProtocol(1), .verdict(.accept)]),

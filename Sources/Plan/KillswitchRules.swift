@@ -74,7 +74,7 @@ enum KillswitchRules {
         if action != .block {
             rules.append(NftRule([.outputInterfaceName(tunnel, negated: false), .namedCounter(names.tunnelCounter), .verdict(.accept)]))
         }
-        rules.append(NftRule([.outputInterfaceName("lo", negated: false), .verdict(.accept)]))
+        rules.append(NftRule([.toLoopback, .verdict(.accept)]))
         // Leaving elsewhere with a tunnel's address (a connection whose route changed): never.
         rules += sources
         let drop: [NftStatement] = [.namedCounter(names.droppedCounter), .verdict(.drop)]

@@ -13,11 +13,13 @@ import Routing
 /// (route.networks, route.domains) and system mode look up the profile's table for
 /// unmarked sockets. The rules, by priority (P = `[routing] rule_priority`):
 ///
-///     P-1  no mark of ours: goto P+1            P+3  route lists: the profile's route-list
+///     P-1  no mark of ours: goto P+1 (*)        P+3  route lists: the profile's route-list
 ///     P    a profile's mark: its table                 table (only their destinations)
-///     P+1  nop                                  P+4  system mode: the system profile's table
+///     P+1  nop (*)                              P+4  system mode: the system profile's table
 ///     P+2  a tunnel's own transport, DHCP:      P+5  nop
 ///          goto P+5 (the main table)
+///
+/// (*) With three profiles or more (`RoutingRule.skipPays`).
 ///
 /// The route lists have a table of their own (`routeListTable`), with routes for their
 /// destinations only: a lookup there that finds none goes on to the main table, where the
@@ -51,11 +53,14 @@ enum RoutingPlan {
         // 1% of a tunnel's cycles (perf). The goto needs a rule at its target: a nop right
         // after ours. Not where the priorities around ours are the local or main table's.
         guard !policy.profiles.isEmpty, priority > 1, priority + Slot.end.rawValue < 32766 else { return lookups }
-        var rules = [true, false].flatMap { ipv4 in
-            [RoutingRule(ipv4: ipv4, priority: priority + 1, mark: 0, mask: 0, table: 0, protocolNumber: vpnexecRouteProtocol, action: .nop),
-             RoutingRule(ipv4: ipv4, priority: priority - 1, mark: 0, mask: routing.markMask, table: 0, protocolNumber: vpnexecRouteProtocol,
-                         action: .goto(priority: priority + 1))]
-        } + lookups
+        var rules = lookups
+        if RoutingRule.skipPays(over: policy.profiles.count) {
+            rules = [true, false].flatMap { ipv4 in
+                [RoutingRule(ipv4: ipv4, priority: priority + 1, mark: 0, mask: 0, table: 0, protocolNumber: vpnexecRouteProtocol, action: .nop),
+                 RoutingRule(ipv4: ipv4, priority: priority - 1, mark: 0, mask: routing.markMask, table: 0, protocolNumber: vpnexecRouteProtocol,
+                             action: .goto(priority: priority + 1))]
+            } + lookups
+        }
         let listed = policy.profiles.filter(routesNonMembers)
         let system = policy.systemProfile
         guard !listed.isEmpty || system != nil else { return rules }
@@ -128,4 +133,13 @@ enum RoutingPlan {
         let action = trusted.trustedAction(profile)
         return (profile.killswitch && action != .disconnect) || action == .block
     }
+}
+
+extension RoutingRule {
+    /// Whether a goto over `count` rules (each pair of ours: the goto and the nop at its
+    /// target) costs a lookup fewer rule visits than trying them: a rule that does not
+    /// match is left at its first differing field, as a goto is taken, so the pair pays
+    /// from three rules on. Every rule visited is paid by each datagram a tunnel daemon
+    /// sends (an unconnected socket looks its route up for each: perf, bench/README).
+    static func skipPays(over count: Int) -> Bool { count > 2 }
 }

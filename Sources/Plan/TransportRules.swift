@@ -81,7 +81,7 @@ public enum TransportRules {
                 NftChain(name: names.heldChain, rules: [NftRule([.namedCounter(names.loopCounter), .verdict(.drop)])]),
                 NftChain(name: names.sourceChain, rules: [
                     NftRule([.outputInterfaceName(tunnel, negated: false), .verdict(.accept)]),
-                    NftRule([.outputInterfaceName("lo", negated: false), .verdict(.accept)]),
+                    NftRule([.toLoopback, .verdict(.accept)]),
                     NftRule((RoutingPlan.holds(profile, trusted: facts) || profile.killswitch ? [.namedCounter(names.droppedCounter)] : []) + [.verdict(.drop)],
                             comment: "profile \(profile.name): \(tunnel)'s own address never leaves elsewhere"),
                 ]),

@@ -69,6 +69,7 @@ import Testing
                 NftChain(name: "inbound", base: NftBaseChain(kind: .filter, hook: .input, priority: NftBaseChain.filter), rules: [
                     NftRule([.cgroupVerdictMap(level: 2, map: "cgroup_level_2")]),
                     NftRule([.inputInterfaceName("lo", negated: true), .verdict(.drop)]),
+                    NftRule([.fromLoopback, .verdict(.accept)]),
                 ]),
                 NftChain(name: "member_work", rules: [
                     NftRule([.namedCounter("work_out"), .verdict(.accept)], comment: "profile work"),
@@ -87,6 +88,7 @@ import Testing
                 NftChain(name: "killswitch_work", rules: [
                     NftRule([.outputInterfaceName("wg0", negated: false), .verdict(.accept)]),
                     NftRule([.outputInterfaceName("lo", negated: false), .verdict(.accept)]),
+                    NftRule([.toLoopback, .verdict(.accept)]),
                     NftRule([.namedCounter("work_drop"), .verdict(.drop)]),
                 ]),
                 NftChain(name: "nat", base: NftBaseChain(kind: .nat, hook: .postrouting, priority: NftBaseChain.srcnat), rules: [
@@ -125,6 +127,7 @@ import Testing
         #expect(differing.isEmpty, "rules encoded otherwise than nft does: \(differing.sorted())")
         #expect(listed.contains("192.0.2.9 timeout 1h"), "\(listed)")
         #expect(listed.contains("socket cgroupv2 level 2 vmap @cgroup_level_2"))
+        #expect(listed.contains("iif \"lo\" accept") && listed.contains("oif \"lo\" accept"), "loopback by its index: \(listed)")
         #expect(listed.contains("iifname vmap @interfaces") && listed.contains("oifname vmap @interfaces"), "\(listed)")
         #expect(listed.contains("tcp flags != syn / syn,ack accept") && listed.contains("tcp flags syn / syn,ack drop"), "\(listed)")
         #expect(listed.contains("\"veth-0123456789\" : drop"), "\(listed)")

@@ -45,14 +45,11 @@ func tracksConnections(_ statement: NftStatement) -> Bool {
         #expect(state.socketPrograms.last?.settings.mark == 0x0100_0000)
 
         // mark -> table (v4 and v6), table -> tunnel with a dead end of last resort.
-        // Unmarked lookups skip the profiles' rules: a goto past them, to a nop right after.
         // Members' UDP DNS: to their proxies, before the local table (DNSRoutingTests).
-        #expect(state.rules.filter { $0.priority < 7299 } == DNSRouting.rules(policy, facts: facts) && state.rules.filter { $0.priority < 7299 }.count == 8)
+        // Two profiles: unmarked lookups pass their two rules (a skip over them would cost
+        // two as well: a goto, and a nop at its target).
+        #expect(state.rules.filter { $0.priority < 7299 } == DNSRouting.rules(policy, facts: facts) && state.rules.filter { $0.priority < 7299 }.count == 6)
         #expect(state.rules.filter { $0.priority >= 7299 } == [
-            RoutingRule(ipv4: true, priority: 7301, mark: 0, mask: 0, table: 0, protocolNumber: 118, action: .nop),
-            RoutingRule(ipv4: true, priority: 7299, mark: 0, mask: mask, table: 0, protocolNumber: 118, action: .goto(priority: 7301)),
-            RoutingRule(ipv4: false, priority: 7301, mark: 0, mask: 0, table: 0, protocolNumber: 118, action: .nop),
-            RoutingRule(ipv4: false, priority: 7299, mark: 0, mask: mask, table: 0, protocolNumber: 118, action: .goto(priority: 7301)),
             RoutingRule(ipv4: true, priority: 7300, mark: 0x0100_0000, mask: mask, table: 7301, protocolNumber: 118),
             RoutingRule(ipv4: false, priority: 7300, mark: 0x0100_0000, mask: mask, table: 7301, protocolNumber: 118),
             RoutingRule(ipv4: true, priority: 7300, mark: 0x0200_0000, mask: mask, table: 7302, protocolNumber: 118),
@@ -98,7 +95,7 @@ func tracksConnections(_ statement: NftStatement) -> Bool {
             // The tunnel's own transport never enters it (TransportRules).
             [.transportProtocol(17), .outputInterfaceName("wg0", negated: false), .verdict(.jump("loop_work"))],
             [.outputInterfaceName("wg0", negated: false), .namedCounter("work_tunnel"), .verdict(.accept)],
-            [.outputInterfaceName("lo", negated: false), .verdict(.accept)],
+            [.toLoopback, .verdict(.accept)],
             [.namedCounter("work_dropped"), .verdict(.drop)],
         ])
         let home = try #require(state.nft.chain(named: "egress_home"))
@@ -123,7 +120,7 @@ func tracksConnections(_ statement: NftStatement) -> Bool {
         #expect(inbound.base == NftBaseChain(kind: .filter, hook: .input, priority: 0))
         #expect(inbound.rules.map(\.statements) == [
             [.destinationPortInSet(.udp, set: "tunnel_transport"), .verdict(.accept)],
-            [.inputInterfaceName("lo", negated: false), .verdict(.goto("inbound_loopback"))],
+            [.fromLoopback, .verdict(.goto("inbound_loopback"))],
             [.inputInterfaceVerdictMap(map: "inbound_tunnels")],
             [.tcpSynWithoutAck(negated: true), .verdict(.accept)],
             [.transportProtocol(1), .verdict(.accept)],

@@ -32,6 +32,27 @@ import Testing
         #expect(down.routes.filter { $0.table == 7301 + 65536 }.map(\.kind) == [.unreachable], "tunnel down: only its destinations are held")
     }
 
+    /// A route lookup without our marks (each datagram a tunnel daemon sends) passes our
+    /// rules one by one, or skips them by a goto to a nop: two visits, so only over three
+    /// rules or more. The same for the profiles' rules and the members' DNS rules.
+    @Test func unmarkedLookupsSkipOurRulesWhereThatVisitsFewer() {
+        func skips(_ count: UInt32) -> (profiles: Bool, dns: Bool) {
+            let rules = Planner.plan(Policy(profiles: (1...count).map { profile("p\($0)", tunnel: "wg\($0)", index: $0) }),
+                                     facts: RuntimeFacts(links: up)).rules.filter(\.ipv4)
+            return (rules.contains(RoutingRule(ipv4: true, priority: 7299, mark: 0, mask: 0x7f00_0000, table: 0, protocolNumber: 118,
+                                               action: .goto(priority: 7301)))
+                        && rules.contains(RoutingRule(ipv4: true, priority: 7301, mark: 0, mask: 0, table: 0, protocolNumber: 118, action: .nop)),
+                    rules.contains(RoutingRule(ipv4: true, priority: 1, mark: 0, mask: 0x7f00_0000, table: 0, protocolNumber: 118,
+                                               action: .goto(priority: 3))))
+        }
+        #expect(skips(1) == (false, false) && skips(2) == (false, false))
+        #expect(skips(3) == (true, true) && skips(64) == (true, true))
+        // One profile: an unmarked lookup meets its DNS rule, the local table, its table's
+        // rule, then the main table's.
+        let one = Planner.plan(Policy(profiles: [profile("work", tunnel: "wg0", index: 1)]), facts: RuntimeFacts(links: up))
+        #expect(one.rules.filter(\.ipv4).map(\.priority).sorted() == [2, 3, 7300])
+    }
+
     @Test func learnedAddressesBecomeRoutes() {
         let tunnel = LearnedRoutes(set: "route_dns4_work", ipv4: true, table: 7301, kind: .tunnel(device: 7, holds: true))
         let address = IPAddress("198.51.100.7")!

@@ -129,7 +129,7 @@ import Testing
         #expect(state.nft.set(named: "tunnel_sources4")?.elements == [NftElement(key: .prefix(IPPrefix("10.99.1.2/32")!), verdict: .jump("source_work"))])
         #expect(state.nft.set(named: "tunnel_sources6")?.elements == [NftElement(key: .prefix(IPPrefix("fd99:1::2/128")!), verdict: .jump("source_work"))])
         #expect(state.nft.chain(named: "source_work")?.rules.map(\.statements) == [
-            [.outputInterfaceName("wg0", negated: false), .verdict(.accept)], [.outputInterfaceName("lo", negated: false), .verdict(.accept)],
+            [.outputInterfaceName("wg0", negated: false), .verdict(.accept)], [.toLoopback, .verdict(.accept)],
             [.namedCounter("work_dropped"), .verdict(.drop)],
         ])
         #expect(Planner.plan(Policy(profiles: [profile("work", tunnel: "wg0", index: 1)]), facts: known).transportDrains.isEmpty,
