@@ -212,7 +212,11 @@ final class ProfileResolver {
         proxy = try DNSProxy(configuration: configuration, random: KernelRandom())
         do {
             for local in [SocketAddress(.v4(0x7f00_0001), port: port), SocketAddress(.v6(0, 1), port: port)] {
-                let udp = owned.insert(try Self.socket(local.family, SOCK_DGRAM, bind: local))
+                guard let listener = try Self.loopbackSocket(local) else {
+                    log.notice("DNS proxy of profile \(profile): nothing on \(local) (IPv6 is off on lo): members' TCP queries to IPv6 addresses are refused until vpnd starts again")
+                    continue
+                }
+                let udp = owned.insert(listener)
                 sockets.append(udp)
                 loop.watch(udp) { [unowned self] _ in receiveQueries(udp) }
                 let tcp = owned.insert(try Self.socket(local.family, SOCK_STREAM, bind: local))
@@ -245,6 +249,17 @@ final class ProfileResolver {
 
     /// A non-blocking socket, bound to `local`, or carrying `mark` (SO_MARK: routed as the
     /// profile's, into its tunnel).
+    /// The UDP listener on `local`; nil for ::1 where IPv6 is off on lo (the address is
+    /// not there): a member's TCP query to an IPv6 address, rewritten to ::1, is then
+    /// refused, and none leaves.
+    static func loopbackSocket(_ local: SocketAddress) throws(SystemError) -> FileDescriptor? {
+        do {
+            return try socket(local.family, SOCK_DGRAM, bind: local)
+        } catch where local.family == AF_INET6 && error.code == EADDRNOTAVAIL {
+            return nil
+        }
+    }
+
     static func socket(_ family: Int32, _ type: __socket_type, bind local: SocketAddress? = nil, mark: UInt32? = nil) throws(SystemError) -> FileDescriptor {
         let socket = try FileDescriptor.socket(family, Int32(type.rawValue) | Int32(SOCK_NONBLOCK.rawValue))
         let fd = socket.raw

@@ -53,6 +53,9 @@ extension Daemon {
     var dnsSteeringSummary: String? {
         if let failure = dnsSteeringFailure { return "off: \(failure); members' UDP queries get no answer (none leaves)" }
         guard let steering = dnsSteering else { return nil }
+        guard appliedFacts?.loopbackIPv6 != false else {
+            return "UDP queries routed to \(DNSSteeringPoint.address(ipv6: false)):53 for \(steering.served.count) profile(s); IPv6 ones refused (IPv6 is off on lo)"
+        }
         return "UDP queries routed to \(DNSSteeringPoint.address(ipv6: false)):53 and [\(DNSSteeringPoint.address(ipv6: true))]:53 for \(steering.served.count) profile(s)"
     }
 

@@ -68,7 +68,9 @@ public struct FactsReader {
         }
         if let network, policy.profiles.contains(where: { !$0.trusted.isEmpty }) { facts.trusted = TrustedEvaluator.verdicts(policy, network()) }
         let wanted = Set(policy.profiles.map(\.tunnel.interfaceName))
-        for link in try links() where wanted.contains(link.name) { facts.links[link.name] = link }
+        let all = try links()
+        for link in all where wanted.contains(link.name) { facts.links[link.name] = link }
+        facts.loopbackIPv6 = all.first { $0.name == "lo" }?.ipv6 ?? true
         if let transports {
             for interface in wanted.sorted() { facts.tunnelTransports[interface] = transports(interface, facts.links[interface]) }
         }

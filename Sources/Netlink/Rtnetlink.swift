@@ -230,7 +230,18 @@ public final class Rtnetlink {
                     isUp: flags & UInt32(cint(IFF_UP)) != 0,
                     isRunning: flags & UInt32(0x10000) /* IFF_LOWER_UP */ != 0 || flags & UInt32(cint(IFF_RUNNING)) != 0,
                     mtu: attributes.u32(UInt16(cint(IFLA_MTU))) ?? 0,
-                    statistics: statistics)
+                    statistics: statistics, ipv6: ipv6IsOn(attributes))
+    }
+
+    /// The interface's IPv6 settings (IFLA_AF_SPEC, AF_INET6, IFLA_INET6_CONF: one s32 per
+    /// setting, in the kernel's DEVCONF_ order) say `disable_ipv6` is 0. A kernel without
+    /// IPv6 sends none: off.
+    static func ipv6IsOn(_ attributes: NetlinkAttributes) -> Bool {
+        // DEVCONF_DISABLE_IPV6 of linux/ipv6.h, whose other declarations clash with glibc's.
+        let disableIPv6 = 26
+        guard let conf = attributes.nested(UInt16(cint(IFLA_AF_SPEC)))?.nested(UInt16(AF_INET6))?[UInt16(cint(IFLA_INET6_CONF))],
+              conf.count >= (disableIPv6 + 1) * 4 else { return false }
+        return conf.withUnsafeBytes { $0.loadUnaligned(fromByteOffset: disableIPv6 * 4, as: Int32.self) } == 0
     }
 
     /// Brings an interface up or down and, if given, sets its MTU.

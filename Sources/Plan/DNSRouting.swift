@@ -107,12 +107,20 @@ public enum DNSRouting {
     }
 
     /// Metric 1, not 0: IPv6 stores 0 as 1024, and the applier would not know its own route.
+    /// With IPv6 off on `lo` (no steering address can be there, nor a local route through
+    /// it) a member's IPv6 query is refused at once (unreachable): its resolver goes on to
+    /// its next server, and no query passes the proxy and its domain rules. At metric 2: the
+    /// kernel takes one IPv6 route a destination and metric, so when IPv6 comes back on the
+    /// local route is added beside it before it goes.
     public static func routes(_ policy: Policy, facts: RuntimeFacts) -> [Route] {
         let loopback = facts.links["lo"]?.index ?? 1
+        let steersIPv6 = steersIPv6(facts)
         return served(policy, facts: facts).flatMap { profile in
             [true, false].map { ipv4 in
-                Route(destination: .defaultRoute(ipv4: ipv4), table: profile.dnsTable,
-                      kind: .local(index: loopback, source: steeringAddress(profile, ipv6: !ipv4)), metric: 1, protocolNumber: vpnexecRouteProtocol)
+                ipv4 || steersIPv6
+                    ? Route(destination: .defaultRoute(ipv4: ipv4), table: profile.dnsTable,
+                            kind: .local(index: loopback, source: steeringAddress(profile, ipv6: !ipv4)), metric: 1, protocolNumber: vpnexecRouteProtocol)
+                    : Route(destination: .defaultRoute(ipv4: false), table: profile.dnsTable, kind: .unreachable, metric: 2, protocolNumber: vpnexecRouteProtocol)
             }
         }
     }
@@ -122,8 +130,12 @@ public enum DNSRouting {
     /// address of fd7f:4d::/112 on `lo` is a profile's that went, and is removed.
     public static func addresses(_ policy: Policy, facts: RuntimeFacts) -> [InterfaceAddress] {
         let loopback = facts.links["lo"]?.index ?? 1
+        guard steersIPv6(facts) else { return [] }
         return served(policy, facts: facts).map { profile in
             InterfaceAddress(interfaceIndex: loopback, prefix: IPPrefix(address: steeringAddress(profile, ipv6: true), length: 128)!)
         }
     }
+
+    /// Whether members' IPv6 queries can be steered: IPv6 is on for `lo`.
+    public static func steersIPv6(_ facts: RuntimeFacts) -> Bool { facts.loopbackIPv6 }
 }

@@ -81,6 +81,8 @@ public struct RuntimeFacts: Hashable, Sendable {
     public var tunnelAddresses: [String: [IPAddress]] = [:]
     /// The cgroup2 root's id (the path guard, and system mode's DNS programs, are attached there).
     public var rootCgroupID: UInt64?
+    /// IPv6 is on for `lo` (`Link.ipv6`): members' IPv6 DNS can be steered (DNSRouting).
+    public var loopbackIPv6 = true
 
     public struct JoinedCgroup: Hashable, Sendable {
         public var profile: String

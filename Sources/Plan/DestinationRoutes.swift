@@ -19,8 +19,8 @@ enum DestinationRoutes {
     static func routes(_ profiles: [Profile], facts: RuntimeFacts) -> [Route] {
         profiles.filter { facts.trustedAction($0) != .disconnect }.flatMap { profile -> [Route] in
             var routes: [Route] = []
-            let link = RoutingPlan.tunnelLink(profile, links: facts.links, trusted: facts)
             for ipv4 in [true, false] {
+                let link = RoutingPlan.tunnelLink(profile, links: facts.links, trusted: facts, ipv4: ipv4)
                 for prefix in ExceptionRules.tunnelDestinations(profile, facts: facts, ipv4: ipv4) where prefix.length > 0 {
                     if let link {
                         routes.append(route(prefix, profile.table, .device(index: link.index), RoutingPlan.tunnelMetric))

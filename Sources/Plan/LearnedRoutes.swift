@@ -72,7 +72,7 @@ public struct LearnedRoutes: Hashable, Sendable {
                                                  mark: profile.mark.value, mask: policy.routing.markMask))
                 }
                 if !profile.routeDomains.isEmpty {
-                    let link = RoutingPlan.tunnelLink(profile, links: facts.links, trusted: facts)
+                    let link = RoutingPlan.tunnelLink(profile, links: facts.links, trusted: facts, ipv4: ipv4)
                     learned.append(LearnedRoutes(set: names.routeDomainSet(ipv4: ipv4), ipv4: ipv4, table: RoutingPlan.routeListTable(profile),
                                                  kind: .tunnel(device: link?.index, holds: RoutingPlan.holds(profile, trusted: facts)),
                                                  mark: profile.mark.value, mask: policy.routing.markMask))

@@ -108,7 +108,7 @@ enum RoutingPlan {
             for ipv4 in [true, false] {
                 // The kernel refuses a route through an interface that is down and removes
                 // those it had: the tunnel route exists only while the tunnel is up.
-                if let link = tunnelLink(profile, links: links, trusted: trusted) {
+                if let link = tunnelLink(profile, links: links, trusted: trusted, ipv4: ipv4) {
                     routes.append(Route(destination: .defaultRoute(ipv4: ipv4), table: profile.table,
                                         kind: .device(index: link.index), metric: tunnelMetric, protocolNumber: vpnexecRouteProtocol))
                 }
@@ -121,9 +121,11 @@ enum RoutingPlan {
         }
     }
 
-    /// The tunnel interface routes may go through: up, and the profile connects.
-    static func tunnelLink(_ profile: Profile, links: [String: Link], trusted: RuntimeFacts) -> Link? {
-        guard trusted.trustedAction(profile) == .connect, let link = links[profile.tunnel.interfaceName], link.isUp else { return nil }
+    /// The tunnel interface routes of a family may go through: up, and the profile
+    /// connects; for IPv6, with IPv6 on (where it is off the kernel refuses the route, and
+    /// the unreachable one holds the profile's IPv6 as a tunnel that is down would).
+    static func tunnelLink(_ profile: Profile, links: [String: Link], trusted: RuntimeFacts, ipv4: Bool) -> Link? {
+        guard trusted.trustedAction(profile) == .connect, let link = links[profile.tunnel.interfaceName], link.isUp, ipv4 || link.ipv6 else { return nil }
         return link
     }
 

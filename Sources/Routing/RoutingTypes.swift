@@ -147,6 +147,10 @@ public struct Link: Hashable, Sendable {
     public var isRunning: Bool
     public var mtu: UInt32
     public var statistics: Statistics
+    /// IPv6 is on here: the kernel has it and the interface's `disable_ipv6` is 0. Where it
+    /// is off (as guides against IPv6 leaks advise, for all interfaces), the kernel refuses
+    /// an IPv6 route through the interface and an IPv6 address on it.
+    public var ipv6: Bool
 
     public struct Statistics: Hashable, Sendable {
         public var rxPackets: UInt64 = 0
@@ -159,13 +163,14 @@ public struct Link: Hashable, Sendable {
         public init() {}
     }
 
-    public init(index: Int32, name: String, isUp: Bool, isRunning: Bool, mtu: UInt32, statistics: Statistics = Statistics()) {
+    public init(index: Int32, name: String, isUp: Bool, isRunning: Bool, mtu: UInt32, statistics: Statistics = Statistics(), ipv6: Bool = true) {
         self.index = index
         self.name = name
         self.isUp = isUp
         self.isRunning = isRunning
         self.mtu = mtu
         self.statistics = statistics
+        self.ipv6 = ipv6
     }
 }
 

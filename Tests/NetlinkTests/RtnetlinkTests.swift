@@ -197,6 +197,29 @@ import Testing
         }
     }
 
+    /// Whether IPv6 is on for an interface, as its `disable_ipv6` says: where it is off the
+    /// kernel refuses an IPv6 route through it, which the planner must not ask for.
+    @Test func linksTellWhereIPv6IsOff() throws {
+        let cleanup = Cleanup()
+        defer { cleanup.run() }
+        let namespace = try NetworkNamespace("vx\(uniqueTag())rt", cleanup: cleanup)
+        try namespace.run(["ip", "link", "add", "vxa", "type", "veth", "peer", "name", "vxb"])
+        try namespace.run(["sysctl", "-qw", "net.ipv6.conf.vxa.disable_ipv6=1"])
+        try namespace.within {
+            let rt = try Rtnetlink()
+            let links = Dictionary(uniqueKeysWithValues: try rt.links().map { ($0.name, $0) })
+            #expect(links["vxa"]?.ipv6 == false && links["vxb"]?.ipv6 == true && links["lo"]?.ipv6 == true)
+            #expect(throws: NetlinkError.self, "the kernel refuses the route the flag keeps out of the plan") {
+                try rt.add(Route(destination: .defaultRoute(ipv4: false), table: 7301, kind: .device(index: links["vxa"]!.index), metric: 1, protocolNumber: 118))
+            }
+        }
+        try namespace.run(["sysctl", "-qw", "net.ipv6.conf.all.disable_ipv6=1"])
+        try namespace.within {
+            let links = try Rtnetlink().links()
+            #expect(links.count == 3 && links.allSatisfy { !$0.ipv6 }, "all: every interface, lo too")
+        }
+    }
+
     @Test func monitorWakesOnLinkChanges() throws {
         let cleanup = Cleanup()
         defer { cleanup.run() }

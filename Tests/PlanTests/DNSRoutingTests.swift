@@ -82,4 +82,32 @@ import Testing
         #expect(state.addresses.isEmpty, "no steering address on lo")
         #expect(Planner.plan(Policy(profiles: []), facts: RuntimeFacts()).rules.isEmpty)
     }
+
+    /// IPv6 off (`disable_ipv6`, as guides against IPv6 leaks advise): the kernel refuses an
+    /// IPv6 address on `lo`, a route through it and one through a tunnel where it is off.
+    /// None is planned: a member's IPv6 query is refused at once (no steering address to
+    /// answer from, and none may pass the proxy), and the profile's IPv6 is held by its
+    /// unreachable route, as while the tunnel is down. IPv4 is as before.
+    @Test func ipv6OffPlansNothingTheKernelRefuses() throws {
+        var work = profile("work", tunnel: "wg0", index: 1)
+        work.routeDomains = [try DomainPattern("*.corp.example")]
+        work.routeNetworks = [IPPrefix("10.20.0.0/16")!, IPPrefix("fd20::/48")!]
+        let policy = Policy(profiles: [work])
+        var facts = RuntimeFacts(links: ["wg0": Link(index: 7, name: "wg0", isUp: true, isRunning: true, mtu: 1420, ipv6: false)])
+        facts.loopbackIPv6 = false
+        let off = Planner.plan(policy, facts: facts)
+        #expect(off.addresses.isEmpty)
+        #expect(off.routes.filter { $0.table > 131072 } == [
+            Route(destination: .defaultRoute(ipv4: true), table: 7301 + 131072, kind: .local(index: 1, source: DNSSteering.address(of: 1)), metric: 1, protocolNumber: 118),
+            Route(destination: .defaultRoute(ipv4: false), table: 7301 + 131072, kind: .unreachable, metric: 2, protocolNumber: 118),
+        ])
+        #expect(!off.routes.contains { !$0.destination.isIPv4 && $0.kind == .device(index: 7) }, "no IPv6 route through wg0")
+        #expect(off.routes.contains(Route(destination: .defaultRoute(ipv4: false), table: 7301, kind: .unreachable, metric: .max, protocolNumber: 118)))
+        #expect(off.learnedRoutes.map(\.kind) == [.tunnel(device: 7, holds: true), .tunnel(device: nil, holds: true)], "route.domains' IPv6 answers: held")
+        // IPv4 keeps everything, and so does IPv6 where it is on.
+        #expect(off.routes.filter(\.destination.isIPv4) == Planner.plan(policy, facts: RuntimeFacts(links: ["wg0": Link(index: 7, name: "wg0", isUp: true, isRunning: true, mtu: 1420)])).routes.filter(\.destination.isIPv4))
+        let on = Planner.plan(policy, facts: RuntimeFacts(links: ["wg0": Link(index: 7, name: "wg0", isUp: true, isRunning: true, mtu: 1420)]))
+        #expect(on.addresses.count == 1 && on.routes.contains { !$0.destination.isIPv4 && $0.kind == .device(index: 7) })
+        #expect(off.rules == on.rules, "rules do not depend on it (the kernel takes IPv6 rules with IPv6 off)")
+    }
 }
