@@ -24,7 +24,7 @@ import Routing
 ///
 ///     0  no mark at all (system mode): the system profile's DNS table
 ///     1  none of our marks: goto 3 (the tunnel's datagrams skip the members' rules, where
-///        there are three or more: `RoutingRule.skipPays`)
+///        there are two or more: `RoutingRule.skipPays`)
 ///     2  a profile's mark, without the proxy's bit: the profile's DNS table
 ///     3  the local table (the kernel's rule, moved here from 0 while these exist)
 ///
@@ -72,7 +72,7 @@ public enum DNSRouting {
         }
         let members = served.flatMap { queries($0, Priority.members, mark: $0.mark.value, mask: routing.markMask | routing.proxyMark) }
         var rules = [movedLocalRule(ipv4: ipv4)] + members
-        if RoutingRule.skipPays(over: members.count) {
+        if RoutingRule.skipPays(over: members.count, landingOnNop: false) {
             rules.insert(RoutingRule(ipv4: ipv4, priority: Priority.skip, mark: 0, mask: routing.markMask, table: 0, protocolNumber: vpnexecRouteProtocol,
                                      action: .goto(priority: Priority.local)), at: 0)
         }

@@ -54,7 +54,7 @@ enum RoutingPlan {
         // after ours. Not where the priorities around ours are the local or main table's.
         guard !policy.profiles.isEmpty, priority > 1, priority + Slot.end.rawValue < 32766 else { return lookups }
         var rules = lookups
-        if RoutingRule.skipPays(over: policy.profiles.count) {
+        if RoutingRule.skipPays(over: policy.profiles.count, landingOnNop: true) {
             rules = [true, false].flatMap { ipv4 in
                 [RoutingRule(ipv4: ipv4, priority: priority + 1, mark: 0, mask: 0, table: 0, protocolNumber: vpnexecRouteProtocol, action: .nop),
                  RoutingRule(ipv4: ipv4, priority: priority - 1, mark: 0, mask: routing.markMask, table: 0, protocolNumber: vpnexecRouteProtocol,
@@ -138,10 +138,11 @@ enum RoutingPlan {
 }
 
 extension RoutingRule {
-    /// Whether a goto over `count` rules (each pair of ours: the goto and the nop at its
-    /// target) costs a lookup fewer rule visits than trying them: a rule that does not
-    /// match is left at its first differing field, as a goto is taken, so the pair pays
-    /// from three rules on. Every rule visited is paid by each datagram a tunnel daemon
-    /// sends (an unconnected socket looks its route up for each: perf, bench/README).
-    static func skipPays(over count: Int) -> Bool { count > 2 }
+    /// Whether a goto past `count` rules costs a lookup fewer rule visits than trying
+    /// them. A rule that does not match is left at its first differing field, as cheap as
+    /// a goto taken; the goto is one visit, and where it lands on a nop of ours (not on a
+    /// rule the lookup goes on to anyway) the nop is another. Every rule visited is paid by
+    /// each datagram a tunnel daemon sends (an unconnected socket looks its route up for
+    /// each: perf, bench/README).
+    static func skipPays(over count: Int, landingOnNop: Bool) -> Bool { count > (landingOnNop ? 2 : 1) }
 }

@@ -46,9 +46,10 @@ func tracksConnections(_ statement: NftStatement) -> Bool {
 
         // mark -> table (v4 and v6), table -> tunnel with a dead end of last resort.
         // Members' UDP DNS: to their proxies, before the local table (DNSRoutingTests).
-        // Two profiles: unmarked lookups pass their two rules (a skip over them would cost
-        // two as well: a goto, and a nop at its target).
-        #expect(state.rules.filter { $0.priority < 7299 } == DNSRouting.rules(policy, facts: facts) && state.rules.filter { $0.priority < 7299 }.count == 6)
+        // Two profiles: unmarked lookups skip their two DNS rules (a goto to the local
+        // table's, one visit) and pass their two table rules (a skip would cost two visits
+        // as well: a goto, and a nop at its target).
+        #expect(state.rules.filter { $0.priority < 7299 } == DNSRouting.rules(policy, facts: facts) && state.rules.filter { $0.priority < 7299 }.count == 8)
         #expect(state.rules.filter { $0.priority >= 7299 } == [
             RoutingRule(ipv4: true, priority: 7300, mark: 0x0100_0000, mask: mask, table: 7301, protocolNumber: 118),
             RoutingRule(ipv4: false, priority: 7300, mark: 0x0100_0000, mask: mask, table: 7301, protocolNumber: 118),
