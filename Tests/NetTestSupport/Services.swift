@@ -18,8 +18,12 @@ public final class Services: @unchecked Sendable {
         cleanup.add("remove \(logPath)") { try? FileManager.default.removeItem(atPath: self.logPath) }
         let script = try PythonScript.write(PythonScript.reporter, cleanup: cleanup)
         let process = try BackgroundProcess(namespace.enter + ["python3", script, logPath, String(port)] + addresses, cleanup: cleanup)
-        try eventually("the reporting service to listen") {
-            try namespace.run(["ss", "-ltnH"]).contains(":\(port)") || !process.isRunning
+        // Each address's own sockets, TCP and UDP: another service of the namespace may
+        // hold the same port on other addresses already (the scenario's, on port 8080).
+        let sockets = addresses.map { $0.contains(":") ? "[\($0)]:\(port)" : "\($0):\(port)" }
+        try eventually("the reporting service to listen on \(sockets.joined(separator: ", "))") {
+            let (tcp, udp) = (try namespace.run(["ss", "-ltnH"]), try namespace.run(["ss", "-lunH"]))
+            return sockets.allSatisfy { tcp.contains($0) && udp.contains($0) } || !process.isRunning
         }
         guard process.isRunning else { throw TestEnvironmentError("reporting service failed: \(process.output)") }
     }
