@@ -83,8 +83,11 @@ import Testing
         let report = receiving.output.split(separator: "\n").last { $0.hasPrefix("received") } ?? ""
         let numbers = report.split(separator: " ").compactMap { Int($0) }
         try #require(numbers.count == 2, "receiver said: \(receiving.output)")
-        // Losses are allowed (UDP, a full TUN queue); overtaking is not.
-        #expect(numbers[0] >= 5_000, "\(report)")
+        // Losses are allowed (UDP, a full TUN queue); overtaking is not. What arrives of
+        // the 60,000 varies with the machine: 4,334 to 11,818 in four runs on a 2-core
+        // machine, idle and loaded (a floor of 5,000 failed a fresh-clone CI with 4,318).
+        // A thousand in order is at least 16 batches (of up to 64), shared with the helpers.
+        #expect(numbers[0] >= 1_000, "\(report)")
         #expect(numbers[1] == 0, "\(report)")
         // The helper threads did a share of the cryptography on both ends: the parallel
         // path was taken, not only the loops.
