@@ -114,13 +114,12 @@ public enum DNSRouting {
     /// local route is added beside it before it goes.
     public static func routes(_ policy: Policy, facts: RuntimeFacts) -> [Route] {
         let loopback = facts.links["lo"]?.index ?? 1
-        let steersIPv6 = steersIPv6(facts)
         return served(policy, facts: facts).flatMap { profile in
             [true, false].map { ipv4 in
-                ipv4 || steersIPv6
-                    ? Route(destination: .defaultRoute(ipv4: ipv4), table: profile.dnsTable,
-                            kind: .local(index: loopback, source: steeringAddress(profile, ipv6: !ipv4)), metric: 1, protocolNumber: vpnexecRouteProtocol)
-                    : Route(destination: .defaultRoute(ipv4: false), table: profile.dnsTable, kind: .unreachable, metric: 2, protocolNumber: vpnexecRouteProtocol)
+                let steered = ipv4 || facts.loopbackIPv6
+                return Route(destination: .defaultRoute(ipv4: ipv4), table: profile.dnsTable,
+                             kind: steered ? .local(index: loopback, source: steeringAddress(profile, ipv6: !ipv4)) : .unreachable,
+                             metric: steered ? 1 : 2, protocolNumber: vpnexecRouteProtocol)
             }
         }
     }
@@ -130,12 +129,9 @@ public enum DNSRouting {
     /// address of fd7f:4d::/112 on `lo` is a profile's that went, and is removed.
     public static func addresses(_ policy: Policy, facts: RuntimeFacts) -> [InterfaceAddress] {
         let loopback = facts.links["lo"]?.index ?? 1
-        guard steersIPv6(facts) else { return [] }
+        guard facts.loopbackIPv6 else { return [] }
         return served(policy, facts: facts).map { profile in
             InterfaceAddress(interfaceIndex: loopback, prefix: IPPrefix(address: steeringAddress(profile, ipv6: true), length: 128)!)
         }
     }
-
-    /// Whether members' IPv6 queries can be steered: IPv6 is on for `lo`.
-    public static func steersIPv6(_ facts: RuntimeFacts) -> Bool { facts.loopbackIPv6 }
 }
