@@ -10,6 +10,8 @@ client=vx${tag}c wan=vx${tag}w server=vx${tag}s wgc=vx${tag}t wgs=vx${tag}v upli
 cgroup_root=$(awk '{ for (i = 1; i <= NF; i++) if ($i == "-" && $(i + 1) == "cgroup2") { print $5; exit } }' /proc/self/mountinfo)
 cgroup_parent=vx$tag.slice
 pids=()
+# Namespaces and tunnels a script adds to the three (bench/lib/side-by-side.sh), for cleanup.
+extra_namespaces=() extra_tunnels=()
 
 inns() { local ns=$1; shift; nsenter --net=/var/run/netns/"$ns" -- "$@"; }
 # Background processes are started by nsenter itself (no function, no subshell), so that
@@ -23,8 +25,8 @@ cleanup() {
   # vpnd's socket programs outlive it (the root cgroup's path guard outlives the cgroups
   # of this run): removed as an admin would, before the namespace goes.
   [[ -n ${bin:-} && -x $bin/vpnd ]] && inns "$client" "$bin/vpnd" --cleanup --socket "$work/cleanup.sock" 2>/dev/null
-  for ns in "$client" "$wan" "$server"; do ip netns del "$ns" 2>/dev/null; done
-  rm -f /var/run/wireguard/"$wgc".sock /var/run/wireguard/"$wgs".sock
+  for ns in "$client" "$wan" "$server" "${extra_namespaces[@]}"; do ip netns del "$ns" 2>/dev/null; done
+  for tunnel in "$wgc" "$wgs" "${extra_tunnels[@]}"; do rm -f /var/run/wireguard/"$tunnel".sock; done
   if [[ -d $cgroup_root/$cgroup_parent ]]; then
     find "$cgroup_root/$cgroup_parent" -depth -type d -exec rmdir {} \; 2>/dev/null
   fi
