@@ -132,6 +132,11 @@ final class DNSService {
         }
     }
 
+    /// IPv6 is on again on lo: each proxy opens the ::1 listeners it could not at its start.
+    func loopbackIPv6Returned() {
+        for resolver in resolvers.values { resolver.listenOnIPv6() }
+    }
+
     func counters(of profile: String) -> DNSProxyCounters? { resolvers[profile]?.proxy.counters }
 
     func sharedAddresses(of profile: String) -> [DNSSharedAddress] {
@@ -176,6 +181,10 @@ final class ProfileResolver {
     private let log: Log
     private let mark: UInt32
     private let steered: SteeredQueries
+    /// The TCP and UDP listeners' port on loopback.
+    private let port: UInt16
+    /// Whether the ::1 listeners are open (not while IPv6 is off on lo).
+    private var ipv6Listening = false
     /// Every socket below: the listeners, the upstream sockets, the TCP connections.
     private var owned = DescriptorTable()
     private var sockets: [DescriptorNumber] = []
@@ -209,21 +218,11 @@ final class ProfileResolver {
         self.log = log
         self.mark = mark
         self.steered = steered
+        self.port = port
         proxy = try DNSProxy(configuration: configuration, random: KernelRandom())
         do {
-            for local in [SocketAddress(.v4(0x7f00_0001), port: port), SocketAddress(.v6(0, 1), port: port)] {
-                guard let listener = try Self.loopbackSocket(local) else {
-                    log.notice("DNS proxy of profile \(profile): nothing on \(local) (IPv6 is off on lo): members' TCP queries to IPv6 addresses are refused until vpnd starts again")
-                    continue
-                }
-                let udp = owned.insert(listener)
-                sockets.append(udp)
-                loop.watch(udp) { [unowned self] _ in receiveQueries(udp) }
-                let tcp = owned.insert(try Self.socket(local.family, SOCK_STREAM, bind: local))
-                sockets.append(tcp)
-                guard listen(tcp.raw, 64) == 0 else { throw ApplyError(SystemError("listen on \(local)").description) }
-                loop.watch(tcp) { [unowned self] _ in acceptClients(tcp) }
-            }
+            try openListeners(ipv6: false)
+            try openListeners(ipv6: true)
             for ipv4 in [true, false] {
                 let fd = owned.insert(try Self.socket(ipv4 ? AF_INET : AF_INET6, SOCK_DGRAM, mark: mark))
                 sockets.append(fd)
@@ -233,6 +232,35 @@ final class ProfileResolver {
         } catch {
             close()
             throw error
+        }
+    }
+
+    /// The UDP and TCP listeners on 127.0.0.1 or ::1; none on ::1 while IPv6 is off on lo
+    /// (`ipv6Listening` stays false, and `listenOnIPv6()` opens them once it is on again).
+    private func openListeners(ipv6: Bool) throws {
+        let local = ipv6 ? SocketAddress(.v6(0, 1), port: port) : SocketAddress(.v4(0x7f00_0001), port: port)
+        guard let listener = try Self.loopbackSocket(local) else {
+            log.notice("DNS proxy of profile \(profile): nothing on \(local) (IPv6 is off on lo): members' TCP queries to IPv6 addresses are refused until IPv6 is on again")
+            return
+        }
+        let udp = owned.insert(listener)
+        sockets.append(udp)
+        loop.watch(udp) { [unowned self] _ in receiveQueries(udp) }
+        let tcp = owned.insert(try Self.socket(local.family, SOCK_STREAM, bind: local))
+        sockets.append(tcp)
+        guard listen(tcp.raw, 64) == 0 else { throw ApplyError(SystemError("listen on \(local)").description) }
+        loop.watch(tcp) { [unowned self] _ in acceptClients(tcp) }
+        if ipv6 { ipv6Listening = true }
+    }
+
+    /// IPv6 is on again on lo: the ::1 listeners the proxy could not open before. The
+    /// proxy itself goes on (its shared addresses, its counters).
+    func listenOnIPv6() {
+        guard !ipv6Listening else { return }
+        do {
+            try openListeners(ipv6: true)
+        } catch {
+            log.error("DNS proxy of profile \(profile): \(error); members' TCP queries to IPv6 addresses are refused")
         }
     }
 

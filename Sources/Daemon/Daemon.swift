@@ -233,6 +233,9 @@ public final class Daemon {
         // IPv6 off (disable_ipv6): nothing of ours needs it, but what it would carry is held.
         if !facts.loopbackIPv6, before?.loopbackIPv6 != false {
             log.notice("IPv6 is off on lo: members' IPv6 DNS queries are refused, not steered to their proxies")
+        } else if facts.loopbackIPv6, before?.loopbackIPv6 == false {
+            log.notice("IPv6 is on again on lo: members' IPv6 DNS queries go to their proxies")
+            dns?.loopbackIPv6Returned()
         }
         for (name, link) in facts.links.sorted(by: { $0.key < $1.key }) where !link.ipv6 && before?.links[name]?.ipv6 != false {
             log.notice("IPv6 is off on \(name): no IPv6 route through it; its profiles' IPv6 is held as while it is down")

@@ -40,5 +40,8 @@ import Testing
         }
         #expect(try DNSTests().ask(s, member: true, "udp", "2001:db8:80::53", "bank.example", "AAAA") == ["2001:db8:80::80"])
         #expect(try s.daemon.status().dnsSteering?.contains("refused") == false)
+        // Over TCP too: the connection, rewritten to the proxy on ::1, finds it listening
+        // there (it could not when vpnd started with IPv6 off).
+        #expect(try DNSTests().ask(s, member: true, "tcp", "2001:db8:80::53", "bank.example", "AAAA") == ["2001:db8:80::80"])
     }
 }
