@@ -7,8 +7,14 @@
 # namespace has its own), so they are set for the run and put back on exit. Call
 # socket_buffers_up before tunnel_up: a socket takes the default when it is made.
 
+# The host's own values stay in this file until they are put back: a run killed before its
+# restore leaves it, and the next run takes the host's values from it, not the 7 MiB the
+# killed run left set.
+buffers_file=/run/vpnexec-bench-socket-buffers
+
 socket_buffers_up() {
-  saved_buffers=$(sysctl -n net.core.rmem_default net.core.wmem_default net.core.rmem_max net.core.wmem_max | paste -sd' ')
+  [[ -s $buffers_file ]] || sysctl -n net.core.rmem_default net.core.wmem_default net.core.rmem_max net.core.wmem_max | paste -sd' ' > "$buffers_file"
+  saved_buffers=$(cat "$buffers_file")
   local size=$((7 << 20))
   sysctl -qw net.core.rmem_max=$size net.core.wmem_max=$size
   sysctl -qw net.core.rmem_default=$size net.core.wmem_default=$size
@@ -20,4 +26,5 @@ socket_buffers_restore() {
   read -r rmem wmem rmem_max wmem_max <<< "$saved_buffers"
   sysctl -qw net.core.rmem_default=$rmem net.core.wmem_default=$wmem
   sysctl -qw net.core.rmem_max=$rmem_max net.core.wmem_max=$wmem_max
+  rm -f "$buffers_file"
 }
