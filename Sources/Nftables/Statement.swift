@@ -63,6 +63,11 @@ public enum NftStatement: Hashable, Sendable {
     case icmpv6Types(ClosedRange<UInt8>)
     /// `masquerade`: source NAT to the output interface's address (vpn-server's forwarding).
     case masquerade
+    /// `reject with tcp reset` (a TCP packet only: after a match on TCP), or `reject` (the
+    /// inet family's ICMP or ICMPv6 port unreachable): the sender learns at once, where a
+    /// drop leaves it to its timeouts. The reset is routed from the address the packet was
+    /// sent to, whether that is the host's or not (a steered DNS query's).
+    case reject(tcpReset: Bool)
     case verdict(NftVerdict)
 }
 

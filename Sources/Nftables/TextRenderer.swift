@@ -117,6 +117,8 @@ public struct NftTextRenderer: Sendable {
             return "icmpv6 type " + (types.count == 1 ? "\(types.lowerBound)" : "\(types.lowerBound)-\(types.upperBound)")
         case .masquerade:
             return "masquerade"
+        case let .reject(tcpReset):
+            return tcpReset ? "reject with tcp reset" : "reject"
         case let .verdict(v):
             return verdict(v)
         }

@@ -84,6 +84,8 @@ import Testing
                     NftRule([.tcpSynWithoutAck(negated: true), .verdict(.accept)]),
                     NftRule([.tcpSynWithoutAck(negated: false), .verdict(.drop)]),
                     NftRule([.transportProtocol(1), .verdict(.accept)]),
+                    NftRule([.sourceNetwork(IPPrefix(address: .v4(0x7f4d_0000), length: 16)!), .tcpSynWithoutAck(negated: false), .reject(tcpReset: true)]),
+                    NftRule([.transportProtocol(17), .reject(tcpReset: false)]),
                 ]),
                 NftChain(name: "killswitch_work", rules: [
                     NftRule([.outputInterfaceName("wg0", negated: false), .verdict(.accept)]),
