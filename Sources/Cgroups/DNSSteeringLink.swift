@@ -15,27 +15,28 @@ import SocketPrograms
 public final class DNSSteeringLink {
     public typealias Failure = SocketProgramSet.Failure
 
-    private let map: FileDescriptor
-    private let map6: FileDescriptor
+    /// One SOCKMAP a family and transport, by `index(ipv6:tcp:)`, owned by `owned`.
+    private var maps: [DescriptorNumber] = []
+    private var owned = DescriptorTable()
     private let link: FileDescriptor
     /// Keys are indexes below this (a SOCKMAP is an array).
     public let capacity: UInt32
 
+    private static func index(ipv6: Bool, tcp: Bool) -> Int { (ipv6 ? 1 : 0) + (tcp ? 2 : 0) }
+
     public init(capacity: UInt32) throws(Failure) {
         self.capacity = capacity
-        func sockets(ipv6: Bool) throws(Failure) -> FileDescriptor {
+        for (ipv6, tcp) in [(false, false), (true, false), (false, true), (true, true)] {
             do {
-                return try FileDescriptor("bpf: creating the map of DNS proxy sockets (IPv\(ipv6 ? 6 : 4))",
-                                          returned: vx_bpf_map_create(DNSSteering.mapType, DNSSteering.keySize, DNSSteering.valueSize, capacity,
-                                                                      DNSSteering.mapName(ipv6: ipv6)))
+                maps.append(owned.insert(try FileDescriptor("bpf: creating the map of DNS proxy sockets (IPv\(ipv6 ? 6 : 4), \(tcp ? "TCP" : "UDP"))",
+                                               returned: vx_bpf_map_create(DNSSteering.mapType, DNSSteering.keySize, DNSSteering.valueSize, capacity,
+                                                                           DNSSteering.mapName(ipv6: ipv6, tcp: tcp)))))
             } catch { throw Failure(error) }
         }
-        map = try sockets(ipv6: false)
-        map6 = try sockets(ipv6: true)
-        let descriptors = (map.raw, map6.raw)
+        let descriptors = DNSSteering.Maps(udp4: maps[0].raw, udp6: maps[1].raw, tcp4: maps[2].raw, tcp6: maps[3].raw)
         let program = try SocketProgramSet.load(DNSSteering.programName, type: DNSSteering.programType, attachType: DNSSteering.attachType,
                                                 what: "the DNS steering program (sk_lookup with ingress_ifindex, Linux 5.17)") {
-            () throws(BPFAssembler.Failure) in try DNSSteering.program(map: descriptors.0, map6: descriptors.1)
+            () throws(BPFAssembler.Failure) in try DNSSteering.program(maps: descriptors)
         }
         // The link holds the program from here on.
         do {
@@ -45,27 +46,28 @@ public final class DNSSteeringLink {
         } catch { throw Failure(error) }
     }
 
-    /// Queries from the profile `key` go to `socket`: a UDP socket of the family given by
-    /// `ipv6` (the queries of each family go to their own map) bound to port 53, as its
-    /// answers leave from its own port; its address is free, the program picks it by key
-    /// (the kernel refuses a socket never bound, and the program drops queries for one that
-    /// cannot take them, such as a TCP listener). The map holds the socket, not the
-    /// descriptor: once every descriptor of it is closed, the socket leaves the map.
-    public func set(key: UInt32, socket: borrowing FileDescriptor, ipv6: Bool = false) throws(Failure) {
+    /// Queries from the profile `key` go to `socket`: of the family given by `ipv6` and the
+    /// transport by `tcp` (each has its own map). A UDP socket bound to port 53, as its
+    /// answers leave from its own port; a TCP one listening (its connections take the
+    /// address and port asked). The program picks it by key (the kernel refuses a socket
+    /// never bound, and the program drops queries for one that cannot take them). The map
+    /// holds the socket, not the descriptor: once every descriptor of it is closed, the
+    /// socket leaves the map.
+    public func set(key: UInt32, socket: borrowing FileDescriptor, ipv6: Bool = false, tcp: Bool = false) throws(Failure) {
         guard DNSSteering.keys.contains(key) else {
             throw Failure("bpf: setting a DNS proxy socket at key \(key), outside \(DNSSteering.keys)", code: EINVAL)
         }
         var index = key, value = UInt64(socket.raw)
-        guard vx_bpf_map_update(ipv6 ? map6.raw : map.raw, &index, &value) == 0 else {
-            throw Failure("bpf: setting the IPv\(ipv6 ? 6 : 4) DNS proxy socket of key \(key) (the map holds keys below \(capacity))")
+        guard vx_bpf_map_update(maps[Self.index(ipv6: ipv6, tcp: tcp)].raw, &index, &value) == 0 else {
+            throw Failure("bpf: setting the IPv\(ipv6 ? 6 : 4) \(tcp ? "TCP" : "UDP") DNS proxy socket of key \(key) (the map holds keys below \(capacity))")
         }
     }
 
-    /// Queries of the family from the profile `key` are dropped from now on. Nothing to
-    /// remove (or a key beyond the map, where nothing can be) is no failure: either way none
-    /// is there.
-    public func remove(key: UInt32, ipv6: Bool = false) {
+    /// Queries of the family and transport from the profile `key` are dropped from now on.
+    /// Nothing to remove (or a key beyond the map, where nothing can be) is no failure:
+    /// either way none is there.
+    public func remove(key: UInt32, ipv6: Bool = false, tcp: Bool = false) {
         var index = key
-        _ = vx_bpf_map_delete(ipv6 ? map6.raw : map.raw, &index)
+        _ = vx_bpf_map_delete(maps[Self.index(ipv6: ipv6, tcp: tcp)].raw, &index)
     }
 }

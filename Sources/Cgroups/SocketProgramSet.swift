@@ -4,7 +4,7 @@ import Descriptors
 import Glibc
 import SocketPrograms
 
-/// The socket programs loaded (Sources/SocketPrograms), with their two maps: what vpnd
+/// The socket programs loaded (Sources/SocketPrograms), with their maps: what vpnd
 /// attaches to cgroups. Loading needs CAP_BPF (and CAP_NET_ADMIN); attaching, detaching and
 /// writing a cgroup's settings need only these descriptors and CAP_NET_ADMIN, so vpnd
 /// loads once at start, before it drops CAP_BPF.
@@ -45,7 +45,6 @@ public final class SocketProgramSet {
     }
 
     private let storage: FileDescriptor
-    private let origins: FileDescriptor
     private let known: FileDescriptor
     /// What the path guard's map holds now (id -> on the parent's path).
     private var knownNow: [UInt64: Bool] = [:]
@@ -67,21 +66,19 @@ public final class SocketProgramSet {
             // attached to that cgroup.
             storage = try FileDescriptor("bpf: creating the cgroup storage of the socket programs",
                                          returned: vx_bpf_map_create(19, 8, UInt32(SocketStorage.size), 0, "vx_settings"))
-            origins = try FileDescriptor("bpf: creating the map of DNS destinations asked",
-                                         returned: vx_bpf_map_create(9, SocketOrigins.keySize, SocketOrigins.valueSize, SocketOrigins.entries, "vx_origins"))
             known = try FileDescriptor("bpf: creating the map of cgroups along the profile parent",
                                        returned: vx_bpf_map_create(1, PathGuard.keySize, PathGuard.valueSize, PathGuard.entries, "vx_known"))
         } catch { throw Failure(error) }
-        for program in SocketProgram.allCases {
+        for program in SocketProgram.inUse {
             let loaded = try Self.load(program.name, type: program.programType, attachType: program.attachType, what: "the socket program") {
-                () throws(BPFAssembler.Failure) in try program.code(storage: storage.raw, origins: origins.raw, known: known.raw, depth: parentDepth)
+                () throws(BPFAssembler.Failure) in try program.code(storage: storage.raw, known: known.raw, depth: parentDepth)
             }
             programs[program] = owned.insert(loaded)
         }
     }
 
     /// The calling thread's network namespace, by its cookie: the owner vpnd writes and
-    /// recognises, and the only namespace where the DNS rewrite acts.
+    /// recognises, and the only namespace where the port-853 refusal acts.
     public static func currentOwner() throws(Failure) -> UInt64 {
         let cookie = vx_netns_cookie()
         guard cookie != 0 else { throw Failure("reading the network namespace's cookie (SO_NETNS_COOKIE, Linux 5.14)") }

@@ -56,7 +56,9 @@ public struct StatusReport: Codable, Hashable, Sendable {
     /// counts say how many the policy has. 3: sockets refused in unknown cgroups
     /// (`unknownCgroupRefusals`) instead of packets dropped, and `dns.encryptedDNSRefused`
     /// counts refused connects and sends, not packets (the socket programs refuse them).
-    public static let currentSchema = 3
+    /// 4: `dns.port` is gone (members' queries, UDP and TCP, reach the proxy by routing,
+    /// on no port of its own); `dns.failure` says why a profile's proxy does not run.
+    public static let currentSchema = 4
     public var schema = StatusReport.currentSchema
     public var daemonPID: Int32
     public var policyDirectory: String
@@ -137,8 +139,10 @@ public struct DNSStatus: Codable, Hashable, Sendable {
     /// 100,000 domains, and a status that carried them all would be megabytes per call.
     public static let listedDomains = 64
 
-    public var port: UInt16
     public var servers: [String]
+    /// Why the profile's proxy does not run (members' queries are then refused, none
+    /// leaves); absent while it runs.
+    public var failure: String?
     public var bypassDomains: [String] = []
     public var bypassDomainCount = 0
     public var routeDomains: [String] = []
@@ -163,10 +167,8 @@ public struct DNSStatus: Codable, Hashable, Sendable {
     /// The live ones, most recent first, at most a few.
     public var sharedNow: [SharedAddressReport] = []
 
-    /// Where the proxy listens and what it asks; the lists and counts start empty and are
-    /// set by name.
-    public init(port: UInt16, servers: [String]) {
-        self.port = port
+    /// What the proxy asks; the lists and counts start empty and are set by name.
+    public init(servers: [String]) {
         self.servers = servers
     }
 }

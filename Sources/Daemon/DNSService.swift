@@ -5,6 +5,7 @@ import Descriptors
 import Cgroups
 import Glibc
 import Monotonic
+import Netlink
 import Nftables
 import Plan
 import Policy
@@ -18,13 +19,15 @@ enum DNSClient: Hashable {
     case tcp(connection: DescriptorNumber)
 }
 
-/// The profiles' DNS proxies, at the edge: members' queries arrive
-/// - over UDP, routed to the host with the profile's steering address as their source
-///   (DNSRouting), on the socket of their family the steering program hands them to
-///   (`DNSSteeringPoint`), whatever address they asked: passed to the profile's resolver
-///   by that source address; the answer leaves from the address asked;
-/// - over TCP, on 127.0.0.1 and ::1, port `[dns] port_base` + the profile's index, where
-///   the socket programs rewrite a member's port-53 destinations (SocketProgramPlan).
+/// The profiles' DNS proxies, at the edge: members' queries arrive routed to the host with
+/// the profile's steering address as their source (DNSRouting), whatever address they
+/// asked, on the socket of their family and transport the steering program hands them to
+/// (`DNSSteeringPoint`), and go to the profile's resolver by that source address:
+/// - over UDP, each datagram taken if it carries the profile's mark; the answer leaves
+///   from the address asked;
+/// - over TCP, each connection taken if the socket that made it carries the profile's
+///   mark (the kernel says, `SocketDiag`); it has the address asked as its own.
+/// Nothing else listens: no port of the proxies' own is open to any local user.
 /// The pure `DNSProxy` decides; its upstream queries leave from sockets carrying the
 /// profile's mark (so they are routed into its tunnel, killswitch included, like a
 /// member's) and the proxy's bit (so they are not routed back to it); the
@@ -40,15 +43,16 @@ final class DNSService {
     private var built: [String: ResolverSettings] = [:]
     /// Shared by every profile's resolver: they fill the same route.domains sets.
     private let lifetimes = ElementLifetimes()
-    /// nil where the kernel would not take the steering program: members' UDP queries
-    /// then get no answer (none leaves), as the log said at start.
+    /// nil where the kernel would not take the steering program: members' queries are then
+    /// refused (none leaves), as the log said at start.
     private let steering: DNSSteeringPoint?
+    /// Who made a steered TCP connection (nil: none is taken, each is closed).
+    private let diag = try? SocketDiag()
     /// The resolver for each steering key.
     private var byKey: [UInt32: String] = [:]
 
     struct ResolverSettings: Hashable {
         var configuration: DNSProxyConfiguration
-        var port: UInt16
         var mark: UInt32
         var steered: SteeredQueries
     }
@@ -60,6 +64,25 @@ final class DNSService {
         self.steering = steering
         for fd in [steering?.socket.number, steering?.socket6.number].compactMap({ $0 }) {
             loop.watch(fd) { [unowned self] _ in receiveSteeredQueries(fd) }
+        }
+        for fd in [steering?.listener.number, steering?.listener6.number].compactMap({ $0 }) {
+            loop.watch(fd) { [unowned self] _ in acceptSteeredConnections(fd) }
+        }
+    }
+
+    /// The connections waiting on a steering listener, each to the resolver of the profile
+    /// its source address names, with the mark of the socket that made it.
+    private func acceptSteeredConnections(_ listener: DescriptorNumber) {
+        while true {
+            let accepted = vx_accept4(listener.raw, Int32(SOCK_CLOEXEC.rawValue) | Int32(SOCK_NONBLOCK.rawValue))
+            guard accepted >= 0 else { return }
+            let connection = FileDescriptor(adopting: accepted)
+            // The program hands over only what comes from a served key's address; another
+            // is a reload's race, or a connection to the listener's own port: closed.
+            guard let peer = SocketAddress.peer(of: connection), let local = SocketAddress.local(of: connection),
+                  let key = DNSSteering.key(of: peer.address), let name = byKey[key], let resolver = resolvers[name] else { continue }
+            let mark = (try? diag?.markOfTCPConnection(from: peer.address, port: peer.port, to: local.address, port: local.port)) ?? nil
+            resolver.steeredConnection(connection, mark: mark)
         }
     }
 
@@ -101,8 +124,7 @@ final class DNSService {
                                                       elementTimeout: policy.dns.minTTL...max(policy.dns.minTTL, policy.dns.maxTTL))
             let steered = SteeredQueries(key: profile.index, mask: policy.routing.markMask,
                                          marks: [profile.mark.value] + (policy.systemProfile?.name == profile.name ? [0] : []))
-            wanted[profile.name] = ResolverSettings(configuration: configuration, port: policy.dns.port(for: profile),
-                                                    mark: profile.mark.value | policy.routing.proxyMark, steered: steered)
+            wanted[profile.name] = ResolverSettings(configuration: configuration, mark: profile.mark.value | policy.routing.proxyMark, steered: steered)
         }
         for (name, resolver) in resolvers where wanted[name] != built[name] {
             resolver.close()
@@ -110,32 +132,40 @@ final class DNSService {
             built[name] = nil
         }
         for (name, settings) in wanted.sorted(by: { $0.key < $1.key }) where resolvers[name] == nil {
-            let (configuration, port) = (settings.configuration, settings.port)
+            let configuration = settings.configuration
             do {
-                resolvers[name] = try ProfileResolver(profile: name, configuration: configuration, port: port, mark: settings.mark,
-                                                      steered: settings.steered,
+                resolvers[name] = try ProfileResolver(profile: name, configuration: configuration, mark: settings.mark, steered: settings.steered,
                                                       loop: loop, io: io, applier: applier, lifetimes: lifetimes, log: log)
                 built[name] = settings
-                log.info("DNS proxy of profile \(name) on port \(port): \(configuration.servers.isEmpty ? "no resolvers (queries are refused; set dns = [...])" : "resolvers \(configuration.servers.map(\.description).joined(separator: ", "))")")
+                failures[name] = nil
+                log.info("DNS proxy of profile \(name): \(configuration.servers.isEmpty ? "no resolvers (queries are refused; set dns = [...])" : "resolvers \(configuration.servers.map(\.description).joined(separator: ", "))")")
             } catch {
-                log.error("DNS proxy of profile \(name) did not start: \(error); members' queries get no answer (none leaves)")
+                failures[name] = "\(error)"
+                log.error("DNS proxy of profile \(name) did not start: \(error); \(Self.refused)")
             }
         }
         byKey = Dictionary(resolvers.keys.compactMap { name in built[name].map { ($0.steered.key, name) } }, uniquingKeysWith: { a, _ in a })
+        failures = failures.filter { wanted[$0.key] != nil }
         if let steering {
             do {
                 try steering.setMark(policy.routing.proxyMark)
                 try steering.serve(Set(byKey.keys))
+                steeringFailure = nil
             } catch {
-                log.error("DNS steering: \(error); members' UDP queries get no answer (none leaves)")
+                steeringFailure = "\(error)"
+                log.error("DNS steering: \(error); \(Self.refused)")
             }
         }
     }
 
-    /// IPv6 is on again on lo: each proxy opens the ::1 listeners it could not at its start.
-    func loopbackIPv6Returned() {
-        for resolver in resolvers.values { resolver.listenOnIPv6() }
-    }
+    /// What members get from a proxy that is not there (DNSRouting.steeredQueryGuards).
+    static let refused = "members' DNS queries are refused (none leaves)"
+
+    /// Why a profile's proxy does not run, for status (nil: it runs, or DNS is not its).
+    private var failures: [String: String] = [:]
+    private var steeringFailure: String?
+
+    func failure(of profile: String) -> String? { steeringFailure ?? failures[profile] }
 
     func counters(of profile: String) -> DNSProxyCounters? { resolvers[profile]?.proxy.counters }
 
@@ -181,11 +211,7 @@ final class ProfileResolver {
     private let log: Log
     private let mark: UInt32
     private let steered: SteeredQueries
-    /// The TCP and UDP listeners' port on loopback.
-    private let port: UInt16
-    /// Whether the ::1 listeners are open (not while IPv6 is off on lo).
-    private var ipv6Listening = false
-    /// Every socket below: the listeners, the upstream sockets, the TCP connections.
+    /// Every socket below: the upstream sockets, the TCP connections.
     private var owned = DescriptorTable()
     private var sockets: [DescriptorNumber] = []
     private var tcpClients: [DescriptorNumber: TCPPeer] = [:]
@@ -208,7 +234,7 @@ final class ProfileResolver {
         var connected = false
     }
 
-    init(profile: String, configuration: DNSProxyConfiguration, port: UInt16, mark: UInt32, steered: SteeredQueries,
+    init(profile: String, configuration: DNSProxyConfiguration, mark: UInt32, steered: SteeredQueries,
          loop: EventLoop, io: DatagramIO, applier: any KernelApplying, lifetimes: ElementLifetimes, log: Log) throws {
         self.profile = profile
         self.loop = loop
@@ -218,11 +244,8 @@ final class ProfileResolver {
         self.log = log
         self.mark = mark
         self.steered = steered
-        self.port = port
         proxy = try DNSProxy(configuration: configuration, random: KernelRandom())
         do {
-            try openListeners(ipv6: false)
-            try openListeners(ipv6: true)
             for ipv4 in [true, false] {
                 let fd = owned.insert(try Self.socket(ipv4 ? AF_INET : AF_INET6, SOCK_DGRAM, mark: mark))
                 sockets.append(fd)
@@ -232,35 +255,6 @@ final class ProfileResolver {
         } catch {
             close()
             throw error
-        }
-    }
-
-    /// The UDP and TCP listeners on 127.0.0.1 or ::1; none on ::1 while IPv6 is off on lo
-    /// (`ipv6Listening` stays false, and `listenOnIPv6()` opens them once it is on again).
-    private func openListeners(ipv6: Bool) throws {
-        let local = ipv6 ? SocketAddress(.v6(0, 1), port: port) : SocketAddress(.v4(0x7f00_0001), port: port)
-        guard let listener = try Self.loopbackSocket(local) else {
-            log.notice("DNS proxy of profile \(profile): nothing on \(local) (IPv6 is off on lo): members' TCP queries to IPv6 addresses are refused until IPv6 is on again")
-            return
-        }
-        let udp = owned.insert(listener)
-        sockets.append(udp)
-        loop.watch(udp) { [unowned self] _ in receiveQueries(udp) }
-        let tcp = owned.insert(try Self.socket(local.family, SOCK_STREAM, bind: local))
-        sockets.append(tcp)
-        guard listen(tcp.raw, 64) == 0 else { throw ApplyError(SystemError("listen on \(local)").description) }
-        loop.watch(tcp) { [unowned self] _ in acceptClients(tcp) }
-        if ipv6 { ipv6Listening = true }
-    }
-
-    /// IPv6 is on again on lo: the ::1 listeners the proxy could not open before. The
-    /// proxy itself goes on (its shared addresses, its counters).
-    func listenOnIPv6() {
-        guard !ipv6Listening else { return }
-        do {
-            try openListeners(ipv6: true)
-        } catch {
-            log.error("DNS proxy of profile \(profile): \(error); members' TCP queries to IPv6 addresses are refused")
         }
     }
 
@@ -275,20 +269,9 @@ final class ProfileResolver {
         tcpUpstreams = [:]
     }
 
-    /// A non-blocking socket, bound to `local`, or carrying `mark` (SO_MARK: routed as the
-    /// profile's, into its tunnel).
-    /// The UDP listener on `local`; nil for ::1 where IPv6 is off on lo (the address is
-    /// not there): a member's TCP query to an IPv6 address, rewritten to ::1, is then
-    /// refused, and none leaves.
-    static func loopbackSocket(_ local: SocketAddress) throws(SystemError) -> FileDescriptor? {
-        do {
-            return try socket(local.family, SOCK_DGRAM, bind: local)
-        } catch where local.family == AF_INET6 && error.code == EADDRNOTAVAIL {
-            return nil
-        }
-    }
-
-    static func socket(_ family: Int32, _ type: __socket_type, bind local: SocketAddress? = nil, mark: UInt32? = nil) throws(SystemError) -> FileDescriptor {
+    /// A non-blocking upstream socket carrying `mark` (SO_MARK: routed as the profile's, into
+    /// its tunnel).
+    static func socket(_ family: Int32, _ type: __socket_type, mark: UInt32) throws(SystemError) -> FileDescriptor {
         let socket = try FileDescriptor.socket(family, Int32(type.rawValue) | Int32(SOCK_NONBLOCK.rawValue))
         let fd = socket.raw
         var on: Int32 = 1
@@ -300,12 +283,8 @@ final class ProfileResolver {
             setsockopt(fd, SOL_SOCKET, SO_SNDBUFFORCE, &size, socklen_t(MemoryLayout<Int32>.size))
         }
         if family == AF_INET6 { setsockopt(fd, Int32(IPPROTO_IPV6), IPV6_V6ONLY, &on, socklen_t(MemoryLayout<Int32>.size)) }
-        if var mark, setsockopt(fd, SOL_SOCKET, vx_so_mark(), &mark, socklen_t(MemoryLayout<UInt32>.size)) != 0 {
-            throw SystemError("SO_MARK")
-        }
-        if let local, local.withSockaddr({ Glibc.bind(fd, $0, $1) }) != 0 {
-            throw SystemError("bind \(local)")
-        }
+        var mark = mark
+        guard setsockopt(fd, SOL_SOCKET, vx_so_mark(), &mark, socklen_t(MemoryLayout<UInt32>.size)) == 0 else { throw SystemError("SO_MARK") }
         return socket
     }
 
@@ -317,12 +296,6 @@ final class ProfileResolver {
     private func receiveBurst(_ fd: DescriptorNumber, _ body: ([UInt8], SocketAddress) -> Void) {
         io.receive(fd, body)
         perform()
-    }
-
-    private func receiveQueries(_ fd: DescriptorNumber) {
-        receiveBurst(fd) { query, from in
-            proxy.query(query, from: .udp(socket: fd, from: from), over: .udp, now: .now(), into: &actions)
-        }
     }
 
     /// A query the steering socket read for this profile (DNSService passes it by its
@@ -337,20 +310,20 @@ final class ProfileResolver {
 
     func performPending() { perform() }
 
-    private func acceptClients(_ listener: DescriptorNumber) {
-        while true {
-            let accepted = vx_accept4(listener.raw, Int32(SOCK_CLOEXEC.rawValue) | Int32(SOCK_NONBLOCK.rawValue))
-            guard accepted >= 0 else { return }
-            let connection = FileDescriptor(adopting: accepted)
-            guard tcpClients.count < Self.maxTCPClients else {
-                connection.close()
-                continue
-            }
-            let fd = owned.insert(connection)
-            tcpClients[fd] = TCPPeer(opened: .now())
-            loop.watch(fd) { [unowned self] events in serviceClient(fd, events) }
-            loop.after(.seconds(10)) { [weak self] in self?.dropClient(fd) }
+    /// A TCP connection the steering listener took for this profile (DNSService passes it
+    /// by its source address), with the mark of the socket that made it: one of another
+    /// mark (a socket bound to the address by hand, another profile's member) is closed and
+    /// counted, as a datagram with another mark is.
+    func steeredConnection(_ connection: consuming FileDescriptor, mark: UInt32?) {
+        guard steered.accepts(mark) else {
+            proxy.dropForeignQuery()
+            return
         }
+        guard tcpClients.count < Self.maxTCPClients else { return }
+        let fd = owned.insert(connection)
+        tcpClients[fd] = TCPPeer(opened: .now())
+        loop.watch(fd) { [unowned self] events in serviceClient(fd, events) }
+        loop.after(.seconds(10)) { [weak self] in self?.dropClient(fd) }
     }
 
     private func serviceClient(_ fd: DescriptorNumber, _ events: Int16) {

@@ -36,6 +36,7 @@ extension Daemon {
             parts.reconnect = tunnels.reconnectReport(interface: interface)
         }
         parts.trusted = trustedStatus(profile)
+        parts.dnsFailure = dns?.failure(of: profile.name)
         if let proxy = dns?.counters(of: profile.name) {
             parts.dns = proxy
             parts.tunnelDNSServers = tunnelFiles[interface]?.config.interface.dnsServers ?? []
@@ -49,14 +50,14 @@ extension Daemon {
         return parts
     }
 
-    /// For status: where members' UDP queries arrive, for how many profiles.
+    /// For status: where members' queries arrive, for how many profiles.
     var dnsSteeringSummary: String? {
-        if let failure = dnsSteeringFailure { return "off: \(failure); members' UDP queries get no answer (none leaves)" }
+        if let failure = dnsSteeringFailure { return "off: \(failure); \(DNSService.refused)" }
         guard let steering = dnsSteering else { return nil }
         guard appliedFacts?.loopbackIPv6 != false else {
-            return "UDP queries routed to \(DNSSteeringPoint.address(ipv6: false)):53 for \(steering.served.count) profile(s); IPv6 ones refused (IPv6 is off on lo)"
+            return "UDP and TCP queries routed to \(DNSSteeringPoint.address(ipv6: false)) for \(steering.served.count) profile(s); IPv6 ones refused (IPv6 is off on lo)"
         }
-        return "UDP queries routed to \(DNSSteeringPoint.address(ipv6: false)):53 and [\(DNSSteeringPoint.address(ipv6: true))]:53 for \(steering.served.count) profile(s)"
+        return "UDP and TCP queries routed to \(DNSSteeringPoint.address(ipv6: false)) and \(DNSSteeringPoint.address(ipv6: true)) for \(steering.served.count) profile(s)"
     }
 
     /// For status: the cgroups whose sockets are born marked now.

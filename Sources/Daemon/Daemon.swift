@@ -90,7 +90,7 @@ public final class Daemon {
         }
         let adopted = AdoptedSocketPrograms(hierarchy: hierarchy.mountPoint, owner: owner)
         // Its program needs CAP_BPF and its port 53 CAP_NET_BIND_SERVICE: before the drop. It
-        // lives as long as vpnd; a query routed to a proxy while none runs is dropped
+        // lives as long as vpnd; a query routed to a proxy while none runs is refused
         // (DNSRouting.steeredQueryGuards).
         if options.oneshot {
             (dnsSteering, dnsSteeringFailure) = (nil, nil)
@@ -99,7 +99,7 @@ public final class Daemon {
                 (dnsSteering, dnsSteeringFailure) = (try DNSSteeringPoint(), nil)
             } catch {
                 (dnsSteering, dnsSteeringFailure) = (nil, "\(error)")
-                log.error("DNS steering could not be set up: \(error); members' UDP DNS queries get no answer (none leaves). It needs Linux 5.17 or later")
+                log.error("DNS steering could not be set up: \(error); \(DNSService.refused). It needs Linux 5.17 or later")
             }
         }
         if options.dropPrivileges {
@@ -128,13 +128,9 @@ public final class Daemon {
         if options.sandbox {
             // Before any thread exists (built-in tunnels start below): all inherit it.
             mkdir(options.wireguardSocketDirectory, 0o755)
-            // The DNS proxies' ports: the policy's, for every index a profile can have (a
-            // reload may add profiles; the sandbox cannot be widened later).
-            let base = policy.dns.portBase
-            let dnsPorts = base...(base + UInt16(clamping: policy.routing.maximumIndex))
             if let state = options.stateDirectory { mkdir(state, 0o755) }
             var summary = try Sandbox.forDaemon(cgroupRoot: hierarchy.mountPoint, socketDirectory: socketDirectory.isEmpty ? "." : socketDirectory,
-                                                wireguardDirectory: options.wireguardSocketDirectory, dnsPorts: dnsPorts,
+                                                wireguardDirectory: options.wireguardSocketDirectory,
                                                 stateDirectory: options.stateDirectory).apply()
             if summary.hasPrefix("Landlock") {
                 summary += Sandbox.verify() ? " (verified)" : " (NOT in force: /proc/self/comm opened for writing)"
@@ -235,7 +231,6 @@ public final class Daemon {
             log.notice("IPv6 is off on lo: members' IPv6 DNS queries are refused, not steered to their proxies")
         } else if facts.loopbackIPv6, before?.loopbackIPv6 == false {
             log.notice("IPv6 is on again on lo: members' IPv6 DNS queries go to their proxies")
-            dns?.loopbackIPv6Returned()
         }
         for (name, link) in facts.links.sorted(by: { $0.key < $1.key }) where !link.ipv6 && before?.links[name]?.ipv6 != false {
             log.notice("IPv6 is off on \(name): no IPv6 route through it; its profiles' IPv6 is held as while it is down")

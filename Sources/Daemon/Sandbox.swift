@@ -41,16 +41,17 @@ public struct Sandbox: Sendable, Equatable {
     }
 
     public var rules: [Rule]
-    /// TCP ports vpnd may listen on (its DNS proxies) and connect to (resolvers, 53).
+    /// TCP ports vpnd may bind (none: its DNS listeners are bound before it enters the
+    /// sandbox) and connect to (resolvers, 53).
     public var tcpListen: ClosedRange<UInt16>?
     public var tcpConnect: [UInt16] = []
 
     /// vpnd's places: the cgroup2 tree (profile cgroups, cgroup.procs), the network
     /// sysctls, the control socket's directory, the `wg` sockets' directory, and the TUN
-    /// device for built-in tunnels; TCP only for DNS.
+    /// device for built-in tunnels; TCP only to ask resolvers.
     /// `stateDirectory`: where the last applied policy is kept (files made, renamed, removed).
     public static func forDaemon(cgroupRoot: String, socketDirectory: String, wireguardDirectory: String,
-                                 dnsPorts: ClosedRange<UInt16>, stateDirectory: String? = nil) -> Sandbox {
+                                 stateDirectory: String? = nil) -> Sandbox {
         Sandbox(rules: [
             Rule(path: cgroupRoot, access: [.writeFile, .makeDirectory, .removeDirectory]),
             Rule(path: "/proc/sys/net", access: [.writeFile]),
@@ -59,7 +60,7 @@ public struct Sandbox: Sendable, Equatable {
             Rule(path: wireguardDirectory, access: [.makeSocket, .removeFile]),
             Rule(path: "/dev/net/tun", access: [.writeFile, .ioctlDevice]),
         ] + (stateDirectory.map { [Rule(path: $0, access: [.writeFile, .makeRegular, .makeDirectory, .removeFile])] } ?? []),
-        tcpListen: dnsPorts, tcpConnect: [53])
+        tcpListen: nil, tcpConnect: [53])
     }
 
     public struct Failure: Error, CustomStringConvertible {
@@ -110,8 +111,9 @@ public struct Sandbox: Sendable, Equatable {
         guard vx_set_no_new_privs() == 0, vx_landlock_restrict_self(ruleset.raw) == 0 else {
             throw Failure(description: SystemError("landlock_restrict_self").description)
         }
-        var tcp = "TCP only to listen on \(tcpListen.map { "\($0.lowerBound)-\($0.upperBound)" } ?? "no port") and connect to port \(tcpConnect.map(String.init).joined(separator: ", "))"
-        if tcpListen == nil && tcpConnect.isEmpty { tcp = "no TCP" }
+        let allowed = (tcpListen.map { ["to listen on \($0.lowerBound)-\($0.upperBound)"] } ?? [])
+            + (tcpConnect.isEmpty ? [] : ["to connect to port \(tcpConnect.map(String.init).joined(separator: ", "))"])
+        let tcp = allowed.isEmpty ? "no TCP" : "TCP only " + allowed.joined(separator: " and ")
         return "Landlock ABI \(abi): writes only in \(places.joined(separator: ", ")); no program execution" + (abi >= 4 ? "; \(tcp) (DNS)" : "")
     }
 

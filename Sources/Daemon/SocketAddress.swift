@@ -1,4 +1,5 @@
 import Addresses
+import Descriptors
 import Glibc
 
 /// An IP address and port as the socket calls take and give them (sockaddr_in or
@@ -34,6 +35,22 @@ struct SocketAddress: Hashable, CustomStringConvertible {
     }
 
     var family: Int32 { address.isIPv4 ? AF_INET : AF_INET6 }
+
+    /// The other end of a connected socket (getpeername).
+    static func peer(of socket: borrowing FileDescriptor) -> SocketAddress? { named(socket, by: getpeername) }
+
+    /// A socket's own address (getsockname): an accepted connection's is the one its
+    /// client asked.
+    static func local(of socket: borrowing FileDescriptor) -> SocketAddress? { named(socket, by: getsockname) }
+
+    private static func named(_ socket: borrowing FileDescriptor,
+                              by call: (Int32, UnsafeMutablePointer<sockaddr>, UnsafeMutablePointer<socklen_t>) -> Int32) -> SocketAddress? {
+        var storage = sockaddr_storage()
+        var length = socklen_t(MemoryLayout<sockaddr_storage>.size)
+        let raw = socket.raw
+        let result = withUnsafeMutablePointer(to: &storage) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { call(raw, $0, &length) } }
+        return result == 0 ? SocketAddress(storage) : nil
+    }
 
     func withSockaddr<R>(_ body: (UnsafePointer<sockaddr>, socklen_t) -> R) -> R {
         switch address {

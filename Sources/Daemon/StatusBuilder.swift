@@ -42,6 +42,8 @@ struct StatusBuilder {
         var trusted: TrustedStatus?
         /// Its DNS proxy's counters; nil: no proxy runs for it.
         var dns: DNSProxyCounters?
+        /// Why its proxy does not run, where it should.
+        var dnsFailure: String?
         /// Addresses shared by a bypassed and a tunneled name now.
         var sharedNow: [SharedAddressReport] = []
         /// A built-in tunnel's `DNS =`, which serves a profile without `dns`.
@@ -63,7 +65,13 @@ struct StatusBuilder {
     }
 
     func dnsStatus(_ profile: Profile, _ parts: ProfileParts) -> DNSStatus? {
-        guard let counters = parts.dns else { return nil }
+        let servers = profile.dnsServers.isEmpty ? parts.tunnelDNSServers : profile.dnsServers
+        guard let counters = parts.dns else {
+            guard let failure = parts.dnsFailure else { return nil }
+            var status = DNSStatus(servers: servers.map(\.description))
+            status.failure = failure
+            return status
+        }
         let names = ProfileObjectNames(profile.name)
         var sizes: [String: Int] = [:]
         for (set, used, ipv4) in [(names.bypassDomainSet(ipv4: true), !profile.bypassDomains.isEmpty, true),
@@ -74,8 +82,8 @@ struct StatusBuilder {
                                   (names.routeDomainSet(ipv4: false), !profile.routeDomains.isEmpty, false)] where used {
             sizes[set] = setSize(set, ipv4)
         }
-        let servers = profile.dnsServers.isEmpty ? parts.tunnelDNSServers : profile.dnsServers
-        var status = DNSStatus(port: policy.dns.port(for: profile), servers: servers.map(\.description))
+        var status = DNSStatus(servers: servers.map(\.description))
+        status.failure = parts.dnsFailure
         status.bypassDomains = profile.bypassDomains.prefix(DNSStatus.listedDomains).map(\.description)
         status.bypassDomainCount = profile.bypassDomains.count
         status.routeDomains = profile.routeDomains.prefix(DNSStatus.listedDomains).map(\.description)

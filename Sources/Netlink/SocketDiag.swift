@@ -43,6 +43,34 @@ public final class SocketDiag {
         return connections
     }
 
+    /// The mark of the TCP socket of this namespace connected from `source` to
+    /// `destination` (both address and port): the other end of a connection accepted here,
+    /// as the kernel holds it (the mark comes with CAP_NET_ADMIN). Nil when there is none
+    /// (it closed meanwhile). One exact lookup, not a dump.
+    public func markOfTCPConnection(from source: IPAddress, port sourcePort: UInt16, to destination: IPAddress, port destinationPort: UInt16) throws -> UInt32? {
+        guard source.isIPv4 == destination.isIPv4 else { return nil }
+        let message = NetlinkMessage(type: UInt16(SOCK_DIAG_BY_FAMILY), flags: 0)
+        var request = inet_diag_req_v2()
+        request.sdiag_family = UInt8(source.isIPv4 ? AF_INET : AF_INET6)
+        request.sdiag_protocol = UInt8(IPPROTO_TCP)
+        request.idiag_states = ~0
+        request.id.idiag_sport = sourcePort.bigEndian
+        request.id.idiag_dport = destinationPort.bigEndian
+        withUnsafeMutableBytes(of: &request.id.idiag_src) { $0.copyBytes(from: source.bytes) }
+        withUnsafeMutableBytes(of: &request.id.idiag_dst) { $0.copyBytes(from: destination.bytes) }
+        // INET_DIAG_NOCOOKIE: any socket of that address and ports.
+        request.id.idiag_cookie = (UInt32.max, UInt32.max)
+        message.putFamilyHeader(request)
+        let replies: [NetlinkReply]
+        do {
+            replies = try netlink.request(message, operation: "look up a TCP connection")
+        } catch let error as NetlinkError where error.code == ENOENT {
+            return nil
+        }
+        guard let reply = replies.first else { return nil }
+        return reply.attributes(familyHeaderSize: MemoryLayout<inet_diag_msg>.size).u32(UInt16(INET_DIAG_MARK)) ?? 0
+    }
+
     /// Every UDP and TCP socket, IPv4 and IPv6, in any state.
     public func sockets() throws -> [Entry] {
         var entries: [Entry] = []

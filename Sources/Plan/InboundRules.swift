@@ -36,8 +36,10 @@ enum InboundRules {
         // arrives, and one set lookup lets it in.
         var input = TransportRules.inbound(policy, facts: facts)
         // What comes in on `lo` is let in, but for steered DNS queries meant for another
-        // socket than a proxy's: one interface comparison for everything else.
-        table.chains.append(NftChain(name: loopbackChain, rules: DNSRouting.steeredQueryGuards(policy) + [NftRule([.verdict(.accept)])]))
+        // socket than a proxy's: one interface comparison for everything else, and two
+        // source compares for what comes in on `lo`.
+        let steered = DNSRouting.steeredQueries(policy)
+        table.chains += [NftChain(name: loopbackChain, rules: steered.rules + [NftRule([.verdict(.accept)])]), steered.chain]
         input += [
             NftRule([.fromLoopback, .verdict(.goto(loopbackChain))]),
             NftRule([.inputInterfaceVerdictMap(map: tunnelsMap)]),

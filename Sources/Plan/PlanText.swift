@@ -72,14 +72,13 @@ public enum PlanText {
     }
 }
 
-/// "mark 0x1000000, guarded, DNS to port 5301, port 853 refused".
+/// "mark 0x1000000, packets without a profile's mark dropped, port 853 refused".
 func describe(_ settings: SocketSettings) -> String {
     var parts: [String] = []
     if settings.mark != 0 { parts.append("mark \(hex(settings.mark))") }
     if settings.requireMark { parts.append("sockets without a mark of ours refused") }
     if settings.guardMarks != nil { parts.append("packets without a profile's mark dropped") }
-    if let port = settings.dnsPort { parts.append("DNS to port \(port)" + (settings.unmarkedOnly ? " (unmarked sockets)" : "")) }
-    if settings.refuseEncryptedDNS { parts.append("port 853 refused") }
+    if settings.refuseEncryptedDNS { parts.append("port 853 refused" + (settings.unmarkedOnly ? " (unmarked sockets)" : "")) }
     if settings.guardPath { parts.append("sockets in cgroups unknown along the profile parent refused") }
     return parts.joined(separator: ", ")
 }

@@ -29,10 +29,8 @@ public struct SocketProgramAttachment: Hashable, Sendable, Comparable {
 /// - A member's packet whose mark is no profile's (a socket made before the cgroup had its
 ///   programs, or the bypass mark set by a member with CAP_NET_RAW) is dropped at the
 ///   cgroup's egress, counted (`guardMarks`).
-/// - Its TCP DNS, to any address, goes to its profile's proxy on loopback, and port 853 is
-///   refused at connect() where domain rules apply (EncryptedDNSRules): the destination is
-///   rewritten before any packet exists. UDP DNS is routed to the proxy instead
-///   (DNSRouting).
+/// - Port 853 is refused at connect() where domain rules apply (EncryptedDNSRules), before
+///   any packet exists. Its DNS, UDP and TCP, is routed to the proxy (DNSRouting).
 /// - The bypass slice gives the bypass mark (no profile's table routes it).
 /// - The profile parent refuses an internet socket that none of these gave a mark: a
 ///   cgroup made below it that vpnd has not attached yet (a slice systemd made again), also
@@ -40,8 +38,8 @@ public struct SocketProgramAttachment: Hashable, Sendable, Comparable {
 ///   its ancestors in a cgroup vpnd does not know (the parent itself made again: its
 ///   programs went with it), in vpnd's network namespace (`PathGuard`).
 /// The attachments are the kernel's: they hold while vpnd is stopped or restarting, as the
-/// nft killswitch does. In system mode the root cgroup takes the system profile's DNS for
-/// sockets without a mark (SystemRules); its members' routes are routing rules, not marks
+/// nft killswitch does. In system mode the root cgroup refuses port 853 for sockets without
+/// a mark (SystemRules); its members' routes are routing rules, not marks
 /// (the root is never given a birth mark: vpnd's and the tunnel daemons' sockets are there).
 enum SocketProgramPlan {
     static func attachments(_ policy: Policy, facts: RuntimeFacts) -> [SocketProgramAttachment] {
@@ -66,9 +64,8 @@ enum SocketProgramPlan {
             plan(facts.cgroupParent, facts.cgroupsAlongParent[facts.cgroupParent], SocketSettings(mark: 0, mask: mask, requireMark: true))
         }
         var root = SocketSettings(mark: 0, mask: mask, guardPath: pathGuard(policy, facts: facts) != nil)
-        if let system = policy.systemProfile, let dns = dnsPort(system, policy: policy, facts: facts) {
-            root.dnsPort = dns
-            root.refuseEncryptedDNS = EncryptedDNSRules.refuses(system, in: policy)
+        if let system = policy.systemProfile, EncryptedDNSRules.refuses(system, in: policy), servesDNS(system, facts: facts) {
+            root.refuseEncryptedDNS = true
             root.unmarkedOnly = true
         }
         if !root.programs.isEmpty { plan("", facts.rootCgroupID, root) }
@@ -77,7 +74,7 @@ enum SocketProgramPlan {
 
     static func member(_ profile: Profile, policy: Policy, facts: RuntimeFacts) -> SocketSettings {
         SocketSettings(mark: profile.mark.value, mask: policy.routing.markMask, guardMarks: policy.profiles.map(\.mark.value),
-                       dnsPort: dnsPort(profile, policy: policy, facts: facts), refuseEncryptedDNS: EncryptedDNSRules.refuses(profile, in: policy))
+                       refuseEncryptedDNS: servesDNS(profile, facts: facts) && EncryptedDNSRules.refuses(profile, in: policy))
     }
 
     /// The cgroups along the parent, when every level of its path was read (without the
@@ -99,7 +96,7 @@ enum SocketProgramPlan {
 
     /// A profile that steps aside on a trusted network (`disconnect`) leaves its members'
     /// DNS to the host's resolver, as all their traffic goes direct.
-    static func dnsPort(_ profile: Profile, policy: Policy, facts: RuntimeFacts) -> UInt16? {
-        facts.trustedAction(profile) == .disconnect ? nil : policy.dns.port(for: profile)
+    static func servesDNS(_ profile: Profile, facts: RuntimeFacts) -> Bool {
+        facts.trustedAction(profile) != .disconnect
     }
 }

@@ -211,11 +211,8 @@ public struct DNSSettings: Hashable, Sendable {
     /// Set elements live for a record's TTL held within these bounds (seconds).
     public var minTTL: UInt32 = 60
     public var maxTTL: UInt32 = 86_400
-    /// Profile i's proxy listens on 127.0.0.1 and ::1, UDP and TCP, port portBase + i.
-    public var portBase: UInt16 = 5300
     public var location: SourceLocation?
 
     public init() {}
 
-    public func port(for profile: Profile) -> UInt16 { portBase + UInt16(truncatingIfNeeded: profile.index) }
 }

@@ -83,11 +83,9 @@ extension DNSSettings {
         if settings.maxTTL < settings.minTTL, let at = reader.keyLocation("max_ttl") ?? reader.keyLocation("min_ttl") {
             reader.log.error("[dns] max_ttl \(settings.maxTTL) is below min_ttl \(settings.minTTL)", at: at)
         }
-        if let (value, _) = reader.integer("port_base", as: UInt16.self, where: { (1024...65000).contains($0) },
-                                           else: "must be 1024 to 65000 (profile i listens on port_base + i)") {
-            settings.portBase = value
-        }
-        reader.reportUnknownKeys()
+        // Gone with the proxies' own ports: a member's TCP queries were sent there, where any
+        // local user could listen while vpnd did not.
+        reader.reportUnknownKeys(unsupported: ["port_base": "no longer a setting: members' DNS queries, UDP and TCP, reach their profile's proxy by routing, on no port of its own; remove the line"])
         return settings
     }
 }

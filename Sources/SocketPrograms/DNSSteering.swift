@@ -1,16 +1,17 @@
 import Addresses
 import BPF
 
-/// DNS by routing, its kernel end: a member's UDP query to port 53 is routed into local
-/// delivery on `lo` with a source address that names its profile (127.77.0.0/16 for IPv4,
-/// fd7f:4d::/112 for IPv6), and a network-namespace `sk_lookup` program hands it to the
-/// proxy socket of its family, whatever address it asked. The proxy answers from the
-/// address asked (transparent socket, the packet-info control message), so the member sees
-/// its own server answer.
+/// DNS by routing, its kernel end: a member's query to port 53, UDP or TCP, is routed into
+/// local delivery on `lo` with a source address that names its profile (127.77.0.0/16 for
+/// IPv4, fd7f:4d::/112 for IPv6), and a network-namespace `sk_lookup` program hands it to
+/// the proxy socket of its family and transport, whatever address it asked: a datagram to
+/// the UDP socket, a SYN to the TCP listener (whose connection then has the address asked
+/// as its own). The proxy answers from the address asked (transparent sockets; for UDP the
+/// packet-info control message), so the member sees its own server answer.
 ///
 /// A profile is a key in 1...65534, its source addresses 127.77.(key >> 8).(key & 255) and
-/// fd7f:4d::key, and its proxy sockets sit in two SOCKMAPs, one a family, at that key
-/// (`DNSSteeringLink` in Cgroups). The first and last addresses of each prefix name no
+/// fd7f:4d::key, and its proxy sockets sit in four SOCKMAPs, one a family and transport, at
+/// that key (`DNSSteeringLink` in Cgroups). The first and last addresses of each prefix name no
 /// profile: a query from them is dropped like one whose proxy is gone. 127.0.0.0/8 is
 /// local on `lo` by itself; an IPv6 source must be an address of the host, so vpnd puts
 /// each served profile's on `lo` (DNSRouting).
@@ -78,10 +79,11 @@ public enum DNSSteering {
     /// The kernel's name for the program (at most 15 characters), as bpftool lists it.
     public static let programName = "vx_dnssteer"
 
-    /// The SOCKMAPs (one a family): key a u32 index (the profile's key), value the socket's descriptor as a
-    /// u64 when written (the kernel keeps the socket, not the number).
+    /// The SOCKMAPs (one a family and transport): key a u32 index (the profile's key), value
+    /// the socket's descriptor as a u64 when written (the kernel keeps the socket, not the
+    /// number).
     public static let mapType: UInt32 = 15
-    public static func mapName(ipv6: Bool) -> String { ipv6 ? "vx_dnsproxies6" : "vx_dnsproxies" }
+    public static func mapName(ipv6: Bool, tcp: Bool = false) -> String { "vx_dns\(tcp ? "tcp" : "udp")\(ipv6 ? 6 : 4)" }
     public static let keySize: UInt32 = 4, valueSize: UInt32 = 8
 
     /// Context offsets (uapi struct bpf_sk_lookup; Tests check them against the header).
@@ -93,18 +95,31 @@ public enum DNSSteering {
     /// was); SK_DROP ends it with no socket.
     static let pass: Int32 = 1, drop: Int32 = 0
 
-    /// The program, for the SOCKMAPs `map` (IPv4 sockets) and `map6` (IPv6), descriptors.
-    /// Anything but a UDP lookup for port 53 of a packet that came in on `lo` from one of
-    /// the prefixes passes untouched: this runs for every TCP and UDP socket lookup of the
-    /// namespace. One of ours goes to the socket at its key, or is dropped when there is
-    /// none or it cannot take it: fail-closed, so that a query steered to a profile whose
-    /// proxy is gone never reaches another socket (a resolver bound to 0.0.0.0:53 or [::]:53
-    /// would answer it outside the tunnel).
-    public static func program(map: Int32, map6: Int32) throws(BPFAssembler.Failure) -> [BPFInstruction] {
+    /// The SOCKMAPs of the program, by family and transport (descriptors).
+    public struct Maps: Sendable {
+        public var udp4: Int32, udp6: Int32, tcp4: Int32, tcp6: Int32
+
+        public init(udp4: Int32, udp6: Int32, tcp4: Int32, tcp6: Int32) {
+            (self.udp4, self.udp6, self.tcp4, self.tcp6) = (udp4, udp6, tcp4, tcp6)
+        }
+    }
+
+    /// The program. Anything but a UDP or TCP lookup for port 53 of a packet that came in on
+    /// `lo` from one of the prefixes passes untouched: this runs for every TCP and UDP
+    /// socket lookup of the namespace. One of ours goes to the socket at its key in the map
+    /// of its family and transport, or is dropped when there is none or it cannot take it:
+    /// fail-closed, so that a query steered to a profile whose proxy is gone never reaches
+    /// another socket (a resolver bound to 0.0.0.0:53 or [::]:53 would answer it outside
+    /// the tunnel). The input hook's lookup meets the same verdict and refuses such a query
+    /// at once (DNSRouting.steeredQueryGuards in Plan).
+    public static func program(maps: Maps) throws(BPFAssembler.Failure) -> [BPFInstruction] {
         var code = BPFAssembler()
         code.move(.r6, .r1)
-        code.load(.word, .r1, from: .r6, Context.ipProtocol)
-        code.jump(if: .r1, .notEqual, 17, to: "pass") // IPPROTO_UDP
+        // r9 = the transport, kept across the calls below.
+        code.load(.word, .r9, from: .r6, Context.ipProtocol)
+        code.jump(if: .r9, .equal, 17, to: "transport") // IPPROTO_UDP
+        code.jump(if: .r9, .notEqual, 6, to: "pass") // IPPROTO_TCP
+        code.label("transport")
         // Host order here, unlike the addresses and the remote port.
         code.load(.word, .r1, from: .r6, Context.localPort)
         code.jump(if: .r1, .notEqual, 53, to: "pass")
@@ -124,8 +139,7 @@ public enum DNSSteering {
         code.jump(if: .r2, .notEqual, network >> 16, to: "pass")
         code.and(.r1, 0xffff)
         code.store(.word, .r1, to: .r10, -4)
-        code.lookUp(map: map, keyAt: -4)
-        code.jump(to: "found")
+        lookUp(&code, udp: maps.udp4, tcp: maps.tcp4, family: "4")
         // As `mapKey(remoteIPv6:)`: the first three words are the prefix's, the last is the key.
         code.label("ipv6")
         for (index, word) in network6Words.enumerated() {
@@ -138,7 +152,7 @@ public enum DNSSteering {
         code.shiftRight(.r2, 16)
         code.jump(if: .r2, .notEqual, 0, to: "pass")
         code.store(.word, .r1, to: .r10, -4)
-        code.lookUp(map: map6, keyAt: -4)
+        lookUp(&code, udp: maps.udp6, tcp: maps.tcp6, family: "6")
         code.label("found")
         code.jumpIfZero(.r0, to: "drop")
         // The lookup took a reference on the socket: released whatever the assignment says.
@@ -150,13 +164,24 @@ public enum DNSSteering {
         code.move(.r8, .r0)
         code.move(.r1, .r7)
         code.call(.socketRelease)
-        // A socket that cannot take it (not UDP, not of the packet's family): dropped too,
-        // not left to the lookup.
+        // A socket that cannot take it (not of the packet's transport or family, a TCP
+        // socket not listening): dropped too, not left to the lookup.
         code.jumpIfNotZero(.r8, to: "drop")
         code.label("pass")
         code.exit(returning: pass)
         code.label("drop")
         code.exit(returning: drop)
         return try code.assemble()
+    }
+
+    /// r0 = the socket at the key on the stack, from the TCP map when r9 says TCP, else the
+    /// UDP one; then on to "found".
+    private static func lookUp(_ code: inout BPFAssembler, udp: Int32, tcp: Int32, family: String) {
+        code.jump(if: .r9, .equal, 6, to: "tcp" + family)
+        code.lookUp(map: udp, keyAt: -4)
+        code.jump(to: "found")
+        code.label("tcp" + family)
+        code.lookUp(map: tcp, keyAt: -4)
+        code.jump(to: "found")
     }
 }

@@ -7,9 +7,9 @@ import BPF
 ///   table; and, on the profile parent, the refusal of a socket that got no mark of ours.
 /// - `egress` (every packet a socket of the cgroup sends): the guard that drops a packet
 ///   whose mark is not the cgroup's.
-/// - connect and getpeername, for IPv4 and IPv6: TCP DNS to the profile's proxy (the
-///   destination rewritten before the route lookup, the proxy's address shown as the one
-///   asked), and port 853 refused where domain rules apply. UDP DNS is routed instead.
+/// - connect, for IPv4 and IPv6: port 853 refused where domain rules apply. A member's
+///   DNS, UDP and TCP, reaches its proxy by routing (DNSRouting in Plan), not by rewriting
+///   its destination.
 /// They cost nothing to a process outside the cgroup, a tunnel's own packets included.
 public enum SocketProgram: String, CaseIterable, Hashable, Sendable {
     case socketCreate = "create"
@@ -17,11 +17,10 @@ public enum SocketProgram: String, CaseIterable, Hashable, Sendable {
     case egress
     case connect4, connect6, sendmsg4, sendmsg6, recvmsg4, recvmsg6, getpeername4, getpeername6
 
-    /// UDP queries are routed to the proxy instead (DNSRouting in Plan): no program at
-    /// sendmsg or recvmsg, hooks that cost every unconnected UDP socket on the host its
-    /// lock at each datagram once attached anywhere. They remain known so that a restarted
-    /// vpnd recognises and detaches what an older one attached.
-    public static let addressPrograms: [SocketProgram] = [.connect4, .connect6, .getpeername4, .getpeername6]
+    /// What vpnd loads and attaches. The other kinds are what older vpnds attached (the
+    /// DNS rewrite at sendmsg and connect, its restore at recvmsg and getpeername): they
+    /// remain known so that a restarted vpnd recognises and detaches them.
+    public static let inUse: [SocketProgram] = [.socketCreate, .pathGuard, .egress, .connect4, .connect6]
 
     /// `enum bpf_prog_type`.
     public var programType: UInt32 {
@@ -59,15 +58,10 @@ public enum SocketProgram: String, CaseIterable, Hashable, Sendable {
         return SocketProgram(rawValue: String(name.dropFirst(namePrefix.count)))
     }
 
-    var isIPv6: Bool { [.connect6, .sendmsg6, .recvmsg6, .getpeername6].contains(self) }
-    /// Whether the program rewrites a destination to the proxy (else it restores the address
-    /// asked in what the socket reads).
-    var redirects: Bool { [.connect4, .connect6, .sendmsg4, .sendmsg6].contains(self) }
-
-    /// The program's instructions, for the maps it uses: the cgroup storage with each
-    /// cgroup's `SocketStorage`, the destinations asked (`SocketOrigins`), the cgroups along
-    /// the parent's path (`PathGuard`, `depth` levels of it).
-    public func code(storage: Int32, origins: Int32, known: Int32 = -1, depth: Int = 1) throws(BPFAssembler.Failure) -> [BPFInstruction] {
+    /// The program's instructions (for a kind in `inUse`), for the maps it uses: the cgroup
+    /// storage with each cgroup's `SocketStorage`, the cgroups along the parent's path
+    /// (`PathGuard`, `depth` levels of it).
+    public func code(storage: Int32, known: Int32 = -1, depth: Int = 1) throws(BPFAssembler.Failure) -> [BPFInstruction] {
         var code = BPFAssembler()
         // r6 = the context, r7 = this cgroup's storage (never null for cgroup storage).
         code.move(.r6, .r1)
@@ -79,8 +73,7 @@ public enum SocketProgram: String, CaseIterable, Hashable, Sendable {
         case .socketCreate: Self.socketCreate(&code)
         case .pathGuard: Self.pathGuard(&code, known: known, depth: depth)
         case .egress: Self.egress(&code)
-        default:
-            if redirects { Self.redirect(&code, ipv6: isIPv6, origins: origins) } else { Self.restore(&code, ipv6: isIPv6, origins: origins) }
+        default: Self.refuseEncryptedDNS(&code)
         }
         return try code.assemble()
     }
@@ -91,7 +84,7 @@ public enum SocketProgram: String, CaseIterable, Hashable, Sendable {
     /// Context offsets (uapi: struct bpf_sock, __sk_buff, bpf_sock_addr).
     enum Context {
         static let socketMark = 16, packetMark = 8
-        static let userIPv4 = 4, userIPv6 = 8, userPort = 24, socketType = 32, addressSocket = 64
+        static let userPort = 24, addressSocket = 64
     }
 
     /// A new socket without a mark gets the cgroup's; on the parent, one that still has
@@ -191,93 +184,24 @@ public enum SocketProgram: String, CaseIterable, Hashable, Sendable {
         code.exit(returning: 1)
     }
 
-    /// connect and sendmsg: port 853 refused where the flags say so; port 53 rewritten to
-    /// the proxy on loopback, the destination asked kept by socket (its cookie) for the
-    /// restore below.
-    private static func redirect(_ code: inout BPFAssembler, ipv6: Bool, origins: Int32) {
+    /// connect: port 853 (DNS over TLS) refused where the flags say so, before any packet
+    /// exists, so that the client falls back to port 53 at once.
+    private static func refuseEncryptedDNS(_ code: inout BPFAssembler) {
         code.load(.word, .r1, from: .r7, Offset.flags)
-        code.move(.r2, .r1)
-        code.and(.r2, Int32(Flags.redirectDNS.rawValue))
-        code.jump(if: .r2, .equal, 0, to: "allow")
-        ours(&code, otherwise: "allow")
-        code.load(.word, .r1, from: .r7, Offset.flags)
-        code.load(.word, .r8, from: .r6, Context.userPort)
-        code.jump(if: .r8, .notEqual, networkPort(853), to: "plain")
         code.and(.r1, Int32(Flags.refuseEncryptedDNS.rawValue))
         code.jump(if: .r1, .equal, 0, to: "allow")
+        ours(&code, otherwise: "allow")
+        code.load(.word, .r1, from: .r6, Context.userPort)
+        code.jump(if: .r1, .notEqual, networkPort(853), to: "allow")
         count(&code, Offset.encryptedDNSRefusals)
         code.exit(returning: 0)
-        code.label("plain")
-        code.jump(if: .r8, .notEqual, networkPort(53), to: "allow")
-        // A UDP socket connecting to port 53 is routed to the proxy (DNSRouting), and reads
-        // its answers from the address it asked.
-        code.load(.word, .r1, from: .r6, Context.socketType)
-        code.jump(if: .r1, .notEqual, 1 /* SOCK_STREAM */, to: "allow")
-        // key: the socket's cookie at fp-8; value (SocketOrigins.valueSize): the address
-        // (16 bytes), the port and the family, at fp-32.
-        code.move(.r1, .r6)
-        code.call(.getSocketCookie)
-        code.store(.doubleword, .r0, to: .r10, -8)
-        for word in 0..<4 {
-            if ipv6 || word == 0 {
-                code.load(.word, .r1, from: .r6, (ipv6 ? Context.userIPv6 : Context.userIPv4) + 4 * word)
-            } else {
-                code.move(.r1, 0)
-            }
-            code.store(.word, .r1, to: .r10, -32 + 4 * word)
-        }
-        code.store(.word, .r8, to: .r10, -16)
-        code.move(.r1, ipv6 ? 10 : 2)
-        code.store(.word, .r1, to: .r10, -12)
-        code.loadMap(.r1, descriptor: origins)
-        code.move(.r2, .r10)
-        code.add(.r2, -8)
-        code.move(.r3, .r10)
-        code.add(.r3, -32)
-        code.move(.r4, 0)
-        code.call(.mapUpdateElement)
-        // The proxy: 127.0.0.1 or ::1, the profile's port.
-        for (offset, value) in loopback(ipv6: ipv6) {
-            code.move(.r1, Int32(bitPattern: value))
-            code.store(.word, .r1, to: .r6, offset)
-        }
-        code.load(.halfword, .r1, from: .r7, Offset.dnsPort)
-        code.store(.word, .r1, to: .r6, Context.userPort)
         code.label("allow")
         code.exit(returning: 1)
     }
 
-    /// recvmsg and getpeername: what comes from the proxy shows the address and port the
-    /// socket asked (a stub resolver drops an answer from another address than it asked).
-    private static func restore(_ code: inout BPFAssembler, ipv6: Bool, origins: Int32) {
-        code.load(.word, .r1, from: .r7, Offset.flags)
-        code.and(.r1, Int32(Flags.redirectDNS.rawValue))
-        code.jump(if: .r1, .equal, 0, to: "done")
-        ours(&code, otherwise: "done")
-        for (offset, value) in loopback(ipv6: ipv6) {
-            code.load(.word, .r1, from: .r6, offset)
-            code.jump(if: .r1, .notEqual, value, to: "done")
-        }
-        code.load(.word, .r1, from: .r6, Context.userPort)
-        code.load(.halfword, .r2, from: .r7, Offset.dnsPort)
-        code.jump(if: .r1, .notEqual, .r2, to: "done")
-        code.move(.r1, .r6)
-        code.call(.getSocketCookie)
-        code.store(.doubleword, .r0, to: .r10, -8)
-        code.lookUp(map: origins, keyAt: -8)
-        code.jumpIfZero(.r0, to: "done")
-        for word in 0..<(ipv6 ? 4 : 1) {
-            code.load(.word, .r1, from: .r0, 4 * word)
-            code.store(.word, .r1, to: .r6, (ipv6 ? Context.userIPv6 : Context.userIPv4) + 4 * word)
-        }
-        code.load(.word, .r1, from: .r0, 16)
-        code.store(.word, .r1, to: .r6, Context.userPort)
-        code.label("done")
-        code.exit(returning: 1)
-    }
-
     /// Goes on only for a socket of vpnd's network namespace (a member's container has
-    /// its own resolver and no proxy of ours) and, with `unmarkedOnly`, without a mark.
+    /// its own resolver, which domain rules do not see either) and, with `unmarkedOnly`,
+    /// without a mark.
     private static func ours(_ code: inout BPFAssembler, otherwise target: String) {
         code.move(.r1, .r6)
         code.call(.getNetnsCookie)
@@ -301,19 +225,4 @@ public enum SocketProgram: String, CaseIterable, Hashable, Sendable {
     /// A port as the context holds it: network order in the low 16 bits of a u32, read on
     /// a little-endian machine.
     static func networkPort(_ port: UInt16) -> UInt32 { UInt32(port.bigEndian) }
-
-    /// The words of the loopback address as the context holds them (network order).
-    static func loopback(ipv6: Bool) -> [(offset: Int, value: UInt32)] {
-        let zero: UInt32 = 0
-        return ipv6 ? [(Context.userIPv6, zero), (Context.userIPv6 + 4, zero), (Context.userIPv6 + 8, zero), (Context.userIPv6 + 12, UInt32(1).bigEndian)]
-            : [(Context.userIPv4, UInt32(0x7f00_0001).bigEndian)]
-    }
-}
-
-/// The map from a socket (its cookie) to the destination it asked, for the restore: an
-/// LRU hash, so that the entries of sockets long closed make room by themselves.
-public enum SocketOrigins {
-    public static let keySize: UInt32 = 8
-    public static let valueSize: UInt32 = 24
-    public static let entries: UInt32 = 65536
 }

@@ -20,13 +20,11 @@ public struct SocketSettings: Hashable, Sendable {
     /// inside a user's slice of another) gives its sockets its own mark, and the ancestor's
     /// guard runs for them too. Nil: no guard.
     public var guardMarks: [UInt32]?
-    /// Port-53 destinations (UDP and TCP, any address) are rewritten to the profile's proxy
-    /// on loopback, and the proxy's address back to the one asked in what the socket reads.
-    public var dnsPort: UInt16?
-    /// Port 853 (DNS over TLS or QUIC) is refused (EPERM) where domain rules would miss it.
+    /// A TCP connect to port 853 (DNS over TLS) is refused (EPERM) where domain rules would
+    /// miss it.
     public var refuseEncryptedDNS: Bool
-    /// The DNS rewrite and the refusal apply only to sockets that carry no mark (system
-    /// mode's root cgroup: vpnd's own queries and a tunnel daemon's carry one).
+    /// The refusal applies only to sockets that carry no mark (system mode's root cgroup:
+    /// vpnd's own queries and a tunnel daemon's carry one).
     public var unmarkedOnly: Bool
     /// On the root cgroup: an internet socket made, in vpnd's network namespace, in a
     /// cgroup where the profile parent could be that vpnd does not know (beside the parent
@@ -35,12 +33,11 @@ public struct SocketSettings: Hashable, Sendable {
     public var guardPath: Bool
 
     public init(mark: UInt32, mask: UInt32, requireMark: Bool = false, guardMarks: [UInt32]? = nil,
-                dnsPort: UInt16? = nil, refuseEncryptedDNS: Bool = false, unmarkedOnly: Bool = false, guardPath: Bool = false) {
+                refuseEncryptedDNS: Bool = false, unmarkedOnly: Bool = false, guardPath: Bool = false) {
         self.mark = mark
         self.mask = mask
         self.requireMark = requireMark
         self.guardMarks = guardMarks
-        self.dnsPort = dnsPort
         self.refuseEncryptedDNS = refuseEncryptedDNS
         self.unmarkedOnly = unmarkedOnly
         self.guardPath = guardPath
@@ -51,14 +48,14 @@ public struct SocketSettings: Hashable, Sendable {
         var programs: [SocketProgram] = mark != 0 || requireMark ? [.socketCreate] : []
         if guardPath { programs.append(.pathGuard) }
         if guardMarks != nil { programs.append(.egress) }
-        if dnsPort != nil { programs += SocketProgram.addressPrograms }
+        if refuseEncryptedDNS { programs += [.connect4, .connect6] }
         return programs
     }
 }
 
 /// The storage value as the programs read it: 72 bytes.
 ///
-///     0 mark u32 | 4 mask u32 | 8 flags u32 | 12 DNS port u16 (network order)
+///     0 mark u32 | 4 mask u32 | 8 flags u32 | 12 unused u16 (once the DNS rewrite's port)
 ///     14 the mask's shift u8 | 15 unused | 16 packets dropped by the guard u64
 ///     24 sockets refused u64 | 32 encrypted DNS refused u64 | 40 owner u64
 ///     48 the guard's marks: a bit per mark index (the mark under the mask, shifted down)
@@ -66,14 +63,13 @@ public struct SocketSettings: Hashable, Sendable {
 ///
 /// The counters are the kernel's (atomic adds): vpnd reads them for status. The owner is
 /// the cookie of the network namespace of the vpnd that attached (SO_NETNS_COOKIE): the
-/// DNS rewrite acts in that namespace only (a member's container has its own resolver and
-/// no proxy of ours), and a restarted vpnd takes over the programs its namespace's vpnd
+/// port-853 refusal acts in that namespace only, and a restarted vpnd takes over the programs its namespace's vpnd
 /// left, and no other's. The cgroup root is the one vpnd sees (in a container, the
 /// container's, whose depth in the kernel's tree the path guard finds by it).
 public struct SocketStorage: Hashable, Sendable {
     public static let size = 72
     enum Offset {
-        static let mark = 0, mask = 4, flags = 8, dnsPort = 12, shift = 14
+        static let mark = 0, mask = 4, flags = 8, shift = 14
         static let guardDrops = 16, socketRefusals = 24, encryptedDNSRefusals = 32, owner = 40, guardMarks = 48, root = 64
     }
 
@@ -81,7 +77,7 @@ public struct SocketStorage: Hashable, Sendable {
         let rawValue: UInt32
         static let requireMark = Flags(rawValue: 1)
         static let guardMark = Flags(rawValue: 2)
-        static let redirectDNS = Flags(rawValue: 4)
+        // 4 was the DNS rewrite's (older vpnds'): never set, ignored when read.
         static let refuseEncryptedDNS = Flags(rawValue: 8)
         static let unmarkedOnly = Flags(rawValue: 16)
         static let guardPath = Flags(rawValue: 32)
@@ -106,17 +102,12 @@ public struct SocketStorage: Hashable, Sendable {
         var flags: Flags = []
         if settings.requireMark { flags.insert(.requireMark) }
         if settings.guardMarks != nil { flags.insert(.guardMark) }
-        if settings.dnsPort != nil { flags.insert(.redirectDNS) }
         if settings.refuseEncryptedDNS { flags.insert(.refuseEncryptedDNS) }
         if settings.unmarkedOnly { flags.insert(.unmarkedOnly) }
         if settings.guardPath { flags.insert(.guardPath) }
         Self.put(UInt64(settings.mark), 4, at: Offset.mark, in: &bytes)
         Self.put(UInt64(settings.mask), 4, at: Offset.mask, in: &bytes)
         Self.put(UInt64(flags.rawValue), 4, at: Offset.flags, in: &bytes)
-        // Network order, as the programs compare it with the socket's port.
-        let port = settings.dnsPort ?? 0
-        bytes[Offset.dnsPort] = UInt8(port >> 8)
-        bytes[Offset.dnsPort + 1] = UInt8(port & 0xff)
         Self.put(guardDrops, 8, at: Offset.guardDrops, in: &bytes)
         Self.put(socketRefusals, 8, at: Offset.socketRefusals, in: &bytes)
         Self.put(encryptedDNSRefusals, 8, at: Offset.encryptedDNSRefusals, in: &bytes)
@@ -138,13 +129,12 @@ public struct SocketStorage: Hashable, Sendable {
     public init?(bytes: [UInt8]) {
         guard bytes.count == Self.size else { return nil }
         let flags = Flags(rawValue: UInt32(Self.get(bytes, 4, at: Offset.flags)))
-        let port = UInt16(bytes[Offset.dnsPort]) << 8 | UInt16(bytes[Offset.dnsPort + 1])
         let mask = UInt32(Self.get(bytes, 4, at: Offset.mask)), shift = UInt32(bytes[Offset.shift])
         let words = [Self.get(bytes, 8, at: Offset.guardMarks), Self.get(bytes, 8, at: Offset.guardMarks + 8)]
         let marks = (1..<128).filter { words[$0 / 64] & (1 << UInt64($0 % 64)) != 0 }.map { (UInt32($0) << shift) & mask }
         settings = SocketSettings(mark: UInt32(Self.get(bytes, 4, at: Offset.mark)), mask: mask,
                                   requireMark: flags.contains(.requireMark), guardMarks: flags.contains(.guardMark) ? marks : nil,
-                                  dnsPort: flags.contains(.redirectDNS) ? port : nil, refuseEncryptedDNS: flags.contains(.refuseEncryptedDNS),
+                                  refuseEncryptedDNS: flags.contains(.refuseEncryptedDNS),
                                   unmarkedOnly: flags.contains(.unmarkedOnly), guardPath: flags.contains(.guardPath))
         owner = Self.get(bytes, 8, at: Offset.owner)
         root = Self.get(bytes, 8, at: Offset.root)

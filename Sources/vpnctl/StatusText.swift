@@ -102,9 +102,10 @@ enum StatusText {
         return count > 8 ? first + ", ... (\(count) in all)" : first
     }
 
-    /// The profile's DNS proxy: where it listens, whom it asks, what it did.
+    /// The profile's DNS proxy: whom it asks, what it did; or why it does not run.
     static func dns(_ d: DNSStatus) -> [String] {
-        var lines = ["  dns       proxy on port \(d.port), \(d.servers.isEmpty ? "no resolvers: queries are refused (set dns = [...])" : "resolvers \(d.servers.joined(separator: ", "))"); answered \(d.answered), forwarded \(d.forwarded), failed \(d.failed), dropped \(d.dropped)"]
+        if let failure = d.failure { return ["  dns       proxy not running: \(failure); members' queries are refused (none leaves)"] }
+        var lines = ["  dns       proxy: \(d.servers.isEmpty ? "no resolvers: queries are refused (set dns = [...])" : "resolvers \(d.servers.joined(separator: ", "))"); answered \(d.answered), forwarded \(d.forwarded), failed \(d.failed), dropped \(d.dropped)"]
         if !d.bypassDomains.isEmpty { lines.append("  bypass    domains " + domains(d.bypassDomains, of: d.bypassDomainCount)) }
         if !d.routeDomains.isEmpty { lines.append("  route     domains " + domains(d.routeDomains, of: d.routeDomainCount)) }
         if !d.setSizes.isEmpty {

@@ -7,9 +7,9 @@ import SocketPrograms
 import Testing
 
 /// The DNS steering program against the kernel, in a network namespace of the test's own,
-/// routed as vpnd's rules will route a member's queries: marked UDP to port 53 goes into
-/// local delivery on `lo` with the profile's source address (127.77.1.5 or fd7f:4d::105, key 0x105), whatever
-/// address it asked. What arrives where shows that the program hands such a query to the
+/// routed as vpnd's rules will route a member's queries: marked UDP and TCP to port 53 go
+/// into local delivery on `lo` with the profile's source address (127.77.1.5 or
+/// fd7f:4d::105, key 0x105), whatever address they asked. What arrives where shows that the program hands such a query to the
 /// profile's proxy socket and nothing else, that the proxy's answer from the address asked
 /// reaches the client, that what is not ours goes by the namespace's plain lookup, that a
 /// profile without a proxy loses its queries rather than giving them to another socket
@@ -196,6 +196,43 @@ import Testing
         #expect(try UDP.receive(wildcard)?.payload == "plain")
     }
 
+    /// TCP, as vpnd sets it up: a transparent listener a family on its prefix's first
+    /// address (its port the kernel's choice), in the TCP maps at the profile's key. A
+    /// marked connection to port 53 of any address reaches it, the accepted connection has
+    /// the address asked as its own (and answers from it), the client sees that address as
+    /// its peer, and a listener on 0.0.0.0:53 or [::]:53 gets nothing. Without the key the
+    /// SYN meets no socket (the input hook then refuses it: DNSRouting), never the other
+    /// listener.
+    @Test func aProfilesTCPQueriesReachItsListener() throws {
+        let cleanup = Cleanup()
+        defer { cleanup.run() }
+        let net = try Self.namespace(cleanup)
+        let link = try net.within { try DNSSteeringLink(capacity: 1024) }
+        let listener = try TCP.listen(in: net, on: Endpoint(address: DNSSteering.prefix.address, port: 0), transparent: true)
+        let listener6 = try TCP.listen(in: net, on: Endpoint(address: DNSSteering.prefix6.address, port: 0), transparent: true)
+        let wildcard = try TCP.listen(in: net, on: Endpoint(address: .v6(0, 0), port: 53))
+        try link.set(key: Self.key, socket: listener, tcp: true)
+        try link.set(key: Self.key, socket: listener6, ipv6: true, tcp: true)
+        for (asked, source, steered) in [(Self.asked, Self.source, listener.raw), (Self.asked6, Self.source6, listener6.raw)] {
+            let client = try TCP.connect(in: net, to: asked, mark: Self.mark)
+            #expect(UDP.peerName(client) == asked && UDP.localName(client).address == source, "the client sees the address it asked")
+            guard let accepted = TCP.accept(steered) else {
+                Issue.record("the profile's listener took nothing for \(asked)")
+                continue
+            }
+            #expect(UDP.localName(accepted) == asked, "the connection's own address is the one asked")
+            #expect(UDP.peerName(accepted) == UDP.localName(client))
+            try TCP.exchange(from: client, to: accepted, "query")
+            try TCP.exchange(from: accepted, to: client, "answer")
+        }
+        #expect(!TCP.pending(wildcard.raw), "the listener on [::]:53 got none")
+
+        link.remove(key: Self.key, tcp: true)
+        #expect(throws: SystemError.self, "no socket for the SYN") { try TCP.connect(in: net, to: Self.asked, mark: Self.mark, seconds: 1) }
+        #expect(!TCP.pending(wildcard.raw), "nor the listener on [::]:53")
+        #expect(!TCP.pending(listener.raw))
+    }
+
     /// The namespace's UDP datagrams no socket took (Udp NoPorts in /proc/net/snmp, or
     /// Udp6NoPorts in /proc/net/snmp6).
     static func unclaimed(_ net: NetworkNamespace, ipv6: Bool = false) throws -> Int {
@@ -211,7 +248,7 @@ import Testing
         return count
     }
 
-    /// Marked UDP to port 53 goes by table 100 into local delivery on `lo`, from the
+    /// Marked UDP and TCP to port 53 go by table 100 into local delivery on `lo`, from the
     /// profile's source, in both families. The namespace has no default route: nothing
     /// else leaves.
     static func namespace(_ cleanup: Cleanup) throws -> NetworkNamespace {
@@ -219,7 +256,9 @@ import Testing
         try net.run(["ip", "-6", "address", "add", "\(source6)/128", "dev", "lo", "nodad"])
         for (family, destination, source) in [("-4", "0.0.0.0/0", source), ("-6", "::/0", source6)] {
             try net.run(["ip", family, "route", "add", "local", destination, "dev", "lo", "src", "\(source)", "table", "100"])
-            try net.run(["ip", family, "rule", "add", "pref", "10", "fwmark", String(mark), "ipproto", "udp", "dport", "53", "lookup", "100"])
+            for transport in ["udp", "tcp"] {
+                try net.run(["ip", family, "rule", "add", "pref", "10", "fwmark", String(mark), "ipproto", transport, "dport", "53", "lookup", "100"])
+            }
         }
         return net
     }
@@ -377,7 +416,7 @@ private enum UDP {
         guard setsockopt(socket.raw, level, name, &value, socklen_t(MemoryLayout<Int32>.size)) == 0 else { throw SystemError("setsockopt \(what)") }
     }
 
-    private static func withSocketAddress<R>(_ endpoint: Endpoint, _ body: (UnsafePointer<sockaddr>, socklen_t) -> R) -> R {
+    static func withSocketAddress<R>(_ endpoint: Endpoint, _ body: (UnsafePointer<sockaddr>, socklen_t) -> R) -> R {
         var address = sockaddr_storage()
         let length = storage(endpoint, into: &address)
         return withUnsafePointer(to: &address) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { body($0, length) } }
@@ -414,5 +453,61 @@ private enum UDP {
             let address = raw.loadUnaligned(as: sockaddr_in.self)
             return Endpoint(address: .v4(UInt32(bigEndian: address.sin_addr.s_addr)), port: UInt16(bigEndian: address.sin_port))
         }
+    }
+}
+
+/// TCP sockets of the test namespace, with the few calls the TCP test makes on them.
+private enum TCP {
+    static func socket(in net: NetworkNamespace, ipv6: Bool) throws -> FileDescriptor {
+        FileDescriptor(adopting: try net.within { () throws -> Int32 in try FileDescriptor.socket(ipv6 ? AF_INET6 : AF_INET, Int32(SOCK_STREAM.rawValue)).release() })
+    }
+
+    static func listen(in net: NetworkNamespace, on endpoint: Endpoint, transparent: Bool = false) throws -> FileDescriptor {
+        let ipv6 = !endpoint.address.isIPv4
+        let socket = try socket(in: net, ipv6: ipv6)
+        var on: Int32 = 1
+        setsockopt(socket.raw, SOL_SOCKET, SO_REUSEADDR, &on, socklen_t(MemoryLayout<Int32>.size))
+        if transparent {
+            guard setsockopt(socket.raw, ipv6 ? Int32(IPPROTO_IPV6) : Int32(IPPROTO_IP), ipv6 ? UDP.ipv6Transparent : UDP.ipTransparent,
+                             &on, socklen_t(MemoryLayout<Int32>.size)) == 0 else { throw SystemError("setsockopt IP_TRANSPARENT") }
+        }
+        guard UDP.withSocketAddress(endpoint, { Glibc.bind(socket.raw, $0, $1) }) == 0 else { throw SystemError("bind \(endpoint)") }
+        guard Glibc.listen(socket.raw, 8) == 0 else { throw SystemError("listen") }
+        return socket
+    }
+
+    /// Connected within `seconds`, or the error (a timeout is EINPROGRESS or EAGAIN).
+    static func connect(in net: NetworkNamespace, to endpoint: Endpoint, mark: UInt32, seconds: Int = 3) throws -> FileDescriptor {
+        let socket = try socket(in: net, ipv6: !endpoint.address.isIPv4)
+        var value = mark
+        guard setsockopt(socket.raw, SOL_SOCKET, UDP.socketMark, &value, socklen_t(MemoryLayout<UInt32>.size)) == 0 else { throw SystemError("SO_MARK") }
+        var timeout = timeval(tv_sec: seconds, tv_usec: 0)
+        setsockopt(socket.raw, SOL_SOCKET, SO_SNDTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
+        try UDP.connect(socket, to: endpoint)
+        return socket
+    }
+
+    /// The next connection within `waiting` milliseconds, or nil.
+    static func accept(_ listener: Int32, waiting: Int32 = 2000) -> FileDescriptor? {
+        var ready = pollfd(fd: listener, events: Int16(POLLIN), revents: 0)
+        guard poll(&ready, 1, waiting) > 0 else { return nil }
+        let accepted = Glibc.accept(listener, nil, nil)
+        return accepted >= 0 ? FileDescriptor(adopting: accepted) : nil
+    }
+
+    /// Whether a connection waits on `listener` within `waiting` milliseconds.
+    static func pending(_ listener: Int32, waiting: Int32 = 200) -> Bool {
+        var ready = pollfd(fd: listener, events: Int16(POLLIN), revents: 0)
+        return poll(&ready, 1, waiting) > 0
+    }
+
+    static func exchange(from sender: borrowing FileDescriptor, to receiver: borrowing FileDescriptor, _ text: String) throws {
+        let bytes = Array(text.utf8)
+        guard send(sender.raw, bytes, bytes.count, 0) == bytes.count else { throw SystemError("send \(text)") }
+        var ready = pollfd(fd: receiver.raw, events: Int16(POLLIN), revents: 0)
+        guard poll(&ready, 1, 2000) > 0 else { throw SystemError("nothing arrived for \(text)", code: ETIMEDOUT) }
+        var buffer = [UInt8](repeating: 0, count: 64)
+        let count = recv(receiver.raw, &buffer, buffer.count, 0)
+        guard count == bytes.count, Array(buffer.prefix(count)) == bytes else { throw SystemError("received other than \(text)", code: EIO) }
     }
 }

@@ -30,7 +30,7 @@ import Testing
         tunnel.wireguard?.reconnect = ReconnectReport(schedule: "backoff 5s..60s x2, at most 6/min", peers: [
             ReconnectPeerReport(publicKey: "yg3J7/zNS/m6nJgh33oYCsD/sAZ+NOJ5tDZHWRRRYlM=", attempts: 3, lastError: "no response", nextTry: 17.5),
         ])
-        var dns = DNSStatus(port: 5300, servers: ["10.64.0.1"])
+        var dns = DNSStatus(servers: ["10.64.0.1"])
         (dns.bypassDomains, dns.bypassDomainCount, dns.routeDomains, dns.routeDomainCount) = (["bank.example"], 1, ["*.corp.example"], 1)
         (dns.answered, dns.forwarded, dns.failed, dns.dropped, dns.setSizes) = (5, 4, 1, 0, sizes)
         dns.canaryAnswered = 2

@@ -1,6 +1,7 @@
 import Addresses
 @testable import Daemon
 import DNS
+import CLinux
 import Descriptors
 import Glibc
 import NetTestSupport
@@ -13,8 +14,9 @@ import TrustedFiles
 
 /// A DNS answer for a route.domains name fills the profile's set before the member gets
 /// it, and an answer whose elements the kernel refused is not given (SERVFAIL): vpnd's DNS
-/// service against the fake applier, its sockets on the loopback of a namespace of its own
-/// (the upstream socket carries the profile's mark, which takes CAP_NET_ADMIN).
+/// service against the fake applier, its sockets and steering program in a namespace of its
+/// own (the member's query comes from the profile's steering address with its mark, as the
+/// routing would send it; the marks take CAP_NET_ADMIN, the program CAP_BPF).
 @Suite(.serialized) struct DNSFillTests {
     struct Outcome {
         var answer: DNSMessage?
@@ -32,7 +34,7 @@ import TrustedFiles
         let profile = try #require(policy.profiles.first)
         try applier.apply(Planner.plan(policy, facts: RuntimeFacts()))
         let loop = EventLoop()
-        let service = DNSService(loop: loop, applier: applier, log: Log(minimum: .error), steering: nil)
+        let service = DNSService(loop: loop, applier: applier, log: Log(minimum: .error), steering: try DNSSteeringPoint())
         defer { service.closeAll() }
         service.configure(policy, builtInServers: [:])
 
@@ -50,9 +52,11 @@ import TrustedFiles
             let bytes = message.encoded()
             _ = withUnsafePointer(to: &from) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { sendto(upstream, bytes, bytes.count, 0, $0, length) } }
         }
-        // A member's query.
+        // A member's query, from where the routing would deliver it.
         var outcome = Outcome()
-        let client = try udpSocket(bind: nil)
+        let client = try udpSocket(bind: SocketAddress(DNSRouting.steeringAddress(profile, ipv6: false), port: 0))
+        var mark = profile.mark.value
+        #expect(setsockopt(client, SOL_SOCKET, vx_so_mark(), &mark, socklen_t(MemoryLayout<UInt32>.size)) == 0)
         defer { close(client) }
         loop.watch(DescriptorNumber(borrowing: client)) { _ in
             var buffer = [UInt8](repeating: 0, count: 4096)
@@ -64,7 +68,7 @@ import TrustedFiles
         var query = DNSMessage(header: DNSHeader(id: 7), questions: [DNSQuestion(name: DomainName("host.corp.example")!, type: .a)])
         query.header.recursionDesired = true
         let bytes = query.encoded()
-        let sent = SocketAddress(.v4(0x7f00_0001), port: policy.dns.port(for: profile)).withSockaddr { sendto(client, bytes, bytes.count, 0, $0, $1) }
+        let sent = SocketAddress(.v4(0x7f00_0035), port: 53).withSockaddr { sendto(client, bytes, bytes.count, 0, $0, $1) }
         #expect(sent == bytes.count)
         _ = loop.after(.seconds(5)) { loop.stop() }
         try loop.run()

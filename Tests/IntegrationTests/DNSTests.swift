@@ -162,14 +162,14 @@ final class TunnelResolver: @unchecked Sendable {
             #expect(home.trimmed == "RCODE 5", "the second profile's resolver, which has no servers, refuses: \(home)")
         }
         #expect(try s.daemon.status().profiles.first { $0.name == "home" }?.dns?.failed == 2)
-        #expect(try s.daemon.vpnctl(["status"]).stdout.contains("DNS steering: UDP queries routed to 127.77.0.0:53 and [fd7f:4d::]:53 for 2 profile(s)"))
+        #expect(try s.daemon.vpnctl(["status"]).stdout.contains("DNS steering: UDP and TCP queries routed to 127.77.0.0 and fd7f:4d:: for 2 profile(s)"))
         #expect(try ask(s, member: false, "udp", "127.0.0.1", "www.corp.example") == ["RCODE 3"], "the control: the host's resolver answers a non-member")
         #expect(try ask(s, member: false, "udp", "::1", "www.corp.example") == ["RCODE 3"], "the control, IPv6")
         #expect(askedTheHost() == ["127.0.0.1", "::1"], "only the non-member's queries reached the host's resolver: \(askedTheHost())")
         for family in ["-4", "-6"] {
             let rules = try s.net.client.run(["ip", family, "rule"])
             #expect(rules.contains("3:\tfrom all lookup local") && !rules.contains("0:\tfrom all lookup local"), "\(rules)")
-            #expect(rules.contains("iif lo ipproto udp dport 53 lookup"), "\(rules)")
+            #expect(rules.contains("iif lo ipproto udp dport 53 lookup") && rules.contains("iif lo ipproto tcp dport 53 lookup"), "\(rules)")
         }
         let steering = try s.net.client.run(["ip", "-6", "-o", "address", "show", "dev", "lo"])
         #expect(steering.contains("fd7f:4d::1/128") && steering.contains("fd7f:4d::2/128"), "each profile's IPv6 source on lo: \(steering)")

@@ -5,8 +5,8 @@ import Policy
 import Routing
 import Testing
 
-/// Members' UDP DNS is routed to their proxy: a rule per profile and family for its mark,
-/// UDP and port 53, before the local table's rule (moved from 0 to 3), into a table whose
+/// Members' DNS is routed to their proxy: a rule per profile, family and transport for its
+/// mark, UDP or TCP and port 53, before the local table's rule (moved from 0 to 3), into a table whose
 /// one route a family is local, from the profile's steering address (an IPv6 one kept on
 /// `lo`). The proxy's own queries carry a bit the rules compare, so they go on into the
 /// tunnel.
@@ -14,9 +14,14 @@ import Testing
     static let mask: UInt32 = 0x7f00_0000, proxyBit: UInt32 = 0x8000_0000
 
     static func query(_ priority: UInt32, mark: UInt32, mask: UInt32, port: UInt16 = 53, table: UInt32 = 0,
-                      _ action: RoutingRule.Action = .lookup, ipv4: Bool = true) -> RoutingRule {
+                      _ action: RoutingRule.Action = .lookup, ipv4: Bool = true, tcp: Bool = false) -> RoutingRule {
         RoutingRule(ipv4: ipv4, priority: priority, mark: mark, mask: mask, table: table, protocolNumber: 118, action: action,
-                    inputInterface: "lo", ipProtocol: 17, destinationPorts: port...port)
+                    inputInterface: "lo", ipProtocol: tcp ? 6 : 17, destinationPorts: port...port)
+    }
+
+    /// A profile's queries of both transports to its DNS table.
+    static func queries(_ priority: UInt32, mark: UInt32, mask: UInt32, table: UInt32, ipv4: Bool = true) -> [RoutingRule] {
+        [false, true].map { query(priority, mark: mark, mask: mask, table: table, ipv4: ipv4, tcp: $0) }
     }
 
     static func skip(ipv4: Bool) -> RoutingRule {
@@ -35,14 +40,17 @@ import Testing
         var facts = RuntimeFacts()
         facts.links["lo"] = Link(index: 1, name: "lo", isUp: true, isRunning: true, mtu: 65536)
         let state = Planner.plan(policy, facts: facts)
-        #expect(state.rules.filter { $0.priority <= 3 } == [true, false].flatMap { ipv4 in [
-            Self.skip(ipv4: ipv4), Self.local(ipv4: ipv4),
-            Self.query(2, mark: 0x0100_0000, mask: Self.mask | Self.proxyBit, table: 7301 + 131072, ipv4: ipv4),
+        let both = Self.mask | Self.proxyBit
+        var expected: [RoutingRule] = []
+        for ipv4 in [true, false] {
+            expected += [Self.skip(ipv4: ipv4), Self.local(ipv4: ipv4)]
+            expected += Self.queries(2, mark: 0x0100_0000, mask: both, table: 7301 + 131072, ipv4: ipv4)
             // Where domain rules apply, DNS over QUIC fails at once (EACCES), none leaves.
-            Self.query(2, mark: 0x0100_0000, mask: Self.mask | Self.proxyBit, port: 853, .prohibit, ipv4: ipv4),
-            Self.query(2, mark: 0x0200_0000, mask: Self.mask | Self.proxyBit, table: 7302 + 131072, ipv4: ipv4),
-            Self.query(2, mark: 0x0300_0000, mask: Self.mask | Self.proxyBit, table: 7303 + 131072, ipv4: ipv4),
-        ] })
+            expected.append(Self.query(2, mark: 0x0100_0000, mask: both, port: 853, .prohibit, ipv4: ipv4))
+            expected += Self.queries(2, mark: 0x0200_0000, mask: both, table: 7302 + 131072, ipv4: ipv4)
+            expected += Self.queries(2, mark: 0x0300_0000, mask: both, table: 7303 + 131072, ipv4: ipv4)
+        }
+        #expect(state.rules.filter { $0.priority <= 3 } == expected)
         #expect(policy.routing.proxyMark == Self.proxyBit && policy.routing.proxyMark & policy.routing.markMask == 0)
         #expect(state.routes.filter { $0.table > 131072 } == (1...3).flatMap { index in
             [true, false].map { ipv4 in
@@ -66,8 +74,8 @@ import Testing
     @Test func systemModeTakesTheUnmarkedQueries() {
         let policy = Policy(profiles: [profile("all", tunnel: "wg0", index: 1)], system: SystemSettings(profile: "all"))
         let rules = Planner.plan(policy, facts: RuntimeFacts()).rules.filter { $0.priority <= 3 }
-        #expect(rules.filter { $0.priority == 0 } == [true, false].map { Self.query(0, mark: 0, mask: .max, table: 7301 + 131072, ipv4: $0) })
-        #expect(rules.contains(Self.query(2, mark: 0x0100_0000, mask: Self.mask | Self.proxyBit, table: 7301 + 131072)))
+        #expect(rules.filter { $0.priority == 0 } == [true, false].flatMap { Self.queries(0, mark: 0, mask: .max, table: 7301 + 131072, ipv4: $0) })
+        #expect(rules.contains(Self.query(2, mark: 0x0100_0000, mask: Self.mask | Self.proxyBit, table: 7301 + 131072, tcp: true)))
     }
 
     /// A profile that steps aside on a trusted network leaves its members' DNS to the host;

@@ -45,11 +45,11 @@ func tracksConnections(_ statement: NftStatement) -> Bool {
         #expect(state.socketPrograms.last?.settings.mark == 0x0100_0000)
 
         // mark -> table (v4 and v6), table -> tunnel with a dead end of last resort.
-        // Members' UDP DNS: to their proxies, before the local table (DNSRoutingTests).
-        // Two profiles: unmarked lookups skip their two DNS rules (a goto to the local
-        // table's, one visit) and pass their two table rules (a skip would cost two visits
-        // as well: a goto, and a nop at its target).
-        #expect(state.rules.filter { $0.priority < 7299 } == DNSRouting.rules(policy, facts: facts) && state.rules.filter { $0.priority < 7299 }.count == 8)
+        // Members' DNS, UDP and TCP: to their proxies, before the local table
+        // (DNSRoutingTests). Two profiles: unmarked lookups skip their four DNS rules (a goto
+        // to the local table's, one visit) and pass their two table rules (a skip would cost
+        // two visits as well: a goto, and a nop at its target).
+        #expect(state.rules.filter { $0.priority < 7299 } == DNSRouting.rules(policy, facts: facts) && state.rules.filter { $0.priority < 7299 }.count == 12)
         #expect(state.rules.filter { $0.priority >= 7299 } == [
             RoutingRule(ipv4: true, priority: 7300, mark: 0x0100_0000, mask: mask, table: 7301, protocolNumber: 118),
             RoutingRule(ipv4: false, priority: 7300, mark: 0x0100_0000, mask: mask, table: 7301, protocolNumber: 118),
@@ -129,10 +129,17 @@ func tracksConnections(_ statement: NftStatement) -> Bool {
             [.cgroupVerdictMap(level: 5, map: "listen_level_5")],
             [.cgroupVerdictMap(level: 2, map: "listen_level_2")],
         ])
-        // Loopback: in, but for a steered DNS query for any socket but a proxy's (DNSRoutingTests).
+        // Loopback: in, but for a steered DNS query for any socket but a proxy's, which is
+        // refused, UDP and TCP (DNSRoutingTests).
         #expect(state.nft.chain(named: "inbound_loopback")?.rules.map(\.statements) == [
-            [.sourceNetwork(DNSSteering.prefix), .transportProtocol(17), .socketMarkMatch(value: 0x8000_0000, negated: true), .verdict(.drop)],
-            [.sourceNetwork(DNSSteering.prefix6), .transportProtocol(17), .socketMarkMatch(value: 0x8000_0000, negated: true), .verdict(.drop)],
+            [.sourceNetwork(DNSSteering.prefix), .verdict(.goto("steered_dns"))],
+            [.sourceNetwork(DNSSteering.prefix6), .verdict(.goto("steered_dns"))],
+            [.verdict(.accept)],
+        ])
+        #expect(state.nft.chain(named: "steered_dns")?.rules.map(\.statements) == [
+            [.socketMarkMatch(value: 0x8000_0000, negated: false), .verdict(.accept)],
+            [.tcpSynWithoutAck(negated: false), .reject(tcpReset: true)],
+            [.transportProtocol(17), .reject(tcpReset: false)],
             [.verdict(.accept)],
         ])
         #expect(state.nft.set(named: "inbound_tunnels")?.elements == [
@@ -289,9 +296,11 @@ func tracksConnections(_ statement: NftStatement) -> Bool {
         let input = try #require(state.nft.chain(named: "inbound")).rules.map(\.statements)
         #expect(input.last == [.socketMarkMatch(value: 0, negated: false), .verdict(.jump("system_listen"))])
         #expect(state.nft.chain(named: "system_listen")?.rules.last?.statements == [.verdict(.goto("listen_work"))])
-        // Its DNS: the root cgroup's programs, for sockets without a mark.
-        let root = try #require(state.socketPrograms.first { $0.cgroup == "" })
-        #expect(root.id == 1 && root.settings == SocketSettings(mark: 0, mask: mask, dnsPort: 5301, unmarkedOnly: true))
+        // Its DNS: routed by rules for sockets without a mark, UDP and TCP (DNSRouting); the
+        // root cgroup gets no program for it (nor for port 853: no domain rules here).
+        let dns = state.rules.filter { $0.ipv4 && $0.priority == 0 && $0.destinationPorts == 53...53 }
+        #expect(dns.map(\.ipProtocol) == [17, 6] && dns.allSatisfy { $0.mark == 0 && $0.mask == .max && $0.table == 7301 + 131_072 }, "\(dns)")
+        #expect(state.socketPrograms.first { $0.cgroup == "" } == nil)
         #expect(state.socketPrograms.first { $0.cgroup == "vpn.slice/vpn-bypass.slice" }?.settings == SocketSettings(mark: 0x7f00_0000, mask: mask),
                 "the bypass slice: born with the bypass mark, the host's DNS")
         #expect(!statements(state.nft).contains(where: tracksConnections))
@@ -334,7 +343,7 @@ func tracksConnections(_ statement: NftStatement) -> Bool {
         #expect(text.contains("# ip -4 route add unreachable default table 7301 metric 4294967295 proto 118"))
         #expect(text.contains("# net.ipv4.conf.wg0.rp_filter = 2"))
         #expect(text.contains("oifname \"wg0\" counter name \"work_tunnel\" accept"))
-        #expect(text.contains("# vpn.slice/vpn-work.slice (id 101): mark 0x1000000, packets without a profile's mark dropped, DNS to port 5301, port 853 refused"), "\(text)")
+        #expect(text.contains("# vpn.slice/vpn-work.slice (id 101): mark 0x1000000, packets without a profile's mark dropped, port 853 refused"), "\(text)")
         #expect(text.contains("# @route_dns4_work -> table 72837: ADDRESS dev wg0 metric 3, unreachable ADDRESS metric 4"))
     }
 }
@@ -391,8 +400,8 @@ enum ExceptionRulesRanges {
         let state = Planner.plan(policy, facts: facts)
         let scope = "user.slice/user-1000.slice/user@1000.service/app.slice/app-gnome-org.mozilla.firefox-1.scope"
         #expect(state.socketPrograms.first { $0.cgroup == scope } == SocketProgramAttachment(
-            cgroup: scope, id: 555, settings: SocketSettings(mark: 0x0100_0000, mask: 0x7f00_0000, guardMarks: [0x0100_0000], dnsPort: 5301)),
-                "born with the profile's mark, guarded, its DNS to the profile's proxy")
+            cgroup: scope, id: 555, settings: SocketSettings(mark: 0x0100_0000, mask: 0x7f00_0000, guardMarks: [0x0100_0000])),
+                "born with the profile's mark, guarded")
         #expect(state.nft.set(named: "listen_level_5")?.elements == [
             NftElement(key: .cgroup(id: 555, path: scope), verdict: .jump("listen_work")),
         ])

@@ -19,20 +19,22 @@ import Testing
         facts.rootCgroupID = 1
         facts.joinedCgroups["user.slice/user-1000.slice/user@1000.service/vpn.slice/vpn-home.slice"] = RuntimeFacts.JoinedCgroup(profile: "home", id: 200)
         let attachments = Planner.plan(Policy(profiles: [work, home]), facts: facts).socketPrograms
-        let member = { (mark: UInt32, port: UInt16, refuse: Bool) in
-            SocketSettings(mark: mark, mask: self.mask, guardMarks: [0x0100_0000, 0x0200_0000], dnsPort: port, refuseEncryptedDNS: refuse)
+        let member = { (mark: UInt32, refuse: Bool) in
+            SocketSettings(mark: mark, mask: self.mask, guardMarks: [0x0100_0000, 0x0200_0000], refuseEncryptedDNS: refuse)
         }
         #expect(attachments == [
             SocketProgramAttachment(cgroup: "", id: 1, settings: SocketSettings(mark: 0, mask: mask, guardPath: true)),
-            SocketProgramAttachment(cgroup: "user.slice/user-1000.slice/user@1000.service/vpn.slice/vpn-home.slice", id: 200, settings: member(0x0200_0000, 5302, false)),
+            SocketProgramAttachment(cgroup: "user.slice/user-1000.slice/user@1000.service/vpn.slice/vpn-home.slice", id: 200, settings: member(0x0200_0000, false)),
             SocketProgramAttachment(cgroup: "vpn.slice", id: 100, settings: SocketSettings(mark: 0, mask: mask, requireMark: true)),
             SocketProgramAttachment(cgroup: "vpn.slice/vpn-bypass.slice", id: 103, settings: SocketSettings(mark: 0x7f00_0000, mask: mask)),
-            SocketProgramAttachment(cgroup: "vpn.slice/vpn-home.slice", id: 102, settings: member(0x0200_0000, 5302, false)),
-            SocketProgramAttachment(cgroup: "vpn.slice/vpn-work.slice", id: 101, settings: member(0x0100_0000, 5301, true)),
+            SocketProgramAttachment(cgroup: "vpn.slice/vpn-home.slice", id: 102, settings: member(0x0200_0000, false)),
+            SocketProgramAttachment(cgroup: "vpn.slice/vpn-work.slice", id: 101, settings: member(0x0100_0000, true)),
         ])
         #expect(attachments.first { $0.cgroup == "vpn.slice" }?.settings.programs == [.socketCreate], "the parent refuses, it redirects nothing")
-        #expect(attachments.first { $0.cgroup == "vpn.slice/vpn-work.slice" }?.settings.programs.count == SocketProgram.allCases.count - 5,
-                "all but the root's path guard and the UDP programs (DNSRouting)")
+        #expect(attachments.first { $0.cgroup == "vpn.slice/vpn-work.slice" }?.settings.programs == [.socketCreate, .egress, .connect4, .connect6],
+                "the mark, the guard and port 853's refusal: DNS itself is routed (DNSRouting)")
+        #expect(attachments.first { $0.cgroup == "vpn.slice/vpn-home.slice" }?.settings.programs == [.socketCreate, .egress],
+                "without domain rules port 853 is left alone")
         #expect(attachments.first?.settings.programs == [.pathGuard], "the root: its path guard only, no mark (vpnd's and the tunnels' sockets are there)")
         #expect(Planner.plan(Policy(profiles: [work, home]), facts: facts).pathGuard == PathGuard(depth: 1, known: [100: true, 10: false]))
     }
@@ -46,9 +48,10 @@ import Testing
     }
 
     /// A trusted network's `disconnect` leaves members' DNS to the host's resolver, as all
-    /// their traffic goes direct; the mark and the guard stay.
-    @Test func disconnectStopsOnlyTheDNSRewrite() {
+    /// their traffic goes direct (port 853 too); the mark and the guard stay.
+    @Test func disconnectStopsOnlyTheDNSRules() {
         var work = profile("work", tunnel: "wg0", index: 1)
+        work.bypassDomains = [try! DomainPattern("bank.example")]
         work.trusted = [TrustedRule(match: TrustedMatch(gatewayMAC: "02:00:5e:00:53:0a"), action: .disconnect,
                                     location: SourceLocation(file: "/p/t.toml", line: 2, column: 1))]
         var facts = RuntimeFacts(cgroupIDs: ["vpn.slice/vpn-work.slice": 101])
@@ -59,7 +62,7 @@ import Testing
 
     /// The programs' data as the kernel reads it: what vpnd writes is what it reads back.
     @Test func storageRoundTrips() {
-        let settings = SocketSettings(mark: 0x0100_0000, mask: mask, requireMark: false, guardMarks: [0x0100_0000, 0x0500_0000], dnsPort: 5301,
+        let settings = SocketSettings(mark: 0x0100_0000, mask: mask, requireMark: false, guardMarks: [0x0100_0000, 0x0500_0000],
                                       refuseEncryptedDNS: true, unmarkedOnly: false, guardPath: true)
         var storage = SocketStorage(settings: settings, owner: 0x1122_3344_5566_7788)
         storage.root = 4242
@@ -67,7 +70,8 @@ import Testing
         storage.encryptedDNSRefusals = 9
         let bytes = storage.bytes
         #expect(bytes.count == SocketStorage.size)
-        #expect(Array(bytes[12...14]) == [0x14, 0xb5, 24], "the port in network order, as the context holds it; the mask's shift")
+        #expect(Array(bytes[12...14]) == [0, 0, 24], "once the DNS rewrite's port, now unused; the mask's shift")
+        #expect(bytes[8] == 2 | 8 | 32, "flags: guard the mark, refuse encrypted DNS, guard the path")
         #expect(bytes[48] == 0b0010_0010, "a bit per profile's mark index (1 and 5)")
         #expect(SocketStorage(bytes: bytes) == storage)
         #expect(SocketStorage(bytes: Array(bytes.dropLast())) == nil)

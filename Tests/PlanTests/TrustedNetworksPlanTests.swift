@@ -69,14 +69,14 @@ import Testing
         state.nft.chain(named: "egress_work")?.rules.map(\.statements).filter { !$0.contains(.verdict(.jump("tunnel_transport"))) } ?? []
     }
 
-    /// The members' DNS port at the socket programs (nil: the host's resolver).
-    func dns(_ state: DesiredState) -> UInt16? { state.socketPrograms.first { $0.cgroup == "vpn.slice/vpn-work.slice" }?.settings.dnsPort }
+    /// The tables members' DNS is routed to (empty: the host's resolver).
+    func dns(_ state: DesiredState) -> [UInt32] { Array(Set(state.rules.filter { $0.destinationPorts == 53...53 }.map(\.table))) }
 
     @Test func connectIsTheTunnelAsWithoutRules() {
         #expect(plan(.connect) == plan(nil))
         #expect(routes(plan(.connect)) == ["dev 7", "unreachable", "dev 7", "unreachable"])
         #expect(egress(plan(.connect)).last == [.namedCounter("work_dropped"), .verdict(.drop)])
-        #expect(dns(plan(.connect)) == 5301)
+        #expect(dns(plan(.connect)) == [7301 + 131_072])
     }
 
     @Test func disconnectStepsAside() {
@@ -85,7 +85,7 @@ import Testing
         #expect(state.routes.filter { $0.table == 7301 }.isEmpty)
         #expect(!egress(state).contains { $0.contains(.verdict(.drop)) }, "no killswitch drop: \(egress(state))")
         #expect(state.nft.chain(named: "listen_work")?.rules.contains { $0.statements.contains(.verdict(.drop)) } == false)
-        #expect(dns(state) == nil, "members' DNS is the host's")
+        #expect(dns(state).isEmpty, "members' DNS is the host's")
         // Still marked (a flip back needs nothing new), and the rule to the table is there.
         #expect(state.rules.contains { $0.table == 7301 })
         #expect(plan(.disconnect, allowLAN: true).routes.filter { $0.table == 7301 }.isEmpty)
@@ -99,7 +99,7 @@ import Testing
             #expect(!egress(state).contains { $0.contains(.namedCounter("work_tunnel")) }, "nothing accepted into the tunnel either")
             #expect(egress(plan(.connect, killswitch: killswitch)).contains { $0.contains(.namedCounter("work_tunnel")) })
             #expect(state.nft.chain(named: "listen_work")?.rules.last?.statements.contains(.verdict(.drop)) == true)
-            #expect(dns(state) == 5301, "members' DNS still goes to the proxy, which is held too")
+            #expect(dns(state) == [7301 + 131_072], "members' DNS still goes to the proxy, which is held too")
         }
         // allow_lan: the tunnel's own networks are unreachable, the LAN thrown as when the tunnel is down.
         let lan = plan(.block, allowLAN: true).routes.filter { $0.table == 7301 }
