@@ -79,11 +79,10 @@ extension EngineState {
         for peer in peers.values.sorted(by: { $0.id < $1.id }) where peer.configuration.endpoint != nil {
             peer.reconnect.networkChanged()
             peer.timers.handshakeAttempts = 0
-            let allowed = peer.reconnect.earliest(now)
-            if allowed <= now {
+            if let allowed = peer.reconnect.hold(now) {
+                if peer.timers.retransmitHandshake.map({ $0 > allowed }) ?? true { peer.timers.retransmitHandshake = allowed }
+            } else {
                 initiate(peer, now: now, wall: wall, retry: true)
-            } else if peer.timers.retransmitHandshake.map({ $0 > allowed }) ?? true {
-                peer.timers.retransmitHandshake = allowed
             }
         }
     }

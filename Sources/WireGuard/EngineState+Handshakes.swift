@@ -16,9 +16,7 @@ extension EngineState {
     mutating func initiate(_ peer: Peer, now: MonotonicInstant, wall: WallClock, retry: Bool) {
         guard let privateKey, let publicKey, let staticShared = peer.staticShared, let endpoint = peer.configuration.endpoint else { return }
         if !retry, let last = peer.lastInitiationSent, now.since(last) < timing.rekeyTimeout { return }
-        let allowed = peer.reconnect.earliest(now)
-        guard allowed <= now else {
-            peer.reconnect.lastError = .stormLimited
+        if let allowed = peer.reconnect.hold(now) {
             if peer.timers.retransmitHandshake.map({ $0 > allowed }) ?? true { peer.timers.retransmitHandshake = allowed }
             return
         }

@@ -72,7 +72,7 @@ public enum ReconnectError: Sendable, Hashable, CustomStringConvertible {
     case sendFailed(String)
     /// The server is under load and answered with a cookie; the next try carries it.
     case cookieRequired
-    /// An initiation waited for the storm limit.
+    /// An initiation waits for the storm limit (one the floor alone delays is no error).
     case stormLimited
 
     public var description: String {
@@ -97,6 +97,9 @@ public struct ReconnectSchedule: Sendable {
     private var recent: [MonotonicInstant] = []
     /// A cookie reply answered the last initiation (the server lives but is under load).
     private var cookieForLast = false
+    /// The last error before the storm limit held an initiation back: the last error again
+    /// once that initiation leaves, since the storm limit then holds nothing.
+    private var errorBeforeStormHold: ReconnectError?
 
     public init(policy: ReconnectPolicy, floor: MonotonicInstant.Duration) {
         self.policy = policy
@@ -112,12 +115,38 @@ public struct ReconnectSchedule: Sendable {
         return MonotonicInstant.Duration(nanoseconds: max(capped, floor.nanoseconds))
     }
 
+    /// What keeps an initiation from leaving at once.
+    public enum Holdback: Sendable, Hashable {
+        /// REKEY_TIMEOUT has not passed since the last one.
+        case floor
+        /// `stormLimit` initiations left in the last `stormWindow`, and the window frees a
+        /// slot later than the floor would allow one.
+        case stormLimit
+    }
+
+    /// When an initiation asked for at `now` may leave, and what holds it back until then;
+    /// nil: it may leave now. Where the floor and the storm limit end at the same time the
+    /// floor is named: without the storm limit it would wait as long (WireGuard's own
+    /// schedule, 12 a minute, is spaced by the floor alone and never meets its limit).
+    public func holdback(_ now: MonotonicInstant) -> (until: MonotonicInstant, by: Holdback)? {
+        let floorEnds = recent.last.map { $0 + floor } ?? now
+        let stormEnds = recent.count >= policy.stormLimit ? recent[recent.count - policy.stormLimit] + ReconnectPolicy.stormWindow : now
+        if stormEnds > max(now, floorEnds) { return (stormEnds, .stormLimit) }
+        return floorEnds > now ? (floorEnds, .floor) : nil
+    }
+
     /// The earliest an initiation may leave: the floor after the last one and the storm limit.
-    public func earliest(_ now: MonotonicInstant) -> MonotonicInstant {
-        var at = now
-        if let last = recent.last { at = max(at, last + floor) }
-        if recent.count >= policy.stormLimit { at = max(at, recent[recent.count - policy.stormLimit] + ReconnectPolicy.stormWindow) }
-        return at
+    public func earliest(_ now: MonotonicInstant) -> MonotonicInstant { holdback(now)?.until ?? now }
+
+    /// An initiation is asked for at `now`: nil when it may leave, else when it may. The
+    /// storm limit becomes the last error while it is what holds the initiation back.
+    public mutating func hold(_ now: MonotonicInstant) -> MonotonicInstant? {
+        guard let held = holdback(now) else { return nil }
+        if held.by == .stormLimit && lastError != .stormLimited {
+            errorBeforeStormHold = lastError
+            lastError = .stormLimited
+        }
+        return held.until
     }
 
     /// An initiation left at `now`; returns when to retry if nothing answers. The jitter is
@@ -125,6 +154,8 @@ public struct ReconnectSchedule: Sendable {
     public mutating func initiated(_ now: MonotonicInstant, random: UInt32) -> MonotonicInstant {
         attempts += 1
         cookieForLast = false
+        if lastError == .stormLimited { lastError = errorBeforeStormHold }
+        errorBeforeStormHold = nil
         recent.append(now)
         if recent.count > policy.stormLimit { recent.removeFirst(recent.count - policy.stormLimit) }
         let wait = delay(after: attempts)
@@ -147,6 +178,7 @@ public struct ReconnectSchedule: Sendable {
     public mutating func succeeded() {
         attempts = 0
         lastError = nil
+        errorBeforeStormHold = nil
     }
 
     /// The host's network changed: the backoff starts again (the storm window stays).

@@ -67,6 +67,36 @@ import Testing
         #expect(zip(sent, sent.dropFirst()).allSatisfy { $1.since($0) >= floor })
     }
 
+    @Test func theFloorAloneHoldsWithoutAnError() {
+        var s = ReconnectSchedule(policy: .protocolDefault(), floor: floor)
+        for second in [0.0, 5, 10] { _ = s.initiated(t0 + .seconds(second), random: 0) }
+        s.unanswered()
+        // 3 initiations in the last minute against a limit of 12: only the floor waits.
+        let held = s.holdback(t0 + .seconds(11))
+        #expect(held?.until == t0 + .seconds(15) && held?.by == .floor)
+        #expect(s.hold(t0 + .seconds(11)) == t0 + .seconds(15))
+        #expect(s.lastError == .noResponse, "the floor is the protocol's spacing, not an error")
+        #expect(s.hold(t0 + .seconds(15)) == nil)
+    }
+
+    @Test func theStormLimitIsTheLastErrorOnlyWhileItHoldsAnInitiationBack() {
+        var s = ReconnectSchedule(policy: .backoff(minimum: .seconds(5), maximum: .seconds(60)), floor: floor)
+        for second in stride(from: 0.0, through: 25, by: 5) { _ = s.initiated(t0 + .seconds(second), random: 0) }
+        s.unanswered()
+        // Within the floor after the sixth, the floor ends first, but the window frees no
+        // slot until the first is a minute old: the storm limit is what holds it.
+        let held = s.holdback(t0 + .seconds(27))
+        #expect(held?.until == t0 + .seconds(60) && held?.by == .stormLimit)
+        #expect(s.hold(t0 + .seconds(27)) == t0 + .seconds(60))
+        #expect(s.lastError == .stormLimited)
+        #expect(s.hold(t0 + .seconds(40)) == t0 + .seconds(60) && s.lastError == .stormLimited)
+        _ = s.initiated(t0 + .seconds(60), random: 0)
+        #expect(s.lastError == .noResponse, "the held one left: the error before the hold again")
+        // The floor after the seventh and the window's next free slot (the second
+        // initiation's minute) end together: the floor is named, the storm limit adds no wait.
+        #expect(s.holdback(t0 + .seconds(62))?.by == .floor && s.holdback(t0 + .seconds(62))?.until == t0 + .seconds(65))
+    }
+
     @Test func successAndNetworkChangesResetTheBackoff() {
         var s = ReconnectSchedule(policy: .backoff(minimum: .seconds(5), maximum: .seconds(60)), floor: floor)
         var now = t0
@@ -173,6 +203,32 @@ import Testing
         }
         #expect(count <= 2 * ReconnectPolicy.backoffStormLimit && count >= ReconnectPolicy.backoffStormLimit)
         #expect(pair.b.reconnection(now: pair.now).first?.lastError == .stormLimited)
+    }
+
+    /// The case: an initiation that only waits for the floor (the tunnel taken down
+    /// and brought up again within 5 s of a retry, 3 initiations that minute) is no storm.
+    @Test func aBringUpWithinTheFloorWaitsWithoutAStormLimitError() throws {
+        let pair = EnginePair()
+        pair.send(ipv4("10.0.0.2", "10.0.0.1"), from: "b")
+        pair.wire = []
+        var count = 1
+        for _ in 1...110 {
+            pair.advance(0.1)
+            count += initiations(pair.b.tick(now: pair.now, wall: pair.wall))
+        }
+        #expect(count == 3)
+        pair.b.resetSessions(pair.aKey.publicKey)
+        pair.b.keepalive(pair.aKey.publicKey, now: pair.now, wall: pair.wall)
+        #expect(initiations(pair.b.drainOutput()) == 0, "held by the floor")
+        let held = try #require(pair.b.reconnection(now: pair.now).first)
+        #expect(held.lastError == nil, "\(held)")
+        #expect(try #require(held.nextTry) <= .seconds(5))
+        var left = 0
+        for _ in 1...50 {
+            pair.advance(0.1)
+            left += initiations(pair.b.tick(now: pair.now, wall: pair.wall))
+        }
+        #expect(left == 1, "it leaves when the floor ends")
     }
 
     @Test func aReplacingEngineKeepsTheStormLimitAcrossTheRestart() throws {
