@@ -93,7 +93,8 @@ final class DemandControl: @unchecked Sendable {
 
     func noteReceived(_ now: MonotonicInstant) { lastReceived.store(now.nanoseconds, ordering: .relaxed) }
 
-    /// Every ~100 ms while running: a completed handshake, the idle countdown.
+    /// Every ~100 ms while running: a completed handshake (always-up tunnels too: connecting
+    /// from the start until one), the idle countdown.
     func tick(now: MonotonicInstant) {
         state.withLock { s in
             let before = s.machine.phase

@@ -8,7 +8,7 @@ import WireGuard
 /// down, is dropped).
 public struct TunnelDemand: Sendable {
     public struct Settings: Hashable, Sendable {
-        /// Down until needed; otherwise up from the start (and after `vpnctl up`).
+        /// Down until needed; otherwise running from the start (and after `vpnctl up`).
         public var onDemand: Bool
         /// With onDemand: down again after this long with no members and no traffic.
         public var idle: MonotonicInstant.Duration?
@@ -26,9 +26,10 @@ public struct TunnelDemand: Sendable {
         case downOnDemand = "down (on demand)"
         /// `vpnctl down`: no handshake even with traffic, until `vpnctl up` or a reload.
         case heldDown = "down (vpnctl down)"
-        /// Brought up: a handshake is under way and traffic waits for it.
+        /// Brought up (or started, always up), no handshake completed since: traffic waits
+        /// for one.
         case connecting
-        /// A handshake completed since it was brought up (or, always up, since the start).
+        /// A handshake completed since it was brought up (or, always up, started).
         case up
     }
 
@@ -71,7 +72,7 @@ public struct TunnelDemand: Sendable {
 
     public init(settings: Settings, now: MonotonicInstant) {
         self.settings = settings
-        phase = settings.onDemand ? .downOnDemand : .up
+        phase = settings.onDemand ? .downOnDemand : .connecting
         since = now
         reason = .started
         lastActivity = now

@@ -27,7 +27,10 @@ enum Lifetime {
             switch event {
             case .requestRefused: log.warning("\(interface): \(event)")
             case .interfaceDeleted: log.notice("\(interface): \(event)")
-            case .listenPortChanged, .mtuChanged, .demandChanged: log.info("\(interface): \(event)")
+            case .listenPortChanged, .mtuChanged: log.info("\(interface): \(event)")
+            // A listening peer is always up: its "up" would only say that some client's
+            // handshake completed, in words written for vpnd's tunnels.
+            case .demandChanged: break
             }
         }
     }

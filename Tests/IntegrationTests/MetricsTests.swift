@@ -24,7 +24,15 @@ import Testing
             """)
         BuiltInTunnelPeer.removeSocketAtCleanup(interface, cleanup)
         try daemon.start()
-        try eventually("the built-in tunnel's handshake") { try daemon.status().profiles.first?.tunnel.wireguard?.peers.first?.latestHandshake != nil }
+        // From the start "connecting", and "up" only with a handshake (the tunnel sees it at its
+        // next tick, so a look between the two is connecting with one).
+        try eventually("the built-in tunnel's handshake") {
+            guard let tunnel = try daemon.status().profiles.first?.tunnel else { return false }
+            let handshake = tunnel.wireguard?.peers.first?.latestHandshake
+            #expect(tunnel.demand?.state == "connecting" || (tunnel.demand?.state == "up" && handshake != nil),
+                    "\(String(describing: tunnel.demand)), latest handshake \(String(describing: handshake))")
+            return tunnel.demand?.state == "up"
+        }
 
         let directory = daemon.policyDirectory + "/.."
         let json = try daemon.vpnctl(["status", "--json"])
@@ -42,7 +50,8 @@ import Testing
         #expect(sample("vpnexec_tunnel_up", ["profile": "work", "interface": interface])?.value == 1)
         #expect(sample("vpnexec_tunnel_up", ["profile": "home", "interface": "vx\(net.tag)none"])?.value == 0)
         #expect(sample("vpnexec_profile_killswitch", ["profile": "home"])?.value == 0)
-        // An always-up built-in tunnel: "up", one sample per state; none for a tunnel vpnd does not own.
+        // An always-up built-in tunnel after its handshake: "up", one sample per state; none for a
+        // tunnel vpnd does not own.
         let states = samples.filter { $0.name == "vpnexec_tunnel_demand_state" }
         #expect(states.count == 4 && states.allSatisfy { $0.type == "gauge" && $0.labels["profile"] == "work" }, "\(states)")
         #expect(sample("vpnexec_tunnel_demand_state", ["profile": "work", "interface": interface, "state": "up"])?.value == 1)

@@ -45,13 +45,15 @@ import Testing
         BuiltInTunnelPeer.removeSocketAtCleanup(interface, cleanup)
         try daemon.start()
 
-        struct Look { var at: Date; var attempts: UInt64; var nextTry: Double?; var lastError: String?; var schedule: String; var handshake: Double? }
+        struct Look { var at: Date; var attempts: UInt64; var nextTry: Double?; var lastError: String?; var schedule: String; var handshake: Double?; var demand: String? }
         func look() throws -> Look {
-            let engine = try #require(try daemon.status().profiles.first?.tunnel.wireguard)
+            let tunnel = try #require(try daemon.status().profiles.first?.tunnel)
+            let engine = try #require(tunnel.wireguard)
             let reconnect = try #require(engine.reconnect, "no reconnect field: \(engine)")
             let peer = try #require(reconnect.peers.first)
             return Look(at: Date(), attempts: peer.attempts, nextTry: peer.nextTry, lastError: peer.lastError,
-                        schedule: reconnect.schedule, handshake: engine.peers.first?.latestHandshake)
+                        schedule: reconnect.schedule, handshake: engine.peers.first?.latestHandshake,
+                        demand: tunnel.demand.map { "\($0.state): \($0.reason)" })
         }
 
         // The server does not answer: attempts at about 0, 5, 15 and 35 s.
@@ -67,6 +69,8 @@ import Testing
         #expect(last.schedule == "backoff 5s..20s x2, at most 6/min")
         #expect(last.attempts >= 4 && last.lastError == "no response" && last.handshake == nil, "\(last)")
         #expect(looks.allSatisfy { ($0.nextTry ?? 0) <= 20 * 16 / 15 + 0.5 }, "a next try past the cap: \(looks.map(\.nextTry))")
+        // Always up, yet no handshake: connecting all along, never up.
+        #expect(looks.allSatisfy { $0.demand == "connecting: vpnd started the tunnel" }, "\(Set(looks.map(\.demand)))")
         // When each attempt was first seen: the gaps grow (5, 10, 20 s; generous bounds).
         var firstSeen: [UInt64: Date] = [:]
         for l in looks where firstSeen[l.attempts] == nil { firstSeen[l.attempts] = l.at }
@@ -101,6 +105,7 @@ import Testing
         try eventually("the tunnel to come up", seconds: 15) { try look().handshake != nil }
         let up = try look()
         #expect(up.attempts == 0 && up.lastError == nil && up.nextTry == nil, "\(up)")
+        try eventually("the tunnel to report up") { try look().demand == "up: vpnd started the tunnel" }
         let probe = try PythonScript.write(PythonScript.probe, cleanup: cleanup)
         _ = try net.startServices()
         #expect(try Command.run(try daemon.vpnexec(profile: "work", []) + ["python3", probe, "tcp", Topology.service4, "8080"]).trimmed == "10.79.0.2")

@@ -105,6 +105,46 @@ import WireGuard
         #expect(transitions.withLock { $0 } == ["connecting: a member appeared", "up: a member appeared", "down (vpnctl down): vpnctl down"])
     }
 
+    /// An always-up tunnel is connecting from its start, whatever the ticks, until the engine
+    /// has a handshake; then up, reported once (the log line).
+    @Test func alwaysUpIsConnectingUntilTheFirstHandshake() throws {
+        let clientKey = PrivateKey.generate(), serverKey = PrivateKey.generate()
+        // The test carries the handshake between the engines itself: nothing is sent there.
+        let serverEndpoint = Endpoint(address: IPAddress("127.0.0.1")!, port: 9)
+        let engine = Engine(configuration: InterfaceConfiguration(privateKey: clientKey, peers: [
+            PeerConfiguration(publicKey: serverKey.publicKey, endpoint: serverEndpoint, allowedIPs: [IPPrefix("0.0.0.0/0")!]),
+        ]))
+        let responder = Engine(configuration: InterfaceConfiguration(privateKey: serverKey, peers: [
+            PeerConfiguration(publicKey: clientKey.publicKey, allowedIPs: [IPPrefix("10.9.0.2/32")!]),
+        ]))
+        let udp = try UDPSocket(port: 0, mark: nil, offloads: false)
+        let transitions = Mutex<[String]>([])
+        let clock = MonotonicInstant.seconds(100)
+        let wall = WallClock(seconds: 1_800_000_000, nanoseconds: 0)
+        let demand = try DemandControl(settings: .alwaysUp, engine: engine, udp: udp, now: clock) { phase, reason in
+            transitions.withLock { $0.append("\(phase.rawValue): \(reason.rawValue)") }
+        }
+        #expect(demand.snapshot.phase == .connecting && demand.acceptsInbound && demand.isRunning)
+        demand.tick(now: clock + .seconds(15))
+        #expect(demand.snapshot.phase == .connecting, "15 s without a handshake is not up")
+
+        // The first handshake (a persistent keepalive or a member's first packet starts it).
+        engine.keepalive(serverKey.publicKey, now: clock, wall: wall)
+        var initiation = try #require(engine.drainOutput().first).bytes
+        let response: [UInt8] = try initiation.withUnsafeMutableBytes { buffer in
+            guard case let .control(datagrams) = responder.decapsulate(buffer: buffer, datagram: 0..<buffer.count, from: Endpoint(address: IPAddress("127.0.0.1")!, port: udp.port),
+                                                                        underLoad: false, now: clock, wall: wall), let first = datagrams.first else {
+                throw TestFailure("the server did not answer the initiation")
+            }
+            return first.bytes
+        }
+        var answer = response
+        _ = answer.withUnsafeMutableBytes { engine.decapsulate(buffer: $0, datagram: 0..<$0.count, from: serverEndpoint, underLoad: false, now: clock, wall: wall) }
+        demand.tick(now: clock + .seconds(16))
+        #expect(demand.snapshot.phase == .up && demand.snapshot.since == clock + .seconds(16))
+        #expect(transitions.withLock { $0 } == ["up: vpnd started the tunnel"])
+    }
+
     struct TestFailure: Error, CustomStringConvertible {
         var description: String
         init(_ description: String) { self.description = description }

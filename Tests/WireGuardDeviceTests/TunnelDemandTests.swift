@@ -9,10 +9,13 @@ import WireGuard
     let idle = MonotonicInstant.Duration.seconds(600)
     func at(_ seconds: Double) -> MonotonicInstant { .seconds(1000 + seconds) }
 
-    @Test func alwaysUpStartsUpAndNeverIdles() {
+    @Test func alwaysUpConnectsUntilItsFirstHandshakeAndNeverIdles() {
         var demand = TunnelDemand(settings: .alwaysUp, now: at(0))
-        #expect(demand.phase == .up && demand.reason == .started && demand.acceptsInbound)
+        #expect(demand.phase == .connecting && demand.reason == .started && demand.acceptsInbound && demand.isRunning)
         #expect(demand.packets(now: at(1)) == .pass)
+        #expect(demand.tick(now: at(15)) == nil && demand.phase == .connecting, "no handshake yet, however long")
+        demand.handshakeCompleted(now: at(16))
+        #expect(demand.phase == .up && demand.reason == .started && demand.since == at(16))
         #expect(demand.tick(now: at(100_000)) == nil && demand.phase == .up)
         #expect(demand.idleDeadline == nil)
     }
@@ -108,6 +111,8 @@ import WireGuard
 
     @Test func vpnctlUpOnARunningTunnelOnlyHoldsIt() {
         var demand = TunnelDemand(settings: .alwaysUp, now: at(0))
+        #expect(demand.holdUp(now: at(0.5)) == nil && demand.phase == .connecting && demand.reason == .started && demand.hold == .up)
+        demand.handshakeCompleted(now: at(0.7))
         #expect(demand.holdUp(now: at(1)) == nil && demand.phase == .up && demand.reason == .started && demand.hold == .up)
         #expect(demand.holdDown(now: at(2)) == .tearDown && demand.phase == .heldDown)
         #expect(demand.holdUp(now: at(3)) == .bringUp && demand.phase == .connecting)
