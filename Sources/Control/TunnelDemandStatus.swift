@@ -5,8 +5,8 @@ public struct TunnelDemandStatus: Codable, Hashable, Sendable {
     public var state: String
     /// When it entered that state, in seconds since the epoch.
     public var since: Double
-    /// Why: "a member appeared", "a packet was routed into the tunnel", "idle: no members and
-    /// no traffic", "vpnctl up", ...
+    /// Why: "vpnd started the tunnel", "a member appeared", "a packet was routed into the
+    /// tunnel (to 192.0.2.80)", "idle: no members and no traffic", "vpnctl up", ...
     public var reason: String
     public var onDemand: Bool
     /// The `idle` setting, in seconds.

@@ -19,7 +19,7 @@ final class DemandControl: @unchecked Sendable {
     private let state: Mutex<State>
     private let engine: Engine
     private let udp: UDPSocket
-    private let report: @Sendable (TunnelDemand.Phase, TunnelDemand.Reason) -> Void
+    private let report: @Sendable (TunnelDemand.Phase, _ why: String) -> Void
     /// Readable (an eventfd) when the tunnel came up from another thread: the timer loop,
     /// which sleeps while the tunnel is down, ticks the engine again.
     private let wake: FileDescriptor
@@ -31,7 +31,7 @@ final class DemandControl: @unchecked Sendable {
     private let lastReceived = Atomic<UInt64>(0)
 
     init(settings: TunnelDemand.Settings, engine: Engine, udp: UDPSocket, now: MonotonicInstant,
-         report: @escaping @Sendable (TunnelDemand.Phase, TunnelDemand.Reason) -> Void) throws {
+         report: @escaping @Sendable (TunnelDemand.Phase, _ why: String) -> Void) throws {
         self.engine = engine
         self.udp = udp
         self.report = report
@@ -132,7 +132,7 @@ final class DemandControl: @unchecked Sendable {
             break
         }
         if s.machine.phase != before {
-            report(s.machine.phase, s.machine.reason)
+            report(s.machine.phase, s.machine.why)
             var one: UInt64 = 1
             _ = write(wakeFD, &one, 8)
         }

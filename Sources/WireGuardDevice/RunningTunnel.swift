@@ -89,7 +89,7 @@ public final class RunningTunnel: @unchecked Sendable {
         ended = try FileDescriptor("eventfd", returned: eventfd(0, Int32(EFD_CLOEXEC)))
         load = HandshakeLoad(threshold: options.handshakeLoadThreshold)
         demand = try DemandControl(settings: options.demand, engine: engine, udp: udp, now: MonotonicInstant.now(),
-                                   report: { [events = options.events] in events(.demandChanged($0, $1)) })
+                                   report: { [events = options.events] in events(.demandChanged($0, why: $1)) })
         let flags = fcntl(tun.fd, F_GETFL)
         _ = fcntl(tun.fd, F_SETFL, flags | O_NONBLOCK)
         if let directory = options.uapiDirectory {

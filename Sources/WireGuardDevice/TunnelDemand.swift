@@ -34,7 +34,10 @@ public struct TunnelDemand: Sendable {
     }
 
     public enum Reason: String, Sendable, Hashable {
+        /// Always up: vpnd started it, connecting until the first handshake.
         case started = "vpnd started the tunnel"
+        /// On demand: vpnd started it down, and nothing has needed it since.
+        case startedDown = "vpnd started; no member or packet yet"
         case member = "a member appeared"
         /// A multihop exit (tunnel.via) through this tunnel runs: its transport needs it.
         case exit = "a tunnel through it (tunnel.via) runs"
@@ -74,9 +77,12 @@ public struct TunnelDemand: Sendable {
         self.settings = settings
         phase = settings.onDemand ? .downOnDemand : .connecting
         since = now
-        reason = .started
+        reason = settings.onDemand ? .startedDown : .started
         lastActivity = now
     }
+
+    /// The reason as status and the log give it, a packet's with where the packet was going.
+    public var why: String { reason.rawValue + (trigger.map { " (to \($0))" } ?? "") }
 
     /// Whether packets from the network may reach the engine (a server's handshake
     /// initiation while down would bring a session up behind the user's back).

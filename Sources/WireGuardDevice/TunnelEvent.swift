@@ -12,8 +12,9 @@ public enum TunnelEvent: Sendable, CustomStringConvertible {
     /// The TUN interface was deleted (`ip link delete`, `wg-quick down`): the tunnel has
     /// ended by itself and its `wg` socket is gone.
     case interfaceDeleted
-    /// The tunnel went up, down or held (on_demand, idle, `vpnctl up/down`).
-    case demandChanged(TunnelDemand.Phase, TunnelDemand.Reason)
+    /// The tunnel went up, down or held (on_demand, idle, `vpnctl up/down`), and why
+    /// (`TunnelDemand.why`: with a packet's destination, as status gives it).
+    case demandChanged(TunnelDemand.Phase, why: String)
 
     public var description: String {
         switch self {
@@ -21,7 +22,7 @@ public enum TunnelEvent: Sendable, CustomStringConvertible {
         case let .listenPortChanged(from, to): "UDP port \(from) -> \(to)"
         case let .mtuChanged(mtu): "MTU is now \(mtu)"
         case .interfaceDeleted: "the interface was deleted; the tunnel ends"
-        case let .demandChanged(phase, reason): "\(phase.rawValue): \(reason.rawValue)"
+        case let .demandChanged(phase, why): "\(phase.rawValue): \(why)"
         }
     }
 }

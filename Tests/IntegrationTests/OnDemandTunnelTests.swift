@@ -61,7 +61,7 @@ import Testing
         func member() throws -> CommandResult { try Command.status(try daemon.vpnexec(profile: "work", ["python3", probe, "tcp", Topology.service4, "8080"])) }
 
         // Down on demand: the interface (and so the routes and killswitch) is there, nothing is sent.
-        #expect(try demand()?.state == "down (on demand)")
+        #expect(try demand()?.state == "down (on demand)" && demand()?.reason == "vpnd started; no member or packet yet")
         #expect(try demand()?.onDemand == true && demand()?.idleSeconds == 3)
         #expect(try net.client.status(["ip", "link", "show", interface]).status == 0, "the TUN interface exists while down")
         #expect(try daemon.vpnctl(["status"]).stdout.contains("demand    down (on demand) since"))
@@ -213,6 +213,9 @@ import Testing
         #expect(routed.stdout.trimmed == "10.84.0.2", "the server saw \(routed.stdout) \(routed.stderr.suffix(300)); vpnd: \(vpnd.output.suffix(1500))")
         #expect(try demand()?.reason == "a packet was routed into the tunnel (to \(Topology.service4))")
         try eventually("the tunnel to report up") { try demand()?.state == "up" }
+        // The log names the destination as status does.
+        #expect(vpnd.output.contains("built-in tunnel \(interface): connecting: a packet was routed into the tunnel (to \(Topology.service4))"),
+                "\(vpnd.output.suffix(1500))")
         let upBefore = try threadWakeups()
         Thread.sleep(forTimeInterval: 3)
         let up = delta(upBefore, try threadWakeups())

@@ -57,8 +57,8 @@ import WireGuard
         let transitions = Mutex<[String]>([])
         var clock = MonotonicInstant.seconds(100)
         let wall = WallClock(seconds: 1_800_000_000, nanoseconds: 0)
-        let demand = try DemandControl(settings: .init(onDemand: true, idle: .seconds(60)), engine: engine, udp: udp, now: clock) { phase, reason in
-            transitions.withLock { $0.append("\(phase.rawValue): \(reason.rawValue)") }
+        let demand = try DemandControl(settings: .init(onDemand: true, idle: .seconds(60)), engine: engine, udp: udp, now: clock) { phase, why in
+            transitions.withLock { $0.append("\(phase.rawValue): \(why)") }
         }
 
         // Down: the peer is there (status shows it), without its keepalive; nothing is due.
@@ -121,8 +121,8 @@ import WireGuard
         let transitions = Mutex<[String]>([])
         let clock = MonotonicInstant.seconds(100)
         let wall = WallClock(seconds: 1_800_000_000, nanoseconds: 0)
-        let demand = try DemandControl(settings: .alwaysUp, engine: engine, udp: udp, now: clock) { phase, reason in
-            transitions.withLock { $0.append("\(phase.rawValue): \(reason.rawValue)") }
+        let demand = try DemandControl(settings: .alwaysUp, engine: engine, udp: udp, now: clock) { phase, why in
+            transitions.withLock { $0.append("\(phase.rawValue): \(why)") }
         }
         #expect(demand.snapshot.phase == .connecting && demand.acceptsInbound && demand.isRunning)
         demand.tick(now: clock + .seconds(15))
@@ -143,6 +143,27 @@ import WireGuard
         demand.tick(now: clock + .seconds(16))
         #expect(demand.snapshot.phase == .up && demand.snapshot.since == clock + .seconds(16))
         #expect(transitions.withLock { $0 } == ["up: vpnd started the tunnel"])
+    }
+
+    /// Down on demand, the first packet for a peer brings the tunnel up, and what the device
+    /// reports (vpnd's log line) names its destination as status does.
+    @Test func aPacketsBringUpIsReportedWithItsDestination() throws {
+        let server = Server()
+        let engine = Engine(configuration: InterfaceConfiguration(privateKey: PrivateKey.generate(), peers: [
+            PeerConfiguration(publicKey: PrivateKey.generate().publicKey, endpoint: Endpoint(address: IPAddress("127.0.0.1")!, port: server.port),
+                              allowedIPs: [IPPrefix("192.0.2.0/24")!]),
+        ]))
+        let udp = try UDPSocket(port: 0, mark: nil, offloads: false)
+        let transitions = Mutex<[String]>([])
+        let demand = try DemandControl(settings: .init(onDemand: true), engine: engine, udp: udp, now: .seconds(100)) { phase, why in
+            transitions.withLock { $0.append("\(phase.rawValue): \(why)") }
+        }
+        #expect(demand.snapshot.why == "vpnd started; no member or packet yet")
+        let packet: [UInt8] = [0x45, 0, 0, 20, 0, 0, 0, 0, 64, 17, 0, 0, 10, 9, 0, 2, 192, 0, 2, 80]
+        #expect(packet.withUnsafeBytes { demand.offer($0, now: .seconds(101)) })
+        #expect(demand.snapshot.phase == .connecting)
+        #expect(transitions.withLock { $0 } == ["connecting: a packet was routed into the tunnel (to 192.0.2.80)"])
+        #expect(server.received().first?.first == MessageType.initiation.rawValue, "the bring-up's initiation left")
     }
 
     struct TestFailure: Error, CustomStringConvertible {

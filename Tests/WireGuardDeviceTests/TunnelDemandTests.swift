@@ -12,6 +12,7 @@ import WireGuard
     @Test func alwaysUpConnectsUntilItsFirstHandshakeAndNeverIdles() {
         var demand = TunnelDemand(settings: .alwaysUp, now: at(0))
         #expect(demand.phase == .connecting && demand.reason == .started && demand.acceptsInbound && demand.isRunning)
+        #expect(demand.why == "vpnd started the tunnel")
         #expect(demand.packets(now: at(1)) == .pass)
         #expect(demand.tick(now: at(15)) == nil && demand.phase == .connecting, "no handshake yet, however long")
         demand.handshakeCompleted(now: at(16))
@@ -23,6 +24,7 @@ import WireGuard
     @Test func onDemandStaysDownAndSilentUntilAMemberAppears() {
         var demand = TunnelDemand(settings: .init(onDemand: true, idle: idle), now: at(0))
         #expect(demand.phase == .downOnDemand && !demand.acceptsInbound && !demand.isRunning)
+        #expect(demand.reason == .startedDown && demand.why == "vpnd started; no member or packet yet")
         #expect(demand.tick(now: at(5000)) == nil && demand.phase == .downOnDemand)
         #expect(demand.membersChanged(present: false, now: at(5001)) == nil)
         #expect(demand.membersChanged(present: true, now: at(5002)) == .bringUp)
@@ -49,11 +51,18 @@ import WireGuard
     }
 
     @Test func theFirstPacketIsTheUniversalTrigger() {
-        var demand = TunnelDemand(settings: .init(onDemand: true), now: at(0))
-        #expect(demand.packets(now: at(3)) == .bringUpThenPass)
+        var demand = TunnelDemand(settings: .init(onDemand: true, idle: idle), now: at(0))
+        #expect(demand.packets(now: at(3), destination: "192.0.2.80") == .bringUpThenPass)
         #expect(demand.phase == .connecting && demand.reason == .packet)
-        #expect(demand.packets(now: at(3.1)) == .pass, "the packets behind it wait for the same handshake")
+        #expect(demand.packets(now: at(3.1), destination: "192.0.2.81") == .pass, "the packets behind it wait for the same handshake")
         #expect(demand.phase == .connecting && demand.since == at(3))
+        // Status and the log line name the first packet's destination, as long as it is the reason.
+        #expect(demand.why == "a packet was routed into the tunnel (to 192.0.2.80)")
+        #expect(TunnelEvent.demandChanged(demand.phase, why: demand.why).description == "connecting: a packet was routed into the tunnel (to 192.0.2.80)")
+        demand.handshakeCompleted(now: at(4))
+        #expect(demand.why == "a packet was routed into the tunnel (to 192.0.2.80)")
+        _ = demand.tick(now: at(4 + 600))
+        #expect(demand.phase == .downOnDemand && demand.why == "idle: no members and no traffic")
     }
 
     @Test func idleCountsFromTheLastMemberOrPacketEitherWay() {
