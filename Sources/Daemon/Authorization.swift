@@ -16,14 +16,12 @@ enum Authorization {
         return RequestFailure("\(peer.userName) may not use profile \"\(profile.name)\": the rule at \(profile.access.location) allows \(profile.access.summary)")
     }
 
-    /// `vpnexec --bypass`: root, or whom `[system] bypass` names.
+    /// `vpnexec --bypass`: root, or whom `[system] bypass` names (Policy.bypassRefusal, the
+    /// rule an exec of a bypass.executables program is judged by too).
     static func check(_ peer: Peer, mayBypass policy: Policy) -> RequestFailure? {
-        guard let access = policy.system.bypass else {
-            return peer.uid == 0 ? nil
-                : RequestFailure("\(peer.userName) may not start commands outside the profiles: no policy file sets [system] bypass.users or bypass.groups, so only root may")
+        policy.bypassRefusal(Credentials(uid: peer.uid, groups: peer.groups)).map {
+            RequestFailure("\(peer.userName) may not start commands outside the profiles: \($0)")
         }
-        guard !access.allows(uid: peer.uid, groups: peer.groups) else { return nil }
-        return RequestFailure("\(peer.userName) may not start commands outside the profiles: the rule at \(access.location) allows \(access.summary)")
     }
 
     /// Whether the caller may take process `pid` out of cgroup `source` into the profile
