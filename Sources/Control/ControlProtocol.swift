@@ -82,6 +82,9 @@ public struct StatusReport: Codable, Hashable, Sendable {
     public var dnsSteering: String?
     /// Processes moved into vpn-bypass.slice (bypass.executables) and their packets.
     public var bypassMoves = 0
+    /// Processes that ran a bypass.executables program and stayed in their profile: their
+    /// users may not bypass (`[system] bypass`; root always may).
+    public var bypassRefused = 0
     public var bypassed = Traffic.zero
     /// System mode: the profile of every process placed nowhere else.
     public var systemProfile: String?

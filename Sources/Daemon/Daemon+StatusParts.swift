@@ -17,6 +17,7 @@ extension Daemon {
                                         sandbox: sandboxSummary,
                                         birthMarks: socketProgramsSummary, dnsSteering: dnsSteeringSummary,
                                         bypassMoves: executables.moves(Policy.bypassSliceName),
+                                        bypassRefused: executables.bypassRefused,
                                         executableRules: executables.status(policy))
         return builder.report(parts) { [counters = builder.counters] in statusParts($0, counters: counters) }
     }

@@ -13,13 +13,16 @@ struct ExecPlacement: Equatable, Sendable {
     var label: String
 
     /// nil: the process stays where it is. `names`: the program's listed names (its path,
-    /// hard links, listed symbolic links to it); `cgroup`: where the process is now.
-    static func of(names: [String], cgroup: String, policy: Policy, parent: String) -> ExecPlacement? {
-        ExecutableRules.decide(executables: names, cgroup: cgroup, policy: policy, parent: parent).map { ExecPlacement($0, policy: policy, parent: parent) }
+    /// hard links, listed symbolic links to it); `cgroup`: where the process is now; `user`:
+    /// who runs it (asked for a bypass only).
+    static func of(names: [String], cgroup: String, policy: Policy, parent: String, user: () -> Credentials?) -> ExecPlacement? {
+        ExecutableRules.decide(executables: names, cgroup: cgroup, policy: policy, parent: parent, user: user)
+            .flatMap { ExecPlacement($0, policy: policy, parent: parent) }
     }
 
-    /// Where `decision` (made from `policy`) sends the process.
-    init(_ decision: ExecutableRules.Decision, policy: Policy, parent: String) {
+    /// Where `decision` (made from `policy`) sends the process; nil for a bypass its user
+    /// may not take (it stays where it is).
+    init?(_ decision: ExecutableRules.Decision, policy: Policy, parent: String) {
         switch decision {
         case let .join(profile):
             target = policy.profile(named: profile)!.cgroupPath(parent: parent)
@@ -27,6 +30,8 @@ struct ExecPlacement: Equatable, Sendable {
         case .bypass:
             target = ExecutableRules.bypassCgroup(parent: parent)
             label = Policy.bypassSliceName
+        case .bypassRefused:
+            return nil
         }
     }
 

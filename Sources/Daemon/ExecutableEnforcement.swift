@@ -12,7 +12,9 @@ import ServiceSupport
 ///   fanotify is unavailable (the process runs where it was started until it is moved), and
 ///   the backstop where it is — it places processes that already ran a listed program when
 ///   vpnd starts or reloads, and execs the guard could not place in time.
-/// Status says which is in force.
+/// Status says which is in force. Both judge a bypass by the same rule (ExecutableRules: only
+/// whom may bypass is moved out) and report the launches it leaves in place to one
+/// BypassRefusals, so a launch both see counts once.
 final class ExecutableEnforcement {
     let follower: ExecutableFollower?
     private let followerUnavailable: String?
@@ -20,6 +22,9 @@ final class ExecutableEnforcement {
     private let groupUnavailable: String?
     private var marks: ExecutableMarks?
     private var guardian: ExecutableGuard?
+    /// bypass.executables launches left in their profile (their users may not bypass), by
+    /// either way.
+    private let refusals: BypassRefusals
     private let log: Log
 
     /// Opens both event sources: before vpnd drops its capabilities (the process connector
@@ -28,6 +33,7 @@ final class ExecutableEnforcement {
     /// kills a process that calls fanotify_init) opens neither.
     init(initialNetworkNamespace: String, open: Bool = true, log: Log) {
         self.log = log
+        refusals = BypassRefusals()
         guard open else {
             follower = nil
             followerUnavailable = "not opened by vpnd --oneshot"
@@ -39,7 +45,7 @@ final class ExecutableEnforcement {
             let reader = try ExecutableReader()
             try reader.check()
             follower = ExecutableFollower(events: try ExecutableFollower.openInInitialNamespace(initialNetworkNamespace),
-                                          reader: reader, log: log)
+                                          reader: reader, refusals: refusals, log: log)
             followerUnavailable = nil
         } catch {
             follower = nil
@@ -70,7 +76,7 @@ final class ExecutableEnforcement {
             if marks.drain() { onFilesChanged() }
         }
         if let group {
-            let guardian = try ExecutableGuard(group: group, hierarchy: hierarchy, log: log)
+            let guardian = try ExecutableGuard(group: group, hierarchy: hierarchy, refusals: refusals, log: log)
             guardian.start()
             self.guardian = guardian
             if let reason = followerUnavailable {
@@ -113,6 +119,10 @@ final class ExecutableEnforcement {
     func moves(_ label: String) -> Int {
         (follower?.moves[label] ?? 0) + (guardian?.counters.moves[label] ?? 0)
     }
+
+    /// Processes that ran a bypass.executables program and stayed in their profile because
+    /// their users may not bypass.
+    var bypassRefused: Int { refusals.count }
 
     func status(_ policy: Policy) -> ExecutableRulesStatus? {
         guard policy.listsExecutables else { return nil }

@@ -23,14 +23,16 @@ final class ExecutableFollower {
     let events: ExecEvents
     /// Also asked which processes hold tunnel devices (TunnelHolderCache).
     let reader: ExecutableReader
+    private let refusals: BypassRefusals
     private let log: Log
     private var listening = true
     /// Moves made, by target ("work", or "bypass"), for status.
     private(set) var moves: [String: Int] = [:]
 
-    init(events: ExecEvents, reader: ExecutableReader, log: Log) {
+    init(events: ExecEvents, reader: ExecutableReader, refusals: BypassRefusals, log: Log) {
         self.events = events
         self.reader = reader
+        self.refusals = refusals
         self.log = log
     }
 
@@ -93,11 +95,22 @@ final class ExecutableFollower {
     }
 
     /// Looks at one process: held by a pidfd first, so what is read about it (its program,
-    /// its cgroup) is its own if it is still alive afterwards.
+    /// its cgroup, its user) is its own if it is still alive afterwards (the move checks).
+    /// The user is judged by its real uid and groups, as the guard judges them before the
+    /// exec: a set-user-ID program's effective uid is its owner's, not who started it.
     private func place(_ pid: Int32, policy: Policy, parent: String, hierarchy: CgroupHierarchy, names: (String) -> [String], prepare: () throws -> Void) {
+        var user: Credentials?
         guard let process = try? ProcessHandle.open(pid: pid), let executable = reader.executable(of: pid),
               let cgroup = CgroupHierarchy.cgroup(ofProcess: pid), process.isAlive,
-              let placement = ExecPlacement.of(names: [executable] + names(executable), cgroup: cgroup, policy: policy, parent: parent) else { return }
+              let decision = ExecutableRules.decide(executables: [executable] + names(executable), cgroup: cgroup, policy: policy, parent: parent,
+                                                    user: { user = ProcessDetails.credentials(of: pid); return user }) else { return }
+        guard let placement = ExecPlacement(decision, policy: policy, parent: parent) else {
+            if case let .bypassRefused(profile, program, rule) = decision, process.isAlive,
+               let said = refusals.record(pid: pid, user: user, profile: profile, program: program, rule: rule) {
+                log.notice(said)
+            }
+            return
+        }
         do {
             let placed = try placement.apply(to: process, cgroups: hierarchy, prepare: prepare)
             moves[placement.label, default: 0] += 1

@@ -14,6 +14,9 @@ import ServiceSupport
 /// vpnd writes the process into its cgroup (cgroupfs, as ExecutableFollower moves: an exec
 /// cannot wait for systemd's D-Bus round trip), then is allowed; the program's first
 /// instruction runs in the cgroup, so its first connection already goes the declared way.
+/// A bypass is for whom may bypass (ExecutableRules, with the real uid and groups the exec
+/// was called with): anyone else's exec of a bypass.executables program is allowed where it
+/// was started, counted and logged (BypassRefusals).
 ///
 /// Answering must not depend on anything that can stall: events are read and answered on a
 /// thread of their own, from a snapshot of the policy and the listed files' names (never the
@@ -71,6 +74,7 @@ final class ExecutableGuard: Sendable {
 
     private let group: FanotifyGroup
     private let hierarchy: CgroupHierarchy
+    private let refusals: BypassRefusals
     private let log: Log
     private let shared = Mutex(Shared())
     /// Wakes the deadline thread (an eventfd).
@@ -79,9 +83,10 @@ final class ExecutableGuard: Sendable {
     /// decided, as a stuck vpnd would.
     private let testDelay: Double
 
-    init(group: FanotifyGroup, hierarchy: CgroupHierarchy, log: Log) throws {
+    init(group: FanotifyGroup, hierarchy: CgroupHierarchy, refusals: BypassRefusals, log: Log) throws {
         self.group = group
         self.hierarchy = hierarchy
+        self.refusals = refusals
         self.log = log
         wake = try Self.eventDescriptor()
         testDelay = ExecutableGuardTestDelay.seconds(log: log)
@@ -154,12 +159,26 @@ final class ExecutableGuard: Sendable {
             return
         }
         let late = ExecutableRules.lateAnswer(executables: names, policy: snapshot.policy)
-        guard let cgroup = CgroupHierarchy.cgroup(ofProcess: event.pid) else {
+        // Held first, so that what is read about the process below (its cgroup, its user) is
+        // its own if the move still finds it alive.
+        guard let process = try? ProcessHandle.open(pid: event.pid), let cgroup = CgroupHierarchy.cgroup(ofProcess: event.pid) else {
             finish(event, allow: late == .allow, unplaced: true)
             return
         }
-        guard let decision = ExecutableRules.decide(executables: names, cgroup: cgroup, policy: snapshot.policy, parent: snapshot.parent) else {
+        // The exec waits, so these are the credentials it was called with (a set-user-ID
+        // program's are not yet in force).
+        var user: Credentials?
+        guard let decision = ExecutableRules.decide(executables: names, cgroup: cgroup, policy: snapshot.policy, parent: snapshot.parent,
+                                                    user: { user = ProcessDetails.credentials(of: event.pid); return user }) else {
             finish(event, allow: true)
+            return
+        }
+        // A bypass its user may not take: the exec runs where it was started, in the tunnel.
+        // Counted while the exec waits (the process is there to be named), logged after.
+        if case let .bypassRefused(profile, program, rule) = decision {
+            let said = process.isAlive ? refusals.record(pid: event.pid, user: user, profile: profile, program: program, rule: rule) : nil
+            finish(event, allow: true)
+            if let said { log.notice(said) }
             return
         }
         // Answered at the deadline already (this thread was stuck): the exec went on, or
@@ -168,12 +187,15 @@ final class ExecutableGuard: Sendable {
             finish(event, allow: true)
             return
         }
-        let placement = ExecPlacement(decision, policy: snapshot.policy, parent: snapshot.parent)
+        guard let placement = ExecPlacement(decision, policy: snapshot.policy, parent: snapshot.parent) else {
+            finish(event, allow: true)
+            return
+        }
         let (target, label) = (placement.target, placement.label)
         let program = names.joined(separator: ", ")
         let placed: String
         do {
-            placed = try hierarchy.place(try ProcessHandle.open(pid: event.pid), in: target)
+            placed = try hierarchy.place(process, in: target)
         } catch {
             log.warning("pid \(event.pid) executes \(program) but could not be moved into \(target): \(error); "
                         + (late == .refuse ? "the exec is refused" : "it runs where it was started"))

@@ -1,5 +1,6 @@
 import Cgroups
 import Glibc
+import Policy
 
 /// What `vpnctl members` shows of a process, read from /proc (and the user database).
 enum ProcessDetails {
@@ -26,6 +27,40 @@ enum ProcessDetails {
     static func startTicks(afterCommand rest: Substring) -> UInt64? {
         let fields = rest.split(separator: " ")
         return fields.count > 19 ? UInt64(fields[19]) : nil
+    }
+
+    /// When the process started, in clock ticks after boot: with its pid, it names one
+    /// process for as long as the machine runs (an exec keeps it).
+    static func startTicks(of pid: Int32) -> UInt64? {
+        guard let stat = CgroupHierarchy.readFile("/proc/\(pid)/stat"), let close = stat.lastIndex(of: ")") else { return nil }
+        return startTicks(afterCommand: stat[stat.index(after: close)...])
+    }
+
+    /// Who the process is for a bypass (Policy.bypassRefusal): its real uid, and its real
+    /// gid with its supplementary groups, from /proc/PID/status. Real, not effective: in a
+    /// fanotify permission event a set-user-ID exec has not yet taken its new credentials,
+    /// after it (exec events) the effective ones are the program's owner's, and the real
+    /// uid is the caller's both times. Meaningful only while the process is known to be
+    /// alive afterwards (a ProcessHandle).
+    static func credentials(of pid: Int32) -> Credentials? {
+        CgroupHierarchy.readFile("/proc/\(pid)/status").flatMap(credentials(status:))
+    }
+
+    /// The same from the text of /proc/PID/status ("Uid:\tREAL\tEFFECTIVE\tSAVED\tFS",
+    /// "Gid:" alike, "Groups:\tG G ..."). Pure, for tests.
+    static func credentials(status: String) -> Credentials? {
+        var uid: UInt32?, gid: UInt32?, groups: [UInt32] = []
+        for line in status.split(separator: "\n") {
+            let fields = line.split(whereSeparator: \.isWhitespace)
+            switch fields.first {
+            case "Uid:": uid = fields.dropFirst().first.flatMap { UInt32($0) }
+            case "Gid:": gid = fields.dropFirst().first.flatMap { UInt32($0) }
+            case "Groups:": groups = fields.dropFirst().compactMap { UInt32($0) }
+            default: break
+            }
+        }
+        guard let uid, let gid else { return nil }
+        return Credentials(uid: uid, groups: Array(Set(groups + [gid])).sorted())
     }
 
     /// The audit session id (/proc/PID/sessionid): logind names the session after it.

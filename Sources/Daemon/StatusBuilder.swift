@@ -22,6 +22,7 @@ struct StatusBuilder {
         var birthMarks = "off"
         var dnsSteering: String?
         var bypassMoves = 0
+        var bypassRefused = 0
         var executableRules: ExecutableRulesStatus?
     }
 
@@ -184,6 +185,7 @@ struct StatusBuilder {
         report.learnedRoutesPutBack = daemon.learnedRoutesPutBack
         report.sandbox = daemon.sandbox
         report.bypassMoves = daemon.bypassMoves
+        report.bypassRefused = daemon.bypassRefused
         report.bypassed = traffic(bypassedCounter)
         report.systemProfile = policy.systemProfile?.name
         report.birthMarks = daemon.birthMarks

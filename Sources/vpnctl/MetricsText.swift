@@ -84,6 +84,8 @@ enum MetricsText {
             [Sample(labels: [], value: Double(report.unknownCgroupRefusals))])
         add("bypassed_packets_total", "counter", "Packets sent direct from vpn-bypass.slice.", [Sample(labels: [], value: Double(report.bypassed.packets))])
         add("bypass_moves_total", "counter", "Processes moved into vpn-bypass.slice (bypass.executables).", [Sample(labels: [], value: Double(report.bypassMoves))])
+        add("bypass_refused_total", "counter", "Processes that ran a bypass.executables program and stayed in their profile: their users may not bypass.",
+            [Sample(labels: [], value: Double(report.bypassRefused))])
         add("learned_routes_put_back_total", "counter", "Learned routes (route.domains, bypass.domains) someone else deleted, put back by vpnd.",
             [Sample(labels: [], value: Double(report.learnedRoutesPutBack))])
         add("control_refused_connections_total", "counter", "Control connections refused because their user held too many.",

@@ -31,9 +31,12 @@ enum StatusText {
             lines += exceptions(profile.exceptions)
             if let dns = profile.dns { lines += self.dns(dns) }
         }
-        if report.bypassMoves > 0 || report.bypassed.packets > 0 {
+        if report.bypassMoves > 0 || report.bypassed.packets > 0 || report.bypassRefused > 0 {
             lines.append("")
             lines.append("bypass: \(report.bypassMoves) process(es) moved into vpn-bypass.slice, \(traffic(report.bypassed)) sent direct")
+            if report.bypassRefused > 0 {
+                lines.append("  \(report.bypassRefused) launch(es) of bypass.executables left in their profile: their users may not bypass ([system] bypass.users, bypass.groups; vpnd's log names the rule)")
+            }
         }
         if let rules = report.executableRules {
             lines.append("")

@@ -28,13 +28,17 @@ import TunnelFiles
     @Test func anExecDecidesItsCgroupFromTheListedNames() throws {
         let folder = try PolicyFolder(Self.exec)
         let policy = try LoadedPolicy(directory: folder.path, reader: .plain).policy
-        func placement(_ names: [String], from cgroup: String) -> ExecPlacement? {
-            ExecPlacement.of(names: names, cgroup: cgroup, policy: policy, parent: Self.parent)
+        func placement(_ names: [String], from cgroup: String, by user: Credentials = Credentials(uid: 0, groups: [0])) -> ExecPlacement? {
+            ExecPlacement.of(names: names, cgroup: cgroup, policy: policy, parent: Self.parent, user: { user })
         }
         #expect(placement(["/usr/bin/curl"], from: Self.session) == ExecPlacement(target: Self.workCgroup, label: "work"))
         #expect(placement(["/usr/local/bin/fetch", "/usr/bin/curl"], from: Self.session)?.label == "work", "a hard link of a listed program")
         #expect(placement(["/usr/bin/curl"], from: Self.workCgroup + "/vpnd-placed") == nil, "already in")
         #expect(placement(["/usr/bin/ssh"], from: Self.workCgroup) == ExecPlacement(target: Self.bypassCgroup, label: "bypass"))
+        #expect(placement(["/usr/bin/ssh"], from: Self.workCgroup, by: Credentials(uid: 4711, groups: [4711])) == nil,
+                "a user who may not bypass (no [system] bypass: only root may) stays in the profile")
+        #expect(placement(["/usr/bin/curl"], from: Self.session, by: Credentials(uid: 4711, groups: [4711])) == ExecPlacement(target: Self.workCgroup, label: "work"),
+                "a route rule is everyone's")
         #expect(placement(["/usr/bin/ssh"], from: Self.session) == nil, "outside the profile a bypass is where it is")
         #expect(placement(["/usr/bin/wget"], from: Self.session) == nil)
     }
@@ -58,7 +62,8 @@ import TunnelFiles
         cgroups.ids[Self.bypassCgroup] = nil
         let me = getpid()
         cgroups.processes[me] = Self.workCgroup
-        let placement = try #require(ExecPlacement.of(names: ["/usr/bin/ssh"], cgroup: Self.workCgroup, policy: reconciler.policy, parent: Self.parent))
+        let placement = try #require(ExecPlacement.of(names: ["/usr/bin/ssh"], cgroup: Self.workCgroup, policy: reconciler.policy, parent: Self.parent,
+                                                      user: { Credentials(uid: 0, groups: [0]) }))
         var elementsAtMove: [NftElement] = []
         cgroups.onMove = { _, _ in elementsAtMove = applier.current.map(Self.cgroupElements) ?? [] }
         let placed = try placement.apply(to: try ProcessHandle.open(pid: me), cgroups: cgroups) {

@@ -68,7 +68,7 @@ import TrustedFiles
         proxy.failed = 1
         proxy.canaryAnswered = 2
         let daemon = StatusBuilder.Parts(pid: 42, policyDirectory: "/etc/vpnexec/policy.d", cgroupRoot: "/sys/fs/cgroup", refusedConnections: 1, learnedRoutesPutBack: 3,
-                                         sandbox: "Landlock ABI 4 (verified)", birthMarks: "1 cgroup(s): vpn.slice/vpn-work.slice", bypassMoves: 2)
+                                         sandbox: "Landlock ABI 4 (verified)", birthMarks: "1 cgroup(s): vpn.slice/vpn-work.slice", bypassMoves: 2, bypassRefused: 1)
         return builder.report(daemon) { profile in
             var parts = StatusBuilder.ProfileParts()
             if profile.name == "work" {

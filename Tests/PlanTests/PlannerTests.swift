@@ -316,7 +316,7 @@ func tracksConnections(_ statement: NftStatement) -> Bool {
         var on = off
         on.system = SystemSettings(profile: "work")
         let decide = { (policy: Policy, cgroup: String) in
-            ExecutableRules.decide(executable: "/usr/bin/steam", cgroup: cgroup, policy: policy, parent: "vpn.slice")
+            ExecutableRules.decide(executable: "/usr/bin/steam", cgroup: cgroup, policy: policy, parent: "vpn.slice", user: { ExecutableUserTests.root })
         }
         #expect(decide(off, "user.slice/user-1000.slice/session-2.scope") == nil)
         #expect(decide(on, "user.slice/user-1000.slice/session-2.scope") == .bypass(from: "work"))
@@ -441,15 +441,78 @@ enum ExceptionRulesRanges {
         work.bypassExecutables = ["/usr/bin/steam"]
         let policy = Policy(profiles: [work])
         let shell = "user.slice/user-1000.slice/session-2.scope"
-        #expect(ExecutableRules.decide(executables: ["/usr/lib/firefox-esr/firefox-esr", "/usr/bin/firefox-esr"], cgroup: shell, policy: policy, parent: "vpn.slice")
-                == .join(profile: "work"))
-        #expect(ExecutableRules.decide(executables: ["/usr/lib/firefox-esr/firefox-esr"], cgroup: shell, policy: policy, parent: "vpn.slice") == nil)
-        #expect(ExecutableRules.decide(executables: ["/usr/bin/steam", "/usr/bin/firefox-esr"], cgroup: "vpn.slice/vpn-work.slice", policy: policy, parent: "vpn.slice") == nil,
+        func decide(_ names: [String], in cgroup: String) -> ExecutableRules.Decision? {
+            ExecutableRules.decide(executables: names, cgroup: cgroup, policy: policy, parent: "vpn.slice", user: { ExecutableUserTests.root })
+        }
+        #expect(decide(["/usr/lib/firefox-esr/firefox-esr", "/usr/bin/firefox-esr"], in: shell) == .join(profile: "work"))
+        #expect(decide(["/usr/lib/firefox-esr/firefox-esr"], in: shell) == nil)
+        #expect(decide(["/usr/bin/steam", "/usr/bin/firefox-esr"], in: "vpn.slice/vpn-work.slice") == nil,
                 "routed and already in its profile: the route rule decides")
-        #expect(ExecutableRules.decide(executables: ["/usr/games/steam", "/usr/bin/steam"], cgroup: "vpn.slice/vpn-work.slice", policy: policy, parent: "vpn.slice")
-                == .bypass(from: "work"))
+        #expect(decide(["/usr/games/steam", "/usr/bin/steam"], in: "vpn.slice/vpn-work.slice") == .bypass(from: "work"))
         #expect(ExecutableRules.lateAnswer(executables: ["/usr/bin/firefox-esr"], policy: policy) == .refuse)
         #expect(ExecutableRules.lateAnswer(executables: ["/usr/bin/steam"], policy: policy) == .allow)
         #expect(ExecutableRules.lateAnswer(executables: [], policy: policy) == .allow)
+    }
+}
+
+/// A bypass by executable is granted to whom may bypass at all, the users `vpnexec --bypass`
+/// lets out (root, `[system] bypass.users`, `bypass.groups`), in a profile and in system mode
+/// alike: whoever runs a bypassed program can make it run any code (LD_PRELOAD), so anyone
+/// else's launch stays where it is, with the rule that refused it.
+@Suite struct ExecutableUserTests {
+    static let root = Credentials(uid: 0, groups: [0])
+    static let alice = Credentials(uid: 1000, groups: [1000])
+    static let gamer = Credentials(uid: 1002, groups: [1002, 600])
+    static let mallory = Credentials(uid: 1001, groups: [1001, 27])
+    static let rule = SourceLocation(file: "/p/10.toml", line: 9, column: 1)
+
+    static func policy(system: String?, bypass: Access?) -> Policy {
+        var work = profile("work", tunnel: "wg0", index: 1)
+        work.bypassExecutables = ["/usr/bin/steam", "/usr/games/steam"]
+        work.routeExecutables = ["/usr/bin/firefox-esr"]
+        return Policy(profiles: [work, profile("home", tunnel: "tun0", index: 2)], system: SystemSettings(profile: system, bypass: bypass))
+    }
+
+    static let named = Access(users: [Principal(name: "alice", id: 1000)], groups: [Principal(name: "games", id: 600)], location: rule)
+
+    static func decide(_ policy: Policy, _ who: Credentials?, in cgroup: String, names: [String] = ["/usr/games/steam"]) -> ExecutableRules.Decision? {
+        ExecutableRules.decide(executables: names, cgroup: cgroup, policy: policy, parent: "vpn.slice", user: { who })
+    }
+
+    @Test func onlyWhomMayBypassIsMovedOut() {
+        let session = "user.slice/user-1001.slice/session-2.scope"
+        for (policy, cgroup, mode) in [(Self.policy(system: nil, bypass: Self.named), "vpn.slice/vpn-work.slice", "a profile's member"),
+                                       (Self.policy(system: "work", bypass: Self.named), session, "system mode")] {
+            #expect(Self.decide(policy, Self.root, in: cgroup) == .bypass(from: "work"), "\(mode): root")
+            #expect(Self.decide(policy, Self.alice, in: cgroup) == .bypass(from: "work"), "\(mode): a user [system] bypass.users names")
+            #expect(Self.decide(policy, Self.gamer, in: cgroup) == .bypass(from: "work"), "\(mode): in a group bypass.groups names (a supplementary one)")
+            #expect(Self.decide(policy, Self.mallory, in: cgroup, names: ["/usr/games/steam", "/usr/bin/steam"])
+                    == .bypassRefused(from: "work", program: "/usr/bin/steam", rule: "the rule at /p/10.toml:9:1 allows user alice (1000), group games (600)"),
+                    "\(mode): anyone else stays, and the rule says who may; the program is the profile's first listed name of the file")
+            #expect(Self.decide(policy, nil, in: cgroup) == .bypassRefused(from: "work", program: "/usr/games/steam", rule: "its user and groups could not be read"),
+                    "\(mode): unreadable credentials refuse")
+        }
+        let appMode = Self.policy(system: nil, bypass: nil)
+        #expect(Self.decide(appMode, Self.root, in: "vpn.slice/vpn-work.slice") == .bypass(from: "work"))
+        #expect(Self.decide(appMode, Self.alice, in: "vpn.slice/vpn-work.slice")
+                == .bypassRefused(from: "work", program: "/usr/games/steam", rule: "no policy file sets [system] bypass.users or bypass.groups, so only root may"),
+                "without [system] bypass only root's launches are moved, as only root may vpnexec --bypass")
+    }
+
+    /// Who runs the program is read only when it matters: every exec on the machine comes
+    /// through the decision (exec events), and a route rule or a process that stays is
+    /// decided without reading anything.
+    @Test func theUserIsReadOnlyForABypass() {
+        let policy = Self.policy(system: nil, bypass: Self.named)
+        var reads = 0
+        func decide(_ names: [String], in cgroup: String) -> ExecutableRules.Decision? {
+            ExecutableRules.decide(executables: names, cgroup: cgroup, policy: policy, parent: "vpn.slice", user: { reads += 1; return Self.mallory })
+        }
+        #expect(decide(["/usr/bin/firefox-esr"], in: "user.slice") == .join(profile: "work"), "a route rule is everyone's")
+        #expect(decide(["/usr/bin/steam"], in: "user.slice") == nil, "outside the profile, not system mode: nothing to bypass")
+        #expect(decide(["/usr/bin/steam"], in: "vpn.slice/vpn-home.slice") == nil, "another profile's member")
+        #expect(decide(["/usr/bin/ls"], in: "vpn.slice/vpn-work.slice") == nil)
+        #expect(reads == 0)
+        #expect(decide(["/usr/bin/steam"], in: "vpn.slice/vpn-work.slice/vpnd-placed") != nil && reads == 1)
     }
 }
