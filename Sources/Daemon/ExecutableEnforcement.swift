@@ -97,12 +97,14 @@ final class ExecutableEnforcement {
         guardian?.publish(ExecutableGuard.Snapshot(policy: policy, parent: parent, names: marks.names))
     }
 
-    /// A policy now in force: the files' problems logged with their file:line, the files
-    /// marked, exec events followed, and processes already running a listed program placed.
+    /// A policy now in force: the files' problems logged with their file:line (and bypass
+    /// lists only root's launches can take), the files marked, exec events followed, and
+    /// processes already running a listed program placed.
     func follow(_ policy: Policy, parent: String, hierarchy: CgroupHierarchy, prepare: () throws -> Void) {
         for diagnostic in ExecutableFiles.diagnose(policy, inspector: SystemExecutableInspector()) {
             log.warning("\(diagnostic)")
         }
+        for warning in policy.bypassExecutablesWarnings { log.warning(warning) }
         refresh(policy, parent: parent)
         guard let follower else { return }
         follower.follow(policy)

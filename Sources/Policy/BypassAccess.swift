@@ -26,4 +26,24 @@ extension Policy {
         }
         return access.allows(uid: who.uid, groups: who.groups) ? nil : "the rule at \(access.location) allows \(access.summary)"
     }
+
+    /// What `vpnctl check` and vpnd (at load) warn of: a profile lists bypass.executables,
+    /// but no `[system] bypass` names any user or group, so only root's launches of them
+    /// go direct and everyone else's stay in the tunnel. One line a profile, at the first
+    /// program it lists ("FILE:LINE:COL: warning: ...").
+    public var bypassExecutablesWarnings: [String] {
+        if let access = system.bypass, !access.users.isEmpty || !access.groups.isEmpty { return [] }
+        let why = system.bypass.map { "the rule at \($0.location) names no user or group" }
+            ?? "no policy file sets [system] bypass.users or bypass.groups"
+        return profiles.compactMap { profile -> String? in
+            guard let first = profile.bypassExecutables.min(by: { Self.earlier(profile.executableLocations[$0], profile.executableLocations[$1]) }) else { return nil }
+            let at = profile.executableLocations[first].map { "\($0): " } ?? ""
+            return "\(at)warning: profile \"\(profile.name)\": bypass.executables go direct only when root starts them: \(why) (who may bypass, as for vpnexec --bypass); anyone else's launch stays in the tunnel"
+        }
+    }
+
+    private static func earlier(_ a: SourceLocation?, _ b: SourceLocation?) -> Bool {
+        guard let a, let b else { return a != nil }
+        return (a.file, a.line, a.column) < (b.file, b.line, b.column)
+    }
 }

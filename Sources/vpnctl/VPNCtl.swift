@@ -115,6 +115,8 @@ struct VPNCtl: ParsableCommand {
                 let notes = try ExecutableCheck.run(policy)
                 print("ok: \(policy.profiles.count) profile(s)" + policy.profiles.map { " \($0.name)" }.joined())
                 for note in notes { print(note) }
+                // Valid, but likely not what was meant: said, not refused.
+                for warning in policy.bypassExecutablesWarnings { print(warning) }
             } catch {
                 writeStandardError("\(error)\n")
                 throw ExitCode(1)

@@ -515,4 +515,21 @@ enum ExceptionRulesRanges {
         #expect(reads == 0)
         #expect(decide(["/usr/bin/steam"], in: "vpn.slice/vpn-work.slice/vpnd-placed") != nil && reads == 1)
     }
+
+    /// `vpnctl check` and vpnd say when a bypass list can only serve root.
+    @Test func aBypassListOnlyRootCanTakeIsWarnedOf() {
+        let at = SourceLocation(file: "/p/10.toml", line: 4, column: 23)
+        func withLocations(_ policy: Policy) -> Policy {
+            var policy = policy
+            policy.profiles[0].executableLocations = ["/usr/bin/steam": SourceLocation(file: "/p/10.toml", line: 5, column: 3), "/usr/games/steam": at]
+            return policy
+        }
+        #expect(withLocations(Self.policy(system: "work", bypass: nil)).bypassExecutablesWarnings == [
+            "/p/10.toml:4:23: warning: profile \"work\": bypass.executables go direct only when root starts them: no policy file sets [system] bypass.users or bypass.groups (who may bypass, as for vpnexec --bypass); anyone else's launch stays in the tunnel",
+        ])
+        let nobody = Access(users: [], groups: [], location: Self.rule)
+        #expect(withLocations(Self.policy(system: nil, bypass: nobody)).bypassExecutablesWarnings.first?.contains("the rule at /p/10.toml:9:1 names no user or group") == true)
+        #expect(withLocations(Self.policy(system: nil, bypass: Self.named)).bypassExecutablesWarnings.isEmpty)
+        #expect(Policy(profiles: [profile("work", tunnel: "wg0", index: 1)]).bypassExecutablesWarnings.isEmpty, "no bypass list, nothing to say")
+    }
 }
