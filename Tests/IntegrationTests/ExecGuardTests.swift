@@ -269,6 +269,123 @@ struct ConnectingPrograms {
     }
 }
 
+/// A bypass.executables program goes direct only for whom may bypass (root and `[system]
+/// bypass`, as `vpnexec --bypass`): whoever starts it can run any code in it, here a library
+/// handed in with LD_PRELOAD (scripts/lib/connectpreload.c) that connects before the
+/// program's main. Before, anyone's launch was moved out: a user vpnexec --bypass refused
+/// reached the service from the physical address this way, in system mode and in a profile.
+@Suite(.serialized) struct ExecBypassUserTests {
+    @Test func aBypassByExecutableIsOnlyForWhomMayBypass() throws {
+        let cleanup = Cleanup()
+        defer { cleanup.run() }
+        let tag = uniqueTag()
+        let allowed = try TestUser("vxb\(tag)", cleanup: cleanup)
+        let other = try TestUser("vxn\(tag)", cleanup: cleanup)
+        let uid = { (user: TestUser) in try Command.run(["id", "-u", user.name]).trimmed }
+        let s = try Scenario(cleanup: cleanup, start: false, policy: Scenario.profiles(["work"]))
+        // Both directories searchable by the test users, who run the program and load the library.
+        let bin = "/tmp/vx-\(s.net.tag)/bin"
+        try FileManager.default.createDirectory(atPath: bin, withIntermediateDirectories: true)
+        for directory in ["/tmp/vx-\(s.net.tag)", bin] { chmod(directory, 0o755) }
+        // Dynamically linked, so that the loader honours LD_PRELOAD.
+        let listed = bin + "/bypassed-true"
+        try FileManager.default.copyItem(atPath: "/bin/true", toPath: listed)
+        chmod(listed, 0o755)
+        let library = bin + "/connectpreload.so"
+        let source = URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent("../../scripts/lib/connectpreload.c").standardized.path
+        try Command.run(["gcc", "-shared", "-fPIC", "-O2", "-o", library, source])
+        chmod(library, 0o755)
+        let preloaded = ["LD_PRELOAD=\(library)", "VX_CONNECT_ADDRESS=\(Topology.service4)", "VX_CONNECT_PORT=8080", listed]
+        /// Started by a plain process as `user` (root if nil): in system mode a member of the system profile.
+        func plain(_ user: TestUser?) throws -> String {
+            try Command.run(s.daemon.asUser(user?.name) + (user == nil ? ["env"] : []) + preloaded).trimmed
+        }
+        /// Started by `vpnexec -p work` as `user`: a member of the profile.
+        func member(_ user: TestUser?) throws -> String {
+            try Command.run(try s.daemon.vpnexec(profile: "work", user: user?.name, ["env"] + preloaded)).trimmed
+        }
+        let profile = "[profile.work]\ntunnel.interface = \"\(s.tunnel.clientInterface)\"\nusers = [\"\(allowed.name)\", \"\(other.name)\"]\nbypass.executables = [\"\(listed)\"]\n"
+        let system = "[system]\nprofile = \"work\"\nbypass.users = [\"\(allowed.name)\"]\n"
+        try s.daemon.writePolicy(profile + system)
+        let ruleLine = (profile + system).split(separator: "\n", omittingEmptySubsequences: false).firstIndex { $0.hasPrefix("bypass.users") }! + 1
+        // The tunnel's own socket carries a mark of its own, which keeps it out of the system profile.
+        try s.net.client.run(["wg", "set", s.tunnel.clientInterface, "fwmark", "0xca6c"])
+        let daemon = try s.daemon.start()
+
+        // System mode, [system] bypass.users names `allowed`.
+        #expect(try plain(other) == s.tunnel.clientAddress4, "a user who may not bypass: the library ran in the system profile, through the tunnel")
+        #expect(try member(other) == s.tunnel.clientAddress4, "the same from inside the profile")
+        #expect(try plain(allowed) == Topology.clientAddress4, "the control: a user [system] bypass.users names goes direct")
+        #expect(try plain(nil) == Topology.clientAddress4, "the control: root goes direct")
+        // Counted and logged after the exec was answered (nothing slow before the answer).
+        let refusal = "(uid \(try uid(other))) executes \(listed), a bypass.executables program of profile work: it stays in the profile, not moved into vpn-bypass.slice: uid \(try uid(other)) may not go outside the profiles: the rule at \(s.daemon.policyDirectory)/10-test.toml:\(ruleLine):"
+        try eventually("both refusals counted and the first logged") { try s.daemon.status().bypassRefused >= 2 && daemon.output.contains(refusal) }
+        var status = try s.daemon.status()
+        #expect(status.bypassRefused == 2 && status.bypassMoves >= 2, "each launch counted once (the guard and exec events both see it): refused \(status.bypassRefused), moved \(status.bypassMoves)")
+        #expect(daemon.output.components(separatedBy: refusal).count == 2, "logged once for the user and program, with the rule: \(daemon.output)")
+        #expect(daemon.output.contains("allows user \(allowed.name)"))
+        #expect(try s.daemon.vpnctl(["status"]).stdout.contains("2 launch(es) of bypass.executables left in their profile: their users may not bypass"))
+
+        // A profile without [system] bypass: only root's launches are moved, as only root may
+        // vpnexec --bypass; check and vpnd say so.
+        try s.daemon.writePolicy(profile)
+        let check = try s.daemon.vpnctl(["check", s.daemon.policyDirectory + "/10-test.toml"])
+        let warning = "warning: profile \"work\": bypass.executables go direct only when root starts them: no policy file sets [system] bypass.users or bypass.groups"
+        #expect(check.status == 0 && check.stdout.contains(warning), "\(check)")
+        #expect(try s.daemon.vpnctl(["reload"]).status == 0)
+        #expect(daemon.output.contains(warning))
+        #expect(try member(allowed) == s.tunnel.clientAddress4, "no [system] bypass names the user any longer: it stays in the profile")
+        #expect(try member(nil) == Topology.clientAddress4, "the control: root's launch goes direct")
+        try eventually("the refusal logged") {
+            daemon.output.contains("uid \(try uid(allowed)) may not go outside the profiles: no policy file sets [system] bypass.users or bypass.groups, so only root may")
+        }
+        status = try s.daemon.status()
+        #expect(status.bypassRefused == 3, "\(status.bypassRefused)")
+    }
+
+    /// Exec events (the only way without fanotify, the backstop with it) keep the same rule:
+    /// a user [system] bypass names is moved out after its exec, anyone else's launch stays.
+    @Test func execEventsKeepTheSameRule() throws {
+        let cleanup = Cleanup()
+        defer { cleanup.run() }
+        let tag = uniqueTag()
+        let allowed = try TestUser("vxb\(tag)", cleanup: cleanup)
+        let other = try TestUser("vxn\(tag)", cleanup: cleanup)
+        let s = try Scenario(cleanup: cleanup, start: false, policy: Scenario.profiles(["work"]))
+        let bin = "/tmp/vx-\(s.net.tag)/bin"
+        try FileManager.default.createDirectory(atPath: bin, withIntermediateDirectories: true)
+        for directory in ["/tmp/vx-\(s.net.tag)", bin] { chmod(directory, 0o755) }
+        let held = bin + "/bypassed-sleep"
+        try FileManager.default.copyItem(atPath: "/bin/sleep", toPath: held)
+        chmod(held, 0o755)
+        try s.daemon.writePolicy("""
+            [profile.work]
+            tunnel.interface = "\(s.tunnel.clientInterface)"
+            users = ["\(allowed.name)", "\(other.name)"]
+            bypass.executables = ["\(held)"]
+            [system]
+            bypass.users = ["\(allowed.name)"]
+            """)
+        s.daemon.launcher = ["python3", try PythonScript.write("oldkernel.py", cleanup: cleanup), "fanotify"]
+        try s.daemon.start()
+        #expect(try s.daemon.status().executableRules?.enforcement == ExecutableRulesStatus.afterExec)
+
+        func cgroup(_ process: BackgroundProcess) -> String {
+            (try? String(contentsOfFile: "/proc/\(process.pid)/cgroup", encoding: .utf8)) ?? ""
+        }
+        // vpnexec execs the program in the same process: its pid is the program's.
+        let refused = try BackgroundProcess(try s.daemon.vpnexec(profile: "work", user: other.name, [held, "30"]), cleanup: cleanup)
+        try eventually("the refused launch running") { (try? String(contentsOfFile: "/proc/\(refused.pid)/comm", encoding: .utf8))?.trimmed == "bypassed-sleep" }
+        let moved = try BackgroundProcess(try s.daemon.vpnexec(profile: "work", user: allowed.name, [held, "30"]), cleanup: cleanup)
+        // The control: moved after its exec, which exec events report after the other's.
+        try eventually("the allowed user's launch moved out") { cgroup(moved).contains("/vpn-bypass.slice\n") }
+        #expect(cgroup(refused).contains("/vpn-work.slice\n"), "a user who may not bypass stays in the profile: \(cgroup(refused))")
+        try eventually("the other launch counted") { try s.daemon.status().bypassRefused == 1 }
+        refused.stop()
+        moved.stop()
+    }
+}
+
 /// A profile cgroup whose controllers are enabled for its children (systemd does so in a
 /// slice whose units account for memory or tasks) takes no process itself: the kernel
 /// refuses the write (EBUSY). vpnd then places the process in a leaf below it, which is as
