@@ -20,15 +20,18 @@ import Testing
         let s = try Scenario(cleanup: cleanup, policy: { DNSTests.policy($0) })
         _ = try TunnelResolver(s, cleanup: cleanup)
         try s.net.client.run(["sysctl", "-qw", "net.ipv4.ip_unprivileged_port_start=0"])
-        let relay = try TestUser("vxsq\(uniqueTag().suffix(8))", cleanup: cleanup)
+        let relayUser = try TestUser("vxsq\(uniqueTag().suffix(8))", cleanup: cleanup)
         var relays: [BackgroundProcess] = []
-        for listen in ["TCP4-LISTEN:53,reuseaddr,fork", "TCP6-LISTEN:53,ipv6only=1,reuseaddr,fork",
-                       "TCP4-LISTEN:5301,bind=127.0.0.1,reuseaddr,fork", "TCP6-LISTEN:5301,bind=[::1],reuseaddr,fork"] {
-            relays.append(try BackgroundProcess(s.daemon.asUser(relay.name) + ["socat", listen, "TCP4:\(Topology.service4):53,connect-timeout=2"], cleanup: cleanup))
-        }
-        try eventually("the relay to listen") {
-            let listening = try s.net.client.run(["ss", "-ltnH"])
-            return ["0.0.0.0:53", "[::]:53", "127.0.0.1:5301", "[::1]:5301"].allSatisfy(listening.contains)
+        /// Relays as the non-member, each up and holding its address (socat's own, not
+        /// anyone else's: one that could not bind would exit).
+        func relay(_ listens: [(String, String)]) throws {
+            for (listen, _) in listens {
+                relays.append(try BackgroundProcess(s.daemon.asUser(relayUser.name) + ["socat", listen, "TCP4:\(Topology.service4):53,connect-timeout=2"], cleanup: cleanup))
+            }
+            try eventually("the relay to listen on \(listens.map(\.1))") {
+                let listening = try s.net.client.run(["ss", "-ltnpH"]).split(separator: "\n")
+                return relays.allSatisfy(\.isRunning) && listens.allSatisfy { address in listening.contains { $0.contains(" \(address.1) ") && $0.contains("socat") } }
+            }
         }
         let capture = try Capture(on: s.net.clientUplink, in: s.net.client, filter: "port 53", cleanup: cleanup)
         let dnsq = try PythonScript.write("dnsq.py", cleanup: cleanup)
@@ -55,8 +58,11 @@ import Testing
             }
         }
 
+        try relay([("TCP4-LISTEN:53,reuseaddr,fork", "0.0.0.0:53"), ("TCP6-LISTEN:53,ipv6only=1,reuseaddr,fork", "[::]:53")])
         try answeredByTheProxy("vpnd running")
         s.daemon.process?.kill9()
+        // The ports vpnd's proxies once had, free while vpnd is gone.
+        try relay([("TCP4-LISTEN:5301,bind=127.0.0.1,reuseaddr,fork", "127.0.0.1:5301"), ("TCP6-LISTEN:5301,bind=[::1],reuseaddr,fork", "[::1]:5301")])
         try refusedAtOnce("vpnd killed")
         // vpnd starts while the relay holds port 53 of every address: nothing of vpnd's is
         // in its way (its listeners' ports are its own), and its proxy answers again.
