@@ -116,6 +116,19 @@ static inline int vx_bpf_prog_info(int program, char name[16], uint32_t *map_ids
     return result;
 }
 
+/// The kernel's id of a loaded program (what BPF_PROG_QUERY lists), or 0. Needs only the
+/// descriptor.
+static inline uint32_t vx_bpf_prog_id(int program) {
+    struct bpf_prog_info info;
+    memset(&info, 0, sizeof info);
+    union bpf_attr attr;
+    memset(&attr, 0, sizeof attr);
+    attr.info.bpf_fd = (uint32_t)program;
+    attr.info.info_len = sizeof info;
+    attr.info.info = (uint64_t)(uintptr_t)&info;
+    return vx_bpf(BPF_OBJ_GET_INFO_BY_FD, &attr) == 0 ? info.id : 0;
+}
+
 static inline int vx_bpf_map_update(int map, const void *key, const void *value) {
     union bpf_attr attr;
     memset(&attr, 0, sizeof attr);

@@ -51,6 +51,8 @@ public final class SocketProgramSet {
     /// The loaded programs, owned by `owned`.
     private var owned = DescriptorTable()
     private var programs: [SocketProgram: DescriptorNumber] = [:]
+    /// Their ids in the kernel: what BPF_PROG_QUERY lists where they are attached.
+    private var ids: [SocketProgram: UInt32] = [:]
     /// Who attaches: this network namespace's cookie, as written into each cgroup's storage.
     public let owner: UInt64
     /// The id of the cgroup2 root vpnd sees (a container's in a cgroup namespace).
@@ -73,7 +75,32 @@ public final class SocketProgramSet {
             let loaded = try Self.load(program.name, type: program.programType, attachType: program.attachType, what: "the socket program") {
                 () throws(BPFAssembler.Failure) in try program.code(storage: storage.raw, known: known.raw, depth: parentDepth)
             }
+            ids[program] = vx_bpf_prog_id(loaded.raw)
             programs[program] = owned.insert(loaded)
+        }
+    }
+
+    /// Which of these programs the kernel has attached to the cgroup itself now (not what
+    /// vpnd did, which someone with CAP_NET_ADMIN may have undone since). Needs
+    /// CAP_NET_ADMIN, which vpnd keeps.
+    public func attached(on cgroup: borrowing FileDescriptor, path: String) throws(Failure) -> Set<SocketProgram> {
+        var found: Set<SocketProgram> = []
+        for program in SocketProgram.inUse {
+            guard let id = ids[program] else { continue }
+            if try Self.attachedIDs(on: cgroup, type: program.attachType, path: path).contains(id) { found.insert(program) }
+        }
+        return found
+    }
+
+    /// The ids of every program attached to the cgroup itself at `type`, anyone's.
+    static func attachedIDs(on cgroup: borrowing FileDescriptor, type: UInt32, path: String) throws(Failure) -> [UInt32] {
+        var capacity: UInt32 = 64
+        while true {
+            var ids = [UInt32](repeating: 0, count: Int(capacity))
+            var count = capacity
+            if vx_bpf_prog_query(cgroup.raw, type, &ids, &count) == 0 { return Array(ids.prefix(Int(min(count, capacity)))) }
+            guard errno == ENOSPC, count > capacity else { throw Failure("bpf: listing the programs on \(path) (BPF_PROG_QUERY)") }
+            capacity = count
         }
     }
 

@@ -86,6 +86,14 @@ public struct StatusReport: Codable, Hashable, Sendable {
     /// users may not bypass (`[system] bypass`; root always may).
     public var bypassRefused = 0
     public var bypassed = Traffic.zero
+    /// Cgroups held because the kernel does not have their socket programs (read from the
+    /// kernel at each apply): nothing is placed there and their traffic is dropped but on
+    /// loopback.
+    public var heldCgroups: [HeldCgroupReport] = []
+    /// What the hold dropped.
+    public var droppedHeld = Traffic.zero
+    /// Socket programs someone else detached and vpnd put back, since it started.
+    public var socketProgramsPutBack = 0
     /// System mode: the profile of every process placed nowhere else.
     public var systemProfile: String?
     /// How the executable lists are enforced (when the policy has any).
@@ -173,6 +181,25 @@ public struct DNSStatus: Codable, Hashable, Sendable {
     /// What the proxy asks; the lists and counts start empty and are set by name.
     public init(servers: [String]) {
         self.servers = servers
+    }
+}
+
+/// A cgroup of a profile (or the profile parent) held because the kernel lacks its socket
+/// programs.
+public struct HeldCgroupReport: Codable, Hashable, Sendable {
+    public var cgroup: String
+    /// The profile it belongs to (nil: the profile parent).
+    public var profile: String?
+    /// The programs it lacks, by their kernel names (`vx_create`, ...).
+    public var missing: [String]
+    /// What the kernel said when vpnd attached them.
+    public var reason: String
+
+    public init(cgroup: String, profile: String?, missing: [String], reason: String) {
+        self.cgroup = cgroup
+        self.profile = profile
+        self.missing = missing
+        self.reason = reason
     }
 }
 

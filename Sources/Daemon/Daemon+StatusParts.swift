@@ -18,7 +18,8 @@ extension Daemon {
                                         birthMarks: socketProgramsSummary, dnsSteering: dnsSteeringSummary,
                                         bypassMoves: executables.moves(Policy.bypassSliceName),
                                         bypassRefused: executables.bypassRefused,
-                                        executableRules: executables.status(policy))
+                                        executableRules: executables.status(policy),
+                                        unguarded: applier.unguardedCgroups, socketProgramsPutBack: applier.socketProgramsPutBack)
         return builder.report(parts) { [counters = builder.counters] in statusParts($0, counters: counters) }
     }
 
@@ -61,9 +62,11 @@ extension Daemon {
         return "UDP and TCP queries routed to \(DNSSteeringPoint.address(ipv6: false)) and \(DNSSteeringPoint.address(ipv6: true)) for \(steering.served.count) profile(s)"
     }
 
-    /// For status: the cgroups whose sockets are born marked now.
+    /// For status: the cgroups whose sockets are born marked now (their programs found in
+    /// the kernel at the last apply).
     var socketProgramsSummary: String {
         let marked = (applier.socketProgramsAttached ?? []).filter { $0.settings.mark != 0 }.map(\.cgroup)
-        return marked.isEmpty ? "none yet (no profile cgroup exists)" : "\(marked.count) cgroup(s): " + marked.joined(separator: ", ")
+        guard marked.isEmpty else { return "\(marked.count) cgroup(s): " + marked.joined(separator: ", ") }
+        return applier.unguardedCgroups.isEmpty ? "none yet (no profile cgroup exists)" : "none: the kernel refused them (held, above)"
     }
 }

@@ -185,6 +185,7 @@ public final class Daemon {
             }
         }
         machineFacts.network = { [unowned self] in readNetwork() }
+        machineFacts.unguarded = { [applier] in applier.unguardedCgroups }
         reconciler.prepare = { [unowned self] _ in try ensureCgroups() }
         reconciler.reconcileTunnels = { [unowned self] in reconcileTunnels() }
         reconciler.onApplied = { [unowned self] facts, before in noteApplied(facts, before: before) }
@@ -220,6 +221,13 @@ public final class Daemon {
 
     private func noteApplied(_ facts: RuntimeFacts, before: RuntimeFacts?) {
         noteTrusted(facts)
+        executables.held = Set(facts.unguardedCgroups.keys)
+        for (path, _) in facts.unguardedCgroups.sorted(by: { $0.key < $1.key }) where before?.unguardedCgroups[path] == nil {
+            log.error("\(path) is held: the kernel does not have its socket programs, so its traffic is dropped (only loopback) and nothing is placed there until they are")
+        }
+        for (path, _) in (before?.unguardedCgroups ?? [:]).sorted(by: { $0.key < $1.key }) where facts.unguardedCgroups[path] == nil {
+            log.notice("\(path) is held no more: its socket programs are attached")
+        }
         for (path, joined) in facts.joinedCgroups.sorted(by: { $0.key < $1.key }) where before?.joinedCgroups[path] != joined {
             log.info("\(path) joined profile \(joined.profile) (named for it)")
         }
@@ -328,7 +336,7 @@ public final class Daemon {
         }
         if let events = executables.follower?.events {
             loop.watch(events.fileDescriptor) { [unowned self] _ in
-                executables.handleExecEvents(policy, parent: options.cgroupParent, hierarchy: hierarchy, prepare: { try self.prepareMove() })
+                executables.handleExecEvents(policy, parent: options.cgroupParent, hierarchy: hierarchy, prepare: { try self.prepareMove(into: $0) })
             }
         }
         // After the signals are blocked (SignalChannel): its threads must not take them.
@@ -416,15 +424,17 @@ public final class Daemon {
         return ControlResponse(ok: true, message: "vpnexec is down: no killswitch, no profile routing; vpnd exits")
     }
 
-    /// Before a move: every cgroup vpnd keeps exists and its id is in the applied maps.
-    func prepareMove() throws {
+    /// Before a move into `path`: every cgroup vpnd keeps exists and its id is in the
+    /// applied maps, and `path` has its socket programs.
+    func prepareMove(into path: String) throws {
         try reconciler.prepareMove(cgroups: hierarchy, parent: options.cgroupParent)
+        try reconciler.checkGuarded(path)
     }
 
     /// Marks the listed files, listens for exec events while the policy lists executables,
     /// and places the processes that already run a listed program.
     func followExecutables() {
-        executables.follow(policy, parent: options.cgroupParent, hierarchy: hierarchy, prepare: { try self.prepareMove() })
+        executables.follow(policy, parent: options.cgroupParent, hierarchy: hierarchy, prepare: { try self.prepareMove(into: $0) })
     }
 
 }

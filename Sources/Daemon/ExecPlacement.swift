@@ -41,10 +41,11 @@ struct ExecPlacement: Equatable, Sendable {
     }
 
     /// After the exec: the kernel's maps know the target's id first (`prepare`: the
-    /// reconciler makes the cgroup and applies its id if it is new), then the process moves
-    /// (into a leaf below where the cgroup takes no processes). Returns where it went.
-    func apply(to process: ProcessHandle, cgroups: any CgroupMoving, prepare: () throws -> Void) throws -> String {
-        try prepare()
+    /// reconciler makes the cgroup and applies its id if it is new, and refuses a target
+    /// held for lack of its socket programs), then the process moves (into a leaf below
+    /// where the cgroup takes no processes). Returns where it went.
+    func apply(to process: ProcessHandle, cgroups: any CgroupMoving, prepare: (String) throws -> Void) throws -> String {
+        try prepare(target)
         return try cgroups.place(process, in: target)
     }
 }

@@ -89,18 +89,22 @@ final class ExecutableEnforcement {
         }
     }
 
+    /// The cgroups held for lack of their socket programs (as of the last apply): the
+    /// guard places nobody there.
+    var held: Set<String> = []
+
     /// Looks at the listed files again (the policy changed, a directory changed, the check
     /// each second) and hands what they name to the guard.
     func refresh(_ policy: Policy, parent: String) {
         guard let marks else { return }
         marks.refresh(policy)
-        guardian?.publish(ExecutableGuard.Snapshot(policy: policy, parent: parent, names: marks.names))
+        guardian?.publish(ExecutableGuard.Snapshot(policy: policy, parent: parent, names: marks.names, held: held))
     }
 
     /// A policy now in force: the files' problems logged with their file:line (and bypass
     /// lists only root's launches can take), the files marked, exec events followed, and
     /// processes already running a listed program placed.
-    func follow(_ policy: Policy, parent: String, hierarchy: CgroupHierarchy, prepare: () throws -> Void) {
+    func follow(_ policy: Policy, parent: String, hierarchy: CgroupHierarchy, prepare: (String) throws -> Void) {
         for diagnostic in ExecutableFiles.diagnose(policy, inspector: SystemExecutableInspector()) {
             log.warning("\(diagnostic)")
         }
@@ -111,7 +115,7 @@ final class ExecutableEnforcement {
         follower.scanAll(policy: policy, parent: parent, hierarchy: hierarchy, names: names(ofFileAt:), prepare: prepare)
     }
 
-    func handleExecEvents(_ policy: Policy, parent: String, hierarchy: CgroupHierarchy, prepare: () throws -> Void) {
+    func handleExecEvents(_ policy: Policy, parent: String, hierarchy: CgroupHierarchy, prepare: (String) throws -> Void) {
         follower?.handleEvents(policy: policy, parent: parent, hierarchy: hierarchy, names: names(ofFileAt:), prepare: prepare)
     }
 

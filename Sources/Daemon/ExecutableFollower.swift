@@ -72,7 +72,7 @@ final class ExecutableFollower {
     }
 
     /// `names`: the listed paths of the file at a path (ExecutableMarks).
-    func handleEvents(policy: Policy, parent: String, hierarchy: CgroupHierarchy, names: (String) -> [String], prepare: () throws -> Void) {
+    func handleEvents(policy: Policy, parent: String, hierarchy: CgroupHierarchy, names: (String) -> [String], prepare: (String) throws -> Void) {
         let (pids, lost) = events.drain()
         guard policy.listsExecutables else { return }
         if lost {
@@ -83,7 +83,7 @@ final class ExecutableFollower {
         for pid in pids { place(pid, policy: policy, parent: parent, hierarchy: hierarchy, names: names, prepare: prepare) }
     }
 
-    func scanAll(policy: Policy, parent: String, hierarchy: CgroupHierarchy, names: (String) -> [String], prepare: () throws -> Void) {
+    func scanAll(policy: Policy, parent: String, hierarchy: CgroupHierarchy, names: (String) -> [String], prepare: (String) throws -> Void) {
         guard policy.listsExecutables, let directory = opendir("/proc") else { return }
         var pids: [Int32] = []
         while let entry = readdir(directory) {
@@ -98,7 +98,7 @@ final class ExecutableFollower {
     /// its cgroup, its user) is its own if it is still alive afterwards (the move checks).
     /// The user is judged by its real uid and groups, as the guard judges them before the
     /// exec: a set-user-ID program's effective uid is its owner's, not who started it.
-    private func place(_ pid: Int32, policy: Policy, parent: String, hierarchy: CgroupHierarchy, names: (String) -> [String], prepare: () throws -> Void) {
+    private func place(_ pid: Int32, policy: Policy, parent: String, hierarchy: CgroupHierarchy, names: (String) -> [String], prepare: (String) throws -> Void) {
         var user: Credentials?
         guard let process = try? ProcessHandle.open(pid: pid), let executable = reader.executable(of: pid),
               let cgroup = CgroupHierarchy.cgroup(ofProcess: pid), process.isAlive,

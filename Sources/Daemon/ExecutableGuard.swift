@@ -43,6 +43,8 @@ final class ExecutableGuard: Sendable {
         var policy: Policy
         var parent: String
         var names: [ExecutableFile.Identity: [String]]
+        /// Cgroups held for lack of their socket programs: nobody is placed there.
+        var held: Set<String> = []
     }
 
     struct Counters: Sendable, Equatable {
@@ -195,6 +197,9 @@ final class ExecutableGuard: Sendable {
         let program = names.joined(separator: ", ")
         let placed: String
         do {
+            guard !UnguardedRules.holds(target, in: snapshot.held) else {
+                throw RequestFailure("\(target) is held: the kernel does not have its socket programs")
+            }
             placed = try hierarchy.place(process, in: target)
         } catch {
             log.warning("pid \(event.pid) executes \(program) but could not be moved into \(target): \(error); "

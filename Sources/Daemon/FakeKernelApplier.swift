@@ -34,6 +34,8 @@ public final class FakeKernelApplier: KernelApplying {
             throw failure
         }
         current = state
+        // As the real one finds them at its apply: the planned cgroups the kernel refuses.
+        unguardedCgroups = refusedPrograms.filter { refused in state.socketPrograms.contains { $0.cgroup == refused.key } }
     }
 
     public func addRuntimeElements(_ bySet: [String: [NftElement]]) throws {
@@ -68,7 +70,14 @@ public final class FakeKernelApplier: KernelApplying {
     }
 
     /// The attachments of the state in force: the fake attaches what it is asked to.
-    public var socketProgramsAttached: [SocketProgramAttachment]? { current?.socketPrograms }
+    public var socketProgramsAttached: [SocketProgramAttachment]? { current?.socketPrograms.filter { unguardedCgroups[$0.cgroup] == nil } }
+
+    /// What a test makes the kernel refuse: these cgroups' programs, once planned.
+    public var refusedPrograms: [String: UnguardedCgroup] = [:]
+    /// The planned cgroups whose programs the last apply found refused.
+    public private(set) var unguardedCgroups: [String: UnguardedCgroup] = [:]
+
+    public var socketProgramsPutBack = 0
 
     public func socketStorage(of attachment: SocketProgramAttachment) -> SocketStorage? {
         storageValues[attachment.cgroup] ?? SocketStorage(settings: attachment.settings, owner: 0)

@@ -104,6 +104,10 @@ public final class KernelApplier: KernelApplying {
 
     public func socketStorage(of attachment: SocketProgramAttachment) -> SocketStorage? { programs?.storage(of: attachment) }
 
+    public var unguardedCgroups: [String: UnguardedCgroup] { programs?.unguarded ?? [:] }
+
+    public var socketProgramsPutBack: Int { programs?.putBack ?? 0 }
+
     public func counters() throws -> [String: NftCounter] {
         try nft.counters(family: .inet, table: vpnexecTableName)
     }

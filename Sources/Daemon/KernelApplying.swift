@@ -28,6 +28,11 @@ public protocol KernelApplying: AnyObject {
     var socketProgramsAttached: [SocketProgramAttachment]? { get }
     /// What the programs hold for an attachment: its settings and the kernel's counters.
     func socketStorage(of attachment: SocketProgramAttachment) -> SocketStorage?
+    /// Planned cgroups the kernel lacked programs of at the last apply (asked of the
+    /// kernel, not remembered), by path.
+    var unguardedCgroups: [String: UnguardedCgroup] { get }
+    /// Socket programs put back after someone else detached them, since vpnd started.
+    var socketProgramsPutBack: Int { get }
 }
 
 extension KernelApplying {

@@ -20,6 +20,8 @@ final class MachineFacts: RuntimeFactsSource {
     var network: () -> NetworkFacts = { NetworkFacts() }
     /// Every network a tunnel interface has been seen on (allow_lan keeps them tunneled).
     private var memory = TunnelNetworkMemory()
+    /// The cgroups the kernel lacked socket programs of at the last apply.
+    var unguarded: () -> [String: UnguardedCgroup] = { [:] }
 
     init(hierarchy: CgroupHierarchy, netlink: Rtnetlink, cgroupParent: String) {
         self.hierarchy = hierarchy
@@ -31,6 +33,8 @@ final class MachineFacts: RuntimeFactsSource {
         var reader = FactsReader(hierarchy: hierarchy, netlink: netlink)
         reader.transports = transports(Set(tunnelFiles.keys))
         reader.network = network
-        return try reader.read(policy, cgroupParent: cgroupParent, tunnelFiles: tunnelFiles, memory: &memory)
+        var facts = try reader.read(policy, cgroupParent: cgroupParent, tunnelFiles: tunnelFiles, memory: &memory)
+        facts.unguardedCgroups = UnguardedRules.held(unguarded(), policy: policy, parent: cgroupParent)
+        return facts
     }
 }

@@ -48,4 +48,19 @@ extension Reconciler {
             try applyPolicy()
         }
     }
+
+    /// Before a process goes into `path`: refused while it, or a cgroup of ours above it,
+    /// lacks its socket programs (as the kernel said at the last apply, each second): a
+    /// process placed there would be a member without its profile's mark, held by the
+    /// table with no way out but loopback, while the caller believes it tunneled.
+    func checkGuarded(_ path: String) throws {
+        let unguarded = applier.unguardedCgroups
+        // The nearest: the profile's own cgroup before the parent above it.
+        guard let (cgroup, state) = unguarded.filter({ !$0.key.isEmpty && UnguardedRules.holds(path, in: [$0.key]) }).max(by: { $0.key.count < $1.key.count }) else { return }
+        let profile = policy.profiles.first { UnguardedRules.holds(path, in: [$0.cgroupPath(parent: appliedFacts?.cgroupParent ?? "")]) }
+        throw RequestFailure((profile.map { "profile \($0.name) is held" } ?? "\(path) is held")
+            + ": the kernel does not have its socket programs on \(cgroup) (\(state.missing.map(\.name).joined(separator: ", "))): \(state.reason). "
+            + "A process there would leave without the profile's mark, so none is placed there and what is there is held (only loopback); "
+            + "a program attached to that cgroup or one above it without BPF_F_ALLOW_MULTI (`bpftool cgroup tree`) keeps vpnd's out")
+    }
 }

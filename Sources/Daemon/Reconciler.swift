@@ -52,9 +52,18 @@ final class Reconciler {
     func applyPolicy() throws {
         defer { afterPass() }
         try prepare(policy)
-        try apply(try facts())
+        try applyHolding(try facts())
         guard reconcileTunnels() else { return }
-        try apply(try facts())
+        try applyHolding(try facts())
+    }
+
+    /// An apply, and at once another if it found cgroups whose socket programs the kernel
+    /// refused (or lost) that the plan does not hold yet, or holds and need not any more:
+    /// holding them is the table's (UnguardedRules).
+    private func applyHolding(_ facts: RuntimeFacts) throws {
+        try apply(facts)
+        guard UnguardedRules.held(applier.unguardedCgroups, policy: policy, parent: facts.cgroupParent) != facts.unguardedCgroups else { return }
+        try apply(try self.facts())
     }
 
     private func apply(_ facts: RuntimeFacts) throws {

@@ -16,7 +16,7 @@ extension RequestHandler {
         let path = profile.cgroupPath(parent: cgroupParent)
         do {
             try authorizeMove(process, into: path, by: peer)
-            try prepareMove()
+            try prepareMove(into: path)
         } catch let failure as RequestFailure {
             return reply(.failure(failure.description))
         } catch {
@@ -31,7 +31,7 @@ extension RequestHandler {
                     log.warning("pid \(pid): \(error); moving it into \(path) directly")
                     try cgroups.move(process, to: path)
                 }
-                try prepareMove()
+                try prepareMove(into: path)
                 guard process.isAlive, let now = cgroups.currentCgroup(of: pid), now == path || now.hasPrefix(path + "/") else {
                     return reply(.failure("pid \(pid) did not arrive in profile \(profile.name)'s cgroup"))
                 }
@@ -88,9 +88,11 @@ extension RequestHandler {
         return ControlResponse(ok: true, message: "pid \(pid) moved out of profile \(profile.name) into \(place); its existing connections keep their route, new ones do not use the tunnel")
     }
 
-    /// Before a move: every cgroup vpnd keeps exists and its id is in the applied maps.
-    func prepareMove() throws {
+    /// Before a move into `path`: every cgroup vpnd keeps exists and its id is in the
+    /// applied maps, and `path` has its socket programs.
+    func prepareMove(into path: String) throws {
         try reconciler.prepareMove(cgroups: cgroups, parent: cgroupParent)
+        try reconciler.checkGuarded(path)
     }
 
     /// Whether the caller may take the process out of where it is now into `path`.
@@ -118,8 +120,8 @@ extension RequestHandler {
     /// the move.
     func move(_ process: ProcessHandle, into path: String, by peer: Peer) throws {
         try authorizeMove(process, into: path, by: peer)
-        try prepareMove()
+        try prepareMove(into: path)
         try cgroups.move(process, to: path)
-        try prepareMove()
+        try prepareMove(into: path)
     }
 }

@@ -4,20 +4,33 @@ import Glibc
 import Plan
 
 /// The edge for the socket programs (Plan/SocketProgramPlan.swift): makes the attachments
-/// match the plan, idempotently. A cgroup no longer planned loses its programs; a cgroup
-/// planned with another id (removed and made again: its programs went with it) gets them
-/// anew; changed settings are a storage write, no program changes.
+/// match the plan, idempotently, as the kernel has them, not as vpnd last left them. Each
+/// pass asks the kernel which of its programs each planned cgroup has (BPF_PROG_QUERY):
+/// what is missing is attached (and a program someone detached behind vpnd's back is
+/// said to be put back), what is no longer planned comes out, and the settings in the
+/// cgroup's storage are written where they differ. A cgroup made again under the same path
+/// (a new id) gets them anew.
 ///
 /// The attachments are the kernel's and outlive vpnd (SocketProgramSet). What an earlier
 /// vpnd of this network namespace attached is taken over (`adopted`): where the plan wants
 /// the cgroup, the new programs go in first and the earlier ones come out after, so no
 /// socket meets the cgroup without them; where it does not, they come out.
+///
+/// A cgroup whose programs the kernel will not take (another program attached there or
+/// above without BPF_F_ALLOW_MULTI keeps everyone else's out) is `unguarded`: its members'
+/// sockets would be born without the profile's mark and leave direct, which the killswitch
+/// (by mark) does not see. The reconciler plans those cgroups held (UnguardedRules) and
+/// refuses to place anyone there.
 final class SocketProgramAttacher {
     private let programs: SocketProgramSet
     private let hierarchy: CgroupHierarchy
     private let adopted: AdoptedSocketPrograms
-    /// What is attached now, by cgroup path.
+    /// What is attached now, all of it, by cgroup path (as of the last pass).
     private var attached: [String: SocketProgramAttachment] = [:]
+    /// The planned cgroups the kernel lacks programs of, as of the last pass.
+    private(set) var unguarded: [String: UnguardedCgroup] = [:]
+    /// Programs put back after someone else detached them, since vpnd started.
+    private(set) var putBack = 0
     /// The last failure for each cgroup, so that a retry each second logs nothing new.
     private var failures: [String: String] = [:]
 
@@ -27,14 +40,15 @@ final class SocketProgramAttacher {
         self.adopted = adopted
     }
 
-    /// The cgroups that have programs now, with their settings.
+    /// The cgroups that have all their programs now (verified in the kernel at the last
+    /// pass), with their settings.
     var attachments: [SocketProgramAttachment] { attached.values.sorted() }
 
     /// What the programs hold for the cgroup: its settings and the kernel's counters.
     func storage(of attachment: SocketProgramAttachment) -> SocketStorage? { programs.read(cgroup: attachment.id) }
 
-    /// Returns the failures not reported before (the rest of the plan is applied anyway:
-    /// the killswitch holds what a cgroup without its programs would send).
+    /// Returns what to log that was not reported before: failures, and programs put back
+    /// (the rest of the plan is applied anyway).
     func reconcile(_ desired: [SocketProgramAttachment], pathGuard: PathGuard?) -> [String] {
         let wanted = Dictionary(desired.map { ($0.cgroup, $0) }, uniquingKeysWith: { a, _ in a })
         var reports: [String] = []
@@ -52,40 +66,83 @@ final class SocketProgramAttacher {
                 adopted.forget(path)
             }
         }
+        var unguarded: [String: UnguardedCgroup] = [:]
         for attachment in desired {
             do throws(SocketProgramSet.Failure) {
-                try reconcile(attachment)
-                failures[attachment.cgroup] = nil
+                let restored = try reconcile(attachment)
+                if failures.removeValue(forKey: attachment.cgroup) != nil {
+                    reports.append("the socket programs of \(display(attachment.cgroup)) are attached now")
+                }
+                if !restored.isEmpty {
+                    putBack += restored.count
+                    reports.append("put back \(restored.map(\.name).joined(separator: ", ")) on \(display(attachment.cgroup)): detached by someone else")
+                }
             } catch {
                 // A cgroup removed since the facts were read is planned without it next time.
-                if error.code != ENOENT, error.code != ESTALE, failures[attachment.cgroup] != error.description { reports.append(error.description) }
+                guard error.code != ENOENT, error.code != ESTALE else { continue }
+                let missing = Set(attachment.settings.programs).subtracting(present(attachment) ?? [])
+                unguarded[attachment.cgroup] = UnguardedCgroup(id: attachment.id, missing: SocketProgram.inUse.filter(missing.contains), reason: error.description)
+                if failures[attachment.cgroup] != error.description { reports.append(error.description) }
                 failures[attachment.cgroup] = error.description
             }
         }
+        self.unguarded = unguarded
         failures = failures.filter { wanted[$0.key] != nil }
         return reports
     }
 
-    private func reconcile(_ attachment: SocketProgramAttachment) throws(SocketProgramSet.Failure) {
+    /// One cgroup made to match; returns the programs that were attached at the last pass
+    /// and were found gone (put back now).
+    private func reconcile(_ attachment: SocketProgramAttachment) throws(SocketProgramSet.Failure) -> [SocketProgram] {
         let path = attachment.cgroup
+        let cgroup = try open(attachment)
+        let present = try programs.attached(on: cgroup, path: path)
+        let want = attachment.settings.programs
         let current = attached[path]
-        if current == attachment { return }
+        let lost = current?.id == attachment.id ? (current?.settings.programs ?? []).filter { want.contains($0) && !present.contains($0) } : []
+        // Taking over, the earlier vpnd's counts go on; a change of settings keeps the counts.
+        let stored = programs.read(cgroup: attachment.id)
+        let counts = stored ?? (current == nil ? adopted.storage(of: path, id: attachment.id) : nil)
+        var refused: SocketProgramSet.Failure?
+        var holding = !present.isEmpty
+        for program in want where !present.contains(program) {
+            do throws(SocketProgramSet.Failure) {
+                try programs.attach(program, to: cgroup, path: path)
+                holding = true
+            } catch { refused = refused ?? error }
+        }
+        // The storage exists once any program of ours is attached there (and goes with the
+        // last); what is in it is checked too (someone may have written it).
+        if holding, programs.read(cgroup: attachment.id).map({ $0.settings != attachment.settings || $0.owner != programs.owner }) ?? true {
+            try programs.write(attachment.settings, cgroup: attachment.id, counters: counts)
+        }
+        if let refused {
+            attached[path] = nil
+            throw refused
+        }
+        attached[path] = attachment
+        for program in present where !want.contains(program) { try programs.detach(program, from: cgroup, path: path) }
+        for failure in adopted.detach(path, cgroup: cgroup) { throw failure }
+        return lost
+    }
+
+    /// Which of its programs the kernel has on the cgroup now (nil: it could not be asked).
+    private func present(_ attachment: SocketProgramAttachment) -> Set<SocketProgram>? {
+        guard let cgroup = try? open(attachment) else { return nil }
+        return try? programs.attached(on: cgroup, path: attachment.cgroup)
+    }
+
+    private func open(_ attachment: SocketProgramAttachment) throws(SocketProgramSet.Failure) -> FileDescriptor {
         let cgroup: FileDescriptor
-        do { cgroup = try .open(hierarchy.absolute(path), O_RDONLY | O_DIRECTORY) } catch { throw SocketProgramSet.Failure(error.operation, code: error.code) }
+        do { cgroup = try .open(hierarchy.absolute(attachment.cgroup), O_RDONLY | O_DIRECTORY) } catch { throw SocketProgramSet.Failure(error.operation, code: error.code) }
         var info = stat()
         guard fstat(cgroup.raw, &info) == 0, UInt64(info.st_ino) == attachment.id else {
-            throw SocketProgramSet.Failure("attach to \(path)", code: ESTALE, detail: "its id is not \(attachment.id) any more")
+            throw SocketProgramSet.Failure("attach to \(attachment.cgroup)", code: ESTALE, detail: "its id is not \(attachment.id) any more")
         }
-        let have = Set(current?.settings.programs ?? [])
-        let want = attachment.settings.programs
-        // A change of settings keeps the counts; taking over, the earlier vpnd's go on.
-        let counts = current == nil ? adopted.storage(of: path, id: attachment.id) : programs.read(cgroup: attachment.id)
-        for program in want where !have.contains(program) { try programs.attach(program, to: cgroup, path: path) }
-        if !want.isEmpty { try programs.write(attachment.settings, cgroup: attachment.id, counters: counts) }
-        attached[path] = attachment
-        for program in have where !want.contains(program) { try programs.detach(program, from: cgroup, path: path) }
-        for failure in adopted.detach(path, cgroup: cgroup) { throw failure }
+        return cgroup
     }
+
+    private func display(_ path: String) -> String { path.isEmpty ? "the root cgroup" : path }
 
     private func detach(_ attachment: SocketProgramAttachment, reports: inout [String]) {
         guard let cgroup = try? FileDescriptor.open(hierarchy.absolute(attachment.cgroup), O_RDONLY | O_DIRECTORY) else { return }

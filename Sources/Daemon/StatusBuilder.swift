@@ -24,6 +24,9 @@ struct StatusBuilder {
         var bypassMoves = 0
         var bypassRefused = 0
         var executableRules: ExecutableRulesStatus?
+        /// Planned cgroups the kernel lacks socket programs of, at the last apply.
+        var unguarded: [String: UnguardedCgroup] = [:]
+        var socketProgramsPutBack = 0
     }
 
     /// What vpnd's running parts know of one profile.
@@ -189,6 +192,12 @@ struct StatusBuilder {
         report.bypassed = traffic(bypassedCounter)
         report.systemProfile = policy.systemProfile?.name
         report.birthMarks = daemon.birthMarks
+        report.heldCgroups = daemon.unguarded.sorted { $0.key < $1.key }.map { path, state in
+            HeldCgroupReport(cgroup: path, profile: profiles.first { UnguardedRules.holds(path, in: [$0.cgroup] + $0.joinedCgroups) }?.name,
+                             missing: state.missing.map(\.name), reason: state.reason)
+        }
+        report.droppedHeld = traffic(UnguardedRules.counter)
+        report.socketProgramsPutBack = daemon.socketProgramsPutBack
         report.dnsSteering = daemon.dnsSteering
         report.executableRules = daemon.executableRules
         return report

@@ -83,6 +83,9 @@ public struct RuntimeFacts: Hashable, Sendable {
     public var rootCgroupID: UInt64?
     /// IPv6 is on for `lo` (`Link.ipv6`): members' IPv6 DNS can be steered (DNSRouting).
     public var loopbackIPv6 = true
+    /// Planned cgroups whose socket programs the kernel lacks (vpnd's last apply found them
+    /// refused): path -> id. They are held (UnguardedRules).
+    public var unguardedCgroups: [String: UInt64] = [:]
 
     public struct JoinedCgroup: Hashable, Sendable {
         public var profile: String

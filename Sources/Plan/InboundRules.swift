@@ -73,7 +73,6 @@ struct CgroupMaps {
 
     /// `bypass`: the verdict for the bypass slice, when the policy uses it (nil: no element).
     init(_ policy: Policy, facts: RuntimeFacts, name: String, bypass: NftVerdict?, verdict: (Profile) -> NftVerdict) {
-        var byLevel: [UInt32: [NftElement]] = [:]
         var entries = policy.profiles.map { profile in
             let path = profile.cgroupPath(parent: facts.cgroupParent)
             return (path, facts.cgroupIDs[path], verdict(profile))
@@ -85,15 +84,20 @@ struct CgroupMaps {
         for (path, joined) in facts.joinedCgroups.sorted(by: { $0.key < $1.key }) {
             if let profile = policy.profile(named: joined.profile) { entries.append((path, joined.id, verdict(profile))) }
         }
+        // The depths where systemd makes the units that join: a later join there is one
+        // element for the kernel, where a new depth would be a new map and rule.
+        self.init(entries, name: name, levels: policy.profiles.isEmpty ? [] : UnitCgroups.usualLevels)
+    }
+
+    /// Maps of these cgroups (path, id, verdict; those without an id are left out), with
+    /// a map at each of `levels` whether or not a cgroup is there.
+    init(_ entries: [(String, UInt64?, NftVerdict)], name: String, levels always: [UInt32] = []) {
+        var byLevel: [UInt32: [NftElement]] = [:]
         for (path, id, verdict) in entries {
             guard let id else { continue }
             byLevel[RuntimeFacts.level(of: path), default: []].append(NftElement(key: .cgroup(id: id, path: path), verdict: verdict))
         }
-        // The depths where systemd makes the units that join: a later join there is one
-        // element for the kernel, where a new depth would be a new map and rule.
-        if !policy.profiles.isEmpty {
-            for level in UnitCgroups.usualLevels where byLevel[level] == nil { byLevel[level] = [] }
-        }
+        for level in always where byLevel[level] == nil { byLevel[level] = [] }
         // Deepest level first: the most specific profile cgroup wins.
         levels = byLevel.keys.sorted(by: >)
         sets = levels.map { NftSet(name: name + String($0), key: .cgroupv2, data: .verdict, elements: byLevel[$0]!) }

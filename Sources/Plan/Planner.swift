@@ -20,6 +20,7 @@ public enum Planner {
         SystemRules.add(policy, facts: facts, to: &table)
         KillswitchRules.add(policy, facts: facts, to: &table)
         InboundRules.add(policy, facts: facts, to: &table)
+        UnguardedRules.add(policy, facts: facts, to: &table)
         var state = DesiredState(
             nft: table,
             rules: DNSRouting.rules(policy, facts: facts) + RoutingPlan.rules(policy, facts: facts),

@@ -19,6 +19,23 @@ public struct SocketProgramAttachment: Hashable, Sendable, Comparable {
     public static func < (a: Self, b: Self) -> Bool { (a.cgroup, a.id) < (b.cgroup, b.id) }
 }
 
+/// A planned cgroup the kernel lacks programs of (it refused them, or they were taken off
+/// and could not be put back): its members' sockets would not carry the profile's mark, so
+/// the table holds it (UnguardedRules) and vpnd places nobody there.
+public struct UnguardedCgroup: Hashable, Sendable {
+    public var id: UInt64
+    /// Its programs the kernel does not have, in `SocketProgram.inUse` order.
+    public var missing: [SocketProgram]
+    /// The kernel's refusal, as vpnd logged it.
+    public var reason: String
+
+    public init(id: UInt64, missing: [SocketProgram], reason: String) {
+        self.id = id
+        self.missing = missing
+        self.reason = reason
+    }
+}
+
 /// cgroup -> mark. Membership is decided where the socket is made: every cgroup the policy
 /// gives to a profile (the profile's slice, a user's `vpn-NAME.slice`, a listed app's scope)
 /// has the socket programs attached, and a socket made there is born with the profile's

@@ -86,6 +86,11 @@ enum MetricsText {
         add("bypass_moves_total", "counter", "Processes moved into vpn-bypass.slice (bypass.executables).", [Sample(labels: [], value: Double(report.bypassMoves))])
         add("bypass_refused_total", "counter", "Processes that ran a bypass.executables program and stayed in their profile: their users may not bypass.",
             [Sample(labels: [], value: Double(report.bypassRefused))])
+        add("held_cgroups", "gauge", "Cgroups held because the kernel does not have their socket programs.",
+            [Sample(labels: [], value: Double(report.heldCgroups.count))])
+        add("held_dropped_packets_total", "counter", "Packets of held cgroups dropped.", [Sample(labels: [], value: Double(report.droppedHeld.packets))])
+        add("socket_programs_put_back_total", "counter", "Socket programs someone else detached, put back by vpnd.",
+            [Sample(labels: [], value: Double(report.socketProgramsPutBack))])
         add("learned_routes_put_back_total", "counter", "Learned routes (route.domains, bypass.domains) someone else deleted, put back by vpnd.",
             [Sample(labels: [], value: Double(report.learnedRoutesPutBack))])
         add("control_refused_connections_total", "counter", "Control connections refused because their user held too many.",

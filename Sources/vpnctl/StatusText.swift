@@ -8,6 +8,10 @@ enum StatusText {
         var lines = ["vpnd pid \(report.daemonPID), policy \(report.policyDirectory), cgroup2 at \(report.cgroupRoot)",
                      "sandbox: \(report.sandbox)",
                      "sockets born marked: \(report.birthMarks)"]
+        for held in report.heldCgroups {
+            lines.append("HELD: \(held.profile.map { "profile \($0), " } ?? "")\(held.cgroup): the kernel does not have its socket programs (\(held.missing.joined(separator: ", "))): \(held.reason); "
+                         + "its traffic is dropped but on loopback (\(traffic(report.droppedHeld)) so far) and nothing is placed there")
+        }
         if let steering = report.dnsSteering { lines.append("DNS steering: \(steering)") }
         if let system = report.systemProfile {
             lines.append("system mode: every process outside the profiles' cgroups and vpn-bypass.slice is in profile \(system)")
@@ -45,6 +49,10 @@ enum StatusText {
         if report.unknownCgroupRefusals > 0 {
             lines.append("")
             lines.append("unknown cgroups: \(report.unknownCgroupRefusals) socket(s) refused (cgroups vpnd did not know yet where a profile cgroup could be)")
+        }
+        if report.socketProgramsPutBack > 0 {
+            lines.append("")
+            lines.append("socket programs: \(report.socketProgramsPutBack) put back after someone else detached them (the log names them)")
         }
         if report.learnedRoutesPutBack > 0 {
             lines.append("")

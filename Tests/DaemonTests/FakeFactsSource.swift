@@ -11,6 +11,8 @@ final class FakeFactsSource: RuntimeFactsSource {
     var facts: RuntimeFacts
     var network = NetworkFacts()
     private(set) var reads = 0
+    /// What MachineFacts learns from the real applier: the cgroups it found unguarded.
+    weak var applier: FakeKernelApplier?
 
     init(_ facts: RuntimeFacts) { self.facts = facts }
 
@@ -18,6 +20,7 @@ final class FakeFactsSource: RuntimeFactsSource {
         reads += 1
         var result = facts
         if policy.profiles.contains(where: { !$0.trusted.isEmpty }) { result.trusted = TrustedEvaluator.verdicts(policy, network) }
+        if let applier { result.unguardedCgroups = UnguardedRules.held(applier.unguardedCgroups, policy: policy, parent: result.cgroupParent) }
         return result
     }
 }

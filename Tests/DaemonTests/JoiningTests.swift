@@ -66,7 +66,7 @@ import TunnelFiles
                                                       user: { Credentials(uid: 0, groups: [0]) }))
         var elementsAtMove: [NftElement] = []
         cgroups.onMove = { _, _ in elementsAtMove = applier.current.map(Self.cgroupElements) ?? [] }
-        let placed = try placement.apply(to: try ProcessHandle.open(pid: me), cgroups: cgroups) {
+        let placed = try placement.apply(to: try ProcessHandle.open(pid: me), cgroups: cgroups) { _ in
             try reconciler.prepareMove(cgroups: cgroups, parent: Self.parent)
         }
         #expect(placed == Self.bypassCgroup && cgroups.processes[me] == Self.bypassCgroup)
@@ -74,7 +74,7 @@ import TunnelFiles
         #expect(elementsAtMove.contains { $0.key == .cgroup(id: 902, path: Self.bypassCgroup) }, "the new slice's id was in the maps: \(elementsAtMove)")
         #expect(!elementsAtMove.contains { $0.key == .cgroup(id: 901, path: Self.bypassCgroup) })
         // Nothing changed since: the next placement applies nothing.
-        _ = try placement.apply(to: try ProcessHandle.open(pid: me), cgroups: cgroups) {
+        _ = try placement.apply(to: try ProcessHandle.open(pid: me), cgroups: cgroups) { _ in
             try reconciler.prepareMove(cgroups: cgroups, parent: Self.parent)
         }
         #expect(applier.applied.count == 2)

@@ -42,6 +42,34 @@ import Testing
         return (reconciler, applier, facts)
     }
 
+    /// Programs the kernel refused (the fake's `unguardedCgroups`, as the attacher reports
+    /// them after an apply): a second apply at once holds the cgroup, and nobody is placed
+    /// there; once they are in, the hold goes at the next pass.
+    @Test func aCgroupWithoutItsProgramsIsHeldAtOnceAndRefused() throws {
+        let folder = try PolicyFolder(Self.work)
+        let source = FakeFactsSource(Self.facts)
+        let applier = FakeKernelApplier()
+        source.applier = applier
+        let reconciler = Reconciler(policy: try LoadedPolicy(directory: folder.path, reader: .plain), applier: applier, facts: source, reader: .plain)
+        applier.refusedPrograms = ["vpn.slice/vpn-work.slice": UnguardedCgroup(id: 101, missing: [.socketCreate, .egress], reason: "bpf: attaching vx_create to vpn.slice/vpn-work.slice: Operation not permitted")]
+        try reconciler.applyPolicy()
+        #expect(applier.applied.count == 2, "the apply that found it, and the one that holds it")
+        #expect(applier.current?.nft.set(named: "unguarded_level_2")?.elements.map(\.key) == [.cgroup(id: 101, path: "vpn.slice/vpn-work.slice")])
+        #expect(reconciler.appliedFacts?.unguardedCgroups == ["vpn.slice/vpn-work.slice": 101])
+        try reconciler.applyPolicy()
+        #expect(applier.applied.count == 3 && applier.applied[2] == applier.applied[1], "held already: one apply, the same state")
+        #expect(throws: RequestFailure.self, "nobody is placed there") { try reconciler.checkGuarded("vpn.slice/vpn-work.slice/vpnd-placed") }
+        do { try reconciler.checkGuarded("vpn.slice/vpn-work.slice") } catch {
+            #expect("\(error)".contains("profile work is held") && "\(error)".contains("vx_create, vx_egress") && "\(error)".contains("Operation not permitted"), "\(error)")
+        }
+        try reconciler.checkGuarded("vpn.slice/vpn-home.slice")
+
+        applier.refusedPrograms = [:]
+        try reconciler.applyPolicy()
+        #expect(applier.current?.nft.chain(named: "unguarded") == nil, "the hold goes once the programs are in")
+        try reconciler.checkGuarded("vpn.slice/vpn-work.slice")
+    }
+
     @Test func aMalformedReloadChangesNothing() throws {
         let folder = try PolicyFolder(Self.work)
         let (reconciler, applier, _) = try running(folder)
