@@ -86,12 +86,16 @@ public struct StatusReport: Codable, Hashable, Sendable {
     /// users may not bypass (`[system] bypass`; root always may).
     public var bypassRefused = 0
     public var bypassed = Traffic.zero
-    /// Cgroups held because the kernel does not have their socket programs (read from the
-    /// kernel at each apply): nothing is placed there and their traffic is dropped but on
-    /// loopback.
+    /// Held cgroups: those whose socket programs the kernel does not have (read from the
+    /// kernel at each apply: nothing is placed there and their traffic is dropped but on
+    /// loopback), and a removed profile's with processes left in them (no network at all;
+    /// `missing` empty).
     public var heldCgroups: [HeldCgroupReport] = []
     /// What the hold dropped.
     public var droppedHeld = Traffic.zero
+    /// Packets with a mark of ours that no profile holds (a removed profile's sockets, a
+    /// value set by hand), dropped by the killswitch.
+    public var droppedStaleMarks = Traffic.zero
     /// Socket programs someone else detached and vpnd put back, since it started.
     public var socketProgramsPutBack = 0
     /// System mode: the profile of every process placed nowhere else.
@@ -188,7 +192,7 @@ public struct DNSStatus: Codable, Hashable, Sendable {
 /// programs.
 public struct HeldCgroupReport: Codable, Hashable, Sendable {
     public var cgroup: String
-    /// The profile it belongs to (nil: the profile parent).
+    /// The profile it belongs to (nil: the profile parent, or a removed profile's).
     public var profile: String?
     /// The programs it lacks, by their kernel names (`vx_create`, ...).
     public var missing: [String]

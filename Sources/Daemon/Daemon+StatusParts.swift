@@ -19,7 +19,8 @@ extension Daemon {
                                         bypassMoves: executables.moves(Policy.bypassSliceName),
                                         bypassRefused: executables.bypassRefused,
                                         executableRules: executables.status(policy),
-                                        unguarded: applier.unguardedCgroups, socketProgramsPutBack: applier.socketProgramsPutBack)
+                                        unguarded: applier.unguardedCgroups, leftBehind: appliedFacts?.leftBehind ?? [:],
+                                        socketProgramsPutBack: applier.socketProgramsPutBack)
         return builder.report(parts) { [counters = builder.counters] in statusParts($0, counters: counters) }
     }
 

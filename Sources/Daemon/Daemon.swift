@@ -107,7 +107,9 @@ public final class Daemon {
             try Privileges.dropToMinimum(permitted: keep ? Privileges.permitted : Privileges.effective)
             log.info("capabilities: \(Privileges.current()); no_new_privs set")
         }
-        let loaded = try LoadedPolicy(directory: options.policyDirectory)
+        // Each profile keeps the mark its members' sockets were born with under the vpnd
+        // before (a restart moves no one's sockets to another mark): as the kernel has it.
+        let loaded = try LoadedPolicy(directory: options.policyDirectory, previous: Self.indexes(adopted, hierarchy: hierarchy, parent: options.cgroupParent))
         let policy = loaded.policy
         if !options.oneshot { try executables.checkEnforceable(policy) }
         tunnels = BuiltInTunnels(log: log, uapiDirectory: options.wireguardSocketDirectory)
@@ -144,6 +146,17 @@ public final class Daemon {
         AppliedMarker(socketPath: options.socketPath).set()
         let shown = policy.profiles.prefix(8).map { " \($0.name)->\($0.tunnel.interfaceName)" }.joined()
         log.info("applied policy from \(options.policyDirectory): \(policy.profiles.count) profile(s)" + shown + (policy.profiles.count > 8 ? " ..." : ""))
+    }
+
+    /// Each profile's index as an earlier vpnd's programs hold it: its slice's mark.
+    static func indexes(_ adopted: AdoptedSocketPrograms, hierarchy: CgroupHierarchy, parent: String) -> [String: UInt32] {
+        var indexes: [String: UInt32] = [:]
+        for path in adopted.byCgroup.keys {
+            guard path.hasPrefix(parent + "/"), let name = RuntimeFacts.profileName(ofSlice: String(path.dropFirst(parent.count + 1))),
+                  let id = hierarchy.id(of: path), let settings = adopted.storage(of: path, id: id)?.settings, settings.mark != 0, settings.mask != 0 else { continue }
+            indexes[name] = (settings.mark & settings.mask) >> UInt32(settings.mask.trailingZeroBitCount)
+        }
+        return indexes
     }
 
     /// The files of the policy that applied, into the state directory's policy.d: each
@@ -265,7 +278,7 @@ public final class Daemon {
                 try? hierarchy.remove(path + "/" + CgroupHierarchy.placedLeaf)
                 try? hierarchy.remove(path)
             } else {
-                log.warning("profile \(gone.name) was removed but \(members) process(es) remain in \(path); their new connections are no longer routed")
+                log.warning("profile \(gone.name) was removed but \(members) process(es) remain in \(path): they are held, with no network (new sockets refused, what their sockets send dropped) until they exit or are moved (vpnctl move)")
             }
         }
         tunnels.releaseHolds()

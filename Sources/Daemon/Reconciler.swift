@@ -83,10 +83,13 @@ final class Reconciler {
         return state
     }
 
+    /// Each profile's index in the policy in force: a reload keeps them.
+    var indexes: [String: UInt32] { Dictionary(policy.profiles.map { ($0.name, $0.index) }, uniquingKeysWith: { a, _ in a }) }
+
     /// What a reload of `directory` would apply first, now (`vpnctl plan`): the same load,
     /// facts and planner, nothing applied. The plan shown is the plan applied.
     func preview(from directory: String) throws -> (state: DesiredState, facts: RuntimeFacts) {
-        let next = try LoadedPolicy(directory: directory, reader: reader)
+        let next = try LoadedPolicy(directory: directory, reader: reader, previous: indexes)
         let facts = try factsSource.facts(for: next.policy, tunnelFiles: next.tunnelFiles)
         return (Planner.plan(next.policy, facts: facts), facts)
     }
@@ -104,7 +107,7 @@ final class Reconciler {
     func reload(from directory: String, check: (Policy) throws -> Void) -> ReloadOutcome {
         let next: LoadedPolicy
         do {
-            next = try LoadedPolicy(directory: directory, reader: reader, check: check)
+            next = try LoadedPolicy(directory: directory, reader: reader, previous: indexes, check: check)
         } catch {
             return .refused(error)
         }
@@ -140,9 +143,11 @@ struct LoadedPolicy {
     var tunnelFiles: [String: TunnelFiles.Loaded]
 
     /// Throws a PolicyError (with file:line) or `check`'s refusal.
-    init(directory: String, reader: PolicyReader = .trusted, check: (Policy) throws -> Void = { _ in }) throws {
+    /// `previous`: each profile's index in the policy in force (or, at start, as the
+    /// kernel has it), which it keeps.
+    init(directory: String, reader: PolicyReader = .trusted, previous: [String: UInt32] = [:], check: (Policy) throws -> Void = { _ in }) throws {
         sources = try reader.read(directory)
-        policy = try Policy.parse(sources, resolver: SystemNameResolver())
+        policy = try Policy.parse(sources, resolver: SystemNameResolver(), previous: previous)
         tunnelFiles = try TunnelFiles.load(policy)
         try check(policy)
     }

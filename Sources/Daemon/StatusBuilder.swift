@@ -26,6 +26,8 @@ struct StatusBuilder {
         var executableRules: ExecutableRulesStatus?
         /// Planned cgroups the kernel lacks socket programs of, at the last apply.
         var unguarded: [String: UnguardedCgroup] = [:]
+        /// A removed profile's cgroups with processes left in them, held.
+        var leftBehind: [String: UInt64] = [:]
         var socketProgramsPutBack = 0
     }
 
@@ -196,7 +198,12 @@ struct StatusBuilder {
             HeldCgroupReport(cgroup: path, profile: profiles.first { UnguardedRules.holds(path, in: [$0.cgroup] + $0.joinedCgroups) }?.name,
                              missing: state.missing.map(\.name), reason: state.reason)
         }
+        report.heldCgroups += daemon.leftBehind.keys.sorted().map { path in
+            HeldCgroupReport(cgroup: path, profile: nil, missing: [],
+                             reason: "its profile (\(RuntimeFacts.profileName(ofSlice: String(path.split(separator: "/").last ?? "")) ?? "?")) was removed: what is left there has no network until it exits or is moved")
+        }
         report.droppedHeld = traffic(UnguardedRules.counter)
+        report.droppedStaleMarks = traffic(KillswitchRules.staleCounter)
         report.socketProgramsPutBack = daemon.socketProgramsPutBack
         report.dnsSteering = daemon.dnsSteering
         report.executableRules = daemon.executableRules

@@ -59,6 +59,13 @@ public struct FactsReader {
             }
             // The path guard, and system mode's DNS programs, sit on the root cgroup.
             facts.rootCgroupID = hierarchy.id(of: "")
+            // A removed profile's cgroup with processes in it: they are held.
+            let named = Set(policy.profiles.map(\.name) + [Policy.bypassSliceName])
+            for child in hierarchy.children(of: cgroupParent) {
+                guard let name = RuntimeFacts.profileName(ofSlice: child), !named.contains(name) else { continue }
+                let path = cgroupParent + "/" + child
+                if !hierarchy.processes(in: path).isEmpty, let id = hierarchy.id(of: path) { facts.leftBehind[path] = id }
+            }
             for directory in RuntimeFacts.directoriesAlong(parent: cgroupParent) {
                 for child in hierarchy.children(of: directory) {
                     let path = directory.isEmpty ? child : directory + "/" + child

@@ -86,6 +86,9 @@ public struct RuntimeFacts: Hashable, Sendable {
     /// Planned cgroups whose socket programs the kernel lacks (vpnd's last apply found them
     /// refused): path -> id. They are held (UnguardedRules).
     public var unguardedCgroups: [String: UInt64] = [:]
+    /// A removed (or renamed) profile's cgroups below the parent that still have processes:
+    /// path -> id. They are held (SocketProgramPlan.leftBehind).
+    public var leftBehind: [String: UInt64] = [:]
 
     public struct JoinedCgroup: Hashable, Sendable {
         public var profile: String
@@ -128,6 +131,14 @@ extension Profile {
     /// systemd's slice naming: a unit with `Slice=vpn-NAME.slice` lands in this cgroup.
     public func cgroupPath(parent: String) -> String {
         (parent.isEmpty ? "" : parent + "/") + "vpn-\(name).slice"
+    }
+}
+
+extension RuntimeFacts {
+    /// The profile name a cgroup directly below the parent is named for (`vpn-NAME.slice`).
+    public static func profileName(ofSlice name: String) -> String? {
+        guard name.hasPrefix("vpn-"), name.hasSuffix(".slice"), name.count > 10 else { return nil }
+        return String(name.dropFirst(4).dropLast(6))
     }
 }
 

@@ -17,11 +17,18 @@ import Policy
 /// beyond a plain one is this chain and the input chain's first rules, bench/run).
 /// Before the holes, the tunnel's own transport is kept from entering it (TransportRules),
 /// and an exit's transport is counted in its entry's chain (MultihopRules).
-enum KillswitchRules {
+///
+/// A mark of ours that no profile holds (a profile removed or renamed by a reload: its
+/// members' sockets keep the mark they were born with, which no rule routes any more; a
+/// socket that set a stale value itself) is dropped and counted, vpnd running or not: each
+/// profile's chain and the bypass mark's end in a verdict of their own, so what falls
+/// through the marks' map is no one's.
+public enum KillswitchRules {
     static let chain = "killswitch"
     static let unmarkedChain = "unmarked"
     static let bypassChain = "bypassed"
     static let bypassCounter = "bypassed"
+    public static let staleCounter = "stale_marks"
 
     static func add(_ policy: Policy, facts: RuntimeFacts, to table: inout NftTable) {
         guard !policy.profiles.isEmpty else { return }
@@ -39,11 +46,16 @@ enum KillswitchRules {
             }
             table.chains.append(NftChain(name: names.egressChain, rules: egress(profile, policy: policy, facts: facts, sources: sources)))
         }
+        // The bypass mark: vpn-bypass.slice's sockets, built-in tunnels' own. A tunnel's
+        // address leaves through its tunnel only, whatever the mark.
+        var bypassed = sources + [NftRule([.verdict(.accept)])]
         if policy.usesBypassSlice {
-            egressMarks.append(NftElement(key: .mark(policy.routing.bypassMark), verdict: .jump(bypassChain)))
             table.counters.append(NftCounter(name: bypassCounter, comment: "packets of processes in vpn-bypass.slice (bypass.executables) and tunnels' own sockets, sent direct"))
-            table.chains.append(NftChain(name: bypassChain, rules: [NftRule([.namedCounter(bypassCounter), .verdict(.accept)])]))
+            bypassed.insert(NftRule([.namedCounter(bypassCounter)]), at: 0)
         }
+        egressMarks.append(NftElement(key: .mark(policy.routing.bypassMark), verdict: .jump(bypassChain)))
+        table.chains.append(NftChain(name: bypassChain, rules: bypassed))
+        table.counters.append(NftCounter(name: staleCounter, comment: "packets with a mark of ours no profile holds (a removed profile's sockets), dropped"))
         table.sets.append(NftSet(name: "egress_marks", key: .mark, data: .verdict, elements: egressMarks))
         // Most of what passes here carries none of our marks: the tunnels' own encrypted
         // packets, one per packet a member sends. They go to their chain by a compare, not
@@ -54,7 +66,8 @@ enum KillswitchRules {
             NftChain(name: chain, base: NftBaseChain(kind: .filter, hook: .postrouting, priority: NftBaseChain.filter), rules: [
                 NftRule([.markMatch(mask: policy.routing.markMask, value: 0, negated: false), .verdict(.goto(unmarkedChain))]),
                 NftRule([.markVerdictMap(mask: policy.routing.markMask, map: "egress_marks")]),
-            ] + sources),
+                NftRule([.namedCounter(staleCounter), .verdict(.drop)], comment: "a mark of ours that no profile holds"),
+            ]),
             NftChain(name: unmarkedChain, rules: unmarked),
         ]
     }
@@ -80,11 +93,11 @@ enum KillswitchRules {
         let drop: [NftStatement] = [.namedCounter(names.droppedCounter), .verdict(.drop)]
         if action != .block {
             rules += ExceptionRules.holes(profile, facts: facts, leaving: true, then: [.namedCounter(names.directCounter), .verdict(.accept)],
-                                          held: RoutingPlan.holds(profile, trusted: facts) ? drop : [.verdict(.return)])
+                                          held: RoutingPlan.holds(profile, trusted: facts) ? drop : [.verdict(.accept)])
         }
-        if RoutingPlan.holds(profile, trusted: facts) {
-            rules.append(NftRule(drop, comment: "profile \(profile.name): killswitch"))
-        }
+        // A verdict either way: what comes back from here to the killswitch's chain is
+        // no profile's (the stale marks' drop).
+        rules.append(RoutingPlan.holds(profile, trusted: facts) ? NftRule(drop, comment: "profile \(profile.name): killswitch") : NftRule([.verdict(.accept)]))
         return rules
     }
 }

@@ -77,6 +77,7 @@ enum SocketProgramPlan {
             let path = ExecutableRules.bypassCgroup(parent: facts.cgroupParent)
             plan(path, facts.cgroupIDs[path], SocketSettings(mark: policy.routing.bypassMark, mask: mask))
         }
+        for (path, id) in facts.leftBehind { plan(path, id, leftBehind(mask: mask)) }
         if !policy.profiles.isEmpty {
             plan(facts.cgroupParent, facts.cgroupsAlongParent[facts.cgroupParent], SocketSettings(mark: 0, mask: mask, requireMark: true))
         }
@@ -87,6 +88,16 @@ enum SocketProgramPlan {
         }
         if !root.programs.isEmpty { plan("", facts.rootCgroupID, root) }
         return planned.values.sorted()
+    }
+
+    /// A removed (or renamed) profile's cgroup that still has processes: held. Its
+    /// processes' new internet sockets are refused (no mark, and one is required), and
+    /// every packet of their existing ones, born with the removed profile's mark, is dropped
+    /// (a guard that takes no mark): whatever the table routes that mark to now, and
+    /// without a policy at all. vpnd places nobody there; a process leaves by `vpnctl move`
+    /// or by ending.
+    static func leftBehind(mask: UInt32) -> SocketSettings {
+        SocketSettings(mark: 0, mask: mask, requireMark: true, guardMarks: [])
     }
 
     static func member(_ profile: Profile, policy: Policy, facts: RuntimeFacts) -> SocketSettings {

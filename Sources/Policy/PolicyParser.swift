@@ -28,8 +28,9 @@ extension Policy {
     static let unsupportedListKeys: [String: String] = [:]
 
     /// Parses and validates policy files together (duplicates and mark conflicts are
-    /// across files). Throws every problem found, each with its file:line.
-    public static func parse(_ sources: [PolicySource], resolver: NameResolver) throws(PolicyError) -> Policy {
+    /// across files). Throws every problem found, each with its file:line. `previous`: the
+    /// index each profile has in the policy in force (by name), which it keeps.
+    public static func parse(_ sources: [PolicySource], resolver: NameResolver, previous: [String: UInt32] = [:]) throws(PolicyError) -> Policy {
         let log = DiagnosticLog()
         var drafts: [ProfileDraft] = []
         var routing = RoutingSettings()
@@ -54,7 +55,7 @@ extension Policy {
             system = top.section("system", setAt: system.location) { SystemSettings.read($0, resolver: resolver) } ?? system
             top.reportUnknownKeys()
         }
-        let profiles = assign(drafts, routing: routing, log: log)
+        let profiles = assign(drafts, routing: routing, previous: previous, log: log)
         if let name = system.profile, !profiles.contains(where: { $0.name == name }), !drafts.contains(where: { $0.name == name }) {
             let known = drafts.map(\.name)
             log.error("[system] profile \"\(name)\" is not defined\(known.isEmpty ? "" : "; profiles: " + known.joined(separator: ", "))",
@@ -64,9 +65,13 @@ extension Policy {
         return Policy(profiles: profiles, routing: routing, dns: dns, system: system.settings)
     }
 
-    /// Marks and tables: explicit ones first (conflicts are errors), then the lowest
-    /// free index for the others, in definition order.
-    private static func assign(_ drafts: [ProfileDraft], routing: RoutingSettings, log: DiagnosticLog) -> [Profile] {
+    /// Marks and tables: explicit ones first (conflicts are errors), then each profile that
+    /// had an index in the policy in force keeps it, then the others take the lowest free
+    /// index, in definition order: one that no profile of the policy in force had, if there
+    /// is one. A reload that removes or adds a profile so moves no other profile's mark (its
+    /// members' sockets keep theirs: one changed would be another profile's, or none), and a
+    /// new profile does not take the mark of one just removed.
+    private static func assign(_ drafts: [ProfileDraft], routing: RoutingSettings, previous: [String: UInt32], log: DiagnosticLog) -> [Profile] {
         var seenNames: [String: SourceLocation] = [:]
         var indexOwner: [UInt32: ProfileDraft] = [:]
         var tableOwner: [UInt32: ProfileDraft] = [:]
@@ -101,18 +106,26 @@ extension Policy {
             tableOwner[table] = draft
         }
         var profiles: [Profile] = []
-        var nextIndex: UInt32 = 1
+        var kept: [String: UInt32] = [:]
+        for draft in unique where draft.mark == nil {
+            guard let index = previous[draft.name], (1...routing.maximumIndex).contains(index), indexOwner[index] == nil else { continue }
+            indexOwner[index] = draft
+            kept[draft.name] = index
+        }
+        let heldBefore = Set(previous.values)
         for draft in unique {
             var index: UInt32
             if let (mark, _) = draft.mark {
                 index = mark >> routing.markShift
+            } else if let keep = kept[draft.name] {
+                index = keep
             } else {
-                while indexOwner[nextIndex] != nil { nextIndex += 1 }
-                guard nextIndex <= routing.maximumIndex else {
+                let free = (1...max(1, routing.maximumIndex)).lazy.filter { indexOwner[$0] == nil && $0 <= routing.maximumIndex }
+                guard let next = free.first(where: { !heldBefore.contains($0) }) ?? free.first else {
                     log.error("too many profiles: the mark mask \(hex(routing.markMask)) has room for \(routing.maximumIndex)", at: draft.location)
                     continue
                 }
-                index = nextIndex
+                index = next
                 indexOwner[index] = draft
             }
             let table = draft.table?.0 ?? routing.tableBase + index

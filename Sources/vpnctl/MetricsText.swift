@@ -86,6 +86,8 @@ enum MetricsText {
         add("bypass_moves_total", "counter", "Processes moved into vpn-bypass.slice (bypass.executables).", [Sample(labels: [], value: Double(report.bypassMoves))])
         add("bypass_refused_total", "counter", "Processes that ran a bypass.executables program and stayed in their profile: their users may not bypass.",
             [Sample(labels: [], value: Double(report.bypassRefused))])
+        add("stale_mark_dropped_packets_total", "counter", "Packets with a mark of ours no profile holds, dropped.",
+            [Sample(labels: [], value: Double(report.droppedStaleMarks.packets))])
         add("held_cgroups", "gauge", "Cgroups held because the kernel does not have their socket programs.",
             [Sample(labels: [], value: Double(report.heldCgroups.count))])
         add("held_dropped_packets_total", "counter", "Packets of held cgroups dropped.", [Sample(labels: [], value: Double(report.droppedHeld.packets))])

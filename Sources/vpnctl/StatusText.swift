@@ -8,7 +8,10 @@ enum StatusText {
         var lines = ["vpnd pid \(report.daemonPID), policy \(report.policyDirectory), cgroup2 at \(report.cgroupRoot)",
                      "sandbox: \(report.sandbox)",
                      "sockets born marked: \(report.birthMarks)"]
-        for held in report.heldCgroups {
+        for held in report.heldCgroups where held.missing.isEmpty {
+            lines.append("HELD: \(held.cgroup): \(held.reason)")
+        }
+        for held in report.heldCgroups where !held.missing.isEmpty {
             lines.append("HELD: \(held.profile.map { "profile \($0), " } ?? "")\(held.cgroup): the kernel does not have its socket programs (\(held.missing.joined(separator: ", "))): \(held.reason); "
                          + "its traffic is dropped but on loopback (\(traffic(report.droppedHeld)) so far) and nothing is placed there")
         }
@@ -49,6 +52,10 @@ enum StatusText {
         if report.unknownCgroupRefusals > 0 {
             lines.append("")
             lines.append("unknown cgroups: \(report.unknownCgroupRefusals) socket(s) refused (cgroups vpnd did not know yet where a profile cgroup could be)")
+        }
+        if report.droppedStaleMarks.packets > 0 {
+            lines.append("")
+            lines.append("stale marks: \(traffic(report.droppedStaleMarks)) dropped (a mark of ours no profile holds: a removed profile's sockets, or one set by hand)")
         }
         if report.socketProgramsPutBack > 0 {
             lines.append("")

@@ -77,6 +77,9 @@ func tracksConnections(_ statement: NftStatement) -> Bool {
             // Packets without our mark (the tunnels' own, most of what passes) by a compare.
             [.markMatch(mask: mask, value: 0, negated: false), .verdict(.goto("unmarked"))],
             [.markVerdictMap(mask: mask, map: "egress_marks")],
+            // Every chain the map jumps to ends in a verdict: what comes back is no one's mark
+            // (a removed profile's sockets), dropped with vpnd running or not.
+            [.namedCounter("stale_marks"), .verdict(.drop)],
         ])
         // No route list routes them into a tunnel, and no tunnel address is known yet to keep
         // in its tunnel (TransportRulesTests).
@@ -84,7 +87,10 @@ func tracksConnections(_ statement: NftStatement) -> Bool {
         #expect(state.nft.set(named: "egress_marks")?.elements == [
             NftElement(key: .mark(0x0100_0000), verdict: .jump("egress_work")),
             NftElement(key: .mark(0x0200_0000), verdict: .jump("egress_home")),
+            // The built-in tunnels' own sockets carry it, bypass slice or not.
+            NftElement(key: .mark(0x7f00_0000), verdict: .jump("bypassed")),
         ])
+        #expect(state.nft.chain(named: "bypassed")?.rules.last?.statements == [.verdict(.accept)])
         #expect(state.nft.chains.compactMap(\.base).map(\.hook) == [.postrouting, .input], "no output or prerouting chain: a member's packet meets two")
         #expect(!statements(state.nft).contains(where: tracksConnections), "nothing makes the kernel track connections or NAT")
     }
@@ -101,6 +107,7 @@ func tracksConnections(_ statement: NftStatement) -> Bool {
         ])
         let home = try #require(state.nft.chain(named: "egress_home"))
         #expect(!home.rules.contains { $0.statements.contains(.verdict(.drop)) })
+        #expect(home.rules.last?.statements == [.verdict(.accept)], "a verdict of its own: what falls back to the killswitch is a stale mark")
     }
 
     @Test func tunnelDownKeepsOnlyTheDeadEnd() {

@@ -77,3 +77,28 @@ import Testing
         #expect(SocketStorage(bytes: Array(bytes.dropLast())) == nil)
     }
 }
+
+/// A removed profile's cgroup with processes left in it is held by its own programs:
+/// new sockets refused, every packet of the old ones dropped, with or without a policy.
+@Suite struct LeftBehindPlanTests {
+    @Test func aRemovedProfilesCgroupGetsNoMarkAndNoWayOut() {
+        var facts = RuntimeFacts(cgroupIDs: ["vpn.slice/vpn-home.slice": 102], cgroupsAlongParent: ["vpn.slice": 100])
+        facts.leftBehind = ["vpn.slice/vpn-work.slice": 101]
+        for policy in [Policy(profiles: [profile("home", tunnel: "tun0", index: 2)]), Policy(profiles: [])] {
+            let held = Planner.plan(policy, facts: facts).socketPrograms.first { $0.cgroup == "vpn.slice/vpn-work.slice" }
+            #expect(held == SocketProgramAttachment(cgroup: "vpn.slice/vpn-work.slice", id: 101,
+                                                    settings: SocketSettings(mark: 0, mask: 0x7f00_0000, requireMark: true, guardMarks: [])))
+            #expect(held?.settings.programs == [.socketCreate, .egress])
+        }
+        #expect(RuntimeFacts.profileName(ofSlice: "vpn-work.slice") == "work")
+        #expect(RuntimeFacts.profileName(ofSlice: "vpn-.slice") == nil && RuntimeFacts.profileName(ofSlice: "user.slice") == nil)
+    }
+
+    /// The storage of a guard that takes no mark: its bits are all clear, and it drops
+    /// what a socket with any mark sends (the removed profile's included).
+    @Test func aGuardWithNoMarksHasNoBits() {
+        let bytes = SocketStorage(settings: SocketSettings(mark: 0, mask: 0x7f00_0000, requireMark: true, guardMarks: []), owner: 1).bytes
+        #expect(bytes[8] == 1 | 2, "requireMark and guardMark set")
+        #expect(Array(bytes[48..<64]) == [UInt8](repeating: 0, count: 16))
+    }
+}
