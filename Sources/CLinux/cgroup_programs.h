@@ -192,6 +192,31 @@ static inline uint64_t vx_netns_cookie(void) {
     return cookie;
 }
 
+#include <pthread.h>
+#include <sched.h>
+#include <fcntl.h>
+
+struct vx_netns_cookie_job { const int *fds; int count; uint64_t *cookies; };
+
+static inline void *vx_netns_cookies_thread(void *argument) {
+    struct vx_netns_cookie_job *job = (struct vx_netns_cookie_job *)argument;
+    for (int i = 0; i < job->count; i++) {
+        job->cookies[i] = setns(job->fds[i], CLONE_NEWNET) == 0 ? vx_netns_cookie() : 0;
+    }
+    return NULL;
+}
+
+/// The cookie of each network namespace `fds` name (nsfs descriptors; 0 where one cannot be
+/// entered: not a network namespace, or no CAP_SYS_ADMIN), read on a thread of its own
+/// that enters each in turn and then ends, so that the caller's threads never leave their
+/// namespace. Returns 0, or -1 if the thread could not run.
+static inline int vx_netns_cookies(const int *fds, int count, uint64_t *cookies) {
+    struct vx_netns_cookie_job job = { fds, count, cookies };
+    pthread_t thread;
+    if (pthread_create(&thread, NULL, vx_netns_cookies_thread, &job) != 0) return -1;
+    return pthread_join(thread, NULL) == 0 ? 0 : -1;
+}
+
 static inline int vx_bpf_map_delete(int map, const void *key) {
     union bpf_attr attr;
     memset(&attr, 0, sizeof attr);

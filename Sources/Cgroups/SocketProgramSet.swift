@@ -196,15 +196,51 @@ public final class AdoptedSocketPrograms {
     /// Walks the whole hierarchy once (a program of ours can sit on any cgroup a profile
     /// joined: a user's slice, an app's scope).
     public init(hierarchy mountPoint: String, owner: UInt64) {
+        Self.walk(mountPoint) { relative, _, found in
+            var programs: [Program] = []
+            for item in found where item.owner == owner {
+                if storageMaps[relative] == nil, let map = Found.copy(item.storage) { storageMaps[relative] = maps.insert(map) }
+                if let program = Found.copy(item.descriptor.number) { programs.append(Program(program: item.kind, descriptor: program)) }
+            }
+            if !programs.isEmpty { byCgroup[relative] = programs }
+        }
+    }
+
+    /// A program of ours found on a cgroup: its kind, a descriptor of it, the owner its
+    /// storage names (nil: unreadable), and that storage map.
+    final class Found {
+        let kind: SocketProgram
+        let descriptor: FileDescriptor
+        let owner: UInt64?
+        let storage: DescriptorNumber?
+        private var owned = DescriptorTable()
+
+        /// `storage`: a map descriptor it takes over, or -1.
+        init(kind: SocketProgram, descriptor: consuming FileDescriptor, owner: UInt64?, storage: Int32) {
+            self.kind = kind
+            self.descriptor = descriptor
+            self.owner = owner
+            self.storage = storage >= 0 ? owned.insert(FileDescriptor(adopting: storage)) : nil
+        }
+
+        /// A descriptor of its own of what `number` names (the ones here close with this).
+        static func copy(_ number: DescriptorNumber?) -> FileDescriptor? {
+            guard let number else { return nil }
+            let copy = fcntl(number.raw, F_DUPFD_CLOEXEC, 0)
+            return copy >= 0 ? FileDescriptor(adopting: copy) : nil
+        }
+    }
+
+    /// Every cgroup of the hierarchy with the programs named like ours attached to it.
+    static func walk(_ mountPoint: String, _ body: (String, UInt64, [Found]) -> Void) {
         var pending = [""]
         while let relative = pending.popLast() {
             let path = relative.isEmpty ? mountPoint : mountPoint + "/" + relative
             guard let directory = try? FileDescriptor.open(path, O_RDONLY | O_DIRECTORY) else { continue }
             var info = stat()
             guard fstat(directory.raw, &info) == 0 else { continue }
-            let (found, map) = Self.programs(on: directory, cgroup: UInt64(info.st_ino), owner: owner, maps: &maps)
-            if !found.isEmpty { byCgroup[relative] = found }
-            if let map { storageMaps[relative] = map }
+            let found = programs(on: directory, cgroup: UInt64(info.st_ino))
+            if !found.isEmpty { body(relative, UInt64(info.st_ino), found) }
             if let entries = opendir(path) {
                 while let entry = readdir(entries) {
                     guard entry.pointee.d_type == UInt8(DT_DIR) else { continue }
@@ -216,12 +252,9 @@ public final class AdoptedSocketPrograms {
         }
     }
 
-    /// The programs of ours on one cgroup, by the owner in their storage.
-    /// Also the storage map they use, into `maps`.
-    private static func programs(on cgroup: borrowing FileDescriptor, cgroup cgroupID: UInt64, owner: UInt64,
-                                 maps: inout DescriptorTable) -> ([Program], DescriptorNumber?) {
-        var found: [Program] = []
-        var storage: DescriptorNumber?
+    /// The programs named like ours on one cgroup, each with the owner in its storage.
+    private static func programs(on cgroup: borrowing FileDescriptor, cgroup cgroupID: UInt64) -> [Found] {
+        var found: [Found] = []
         for kind in SocketProgram.allCases {
             var ids = [UInt32](repeating: 0, count: 64)
             var count = UInt32(ids.count)
@@ -233,18 +266,40 @@ public final class AdoptedSocketPrograms {
                 var mapCount = UInt32(mapIDs.count)
                 guard vx_bpf_prog_info(program.raw, &name, &mapIDs, &mapCount) == 0,
                       SocketProgram.named(text(name)) == kind else { continue }
-                var mine = false
-                for mapID in mapIDs.prefix(Int(min(mapCount, 4))) {
-                    guard let map = try? FileDescriptor("bpf: map \(mapID)", returned: vx_bpf_map_fd_by_id(mapID)) else { continue }
-                    if SocketProgramSet.read(map: map.raw, cgroup: cgroupID)?.owner == owner {
-                        mine = true
-                        if storage == nil { storage = maps.insert(map) }
-                    }
+                var owner: UInt64?
+                var storage: Int32 = -1
+                for mapID in mapIDs.prefix(Int(min(mapCount, 4))) where owner == nil {
+                    guard let map = try? FileDescriptor("bpf: map \(mapID)", returned: vx_bpf_map_fd_by_id(mapID)),
+                          let value = SocketProgramSet.read(map: map.raw, cgroup: cgroupID) else { continue }
+                    owner = value.owner
+                    storage = map.release()
                 }
-                if mine { found.append(Program(program: kind, descriptor: program)) }
+                found.append(Found(kind: kind, descriptor: program, owner: owner, storage: storage))
             }
         }
-        return (found, storage)
+        return found
+    }
+
+    /// Detaches every program of ours whose owner is none of `live` (network namespaces, by
+    /// cookie): a vpnd's whose namespace went away without `vpnd --cleanup`. They act on
+    /// nothing any more, but each runs at every socket made below its cgroup, and the kernel
+    /// takes 64 a cgroup and hook, after which no vpnd can attach there. Returns how many
+    /// went, and what could not.
+    public static func detachOrphans(hierarchy: CgroupHierarchy, live: Set<UInt64>) -> (detached: Int, failures: [SocketProgramSet.Failure]) {
+        var detached = 0
+        var failures: [SocketProgramSet.Failure] = []
+        walk(hierarchy.mountPoint) { relative, _, found in
+            guard let cgroup = try? FileDescriptor.open(hierarchy.absolute(relative), O_RDONLY | O_DIRECTORY) else { return }
+            for item in found {
+                guard let owner = item.owner, !live.contains(owner) else { continue }
+                if vx_bpf_prog_detach(item.descriptor.raw, cgroup.raw, item.kind.attachType) == 0 {
+                    detached += 1
+                } else if errno != ENOENT {
+                    failures.append(SocketProgramSet.Failure("bpf: detaching \(item.kind.name) of a gone network namespace from \(relative.isEmpty ? "the root cgroup" : relative)"))
+                }
+            }
+        }
+        return (detached, failures)
     }
 
     /// What the earlier programs hold for the cgroup (its settings and the kernel's counters).

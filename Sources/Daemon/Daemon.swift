@@ -88,6 +88,15 @@ public final class Daemon {
             throw ApplyError("the cgroup socket programs (a member's mark, guard and DNS at its sockets) could not be loaded: \(error); "
                 + "vpnexec needs Linux 5.14 or later with cgroup BPF, and CAP_BPF at start")
         }
+        // A vpnd whose network namespace went away without `vpnd --cleanup` left programs that
+        // act on nothing but run at every socket made below their cgroup, and fill the 64 a
+        // cgroup and hook the kernel takes: removed (entering namespaces and finding programs
+        // take CAP_SYS_ADMIN: before the drop). Never while any namespace could not be read.
+        if let live = LiveNetworkNamespaces.cookies(), live.contains(owner) {
+            let (detached, failures) = AdoptedSocketPrograms.detachOrphans(hierarchy: hierarchy, live: live)
+            if detached > 0 { log.notice("removed \(detached) socket program(s) left by vpnds whose network namespace is gone") }
+            for failure in failures { log.warning("\(failure)") }
+        }
         let adopted = AdoptedSocketPrograms(hierarchy: hierarchy.mountPoint, owner: owner)
         // Its program needs CAP_BPF and its port 53 CAP_NET_BIND_SERVICE: before the drop. It
         // lives as long as vpnd; a query routed to a proxy while none runs is refused
@@ -456,8 +465,11 @@ public final class Daemon {
 /// path when vpnd is gone and the killswitch must be lifted).
 public func teardownKernelState(socketPath: String) throws {
     try KernelApplier().teardown()
-    // The socket programs outlive any vpnd: the ones this namespace's vpnd attached go too.
-    let failures = AdoptedSocketPrograms.detachAll(hierarchy: try CgroupHierarchy.system(), owner: try SocketProgramSet.currentOwner())
+    // The socket programs outlive any vpnd: the ones this namespace's vpnd attached go too,
+    // and those of vpnds whose namespace is gone.
+    let hierarchy = try CgroupHierarchy.system()
+    var failures = AdoptedSocketPrograms.detachAll(hierarchy: hierarchy, owner: try SocketProgramSet.currentOwner())
+    if let live = LiveNetworkNamespaces.cookies() { failures += AdoptedSocketPrograms.detachOrphans(hierarchy: hierarchy, live: live).failures }
     if let failure = failures.first { throw ApplyError(failure.description) }
     AppliedMarker(socketPath: socketPath).clear()
 }

@@ -104,3 +104,45 @@ import Testing
             .split(separator: "\n").map(String.init)
     }
 }
+
+/// Programs whose owner namespace is gone (a vpnd's, deleted without `vpnd --cleanup`) are
+/// found and detached; those of a namespace that lives stay, whoever's they are.
+@Suite(.serialized) struct OrphanProgramTests {
+    @Test func programsOfAGoneNamespaceAreDetached() throws {
+        try requireRoot()
+        let cleanup = Cleanup()
+        defer { cleanup.run() }
+        let hierarchy = try CgroupHierarchy.system()
+        let path = "vxorphan-\(uniqueTag()).slice"
+        let id = try hierarchy.create(path)
+        cleanup.add("remove \(path)") { try? hierarchy.remove(path) }
+        let alive = try NetworkNamespace("vxol\(uniqueTag())", cleanup: cleanup)
+        // The gone one is deleted by hand, as a namespace is without `vpnd --cleanup`.
+        let gone = "vxog\(uniqueTag())"
+        try Command.run(["ip", "netns", "add", gone])
+        cleanup.add("delete netns \(gone)") { _ = try? Command.run(["ip", "netns", "delete", gone]) }
+        func attach(in namespace: String) throws -> UInt64 {
+            try NetworkNamespace.within(namespace) {
+                let owner = try SocketProgramSet.currentOwner()
+                let set = try SocketProgramSet(owner: owner, root: try #require(hierarchy.id(of: "")))
+                let cgroup = try FileDescriptor.open(hierarchy.absolute(path), O_RDONLY | O_DIRECTORY)
+                let settings = SocketSettings(mark: 0, mask: 0x7f00_0000, requireMark: false, guardPath: true)
+                for program in settings.programs { try set.attach(program, to: cgroup, path: path) }
+                try set.write(settings, cgroup: id)
+                return owner
+            }
+        }
+        let goneOwner = try attach(in: gone)
+        let aliveOwner = try attach(in: alive.name)
+        #expect(Set(AdoptedSocketPrograms(hierarchy: hierarchy.mountPoint, owner: goneOwner).byCgroup.keys) == [path])
+        try Command.run(["ip", "netns", "delete", gone])
+
+        let live = try #require(LiveNetworkNamespaces.cookies(), "every namespace read")
+        #expect(live.contains(try SocketProgramSet.currentOwner()) && live.contains(aliveOwner))
+        #expect(!live.contains(goneOwner), "a deleted namespace nobody holds is not live")
+        let (detached, failures) = AdoptedSocketPrograms.detachOrphans(hierarchy: hierarchy, live: live)
+        #expect(detached >= 1 && failures.isEmpty, "\(failures)")
+        #expect(AdoptedSocketPrograms(hierarchy: hierarchy.mountPoint, owner: goneOwner).byCgroup.isEmpty, "the gone namespace's program detached")
+        #expect(Set(AdoptedSocketPrograms(hierarchy: hierarchy.mountPoint, owner: aliveOwner).byCgroup.keys) == [path], "the live one's stays")
+    }
+}

@@ -54,7 +54,7 @@ public final class NetworkNamespace: @unchecked Sendable {
     /// sockets opened in `body` stay in the namespace afterwards.
     public func within<T>(_ body: () throws -> T) throws -> T { try Self.within(name, body) }
 
-    static func within<T>(_ name: String, _ body: () throws -> T) throws -> T {
+    public static func within<T>(_ name: String, _ body: () throws -> T) throws -> T {
         let path = "/var/run/netns/\(name)"
         let original = open("/proc/thread-self/ns/net", O_RDONLY | O_CLOEXEC)
         let target = open(path, O_RDONLY | O_CLOEXEC)
