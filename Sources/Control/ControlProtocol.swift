@@ -241,7 +241,8 @@ public struct ExceptionStatus: Codable, Hashable, Sendable {
 
 public struct TunnelStatus: Codable, Hashable, Sendable {
     public var interface: String
-    /// "up", "down" (exists, administratively down or no carrier) or "missing".
+    /// "up", "down" (exists, administratively down or no carrier) or "missing"; a built-in
+    /// tunnel's is "connecting" while its interface is up but no handshake has completed.
     public var state: String
     public var addresses: [String] = []
     public var rxBytes: UInt64 = 0

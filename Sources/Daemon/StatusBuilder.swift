@@ -165,6 +165,9 @@ struct StatusBuilder {
             tunnel.transport = parts.transport
             tunnel.servers = parts.servers
             tunnel.demand = parts.demand
+            // A built-in tunnel is up once it has a handshake: before that its interface is
+            // up, but nothing gets through it (its demand state says so).
+            if tunnel.state == "up", parts.demand?.state == "connecting" { tunnel.state = "connecting" }
             if profile.tunnel.isBuiltIn {
                 tunnel.wireguard = parts.wireguard ?? WireGuardReport(publicKey: nil, listenPort: nil, peers: [], drops: [:])
                 tunnel.wireguard?.reconnect = parts.reconnect
