@@ -3,28 +3,33 @@ import NetTestSupport
 import Testing
 
 /// A reload that removes a profile leaves its running members held, not leaking: their
-/// existing sockets (UDP v4 and v6, a TCP connection) send nothing anywhere, their new ones
+/// existing sockets (UDP and TCP, v4 and v6) send nothing anywhere, their new ones
 /// are refused, and a profile added later with the removed one's mark does not take their
 /// traffic into its tunnel. The profiles that stay keep their marks (and a restarted vpnd
 /// keeps them too), so their members' sockets are not moved to another profile's mark.
 @Suite(.serialized) struct RemovedProfileTests {
     /// Sends on held sockets every 10 ms: a datagram to each family's service, a line on a
-    /// TCP connection; and tries a new TCP connection every 100 ms. Says what it can do.
+    /// TCP connection to each; and tries a new TCP connection every 100 ms. Says what it can
+    /// do.
     static let member = """
     import socket, sys, time
     host4, host6, port = sys.argv[1], sys.argv[2], int(sys.argv[3])
     u4 = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
     u6 = socket.socket(socket.AF_INET6, socket.SOCK_DGRAM)
-    t = socket.create_connection((host4, port), timeout=5)
-    print("connected", t.recv(100).decode().strip(), flush=True)
-    t.setblocking(False)
+    held = []
+    for host in (host4, host6):
+        t = socket.create_connection((host, port), timeout=5)
+        print("connected", t.recv(100).decode().strip(), flush=True)
+        t.setblocking(False)
+        held.append(t)
     n, said = 0, set()
     while True:
         for s, host in ((u4, host4), (u6, host6)):
             try: s.sendto(b"x", (host, port))
             except OSError: pass
-        try: t.send(b"line\\n")
-        except OSError: pass
+        for t in held:
+            try: t.send(b"line\\n")
+            except OSError: pass
         n += 1
         if n % 10 == 0:
             try:
@@ -49,7 +54,8 @@ import Testing
         let member = try BackgroundProcess(try s.daemon.vpnexec(profile: "work", ["python3", script, Topology.service4, Topology.service6, "8080"]), cleanup: cleanup)
         let tunneled = "udp \(s.tunnel.clientAddress4)"
         try eventually("the member's traffic through the tunnel") {
-            s.services.count(tunneled) > 5 && s.services.count("udp \(s.tunnel.clientAddress6)") > 5 && member.output.contains("connected \(s.tunnel.clientAddress4)")
+            s.services.count(tunneled) > 5 && s.services.count("udp \(s.tunnel.clientAddress6)") > 5
+                && member.output.contains("connected \(s.tunnel.clientAddress4)") && member.output.contains("connected \(s.tunnel.clientAddress6)")
         }
         let capture = try Capture(on: s.net.clientUplink, in: s.net.client, filter: "port 8080 or udp port 9002", cleanup: cleanup)
         let control = try BackgroundProcess(s.net.client.enter + ["python3", s.probe, "udp-loop", Topology.service4, "9002"], cleanup: cleanup)
