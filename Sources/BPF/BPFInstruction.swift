@@ -58,6 +58,8 @@ public enum BPFSize: UInt8, Sendable {
 public enum BPFHelper: Int32, Sendable {
     case mapLookupElement = 1
     case mapUpdateElement = 2
+    case getCurrentPidTgid = 14
+    case skbLoadBytes = 26
     case getSocketCookie = 46
     case socketRelease = 86
     case getLocalStorage = 81

@@ -148,6 +148,16 @@ static inline int vx_bpf_map_lookup(int map, const void *key, void *value) {
     return (int)vx_bpf(BPF_MAP_LOOKUP_ELEM, &attr);
 }
 
+/// The key after `key` (NULL: the first) into `next`; -1 with ENOENT after the last.
+static inline int vx_bpf_map_next_key(int map, const void *key, void *next) {
+    union bpf_attr attr;
+    memset(&attr, 0, sizeof attr);
+    attr.map_fd = (uint32_t)map;
+    attr.key = (uint64_t)(uintptr_t)key;
+    attr.next_key = (uint64_t)(uintptr_t)next;
+    return (int)vx_bpf(BPF_MAP_GET_NEXT_KEY, &attr);
+}
+
 /// A BPF link: the attachment lives exactly as long as the link's descriptors (closing the
 /// last one detaches), unlike the kernel-held cgroup attachments above. `target` is what
 /// the attach type names: a network namespace's descriptor for BPF_SK_LOOKUP.

@@ -46,6 +46,9 @@ public final class SocketProgramSet {
 
     private let storage: FileDescriptor
     private let known: FileDescriptor
+    /// Members' network namespaces other than vpnd's: let out, and seen (ForeignNamespaces).
+    private let allowedNamespaces: FileDescriptor
+    private let seenNamespaces: FileDescriptor
     /// What the path guard's map holds now (id -> on the parent's path).
     private var knownNow: [UInt64: Bool] = [:]
     /// The loaded programs, owned by `owned`.
@@ -70,10 +73,17 @@ public final class SocketProgramSet {
                                          returned: vx_bpf_map_create(19, 8, UInt32(SocketStorage.size), 0, "vx_settings"))
             known = try FileDescriptor("bpf: creating the map of cgroups along the profile parent",
                                        returned: vx_bpf_map_create(1, PathGuard.keySize, PathGuard.valueSize, PathGuard.entries, "vx_known"))
+            allowedNamespaces = try FileDescriptor("bpf: creating the map of network namespaces let out",
+                                                   returned: vx_bpf_map_create(ForeignNamespaces.allowedType, ForeignNamespaces.keySize,
+                                                                               ForeignNamespaces.allowedValueSize, ForeignNamespaces.entries, "vx_netns_out"))
+            seenNamespaces = try FileDescriptor("bpf: creating the map of members' network namespaces",
+                                                returned: vx_bpf_map_create(ForeignNamespaces.seenType, ForeignNamespaces.keySize,
+                                                                            ForeignNamespaces.seenValueSize, ForeignNamespaces.entries, "vx_netns_seen"))
         } catch { throw Failure(error) }
+        let namespaces = ForeignNamespaces.Maps(allowed: allowedNamespaces.raw, seen: seenNamespaces.raw)
         for program in SocketProgram.inUse {
             let loaded = try Self.load(program.name, type: program.programType, attachType: program.attachType, what: "the socket program") {
-                () throws(BPFAssembler.Failure) in try program.code(storage: storage.raw, known: known.raw, depth: parentDepth)
+                () throws(BPFAssembler.Failure) in try program.code(storage: storage.raw, known: known.raw, namespaces: namespaces, depth: parentDepth)
             }
             ids[program] = vx_bpf_prog_id(loaded.raw)
             programs[program] = owned.insert(loaded)
@@ -155,6 +165,26 @@ public final class SocketProgramSet {
             guard vx_bpf_map_delete(known.raw, &key) == 0 || errno == ENOENT else { throw Failure("bpf: removing cgroup \(id) from the path guard's map") }
             knownNow[id] = nil
         }
+    }
+
+    /// The members' network namespaces other than vpnd's that the programs have seen (a
+    /// socket made there, or a packet dropped), by cookie.
+    public func foreignNamespaces() -> [ForeignNamespaces.Seen] {
+        var seen: [ForeignNamespaces.Seen] = []
+        var key: UInt64 = 0
+        var next: UInt64 = 0
+        var first = true
+        while (first ? vx_bpf_map_next_key(seenNamespaces.raw, nil, &next) : vx_bpf_map_next_key(seenNamespaces.raw, &key, &next)) == 0, seen.count < Int(ForeignNamespaces.entries) {
+            first = false
+            key = next
+            var value = [UInt8](repeating: 0, count: Int(ForeignNamespaces.seenValueSize))
+            var lookup = key
+            if value.withUnsafeMutableBytes({ vx_bpf_map_lookup(seenNamespaces.raw, &lookup, $0.baseAddress) }) == 0,
+               let entry = ForeignNamespaces.Seen(cookie: key, value: value) {
+                seen.append(entry)
+            }
+        }
+        return seen
     }
 
     /// What the programs hold for the cgroup now, counters included; nil if nothing of

@@ -98,6 +98,9 @@ public struct StatusReport: Codable, Hashable, Sendable {
     public var droppedStaleMarks = Traffic.zero
     /// Socket programs someone else detached and vpnd put back, since it started.
     public var socketProgramsPutBack = 0
+    /// Network namespaces other than vpnd's where members made sockets (containers of a
+    /// profile) whose packets were dropped: their traffic is not routed into the tunnel.
+    public var heldNamespaces: [HeldNamespaceReport] = []
     /// System mode: the profile of every process placed nowhere else.
     public var systemProfile: String?
     /// How the executable lists are enforced (when the policy has any).
@@ -204,6 +207,28 @@ public struct HeldCgroupReport: Codable, Hashable, Sendable {
         self.profile = profile
         self.missing = missing
         self.reason = reason
+    }
+}
+
+/// A network namespace (a container's) where processes of a profile made sockets: what
+/// they sent outside its loopback was dropped.
+public struct HeldNamespaceReport: Codable, Hashable, Sendable {
+    /// The namespace's cookie (SO_NETNS_COOKIE).
+    public var cookie: UInt64
+    /// Packets dropped since the programs were attached.
+    public var packets: UInt64
+    /// The last process that made a socket there, and its cgroup, while it lives.
+    public var pid: Int32?
+    public var cgroup: String?
+    /// The profile that cgroup belongs to.
+    public var profile: String?
+
+    public init(cookie: UInt64, packets: UInt64, pid: Int32? = nil, cgroup: String? = nil, profile: String? = nil) {
+        self.cookie = cookie
+        self.packets = packets
+        self.pid = pid
+        self.cgroup = cgroup
+        self.profile = profile
     }
 }
 

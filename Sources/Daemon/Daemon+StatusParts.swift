@@ -1,3 +1,4 @@
+import Cgroups
 import Control
 import DNS
 import Glibc
@@ -20,7 +21,7 @@ extension Daemon {
                                         bypassRefused: executables.bypassRefused,
                                         executableRules: executables.status(policy),
                                         unguarded: applier.unguardedCgroups, leftBehind: appliedFacts?.leftBehind ?? [:],
-                                        socketProgramsPutBack: applier.socketProgramsPutBack)
+                                        heldNamespaces: heldNamespaces(), socketProgramsPutBack: applier.socketProgramsPutBack)
         return builder.report(parts) { [counters = builder.counters] in statusParts($0, counters: counters) }
     }
 
@@ -51,6 +52,16 @@ extension Daemon {
             }
         }
         return parts
+    }
+
+    /// For status: the members' network namespaces whose packets were dropped, each with the
+    /// last process that made a socket there while it lives.
+    func heldNamespaces() -> [HeldNamespaceReport] {
+        applier.foreignNamespaces().filter { $0.packets > 0 }.sorted { $0.cookie < $1.cookie }.map { seen in
+            let pid = seen.process > 0 && kill(seen.process, 0) == 0 ? seen.process : nil
+            return HeldNamespaceReport(cookie: seen.cookie, packets: seen.packets, pid: pid,
+                                       cgroup: pid.flatMap { CgroupHierarchy.cgroup(ofProcess: $0) })
+        }
     }
 
     /// For status: where members' queries arrive, for how many profiles.

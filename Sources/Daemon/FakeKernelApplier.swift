@@ -79,6 +79,11 @@ public final class FakeKernelApplier: KernelApplying {
 
     public var socketProgramsPutBack = 0
 
+    /// What a test makes the programs have seen.
+    public var seenNamespaces: [ForeignNamespaces.Seen] = []
+
+    public func foreignNamespaces() -> [ForeignNamespaces.Seen] { seenNamespaces }
+
     public func socketStorage(of attachment: SocketProgramAttachment) -> SocketStorage? {
         storageValues[attachment.cgroup] ?? SocketStorage(settings: attachment.settings, owner: 0)
     }

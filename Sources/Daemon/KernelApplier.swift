@@ -108,6 +108,8 @@ public final class KernelApplier: KernelApplying {
 
     public var socketProgramsPutBack: Int { programs?.putBack ?? 0 }
 
+    public func foreignNamespaces() -> [ForeignNamespaces.Seen] { programs?.foreignNamespaces() ?? [] }
+
     public func counters() throws -> [String: NftCounter] {
         try nft.counters(family: .inet, table: vpnexecTableName)
     }

@@ -33,6 +33,8 @@ public protocol KernelApplying: AnyObject {
     var unguardedCgroups: [String: UnguardedCgroup] { get }
     /// Socket programs put back after someone else detached them, since vpnd started.
     var socketProgramsPutBack: Int { get }
+    /// Members' network namespaces other than vpnd's that the programs have seen.
+    func foreignNamespaces() -> [ForeignNamespaces.Seen]
 }
 
 extension KernelApplying {

@@ -47,6 +47,8 @@ final class SocketProgramAttacher {
     /// What the programs hold for the cgroup: its settings and the kernel's counters.
     func storage(of attachment: SocketProgramAttachment) -> SocketStorage? { programs.read(cgroup: attachment.id) }
 
+    func foreignNamespaces() -> [ForeignNamespaces.Seen] { programs.foreignNamespaces() }
+
     /// Returns what to log that was not reported before: failures, and programs put back
     /// (the rest of the plan is applied anyway).
     func reconcile(_ desired: [SocketProgramAttachment], pathGuard: PathGuard?) -> [String] {

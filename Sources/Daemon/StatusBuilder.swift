@@ -28,6 +28,8 @@ struct StatusBuilder {
         var unguarded: [String: UnguardedCgroup] = [:]
         /// A removed profile's cgroups with processes left in them, held.
         var leftBehind: [String: UInt64] = [:]
+        /// Members' network namespaces other than vpnd's with packets dropped.
+        var heldNamespaces: [HeldNamespaceReport] = []
         var socketProgramsPutBack = 0
     }
 
@@ -208,6 +210,11 @@ struct StatusBuilder {
         report.droppedHeld = traffic(UnguardedRules.counter)
         report.droppedStaleMarks = traffic(KillswitchRules.staleCounter)
         report.socketProgramsPutBack = daemon.socketProgramsPutBack
+        report.heldNamespaces = daemon.heldNamespaces.map { held in
+            var held = held
+            held.profile = held.cgroup.flatMap { cgroup in profiles.first { UnguardedRules.holds(cgroup, in: [$0.cgroup] + $0.joinedCgroups) }?.name }
+            return held
+        }
         report.dnsSteering = daemon.dnsSteering
         report.executableRules = daemon.executableRules
         return report

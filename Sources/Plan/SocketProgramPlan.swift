@@ -45,7 +45,8 @@ public struct UnguardedCgroup: Hashable, Sendable {
 /// re-routes or NATs its packets: the kernel tracks no connection for it.
 /// - A member's packet whose mark is no profile's (a socket made before the cgroup had its
 ///   programs, or the bypass mark set by a member with CAP_NET_RAW) is dropped at the
-///   cgroup's egress, counted (`guardMarks`).
+///   cgroup's egress, counted (`guardMarks`); so is one of a socket made in another network
+///   namespace (a container of the profile), but on its own loopback (`guardNamespace`).
 /// - Port 853 is refused at connect() where domain rules apply (EncryptedDNSRules), before
 ///   any packet exists. Its DNS, UDP and TCP, is routed to the proxy (DNSRouting).
 /// - The bypass slice gives the bypass mark (no profile's table routes it).
@@ -102,7 +103,7 @@ enum SocketProgramPlan {
 
     static func member(_ profile: Profile, policy: Policy, facts: RuntimeFacts) -> SocketSettings {
         SocketSettings(mark: profile.mark.value, mask: policy.routing.markMask, guardMarks: policy.profiles.map(\.mark.value),
-                       refuseEncryptedDNS: servesDNS(profile, facts: facts) && EncryptedDNSRules.refuses(profile, in: policy))
+                       refuseEncryptedDNS: servesDNS(profile, facts: facts) && EncryptedDNSRules.refuses(profile, in: policy), guardNamespace: true)
     }
 
     /// The cgroups along the parent, when every level of its path was read (without the

@@ -60,8 +60,9 @@ public enum SocketProgram: String, CaseIterable, Hashable, Sendable {
 
     /// The program's instructions (for a kind in `inUse`), for the maps it uses: the cgroup
     /// storage with each cgroup's `SocketStorage`, the cgroups along the parent's path
-    /// (`PathGuard`, `depth` levels of it).
-    public func code(storage: Int32, known: Int32 = -1, depth: Int = 1) throws(BPFAssembler.Failure) -> [BPFInstruction] {
+    /// (`PathGuard`, `depth` levels of it), the network namespaces vpnd lets out and those
+    /// seen (`ForeignNamespaces`).
+    public func code(storage: Int32, known: Int32 = -1, namespaces: ForeignNamespaces.Maps = .none, depth: Int = 1) throws(BPFAssembler.Failure) -> [BPFInstruction] {
         var code = BPFAssembler()
         // r6 = the context, r7 = this cgroup's storage (never null for cgroup storage).
         code.move(.r6, .r1)
@@ -70,9 +71,9 @@ public enum SocketProgram: String, CaseIterable, Hashable, Sendable {
         code.call(.getLocalStorage)
         code.move(.r7, .r0)
         switch self {
-        case .socketCreate: Self.socketCreate(&code)
+        case .socketCreate: Self.socketCreate(&code, seen: namespaces.seen)
         case .pathGuard: Self.pathGuard(&code, known: known, depth: depth)
-        case .egress: Self.egress(&code)
+        case .egress: Self.egress(&code, namespaces: namespaces)
         default: Self.refuseEncryptedDNS(&code)
         }
         return try code.assemble()
@@ -84,17 +85,40 @@ public enum SocketProgram: String, CaseIterable, Hashable, Sendable {
     /// Context offsets (uapi: struct bpf_sock, __sk_buff, bpf_sock_addr).
     enum Context {
         static let socketMark = 16, packetMark = 8
-        static let userPort = 24, addressSocket = 64
+        static let userPort = 24, addressSocket = 64, outputInterface = 40
     }
 
     /// A new socket without a mark gets the cgroup's; on the parent, one that still has
-    /// none of our bits is refused.
-    private static func socketCreate(_ code: inout BPFAssembler) {
+    /// none of our bits is refused. One made in another network namespace names its
+    /// process in the namespaces seen (status says which process a held container's is).
+    private static func socketCreate(_ code: inout BPFAssembler, seen: Int32) {
         code.load(.word, .r1, from: .r6, Context.socketMark)
         code.jump(if: .r1, .notEqual, 0, to: "marked")
         code.load(.word, .r1, from: .r7, Offset.mark)
         code.store(.word, .r1, to: .r6, Context.socketMark)
         code.label("marked")
+        if seen >= 0 {
+            code.load(.word, .r1, from: .r7, Offset.flags)
+            code.and(.r1, Int32(Flags.guardNamespace.rawValue))
+            code.jump(if: .r1, .equal, 0, to: "named")
+            code.move(.r1, .r6)
+            code.call(.getNetnsCookie)
+            code.load(.doubleword, .r1, from: .r7, Offset.owner)
+            code.jump(if: .r0, .equal, .r1, to: "named")
+            code.store(.doubleword, .r0, to: .r10, -8)
+            code.call(.getCurrentPidTgid)
+            code.shiftRight(.r0, 32)
+            code.move(.r8, .r0)
+            code.lookUp(map: seen, keyAt: -8)
+            code.jumpIfZero(.r0, to: "first")
+            code.store(.doubleword, .r8, to: .r0, ForeignNamespaces.Value.process)
+            code.jump(to: "named")
+            code.label("first")
+            code.store(.doubleword, 0, to: .r10, -32 + ForeignNamespaces.Value.packets)
+            code.store(.doubleword, .r8, to: .r10, -32 + ForeignNamespaces.Value.process)
+            update(&code, seen, keyAt: -8, valueAt: -32)
+            code.label("named")
+        }
         code.load(.word, .r2, from: .r7, Offset.flags)
         code.and(.r2, Int32(Flags.requireMark.rawValue))
         code.jump(if: .r2, .equal, 0, to: "allow")
@@ -157,7 +181,9 @@ public enum SocketProgram: String, CaseIterable, Hashable, Sendable {
 
     /// A packet whose mark under the mask is none of the guard's (a bit per mark index) is
     /// dropped and counted.
-    private static func egress(_ code: inout BPFAssembler) {
+    private static func egress(_ code: inout BPFAssembler, namespaces: ForeignNamespaces.Maps) {
+        if namespaces.seen >= 0 { foreignNamespace(&code, namespaces) }
+        code.label("marks")
         code.load(.word, .r1, from: .r7, Offset.flags)
         code.and(.r1, Int32(Flags.guardMark.rawValue))
         code.jump(if: .r1, .equal, 0, to: "allow")
@@ -214,6 +240,92 @@ public enum SocketProgram: String, CaseIterable, Hashable, Sendable {
         code.load(.word, .r2, from: .r2, Context.socketMark)
         code.jump(if: .r2, .notEqual, 0, to: target)
         code.label("checked")
+    }
+
+    /// A packet of a socket of another network namespace than vpnd's: out only if vpnd lets
+    /// that namespace out, or on its loopback but for port 53; else counted (in the cgroup's
+    /// storage, and by namespace in the namespaces seen) and dropped. Goes on to "marks".
+    private static func foreignNamespace(_ code: inout BPFAssembler, _ maps: ForeignNamespaces.Maps) {
+        code.load(.word, .r1, from: .r7, Offset.flags)
+        code.and(.r1, Int32(Flags.guardNamespace.rawValue))
+        code.jump(if: .r1, .equal, 0, to: "marks")
+        code.move(.r1, .r6)
+        code.call(.getNetnsCookie)
+        code.load(.doubleword, .r1, from: .r7, Offset.owner)
+        code.jump(if: .r0, .equal, .r1, to: "marks")
+        code.store(.doubleword, .r0, to: .r10, -8)
+        code.load(.word, .r1, from: .r6, Context.outputInterface)
+        code.jump(if: .r1, .notEqual, 1, to: "outside")
+        // Its own loopback (index 1 in every namespace): DNS is the only thing there that
+        // a host's process (docker's embedded resolver) would take outside the tunnel.
+        loadBytes(&code, offset: 0, count: 1, to: -16)
+        code.load(.byte, .r8, from: .r10, -16)
+        code.move(.r9, .r8)
+        code.shiftRight(.r9, 4)
+        code.jump(if: .r9, .equal, 6, to: "loopback6")
+        code.jump(if: .r9, .notEqual, 4, to: "marks")
+        loadBytes(&code, offset: 9, count: 1, to: -16)
+        code.and(.r8, 0x0f)
+        code.move(.r1, 2)
+        code.shiftLeft(.r8, .r1)
+        code.add(.r8, 2)
+        code.jump(to: "transport")
+        code.label("loopback6")
+        loadBytes(&code, offset: 6, count: 1, to: -16)
+        code.move(.r8, 42)
+        code.label("transport")
+        code.load(.byte, .r1, from: .r10, -16)
+        code.jump(if: .r1, .equal, 6, to: "port")
+        code.jump(if: .r1, .notEqual, 17, to: "marks")
+        code.label("port")
+        code.move(.r1, .r6)
+        code.move(.r2, .r8)
+        code.move(.r3, .r10)
+        code.add(.r3, -16)
+        code.move(.r4, 2)
+        code.call(.skbLoadBytes)
+        code.jump(if: .r0, .notEqual, 0, to: "marks")
+        code.load(.halfword, .r1, from: .r10, -16)
+        code.jump(if: .r1, .equal, networkPort(53), to: "foreign")
+        code.jump(to: "marks")
+        code.label("outside")
+        code.lookUp(map: maps.allowed, keyAt: -8)
+        code.jumpIfNotZero(.r0, to: "marks")
+        code.label("foreign")
+        count(&code, Offset.foreignDrops)
+        code.lookUp(map: maps.seen, keyAt: -8)
+        code.jumpIfZero(.r0, to: "first")
+        code.move(.r1, 1)
+        code.atomicAdd(.r1, to: .r0, ForeignNamespaces.Value.packets)
+        code.exit(returning: 0)
+        code.label("first")
+        code.store(.doubleword, 1, to: .r10, -32 + ForeignNamespaces.Value.packets)
+        code.store(.doubleword, 0, to: .r10, -32 + ForeignNamespaces.Value.process)
+        update(&code, maps.seen, keyAt: -8, valueAt: -32)
+        code.exit(returning: 0)
+    }
+
+    /// `count` bytes of the packet from its network header at `offset` to fp + `to`; a
+    /// packet too short goes on to "marks".
+    private static func loadBytes(_ code: inout BPFAssembler, offset: Int32, count: Int32, to: Int32) {
+        code.move(.r1, .r6)
+        code.move(.r2, offset)
+        code.move(.r3, .r10)
+        code.add(.r3, to)
+        code.move(.r4, count)
+        code.call(.skbLoadBytes)
+        code.jump(if: .r0, .notEqual, 0, to: "marks")
+    }
+
+    /// map[fp + key] = fp + value (any flags).
+    private static func update(_ code: inout BPFAssembler, _ map: Int32, keyAt key: Int32, valueAt value: Int32) {
+        code.loadMap(.r1, descriptor: map)
+        code.move(.r2, .r10)
+        code.add(.r2, key)
+        code.move(.r3, .r10)
+        code.add(.r3, value)
+        code.move(.r4, 0)
+        code.call(.mapUpdateElement)
     }
 
     /// *(u64 *)(storage + offset) += 1

@@ -31,9 +31,16 @@ public struct SocketSettings: Hashable, Sendable {
     /// or one of its ancestors: the parent removed and made again, whose programs went with
     /// it) is refused, also while vpnd is not running (`PathGuard`).
     public var guardPath: Bool
+    /// A packet of a socket made in another network namespace than vpnd's (a container of
+    /// the profile, joined to the host by a veth the host forwards for) is dropped and
+    /// counted, unless vpnd lets that namespace out (`ForeignNamespaces`): its namespace
+    /// routes it by its own rules, the host forwards it without the mark, and it would leave
+    /// outside the tunnel. Its loopback stays, but for DNS (port 53), which a resolver of
+    /// the host's (docker's embedded one) would answer outside the tunnel.
+    public var guardNamespace: Bool
 
     public init(mark: UInt32, mask: UInt32, requireMark: Bool = false, guardMarks: [UInt32]? = nil,
-                refuseEncryptedDNS: Bool = false, unmarkedOnly: Bool = false, guardPath: Bool = false) {
+                refuseEncryptedDNS: Bool = false, unmarkedOnly: Bool = false, guardPath: Bool = false, guardNamespace: Bool = false) {
         self.mark = mark
         self.mask = mask
         self.requireMark = requireMark
@@ -41,25 +48,28 @@ public struct SocketSettings: Hashable, Sendable {
         self.refuseEncryptedDNS = refuseEncryptedDNS
         self.unmarkedOnly = unmarkedOnly
         self.guardPath = guardPath
+        self.guardNamespace = guardNamespace
     }
 
     /// Which programs a cgroup with these settings needs.
     public var programs: [SocketProgram] {
         var programs: [SocketProgram] = mark != 0 || requireMark ? [.socketCreate] : []
         if guardPath { programs.append(.pathGuard) }
-        if guardMarks != nil { programs.append(.egress) }
+        if guardMarks != nil || guardNamespace { programs.append(.egress) }
         if refuseEncryptedDNS { programs += [.connect4, .connect6] }
         return programs
     }
 }
 
-/// The storage value as the programs read it: 72 bytes.
+/// The storage value as the programs read it: 80 bytes.
 ///
 ///     0 mark u32 | 4 mask u32 | 8 flags u32 | 12 unused u16 (once the DNS rewrite's port)
 ///     14 the mask's shift u8 | 15 unused | 16 packets dropped by the guard u64
 ///     24 sockets refused u64 | 32 encrypted DNS refused u64 | 40 owner u64
 ///     48 the guard's marks: a bit per mark index (the mark under the mask, shifted down)
 ///     u64 for 0-63 | 56 u64 for 64-127 | 64 the id of vpnd's cgroup root u64
+///     72 packets of another network namespace dropped u64
+/// (An earlier vpnd's value of 72 bytes reads with the last counter 0.)
 ///
 /// The counters are the kernel's (atomic adds): vpnd reads them for status. The owner is
 /// the cookie of the network namespace of the vpnd that attached (SO_NETNS_COOKIE): the
@@ -67,10 +77,11 @@ public struct SocketSettings: Hashable, Sendable {
 /// left, and no other's. The cgroup root is the one vpnd sees (in a container, the
 /// container's, whose depth in the kernel's tree the path guard finds by it).
 public struct SocketStorage: Hashable, Sendable {
-    public static let size = 72
+    public static let size = 80
     enum Offset {
         static let mark = 0, mask = 4, flags = 8, shift = 14
         static let guardDrops = 16, socketRefusals = 24, encryptedDNSRefusals = 32, owner = 40, guardMarks = 48, root = 64
+        static let foreignDrops = 72
     }
 
     struct Flags: OptionSet {
@@ -81,6 +92,7 @@ public struct SocketStorage: Hashable, Sendable {
         static let refuseEncryptedDNS = Flags(rawValue: 8)
         static let unmarkedOnly = Flags(rawValue: 16)
         static let guardPath = Flags(rawValue: 32)
+        static let guardNamespace = Flags(rawValue: 64)
     }
 
     public var settings: SocketSettings
@@ -90,6 +102,7 @@ public struct SocketStorage: Hashable, Sendable {
     public var guardDrops: UInt64 = 0
     public var socketRefusals: UInt64 = 0
     public var encryptedDNSRefusals: UInt64 = 0
+    public var foreignDrops: UInt64 = 0
 
     public init(settings: SocketSettings, owner: UInt64) {
         self.settings = settings
@@ -105,12 +118,14 @@ public struct SocketStorage: Hashable, Sendable {
         if settings.refuseEncryptedDNS { flags.insert(.refuseEncryptedDNS) }
         if settings.unmarkedOnly { flags.insert(.unmarkedOnly) }
         if settings.guardPath { flags.insert(.guardPath) }
+        if settings.guardNamespace { flags.insert(.guardNamespace) }
         Self.put(UInt64(settings.mark), 4, at: Offset.mark, in: &bytes)
         Self.put(UInt64(settings.mask), 4, at: Offset.mask, in: &bytes)
         Self.put(UInt64(flags.rawValue), 4, at: Offset.flags, in: &bytes)
         Self.put(guardDrops, 8, at: Offset.guardDrops, in: &bytes)
         Self.put(socketRefusals, 8, at: Offset.socketRefusals, in: &bytes)
         Self.put(encryptedDNSRefusals, 8, at: Offset.encryptedDNSRefusals, in: &bytes)
+        Self.put(foreignDrops, 8, at: Offset.foreignDrops, in: &bytes)
         Self.put(owner, 8, at: Offset.owner, in: &bytes)
         Self.put(root, 8, at: Offset.root, in: &bytes)
         let shift = UInt32(settings.mask.trailingZeroBitCount & 31)
@@ -135,12 +150,14 @@ public struct SocketStorage: Hashable, Sendable {
         settings = SocketSettings(mark: UInt32(Self.get(bytes, 4, at: Offset.mark)), mask: mask,
                                   requireMark: flags.contains(.requireMark), guardMarks: flags.contains(.guardMark) ? marks : nil,
                                   refuseEncryptedDNS: flags.contains(.refuseEncryptedDNS),
-                                  unmarkedOnly: flags.contains(.unmarkedOnly), guardPath: flags.contains(.guardPath))
+                                  unmarkedOnly: flags.contains(.unmarkedOnly), guardPath: flags.contains(.guardPath),
+                                  guardNamespace: flags.contains(.guardNamespace))
         owner = Self.get(bytes, 8, at: Offset.owner)
         root = Self.get(bytes, 8, at: Offset.root)
         guardDrops = Self.get(bytes, 8, at: Offset.guardDrops)
         socketRefusals = Self.get(bytes, 8, at: Offset.socketRefusals)
         encryptedDNSRefusals = Self.get(bytes, 8, at: Offset.encryptedDNSRefusals)
+        foreignDrops = Self.get(bytes, 8, at: Offset.foreignDrops)
     }
 
     private static func put(_ value: UInt64, _ width: Int, at offset: Int, in bytes: inout [UInt8]) {

@@ -15,6 +15,11 @@ enum StatusText {
             lines.append("HELD: \(held.profile.map { "profile \($0), " } ?? "")\(held.cgroup): the kernel does not have its socket programs (\(held.missing.joined(separator: ", "))): \(held.reason); "
                          + "its traffic is dropped but on loopback (\(traffic(report.droppedHeld)) so far) and nothing is placed there")
         }
+        for held in report.heldNamespaces {
+            let who = held.pid.map { "pid \($0)" + (held.cgroup.map { " in \($0)" } ?? "") } ?? "no process of it left"
+            lines.append("HELD: \(held.profile.map { "profile \($0), " } ?? "")network namespace \(held.cookie) (\(who)): \(traffic(Traffic(packets: held.packets, bytes: 0)).split(separator: ",")[0]) dropped; "
+                         + "a member's socket in a network namespace of its own (a container) is not routed into the tunnel, so what it sends outside its loopback is dropped")
+        }
         if let steering = report.dnsSteering { lines.append("DNS steering: \(steering)") }
         if let system = report.systemProfile {
             lines.append("system mode: every process outside the profiles' cgroups and vpn-bypass.slice is in profile \(system)")

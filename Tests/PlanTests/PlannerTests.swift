@@ -407,7 +407,7 @@ enum ExceptionRulesRanges {
         let state = Planner.plan(policy, facts: facts)
         let scope = "user.slice/user-1000.slice/user@1000.service/app.slice/app-gnome-org.mozilla.firefox-1.scope"
         #expect(state.socketPrograms.first { $0.cgroup == scope } == SocketProgramAttachment(
-            cgroup: scope, id: 555, settings: SocketSettings(mark: 0x0100_0000, mask: 0x7f00_0000, guardMarks: [0x0100_0000])),
+            cgroup: scope, id: 555, settings: SocketSettings(mark: 0x0100_0000, mask: 0x7f00_0000, guardMarks: [0x0100_0000], guardNamespace: true)),
                 "born with the profile's mark, guarded")
         #expect(state.nft.set(named: "listen_level_5")?.elements == [
             NftElement(key: .cgroup(id: 555, path: scope), verdict: .jump("listen_work")),

@@ -20,7 +20,7 @@ import Testing
         facts.joinedCgroups["user.slice/user-1000.slice/user@1000.service/vpn.slice/vpn-home.slice"] = RuntimeFacts.JoinedCgroup(profile: "home", id: 200)
         let attachments = Planner.plan(Policy(profiles: [work, home]), facts: facts).socketPrograms
         let member = { (mark: UInt32, refuse: Bool) in
-            SocketSettings(mark: mark, mask: self.mask, guardMarks: [0x0100_0000, 0x0200_0000], refuseEncryptedDNS: refuse)
+            SocketSettings(mark: mark, mask: self.mask, guardMarks: [0x0100_0000, 0x0200_0000], refuseEncryptedDNS: refuse, guardNamespace: true)
         }
         #expect(attachments == [
             SocketProgramAttachment(cgroup: "", id: 1, settings: SocketSettings(mark: 0, mask: mask, guardPath: true)),
@@ -31,6 +31,9 @@ import Testing
             SocketProgramAttachment(cgroup: "vpn.slice/vpn-work.slice", id: 101, settings: member(0x0100_0000, true)),
         ])
         #expect(attachments.first { $0.cgroup == "vpn.slice" }?.settings.programs == [.socketCreate], "the parent refuses, it redirects nothing")
+        #expect(attachments.filter { $0.settings.guardNamespace }.map(\.cgroup) == [
+            "user.slice/user-1000.slice/user@1000.service/vpn.slice/vpn-home.slice", "vpn.slice/vpn-home.slice", "vpn.slice/vpn-work.slice",
+        ], "members' cgroups: a socket of another network namespace (a container) is held; not the bypass slice's, the parent's or the root's")
         #expect(attachments.first { $0.cgroup == "vpn.slice/vpn-work.slice" }?.settings.programs == [.socketCreate, .egress, .connect4, .connect6],
                 "the mark, the guard and port 853's refusal: DNS itself is routed (DNSRouting)")
         #expect(attachments.first { $0.cgroup == "vpn.slice/vpn-home.slice" }?.settings.programs == [.socketCreate, .egress],
@@ -57,21 +60,23 @@ import Testing
         var facts = RuntimeFacts(cgroupIDs: ["vpn.slice/vpn-work.slice": 101])
         facts.trusted["work"] = TrustedVerdict(action: .disconnect, rule: 1)
         let settings = Planner.plan(Policy(profiles: [work]), facts: facts).socketPrograms.first?.settings
-        #expect(settings == SocketSettings(mark: 0x0100_0000, mask: mask, guardMarks: [0x0100_0000]))
+        #expect(settings == SocketSettings(mark: 0x0100_0000, mask: mask, guardMarks: [0x0100_0000], guardNamespace: true))
     }
 
     /// The programs' data as the kernel reads it: what vpnd writes is what it reads back.
     @Test func storageRoundTrips() {
         let settings = SocketSettings(mark: 0x0100_0000, mask: mask, requireMark: false, guardMarks: [0x0100_0000, 0x0500_0000],
-                                      refuseEncryptedDNS: true, unmarkedOnly: false, guardPath: true)
+                                      refuseEncryptedDNS: true, unmarkedOnly: false, guardPath: true, guardNamespace: true)
         var storage = SocketStorage(settings: settings, owner: 0x1122_3344_5566_7788)
         storage.root = 4242
         storage.guardDrops = 3
         storage.encryptedDNSRefusals = 9
+        storage.foreignDrops = 7
         let bytes = storage.bytes
         #expect(bytes.count == SocketStorage.size)
         #expect(Array(bytes[12...14]) == [0, 0, 24], "once the DNS rewrite's port, now unused; the mask's shift")
-        #expect(bytes[8] == 2 | 8 | 32, "flags: guard the mark, refuse encrypted DNS, guard the path")
+        #expect(bytes[8] == 2 | 8 | 32 | 64, "flags: guard the mark, refuse encrypted DNS, guard the path, guard the namespace")
+        #expect(bytes[72] == 7, "packets of another network namespace dropped, after the root's id")
         #expect(bytes[48] == 0b0010_0010, "a bit per profile's mark index (1 and 5)")
         #expect(SocketStorage(bytes: bytes) == storage)
         #expect(SocketStorage(bytes: Array(bytes.dropLast())) == nil)
@@ -100,5 +105,14 @@ import Testing
         let bytes = SocketStorage(settings: SocketSettings(mark: 0, mask: 0x7f00_0000, requireMark: true, guardMarks: []), owner: 1).bytes
         #expect(bytes[8] == 1 | 2, "requireMark and guardMark set")
         #expect(Array(bytes[48..<64]) == [UInt8](repeating: 0, count: 16))
+    }
+}
+
+@Suite struct ForeignNamespacesTests {
+    /// `seen`'s value as the programs write it: packets, then the process, little-endian.
+    @Test func aSeenValueReads() {
+        let value: [UInt8] = [3, 1, 0, 0, 0, 0, 0, 0, 0xd2, 0x04, 0, 0, 0, 0, 0, 0]
+        #expect(ForeignNamespaces.Seen(cookie: 5671, value: value) == ForeignNamespaces.Seen(cookie: 5671, packets: 259, process: 1234))
+        #expect(ForeignNamespaces.Seen(cookie: 1, value: Array(value.dropLast())) == nil)
     }
 }

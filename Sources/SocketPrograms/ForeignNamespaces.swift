@@ -1,0 +1,52 @@
+/// The network namespaces that members' sockets are made in when they are not vpnd's (a
+/// container of the profile: nspawn `--slice`, podman or docker `--cgroup-parent`, a unit
+/// with `NetworkNamespacePath=`). Their packets are dropped at the cgroup's egress unless
+/// vpnd lets their namespace out (`allowed`, by its cookie); each one seen is kept in
+/// `seen` with what it had dropped and the last process that made a socket there, which
+/// status names. Both maps belong to the socket programs and outlive vpnd with them.
+public enum ForeignNamespaces {
+    /// The maps, as descriptors for the programs' code; -1: none (no namespace guard).
+    public struct Maps: Sendable {
+        public var allowed: Int32
+        public var seen: Int32
+
+        public init(allowed: Int32, seen: Int32) {
+            self.allowed = allowed
+            self.seen = seen
+        }
+
+        public static let none = Maps(allowed: -1, seen: -1)
+    }
+
+    /// Key: the namespace's cookie (u64). `allowed`'s value a u32 (1); `seen`'s `Value`.
+    public static let keySize: UInt32 = 8, allowedValueSize: UInt32 = 4, seenValueSize: UInt32 = 16
+    /// A hash map (allowed) and an LRU hash (seen: the oldest go first).
+    public static let allowedType: UInt32 = 1, seenType: UInt32 = 9
+    public static let entries: UInt32 = 1024
+
+    /// `seen`'s value: packets dropped u64 | the last process (tgid) that made a socket u64.
+    enum Value {
+        static let packets = 0, process = 8
+    }
+
+    /// One namespace as `seen` holds it.
+    public struct Seen: Hashable, Sendable {
+        public var cookie: UInt64
+        public var packets: UInt64
+        /// The last process that made a socket there (0: none seen since vpnd attached).
+        public var process: Int32
+
+        public init(cookie: UInt64, packets: UInt64, process: Int32) {
+            self.cookie = cookie
+            self.packets = packets
+            self.process = process
+        }
+
+        /// From the map's value bytes.
+        public init?(cookie: UInt64, value: [UInt8]) {
+            guard value.count == Int(ForeignNamespaces.seenValueSize) else { return nil }
+            let word = { (offset: Int) in (0..<8).reduce(UInt64(0)) { $0 | UInt64(value[offset + $1]) << (8 * UInt64($1)) } }
+            self.init(cookie: cookie, packets: word(Value.packets), process: Int32(truncatingIfNeeded: word(Value.process)))
+        }
+    }
+}
