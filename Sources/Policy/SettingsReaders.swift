@@ -28,7 +28,7 @@ extension RoutingSettings {
             settings.markMask = mask
         }
         if let (base, _) = reader.integer("table_base", as: UInt32.self, where: { $0 > 255 && $0 < UInt32.max - 4096 },
-                                          else: "must be between 256 and 4294963199") {
+                                          else: "must be between 256 and 4294963198") {
             settings.tableBase = base
         }
         // vpnexec's rules take rule_priority - 1 to rule_priority + 5, between the local

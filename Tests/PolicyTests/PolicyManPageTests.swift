@@ -87,4 +87,23 @@ import Testing
         }
         #expect(Set(documented.keys) == Set(expected.keys), "subsections: \(documented.keys.sorted())")
     }
+
+    /// The ranges the page gives for `[routing]`'s integers ("256 to 4294963198.") are the
+    /// parser's: both ends accepted, one past either end refused.
+    @Test func routingRangesAreTheParsersBounds() throws {
+        let page = try String(contentsOfFile: URL(fileURLWithPath: #filePath).deletingLastPathComponent()
+            .appendingPathComponent("../../scripts/man/vpnexec-policy.5").standardized.path, encoding: .utf8)
+        for key in ["table_base", "rule_priority"] {
+            // The item's text up to the next item: the first "N to M" in it.
+            let item = try #require(page.range(of: ".It Cm \(key) "), "no item for \(key)")
+            let text = page[item.upperBound...].split(separator: ".It ", maxSplits: 1).first ?? ""
+            let range = try #require(text.firstMatch(of: /(\d+) to (\d+)/), "no range in the item of \(key): \(text)")
+            let (low, high) = (try #require(Int64(range.1)), try #require(Int64(range.2)))
+            func accepts(_ value: Int64) -> Bool {
+                (try? Policy.parse([PolicySource(path: "/p.toml", text: "[routing]\n\(key) = \(value)\n")], resolver: AnyName())) != nil
+            }
+            #expect(accepts(low) && accepts(high), "\(key): the page says \(low) to \(high)")
+            #expect(!accepts(low - 1) && !accepts(high + 1), "\(key): the page says \(low) to \(high), the parser accepts more")
+        }
+    }
 }

@@ -357,7 +357,7 @@ func diagnostics(_ files: [(String, String)]) -> [String] {
         ])
         #expect(errors == [
             "/p/1.toml:2:13: error: [routing] mark_mask 1342177280 must be one run of at least 2 contiguous bits, e.g. 0x7f000000",
-            "/p/1.toml:4:14: error: [routing] table_base 10 must be between 256 and 4294963199",
+            "/p/1.toml:4:14: error: [routing] table_base 10 must be between 256 and 4294963198",
             "/p/1.toml:3:17: error: [routing] rule_priority 40000 must be between 5 and 32760 (vpnexec's rules take 0 to 3, and rule_priority - 1 to rule_priority + 5, before the main table's rule at 32766)",
             "/p/1.toml:5:1: error: unknown key \"foo\" in [routing] (known keys: mark_mask, rule_priority, table_base)",
             "/p/2.toml:1:1: error: [routing] is set again (first at /p/1.toml:1:1); set it in one file only",
