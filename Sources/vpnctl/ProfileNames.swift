@@ -13,11 +13,14 @@ enum ProfileNames {
     }
 
     /// A --socket the command line being completed gives, so that its names are the ones
-    /// that vpnd would answer.
+    /// that vpnd would answer. bash hands `--socket=PATH` over as three words, `--socket`,
+    /// `=` and `PATH` (it splits words at COMP_WORDBREAKS); zsh and fish as one.
     static func socketOption(in words: [String]) -> String? {
         for (index, word) in words.enumerated() {
             if word.hasPrefix("--socket=") { return String(word.dropFirst("--socket=".count)) }
-            if word == "--socket", index + 1 < words.count { return words[index + 1] }
+            guard word == "--socket", index + 1 < words.count else { continue }
+            if words[index + 1] == "=" { return index + 2 < words.count ? words[index + 2] : nil }
+            return words[index + 1]
         }
         return nil
     }
