@@ -213,7 +213,7 @@ enum NameOrNumber: Hashable {
     case number(Int64)
 }
 
-func editDistance(_ a: String, _ b: String) -> Int {
+public func editDistance(_ a: String, _ b: String) -> Int {
     let a = Array(a), b = Array(b)
     guard !a.isEmpty else { return b.count }
     guard !b.isEmpty else { return a.count }

@@ -9,10 +9,10 @@ extension VPNCtl {
         static let configuration = CommandConfiguration(
             abstract: "Make a launcher that starts an application in a profile, or with --remove take it away.",
             discussion: """
-            Writes ~/.local/share/applications/vpnexec-PROFILE-APP.desktop (under $XDG_DATA_HOME if set): the \\
-            application's own entry (found in $XDG_DATA_HOME and $XDG_DATA_DIRS) with " (PROFILE VPN)" added to its \\
-            name and its commands run through vpnexec, so the desktop's menu and launcher start it in the profile. \\
-            APP is a desktop file id: firefox, org.mozilla.firefox, or firefox.desktop.
+            Writes ~/.local/share/applications/vpnexec-PROFILE-APP.desktop (under $XDG_DATA_HOME if set): the \
+            application's own entry (found in $XDG_DATA_HOME and $XDG_DATA_DIRS) with " (PROFILE VPN)" added to its \
+            name and its commands run through vpnexec, so the desktop's menu and launcher start it in the profile. \
+            APP is a desktop file id: firefox, org.mozilla.firefox, or firefox.desktop (Debian's is firefox-esr).
             """)
         @OptionGroup var connection: Connection
         @Option(name: [.short, .long], help: "The profile.", completion: ProfileNames.completion) var profile: String
@@ -29,8 +29,8 @@ extension VPNCtl {
 
             // Only for a profile the caller may use: any other would refuse every launch.
             let usable = try connection.send(.profiles).profiles?.map(\.name) ?? []
-            guard usable.contains(profile) else {
-                VPNCtl.fail("you may not use profile \"\(profile)\" (profiles you may use: \(usable.isEmpty ? "none" : usable.joined(separator: ", "))); nothing written")
+            if !usable.contains(profile), let refusal = profileRefusal(usable: usable) {
+                VPNCtl.fail(refusal + "; nothing written")
             }
             let directories = [dataHome] + (environment["XDG_DATA_DIRS"].flatMap { $0.isEmpty ? nil : $0 } ?? "/usr/local/share:/usr/share")
                 .split(separator: ":").map(String.init)
@@ -65,6 +65,7 @@ extension VPNCtl {
             }
             guard matches.count == 1 else {
                 VPNCtl.fail(matches.isEmpty ? "no application \(id): no \(id).desktop in \(directories.map { $0 + "/applications" }.joined(separator: ", "))"
+                                              + applicationSuggestion(for: id, in: directories)
                                      : "\(id) could be any of \(matches.joined(separator: ", ")); name one by its id")
             }
             return matches[0]

@@ -120,6 +120,29 @@ import Testing
         let notAllowed = try vpnctl(user.name, ["desktop", "-p", "home", "Viewer"], environment: environment)
         #expect(notAllowed.status == 1 && notAllowed.stderr.contains("may not use profile \"home\"") && !FileManager.default.fileExists(atPath: home + "/.local"),
                 "\(notAllowed.stderr)")
+        // A name no profile has is unknown, for root and users alike, with the nearest name the
+        // caller may use; a user is never told of a profile it may not use.
+        let misspelt = try vpnctl(user.name, ["desktop", "-p", "wrok", "Viewer"], environment: environment)
+        #expect(misspelt.status == 1 && misspelt.stderr.contains("unknown profile \"wrok\" (did you mean \"work\"?); nothing written"), "\(misspelt.stderr)")
+        let unknown = try vpnctl(user.name, ["desktop", "-p", "hom", "Viewer"], environment: environment)
+        #expect(unknown.status == 1 && unknown.stderr.contains("unknown profile \"hom\" (profiles you may use: work)") && !unknown.stderr.contains("home"),
+                "\(unknown.stderr)")
+        let rootUnknown = try vpnctl(nil, ["desktop", "-p", "hom", "Viewer"], environment: environment)
+        #expect(rootUnknown.status == 1 && rootUnknown.stderr.contains("unknown profile \"hom\" (did you mean \"home\"?)"), "\(rootUnknown.stderr)")
+        #expect(!FileManager.default.fileExists(atPath: home + "/.local"))
+        // Debian's Firefox is firefox-esr: an id no entry has is matched to those it begins.
+        try """
+            [Desktop Entry]
+            Type=Application
+            Name=Firefox ESR
+            Exec=/usr/lib/firefox-esr/firefox-esr %u
+            """.write(toFile: home + "/share/applications/firefox-esr.desktop", atomically: true, encoding: .utf8)
+        let firefox = try vpnctl(user.name, ["desktop", "-p", "work", "firefox"], environment: environment)
+        #expect(firefox.status == 1 && firefox.stderr.contains("no application firefox: ")
+                && firefox.stderr.contains("; did you mean firefox-esr? (vpnctl desktop -p work firefox-esr)"), "\(firefox.stderr)")
+        // Help in words, not a line continuation's backslash.
+        let help = try vpnctl(user.name, ["help", "desktop"])
+        #expect(help.status == 0 && help.stdout.contains("OVERVIEW:") && !help.stdout.contains("\\"), "\(help.stdout)")
         let made = try vpnctl(user.name, ["desktop", "-p", "work", "Viewer"], environment: environment)
         #expect(made.status == 0 && made.stdout.hasPrefix(launcher), "\(made.stdout)\(made.stderr)")
         let entry = try String(contentsOfFile: launcher, encoding: .utf8)

@@ -1,0 +1,71 @@
+import Control
+import FoundationEssentials
+import Glibc
+import Policy
+
+/// What `vpnctl desktop` says when the profile or the application named is not there: which
+/// one was meant, from what the caller may see.
+extension VPNCtl.Desktop {
+    /// Why `profile`, which is not among the profiles the caller may use, is refused; nil if
+    /// vpnd lets the caller use it after all (a reload in between). Root's list is every
+    /// profile, so a name not in it is unknown. A user's list is only what it may use: vpnd's
+    /// answer about that one profile (`members`, which needs the same permission) tells an
+    /// unknown name from a profile whose rule refuses the user, in the words vpnexec would
+    /// get; an unknown name is suggested only the user's own profiles.
+    func profileRefusal(usable: [String]) -> String? {
+        let root = getuid() == 0
+        if !root {
+            let answer = try? ControlClient.send(.members(profile: profile), socketPath: connection.socketPath)
+            if answer?.ok == true { return nil }
+            // Daemon/Authorization.swift: "unknown profile ..." or "USER may not use profile ...".
+            if let message = answer?.message, !message.hasPrefix("unknown profile") { return message }
+        }
+        return Self.unknownProfile(profile, among: usable, everyProfile: root)
+    }
+
+    /// `unknown profile "wrok" (did you mean "work"?)`, else the names there are.
+    static func unknownProfile(_ name: String, among names: [String], everyProfile: Bool) -> String {
+        let nearest = names.map { (distance: editDistance($0.lowercased(), name.lowercased()), name: $0) }
+            .filter { $0.distance <= 2 }.min { $0.distance < $1.distance }
+        if let nearest { return "unknown profile \"\(name)\" (did you mean \"\(nearest.name)\"?)" }
+        if names.isEmpty { return "unknown profile \"\(name)\" (\(everyProfile ? "the policy defines none" : "you may use none"))" }
+        return "unknown profile \"\(name)\" (\(everyProfile ? "profiles" : "profiles you may use"): \(names.joined(separator: ", ")))"
+    }
+
+    /// For an id no entry has: the entries whose id, or whose command, begins with it
+    /// (Debian's firefox-esr for firefox); else the programs on PATH that do, which have no
+    /// entry to make a launcher of but run in the profile with vpnexec. Empty if none.
+    func applicationSuggestion(for id: String, in directories: [String]) -> String {
+        let wanted = id.lowercased()
+        func begins(_ name: some StringProtocol) -> Bool { name.lowercased().hasPrefix(wanted) }
+        var ids: [String] = []
+        for directory in directories {
+            let files = ((try? FileManager.default.contentsOfDirectory(atPath: directory + "/applications")) ?? []).sorted()
+            for file in files where file.hasSuffix(".desktop") && !file.hasPrefix("vpnexec-") {
+                let candidate = String(file.dropLast(".desktop".count))
+                guard !ids.contains(candidate) else { continue }
+                // The id, its last reverse-DNS part (org.mozilla.firefox_esr), or its command.
+                var matches = begins(candidate) || begins(candidate.split(separator: ".").last ?? "")
+                if !matches, let data = try? Data(contentsOf: URL(fileURLWithPath: "\(directory)/applications/\(file)")),
+                   let program = DesktopEntry(text: String(decoding: data, as: UTF8.self)).value("Exec")?.split(separator: " ").first {
+                    matches = begins(program.split(separator: "/").last ?? "")
+                }
+                if matches { ids.append(candidate) }
+            }
+        }
+        if let first = ids.first {
+            return "; did you mean \(ids.prefix(5).joined(separator: " or "))? (vpnctl desktop -p \(profile) \(first))"
+        }
+        let path = ProcessInfoEnvironment.current["PATH"] ?? "/usr/local/bin:/usr/bin:/bin"
+        let programs = Set(path.split(separator: ":").flatMap { directory in
+            ((try? FileManager.default.contentsOfDirectory(atPath: String(directory))) ?? []).filter { name in
+                var status = stat()
+                return begins(name) && stat("\(directory)/\(name)", &status) == 0 && status.st_mode & S_IFMT == S_IFREG
+                    && access("\(directory)/\(name)", X_OK) == 0
+            }
+        }).sorted()
+        guard let program = programs.first else { return "" }
+        return "; \(programs.prefix(5).joined(separator: ", ")) \(programs.count == 1 ? "has" : "have") no desktop entry to make a launcher of: "
+            + "vpnexec -p \(profile) -- \(program) runs it in the profile"
+    }
+}
