@@ -1,7 +1,6 @@
 import ArgumentParser
 import Control
 import Descriptors
-import FoundationEssentials
 import Glibc
 
 extension VPNCtl {
@@ -37,16 +36,22 @@ extension VPNCtl {
             let source = try find(id, in: directories)
             let entry: DesktopEntry
             do {
-                entry = try DesktopEntry(text: String(decoding: try Data(contentsOf: URL(fileURLWithPath: source)), as: UTF8.self))
+                entry = try DesktopEntry(text: String(decoding: try WholeFile.read(source), as: UTF8.self))
                     .launcher(profile: profile, vpnexec: Self.vpnexecPath())
+            } catch let error as SystemError {
+                VPNCtl.fail("cannot read \(error); nothing written")
             } catch {
                 VPNCtl.fail("\(source): \(error); nothing written")
             }
             do {
-                try FileManager.default.createDirectory(atPath: dataHome + "/applications", withIntermediateDirectories: true)
-                try Data(entry.text.utf8).write(to: URL(fileURLWithPath: target), options: .atomic)
+                try WholeFile.createDirectories(dataHome + "/applications")
             } catch {
-                VPNCtl.fail("cannot write \(target): \(error)")
+                VPNCtl.fail("cannot create directory \(error); nothing written")
+            }
+            do {
+                try WholeFile.replace(target, with: Array(entry.text.utf8))
+            } catch {
+                VPNCtl.fail("cannot write \(error)")
             }
             print("\(target): \(entry.value("Name") ?? id), from \(source)")
         }
@@ -54,12 +59,11 @@ extension VPNCtl {
         /// The application's entry: `ID.desktop` in the first directory that has one, else
         /// the one entry whose reverse-DNS id ends in `.ID` (firefox: org.mozilla.firefox).
         func find(_ id: String, in directories: [String]) throws -> String {
-            let files = FileManager.default
-            for directory in directories where files.fileExists(atPath: "\(directory)/applications/\(id).desktop") {
+            for directory in directories where access("\(directory)/applications/\(id).desktop", F_OK) == 0 {
                 return "\(directory)/applications/\(id).desktop"
             }
             let matches = directories.flatMap { directory in
-                ((try? files.contentsOfDirectory(atPath: directory + "/applications")) ?? [])
+                Self.names(in: directory + "/applications")
                     .filter { $0.hasSuffix(".\(id).desktop") && !$0.hasPrefix("vpnexec-") }.sorted()
                     .map { "\(directory)/applications/\($0)" }
             }
@@ -71,8 +75,24 @@ extension VPNCtl {
             return matches[0]
         }
 
+        /// The entries of a directory; none if it cannot be read (XDG_DATA_DIRS may name
+        /// directories a system does not have).
+        static func names(in directory: String) -> [String] {
+            guard let handle = opendir(directory) else { return [] }
+            defer { closedir(handle) }
+            var names: [String] = []
+            while let entry = readdir(handle) {
+                let name = withUnsafeBytes(of: entry.pointee.d_name) { String(decoding: $0.prefix { $0 != 0 }, as: UTF8.self) }
+                if name != "." && name != ".." { names.append(name) }
+            }
+            return names
+        }
+
         func removeLauncher(_ target: String) throws {
-            guard let data = try? Data(contentsOf: URL(fileURLWithPath: target)) else { VPNCtl.fail("no launcher \(target)") }
+            let data: [UInt8]
+            do { data = try WholeFile.read(target) } catch {
+                VPNCtl.fail(error.code == ENOENT ? "no launcher \(target)" : "cannot read \(error)")
+            }
             guard DesktopEntry(text: String(decoding: data, as: UTF8.self)).value(DesktopEntry.profileKey) == profile else {
                 VPNCtl.fail("\(target) was not made by vpnctl desktop -p \(profile); left alone")
             }

@@ -1,6 +1,6 @@
 import ArgumentParser
 import Control
-import FoundationEssentials
+import Descriptors
 import Glibc
 
 extension VPNCtl {
@@ -16,9 +16,9 @@ extension VPNCtl {
             let text = MetricsText.render(report, now: Double(time(nil)))
             guard let output else { return print(text, terminator: "") }
             do {
-                try Data(text.utf8).write(to: URL(fileURLWithPath: output), options: .atomic)
+                try WholeFile.replace(output, with: Array(text.utf8))
             } catch {
-                VPNCtl.fail("cannot write \(output): \(error)")
+                VPNCtl.fail("cannot write \(error)")
             }
         }
     }

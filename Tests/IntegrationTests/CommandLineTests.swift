@@ -1,3 +1,4 @@
+import Control
 import Foundation
 import NetTestSupport
 import Testing
@@ -40,4 +41,43 @@ import Testing
         #expect(!FileManager.default.fileExists(atPath: marker))
         #expect(try Command.status([try Binaries.path("vpnexec"), "--help"]).stdout.contains("125 if vpnexec itself fails"))
     }
+
+    /// A file that cannot be written is named with the errno's words, in one line (issue 43:
+    /// a Foundation CocoaError(...) dump for metrics, the same with ENOTDIR for desktop).
+    @Test func fileErrorsAreSaidInWords() throws {
+        let vpnd = try FakeControlServer { request in
+            switch request {
+            case .status: return ControlResponse(ok: true, status: StatusReport(daemonPID: 1, policyDirectory: "/etc/vpnexec/policy.d", cgroupRoot: "/sys/fs/cgroup", profiles: []))
+            case .profiles: return ControlResponse(ok: true, profiles: [ProfileSummary(name: "work", interface: "wg0", state: "up", builtIn: false, killswitch: true)])
+            default: return ControlResponse.failure("not faked")
+            }
+        }
+        defer { vpnd.stop() }
+        let vpnctl = try Binaries.path("vpnctl")
+        let metrics = try Command.status([vpnctl, "metrics", "--socket", vpnd.path, "--output", "/nonexistent/x.prom"])
+        #expect(metrics.status == 1 && metrics.stderr == "vpnctl: cannot write /nonexistent/x.prom: No such file or directory\n", "\(metrics.stderr)")
+
+        let directory = NSTemporaryDirectory() + "vx-\(uniqueTag())-desktop"
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        try FileManager.default.createDirectory(atPath: directory + "/share/applications", withIntermediateDirectories: true)
+        try "[Desktop Entry]\nType=Application\nName=Firefox\nExec=firefox %u\n".write(toFile: directory + "/share/applications/firefox.desktop", atomically: true, encoding: .utf8)
+        try "".write(toFile: directory + "/home", atomically: true, encoding: .utf8)
+        let written = directory + "/metrics.prom"
+        #expect(try Command.status([vpnctl, "metrics", "--socket", vpnd.path, "--output", written]).status == 0)
+        #expect((try? String(contentsOfFile: written, encoding: .utf8))?.contains("vpnexec_") == true)
+
+        let environment = ProcessInfo.processInfo.environment.merging(["XDG_DATA_HOME": directory + "/home", "XDG_DATA_DIRS": directory + "/share"]) { $1 }
+        let desktop = try Command.status([vpnctl, "desktop", "--socket", vpnd.path, "-p", "work", "firefox"], environment: environment)
+        #expect(desktop.status == 1 && desktop.stderr == "vpnctl: cannot create directory \(directory)/home: Not a directory; nothing written\n", "\(desktop.stderr)")
+        let removal = try Command.status([vpnctl, "desktop", "--socket", vpnd.path, "-p", "work", "--remove", "firefox"], environment: environment)
+        #expect(removal.status == 1 && removal.stderr == "vpnctl: cannot read \(directory)/home/applications/vpnexec-work-firefox.desktop: Not a directory\n", "\(removal.stderr)")
+    }
+}
+
+/// What a fake vpnd was asked, in order.
+final class Requests: @unchecked Sendable {
+    private let lock = NSLock()
+    private var requests: [ControlRequest] = []
+    func add(_ request: ControlRequest) { lock.withLock { requests.append(request) } }
+    var all: [ControlRequest] { lock.withLock { requests } }
 }
