@@ -31,12 +31,19 @@ struct VPNCtl: ParsableCommand {
         abstract: "Status and control of vpnd.",
         version: "vpnctl \(String(cString: vpnexec_build_version()))",
         subcommands: [Status.self, Profiles.self, Members.self, Metrics.self, PlanCommand.self, Reload.self, Check.self, Move.self,
-                      Desktop.self, Up.self, Down.self])
+                      Desktop.self, Up.self, Down.self, Teardown.self])
 
     /// A failure of vpnctl's own, said in one line: exits 1.
     static func fail(_ message: String) -> Never {
         writeStandardError("vpnctl: \(message)\n")
         exit(withError: ExitCode(1))
+    }
+
+    /// A command line vpnctl will not act on, said in one line: exits 64 (EX_USAGE, as the
+    /// argument parser's own usage errors).
+    static func usageError(_ message: String) -> Never {
+        writeStandardError("vpnctl: \(message)\n")
+        exit(withError: ExitCode(64))
     }
 
     struct Connection: ParsableArguments {
@@ -147,19 +154,47 @@ struct VPNCtl: ParsableCommand {
         }
     }
 
+    /// `vpnctl down PROFILE` only: the word alone once lifted every killswitch (issue 43),
+    /// one word away from holding one tunnel down. That is `teardown` now.
     struct Down: ParsableCommand {
         static let configuration = CommandConfiguration(
-            abstract: "With a profile: hold its built-in tunnel down. Without: remove vpnexec's nft table (the killswitch), rules and routes, and stop vpnd.",
+            abstract: "Hold a profile's built-in tunnel down (members held by the killswitch) until `vpnctl up PROFILE` or a reload.",
             discussion: """
             `vpnctl down PROFILE` takes the profile's built-in tunnel down and holds it down (its members' traffic is held by \
             the killswitch; no handshake even with traffic) until `vpnctl up PROFILE` or a reload; root, or a user the profile \
-            allows. `vpnctl down` alone is root's: it lifts the killswitch of every profile and stops vpnd.
+            allows. To remove every killswitch and stop vpnd: `vpnctl teardown --remove-killswitch`.
             """)
         @OptionGroup var connection: Connection
         @Argument(help: "The profile whose built-in tunnel to hold down.", completion: ProfileNames.completion) var profile: String?
+
+        static let withoutProfile = "down needs a profile: `vpnctl down NAME` holds that profile's built-in tunnel down; "
+            + "`vpnctl teardown --remove-killswitch` removes every killswitch and stops vpnd"
+
         func run() throws {
-            let request: ControlRequest = profile.map { .tunnelDown(profile: $0) } ?? .down
-            print(try connection.send(request).message ?? "down")
+            guard let profile else { VPNCtl.usageError(Self.withoutProfile) }
+            print(try connection.send(.tunnelDown(profile: profile)).message ?? "down")
+        }
+    }
+
+    /// Everything of vpnexec's out of the kernel, and vpnd stopped: a command of its own,
+    /// done only with a flag that names what is lost.
+    struct Teardown: ParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Remove vpnexec's nft table (every profile's killswitch), rules, routes and socket programs, and stop vpnd; only with --remove-killswitch.",
+            discussion: """
+            Members' traffic then leaves by the normal routes, in the clear, until vpnd starts again. Root only. \
+            Without --remove-killswitch nothing is done. `vpnd --cleanup` does the same when no vpnd runs.
+            """)
+        @OptionGroup var connection: Connection
+        @Flag(name: .customLong("remove-killswitch"), help: "Do it: every profile's killswitch goes, members' traffic may leave in the clear.")
+        var removeKillswitch = false
+
+        static let refusal = "teardown removes every profile's killswitch, rules and routes and stops vpnd, so members' traffic "
+            + "leaves in the clear; nothing done: give --remove-killswitch to do it (`vpnctl down NAME` holds one built-in tunnel down)"
+
+        func run() throws {
+            guard removeKillswitch else { VPNCtl.usageError(Self.refusal) }
+            print(try connection.send(.down).message ?? "down")
         }
     }
 }

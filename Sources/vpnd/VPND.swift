@@ -14,8 +14,8 @@ struct VPND: ParsableCommand {
         abstract: "The vpnexec daemon: applies the policy (nftables, routing rules, cgroups) and serves vpnexec and vpnctl.",
         discussion: """
         Runs in the foreground and logs to stderr (journald reads the <N> priority prefixes). \
-        Stopping vpnd leaves the kernel state in place, the killswitch included; `vpnctl down` \
-        (or `vpnd --cleanup` when no daemon runs) removes it.
+        Stopping vpnd leaves the kernel state in place, the killswitch included; `vpnctl teardown \
+        --remove-killswitch` (or `vpnd --cleanup` when no daemon runs) removes it.
         """,
         version: "vpnd \(String(cString: vpnexec_build_version()))")
 

@@ -60,7 +60,7 @@ import Testing
         let asOther = try daemon.vpnctl(user: byGroup.name, ["move", "-p", "work", String(sleeper.pid)])
         #expect(asOther.status == 1)
         #expect(asOther.stderr.contains("may only move its own processes"))
-        for command in [["reload"], ["down"]] {
+        for command in [["reload"], ["teardown", "--remove-killswitch"]] {
             let result = try daemon.vpnctl(user: byName.name, command)
             #expect(result.status == 1)
             #expect(result.stderr.contains("only root may"))

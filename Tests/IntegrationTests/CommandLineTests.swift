@@ -42,6 +42,27 @@ import Testing
         #expect(try Command.status([try Binaries.path("vpnexec"), "--help"]).stdout.contains("125 if vpnexec itself fails"))
     }
 
+    /// A bare `vpnctl down` once lifted every killswitch and stopped vpnd, one word away from
+    /// `vpnctl down work` (issue 43). Now nothing reaches vpnd without the flag that names
+    /// the loss, and the refusal says what to type for either meaning.
+    @Test func vpnctlTeardownTakesItsFlagAndDownItsProfile() throws {
+        let asked = Requests()
+        let vpnd = try FakeControlServer { asked.add($0); return ControlResponse(ok: true, message: "done") }
+        defer { vpnd.stop() }
+        let vpnctl = try Binaries.path("vpnctl")
+        let bare = try Command.status([vpnctl, "--socket", vpnd.path, "down"])
+        #expect(bare.status == 64 && bare.stderr == "vpnctl: down needs a profile: `vpnctl down NAME` holds that profile's built-in tunnel down; "
+                + "`vpnctl teardown --remove-killswitch` removes every killswitch and stops vpnd\n", "\(bare.status) \(bare.stderr)")
+        let unflagged = try Command.status([vpnctl, "teardown", "--socket", vpnd.path])
+        #expect(unflagged.status == 64 && unflagged.stderr == "vpnctl: teardown removes every profile's killswitch, rules and routes and stops vpnd, "
+                + "so members' traffic leaves in the clear; nothing done: give --remove-killswitch to do it (`vpnctl down NAME` holds one built-in tunnel down)\n",
+                "\(unflagged.status) \(unflagged.stderr)")
+        #expect(asked.all.isEmpty, "refused before asking vpnd: \(asked.all)")
+        #expect(try Command.status([vpnctl, "--socket", vpnd.path, "down", "work"]).status == 0)
+        #expect(try Command.status([vpnctl, "--socket", vpnd.path, "teardown", "--remove-killswitch"]).status == 0)
+        #expect(asked.all == [.tunnelDown(profile: "work"), .down])
+    }
+
     /// A file that cannot be written is named with the errno's words, in one line (issue 43:
     /// a Foundation CocoaError(...) dump for metrics, the same with ENOTDIR for desktop).
     @Test func fileErrorsAreSaidInWords() throws {

@@ -184,7 +184,7 @@ final class TunnelResolver: @unchecked Sendable {
 
         _ = try s.daemon.start()
         try eventually("vpnd to answer") { (try? s.daemon.status()) != nil }
-        #expect(try s.daemon.vpnctl(["down"]).status == 0)
+        #expect(try s.daemon.vpnctl(["teardown", "--remove-killswitch"]).status == 0)
         for family in ["-4", "-6"] {
             let restored = try s.net.client.run(["ip", family, "rule"])
             #expect(restored.contains("0:\tfrom all lookup local") && !restored.contains("3:\tfrom all lookup local")

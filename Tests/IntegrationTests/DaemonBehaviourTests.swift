@@ -116,7 +116,7 @@ import Testing
         #expect(first.isRunning)
     }
 
-    @Test func downAndCleanupRemoveEverything() throws {
+    @Test func teardownAndCleanupRemoveEverything() throws {
         let cleanup = Cleanup()
         defer { cleanup.run() }
         let net = try Topology(cleanup: cleanup)
@@ -129,9 +129,19 @@ import Testing
         #expect(try net.client.run(["ip", "rule"]).contains("lookup 7301"))
 
         let restarted = try daemon.start()
-        let down = try daemon.vpnctl(["down"])
+        // One word away from `down NAME`, or without the flag that names the loss: refused,
+        // saying what it would do, and nothing changes.
+        for words in [["down"], ["teardown"]] {
+            let refused = try daemon.vpnctl(words)
+            #expect(refused.status == 64 && refused.stderr.split(separator: "\n").count == 1
+                    && refused.stderr.contains("--remove-killswitch"),
+                    "\(words): \(refused.status) \(refused.stderr)")
+        }
+        #expect(restarted.isRunning)
+        #expect(try daemon.kernelState().contains("table inet vpnexec"), "refused: nothing removed")
+        let down = try daemon.vpnctl(["teardown", "--remove-killswitch"])
         #expect(down.status == 0, "\(down.stderr)")
-        #expect(restarted.waitForExit(seconds: 5), "vpnd exits after down")
+        #expect(restarted.waitForExit(seconds: 5), "vpnd exits after teardown")
         #expect(try net.client.run(["nft", "list", "ruleset"]).isEmpty)
         #expect(!(try net.client.run(["ip", "rule"])).contains("7301"))
         #expect(try net.client.run(["ip", "-6", "route", "show", "table", "all", "proto", "118"]).isEmpty)
