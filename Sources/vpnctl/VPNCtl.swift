@@ -26,6 +26,10 @@ struct VPNCtl: ParsableCommand {
         main(arguments)
     }
 
+    /// The argument parser's own errors (an unknown option, a missing value) begin as
+    /// vpnctl's do: "vpnctl: ...", not "Error: ...".
+    static var _errorPrefix: String { "vpnctl: " }
+
     static let configuration = CommandConfiguration(
         commandName: "vpnctl",
         abstract: "Status and control of vpnd.",
@@ -44,6 +48,20 @@ struct VPNCtl: ParsableCommand {
     static func usageError(_ message: String) -> Never {
         writeStandardError("vpnctl: \(message)\n")
         exit(withError: ExitCode(64))
+    }
+
+    /// What the policy compiler found (check, plan --policy-dir): a problem at a place in a
+    /// file as compilers say it ("FILE:LINE:COL: error: ..."), one without as vpnctl's own
+    /// ("vpnctl: ..."); any other error in one line. Exits 1.
+    static func failReading(_ error: any Error) -> Never {
+        if let error = error as? PolicyError {
+            writeStandardError(error.diagnostics.map { diagnostic in
+                diagnostic.location == nil ? "vpnctl: \(diagnostic.message)\n" : "\(diagnostic)\n"
+            }.joined())
+        } else {
+            writeStandardError("vpnctl: " + "\(error)".split(separator: "\n").joined(separator: "; ") + "\n")
+        }
+        exit(withError: ExitCode(1))
     }
 
     struct Connection: ParsableArguments {
@@ -94,8 +112,7 @@ struct VPNCtl: ParsableCommand {
                 do {
                     print(try LocalPlan.render(policyDirectory: policyDirectory, cgroupParent: cgroupParent), terminator: "")
                 } catch {
-                    writeStandardError("\(error)\n")
-                    throw ExitCode(1)
+                    VPNCtl.failReading(error)
                 }
             } else {
                 print(try connection.send(.plan).message ?? "", terminator: "")
@@ -125,8 +142,7 @@ struct VPNCtl: ParsableCommand {
                 // Valid, but likely not what was meant: said, not refused.
                 for warning in policy.bypassExecutablesWarnings { print(warning) }
             } catch {
-                writeStandardError("\(error)\n")
-                throw ExitCode(1)
+                VPNCtl.failReading(error)
             }
         }
     }

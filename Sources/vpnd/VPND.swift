@@ -19,6 +19,9 @@ struct VPND: ParsableCommand {
         """,
         version: "vpnd \(String(cString: vpnexec_build_version()))")
 
+    /// Usage errors as every command of ours says its errors: "vpnd: ...".
+    static var _errorPrefix: String { "vpnd: " }
+
     @Option(name: .customLong("policy-dir"), help: "Directory of *.toml policy files, read in name order.")
     var policyDirectory = PolicyDirectory.defaultPath
 

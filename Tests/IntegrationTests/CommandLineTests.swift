@@ -63,6 +63,19 @@ import Testing
         #expect(asked.all == [.tunnelDown(profile: "work"), .down])
     }
 
+    /// One prefix style: the argument parser's errors begin with the command's name, as the
+    /// commands' own do (issue 43: "Error:", "vpnctl:" and "error: PATH:" side by side).
+    @Test func usageErrorsBeginWithTheCommandsName() throws {
+        for (name, arguments) in [("vpnctl", ["status", "--bogus"]), ("vpnctl", ["move", "12"]), ("vpnd", ["--bogus"])] {
+            let result = try Command.status([try Binaries.path(name)] + arguments)
+            #expect(result.status == 64 && result.stderr.hasPrefix("\(name): ") && !result.stderr.contains("Error:"), "\(name) \(arguments): \(result.stderr)")
+        }
+        let file = NSTemporaryDirectory() + "vx-\(uniqueTag())-missing.toml"
+        let check = try Command.status([try Binaries.path("vpnctl"), "check", file])
+        #expect(check.status == 1 && check.stderr.hasPrefix("vpnctl: ") && check.stderr.contains("No such file or directory")
+                && check.stderr.split(separator: "\n").count == 1, "\(check.stderr)")
+    }
+
     /// A file that cannot be written is named with the errno's words, in one line (issue 43:
     /// a Foundation CocoaError(...) dump for metrics, the same with ENOTDIR for desktop).
     @Test func fileErrorsAreSaidInWords() throws {
