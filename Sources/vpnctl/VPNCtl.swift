@@ -18,6 +18,11 @@ struct VPNCtl: ParsableCommand {
             leading.append(arguments.removeFirst())
             if first == "--socket", !arguments.isEmpty { leading.append(arguments.removeFirst()) }
         }
+        // The command word (`help`'s too) is known, or the nearest is suggested.
+        let asked = arguments.first == "help" ? arguments.dropFirst().first : arguments.first
+        if let word = asked, !word.hasPrefix("-"), !commandNames.contains(word) {
+            usageError(unknownCommand(word))
+        }
         if !leading.isEmpty, !arguments.isEmpty {
             arguments.insert(contentsOf: leading, at: 1)
         } else {
@@ -29,6 +34,17 @@ struct VPNCtl: ParsableCommand {
     /// The argument parser's own errors (an unknown option, a missing value) begin as
     /// vpnctl's do: "vpnctl: ...", not "Error: ...".
     static var _errorPrefix: String { "vpnctl: " }
+
+    static var commandNames: [String] { configuration.subcommands.map { $0._commandName } + ["help"] }
+
+    /// `vpnctl stauts`: the command meant, if one is within two edits, else the list.
+    static func unknownCommand(_ word: String) -> String {
+        let names = configuration.subcommands.map { $0._commandName }
+        if let near = Suggestion.closest(to: word, among: names) {
+            return "unknown command \"\(word)\"; did you mean \"\(near)\"?"
+        }
+        return "unknown command \"\(word)\" (commands: \(names.joined(separator: ", ")); see vpnctl --help)"
+    }
 
     static let configuration = CommandConfiguration(
         commandName: "vpnctl",

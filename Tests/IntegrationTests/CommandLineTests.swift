@@ -63,6 +63,20 @@ import Testing
         #expect(asked.all == [.tunnelDown(profile: "work"), .down])
     }
 
+    /// git's and cargo's courtesy: a mistyped command is answered with the nearest.
+    @Test func vpnctlSuggestsTheCommandMeant() throws {
+        let vpnctl = try Binaries.path("vpnctl")
+        for arguments in [["stauts"], ["--socket", "/tmp/vx-none.sock", "stauts"], ["stauts", "--json"]] {
+            let result = try Command.status([vpnctl] + arguments)
+            #expect(result.status == 64 && result.stderr == "vpnctl: unknown command \"stauts\"; did you mean \"status\"?\n", "\(arguments): \(result.stderr)")
+        }
+        let far = try Command.status([vpnctl, "frobnicate"])
+        #expect(far.status == 64 && far.stderr.hasPrefix("vpnctl: unknown command \"frobnicate\" (commands: status, profiles,")
+                && far.stderr.split(separator: "\n").count == 1, "\(far.stderr)")
+        #expect(try Command.status([vpnctl, "help", "status"]).stdout.contains("USAGE: vpnctl status"))
+        #expect(try Command.status([vpnctl, "help", "stauts"]).stderr == "vpnctl: unknown command \"stauts\"; did you mean \"status\"?\n")
+    }
+
     /// One prefix style: the argument parser's errors begin with the command's name, as the
     /// commands' own do (issue 43: "Error:", "vpnctl:" and "error: PATH:" side by side).
     @Test func usageErrorsBeginWithTheCommandsName() throws {
