@@ -5,6 +5,13 @@ import Glibc
 
 public struct ControlClientError: Error, CustomStringConvertible, Sendable {
     public var description: String
+    /// Nothing listens on the socket: a command that can do without vpnd says how.
+    public var daemonNotRunning = false
+
+    public init(description: String, daemonNotRunning: Bool = false) {
+        self.description = description
+        self.daemonNotRunning = daemonNotRunning
+    }
 }
 
 /// Sends one request to vpnd and returns its answer.
@@ -25,7 +32,8 @@ public enum ControlClient {
             let code = errno
             switch code {
             case ENOENT, ECONNREFUSED:
-                throw ControlClientError(description: "vpnd is not running (nothing listens on \(socketPath)); start it with `systemctl start vpnd` or run `vpnd` as root")
+                throw ControlClientError(description: "vpnd is not running (nothing listens on \(socketPath)); start it with `systemctl start vpnd` or run `vpnd` as root",
+                                         daemonNotRunning: true)
             case EACCES:
                 throw ControlClientError(description: "permission denied on \(socketPath)")
             default:

@@ -86,7 +86,10 @@ struct VPNCtl: ParsableCommand {
 
         var socketPath: String { ControlSocket.path(option: socket, environment: ProcessInfoEnvironment.current) }
 
-        func send(_ request: ControlRequest) throws -> ControlResponse {
+        /// vpnd's answer, or its refusal (or why it cannot be asked) said in one line, and
+        /// exit 1. `otherwise` is what the command can do without vpnd, said when it does
+        /// not run.
+        func send(_ request: ControlRequest, otherwise: String? = nil) throws -> ControlResponse {
             do {
                 let response = try ControlClient.send(request, socketPath: socketPath)
                 guard response.ok else {
@@ -95,7 +98,7 @@ struct VPNCtl: ParsableCommand {
                 }
                 return response
             } catch let error as ControlClientError {
-                writeStandardError("vpnctl: \(error)\n")
+                writeStandardError("vpnctl: \(error)" + (error.daemonNotRunning ? otherwise.map { "; \($0)" } ?? "" : "") + "\n")
                 throw ExitCode(1)
             }
         }
@@ -131,7 +134,8 @@ struct VPNCtl: ParsableCommand {
                     VPNCtl.failReading(error)
                 }
             } else {
-                print(try connection.send(.plan).message ?? "", terminator: "")
+                let local = "without vpnd, `vpnctl plan --policy-dir \(PolicyDirectory.defaultPath)` compiles the policy here"
+                print(try connection.send(.plan, otherwise: local).message ?? "", terminator: "")
             }
         }
     }

@@ -90,6 +90,13 @@ import Testing
                 && check.stderr.split(separator: "\n").count == 1, "\(check.stderr)")
     }
 
+    /// Without vpnd, `vpnctl plan` says it can compile the policy itself.
+    @Test func vpnctlPlanWithoutVpndNamesPolicyDir() throws {
+        let result = try Command.status([try Binaries.path("vpnctl"), "plan", "--socket", "/tmp/vx-none-\(uniqueTag()).sock"])
+        #expect(result.status == 1 && result.stderr.split(separator: "\n").count == 1 && result.stderr.hasPrefix("vpnctl: vpnd is not running")
+                && result.stderr.contains("`vpnctl plan --policy-dir /etc/vpnexec/policy.d` compiles the policy here"), "\(result.stderr)")
+    }
+
     /// A file that cannot be written is named with the errno's words, in one line (issue 43:
     /// a Foundation CocoaError(...) dump for metrics, the same with ENOTDIR for desktop).
     @Test func fileErrorsAreSaidInWords() throws {
