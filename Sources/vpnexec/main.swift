@@ -7,9 +7,19 @@ import Glibc
 /// vpnexec runs once per launched application, so it parses its three options by hand:
 /// a process start without the argument-parser library is about a millisecond faster.
 enum VPNExec {
-    static let usage = """
-        USAGE: vpnexec [--socket PATH] (-p|--profile) NAME [--] COMMAND [ARGS...]
+    static let synopsis = """
+        vpnexec [--socket PATH] (-p|--profile) NAME [--] COMMAND [ARGS...]
                vpnexec [--socket PATH] --bypass [--] COMMAND [ARGS...]
+        """
+
+    /// After a usage error: the message, the synopsis and where the rest is, as vpnctl's
+    /// argument parser says its own (not the whole help on stderr).
+    static func usageError(_ message: String) -> String {
+        "vpnexec: \(message)\nUsage: \(synopsis)\n  See 'vpnexec --help' for more information.\n"
+    }
+
+    static let usage = """
+        USAGE: \(synopsis)
 
         Run a command inside a VPN profile: its connections (and its children's) leave
         through the profile's tunnel. vpnexec asks vpnd to place this process in the
@@ -21,7 +31,7 @@ enum VPNExec {
         in system mode, for the users and groups the policy's [system] bypass names.
 
         OPTIONS:
-          -p, --profile NAME   the profile to run in
+          -p, --profile NAME   the profile to run in (also -pNAME, --profile=NAME)
           --bypass             run outside every profile
           --socket PATH        vpnd's control socket (default: $VPNEXEC_SOCKET or \(ControlSocket.defaultPath))
           --version            show the version
@@ -51,7 +61,9 @@ enum VPNExec {
     static let ownFailure: Int32 = 125
 
     /// Options come first; the command starts at the first word that is not one of them
-    /// (or after "--"), so `vpnexec -p work curl -v URL` passes `-v` to curl.
+    /// (or after "--"), so `vpnexec -p work curl -v URL` passes `-v` to curl. As getopt,
+    /// a short option's value may be attached (`-pwork`). A profile name never starts
+    /// with "-", so `-p --bypass` or `-p --` is a missing name, not a profile called so.
     static func parse(_ words: [String]) -> Parsed {
         var profile: String?, socket: String?
         var bypass = false
@@ -66,8 +78,10 @@ enum VPNExec {
             if word == "-h" || word == "--help" { return .help }
             if word == "--version" { return .version }
             if word == "-p" || word == "--profile" {
-                guard let v = value(word) else { return .usageError("\(word) needs a profile name") }
+                guard let v = value(word), !v.hasPrefix("-") else { return .usageError("\(word) needs a profile name") }
                 profile = v
+            } else if word.hasPrefix("-p") && !word.hasPrefix("--") {
+                profile = String(word.dropFirst(2))
             } else if word.hasPrefix("--profile=") {
                 profile = String(word.dropFirst("--profile=".count))
             } else if word == "--bypass" {
@@ -112,7 +126,7 @@ enum VPNExec {
             writeStandardOutput("vpnexec \(String(cString: vpnexec_build_version()))\n")
             return 0
         case let .usageError(message):
-            writeStandardError("vpnexec: \(message)\n\n" + usage)
+            writeStandardError(usageError(message))
             return ownFailure
         case let .run(parsed):
             arguments = parsed

@@ -30,16 +30,41 @@ import Testing
     }
 
     /// A usage error is vpnexec's own failure: 125 as env's and timeout's, never a status the
-    /// command could have returned; the command does not run.
+    /// command could have returned; the command does not run. It is said in a line, with the
+    /// synopsis after it, not the whole help (issue 43: 23 lines on stderr).
     @Test func vpnexecUsageErrorsExit125() throws {
         let marker = NSTemporaryDirectory() + "vx-\(uniqueTag())-ran"
         defer { try? FileManager.default.removeItem(atPath: marker) }
-        for arguments in [[], ["-p"], ["--bogus", "touch", marker], ["-p", "work"], ["--bypass", "-p", "work", "touch", marker]] {
+        for arguments in [[], ["-p"], ["--bogus", "touch", marker], ["-p", "work"], ["--bypass", "-p", "work", "touch", marker],
+                          ["-p", "--", "touch", marker], ["-p", "--bypass", "touch", marker]] {
             let result = try Command.status([try Binaries.path("vpnexec")] + arguments)
-            #expect(result.status == 125 && result.stderr.hasPrefix("vpnexec: ") && result.stderr.contains("USAGE:"), "\(arguments): \(result.status) \(result.stderr)")
+            let lines = result.stderr.split(separator: "\n")
+            #expect(result.status == 125 && lines.count == 4 && lines[0].hasPrefix("vpnexec: ") && lines[1].hasPrefix("Usage: vpnexec ")
+                    && lines[3].contains("vpnexec --help"), "\(arguments): \(result.status) \(result.stderr)")
         }
+        #expect(try Command.status([try Binaries.path("vpnexec"), "-p", "--", "true"]).stderr.hasPrefix("vpnexec: -p needs a profile name\n"))
         #expect(!FileManager.default.fileExists(atPath: marker))
         #expect(try Command.status([try Binaries.path("vpnexec"), "--help"]).stdout.contains("125 if vpnexec itself fails"))
+    }
+
+    /// getopt's attached value (`-pwork`) is the profile; the command starts after the
+    /// options or after `--`, and its own options are its own.
+    @Test func vpnexecTakesAnAttachedProfileName() throws {
+        let asked = Requests()
+        let vpnd = try FakeControlServer { asked.add($0); return ControlResponse(ok: true) }
+        defer { vpnd.stop() }
+        let vpnexec = try Binaries.path("vpnexec")
+        for (arguments, expected) in [(["-pwork", "--", "echo", "-n", "one"], "one"), (["-pwork", "echo", "-p", "two"], "-p two\n"),
+                                      (["--socket", vpnd.path, "-pwork", "--", "--version"], nil)] {
+            let result = try Command.status([vpnexec] + (arguments.first == "--socket" ? [] : ["--socket", vpnd.path]) + arguments)
+            if let expected {
+                #expect(result.status == 0 && result.stdout == expected, "\(arguments): \(result.status) \(result.stdout)\(result.stderr)")
+            } else {
+                // "--version" after "--" is the command's name, not vpnexec's option.
+                #expect(result.status == 127 && result.stderr == "vpnexec: --version: No such file or directory\n", "\(result.status) \(result.stderr)")
+            }
+        }
+        #expect(asked.all == [.exec(profile: "work"), .exec(profile: "work"), .exec(profile: "work")])
     }
 
     /// A bare `vpnctl down` once lifted every killswitch and stopped vpnd, one word away from
