@@ -1,24 +1,43 @@
 import Control
 import Glibc
 
-/// Lines on stderr with a syslog priority prefix ("<3>"), which journald turns into the
-/// entry's priority when vpnd runs under systemd, and which stays readable in a terminal.
+/// Lines on stderr. Under journald each carries a syslog priority prefix ("<3>"), which
+/// journald turns into the entry's priority; anywhere else (a terminal, a pipe, a file) the
+/// lines are plain, as a person reads them.
 public struct Log: Sendable {
     public enum Level: Int32, Sendable {
         case error = 3, warning = 4, notice = 5, info = 6, debug = 7
     }
 
     public var minimum: Level
+    /// Whether each line starts with its "<N>" priority.
+    public var priorityPrefixes: Bool
 
-    public init(minimum: Level = .info) {
+    public init(minimum: Level = .info, priorityPrefixes: Bool = true) {
         self.minimum = minimum
+        self.priorityPrefixes = priorityPrefixes
+    }
+
+    /// Whether standard error is journald's stream: systemd names it in JOURNAL_STREAM as
+    /// "DEVICE:INODE", and it is ours only while fd 2 is still that file (sd_journal_stream_fd's
+    /// rule: a child whose stderr was redirected inherits the variable, not the stream).
+    public static func standardErrorIsJournal(environment: [String: String] = ProcessInfoEnvironment.current,
+                                             descriptor: Int32 = 2) -> Bool {
+        guard let stream = environment["JOURNAL_STREAM"], !stream.isEmpty else { return false }
+        var info = stat()
+        guard fstat(descriptor, &info) == 0 else { return false }
+        return stream == "\(info.st_dev):\(info.st_ino)"
+    }
+
+    /// The text written for `message` at `level`: each of its lines, prefixed or not.
+    public func text(_ level: Level, _ message: String) -> String {
+        let lines = message.split(separator: "\n", omittingEmptySubsequences: false)
+        return lines.map { (priorityPrefixes ? "<\(level.rawValue)>" : "") + $0 + "\n" }.joined()
     }
 
     public func log(_ level: Level, _ message: String) {
         guard level.rawValue <= minimum.rawValue else { return }
-        let lines = message.split(separator: "\n", omittingEmptySubsequences: false)
-        let text = lines.map { "<\(level.rawValue)>\($0)\n" }.joined()
-        writeStandardError(text)
+        writeStandardError(text(level, message))
     }
 
     public func error(_ message: String) { log(.error, message) }

@@ -13,8 +13,9 @@ struct VPND: ParsableCommand {
         commandName: "vpnd",
         abstract: "The vpnexec daemon: applies the policy (nftables, routing rules, cgroups) and serves vpnexec and vpnctl.",
         discussion: """
-        Runs in the foreground and logs to stderr (journald reads the <N> priority prefixes). \
-        Stopping vpnd leaves the kernel state in place, the killswitch included; `vpnctl teardown \
+        Runs in the foreground and logs to stderr: plain lines, or under journald (stderr is \
+        the stream JOURNAL_STREAM names) each with its <N> priority prefix. Stopping vpnd \
+        leaves the kernel state in place, the killswitch included; `vpnctl teardown \
         --remove-killswitch` (or `vpnd --cleanup` when no daemon runs) removes it.
         """,
         version: "vpnd \(String(cString: vpnexec_build_version()))")
@@ -50,7 +51,7 @@ struct VPND: ParsableCommand {
     var verbose = false
 
     func run() throws {
-        let log = Log(minimum: verbose ? .debug : .info)
+        let log = Log(minimum: verbose ? .debug : .info, priorityPrefixes: Log.standardErrorIsJournal())
         guard geteuid() == 0 else {
             log.error("vpnd must run as root (it keeps only CAP_NET_ADMIN once started)")
             throw ExitCode(1)

@@ -115,6 +115,15 @@ import Testing
                 && check.stderr.split(separator: "\n").count == 1, "\(check.stderr)")
     }
 
+    /// vpnd's "<N>" priorities are for journald only (issue 43: "<6>" on a terminal): a
+    /// stderr that is not the stream JOURNAL_STREAM names gets plain lines. Refused as a
+    /// user other than root, vpnd touches nothing.
+    @Test func vpndLogsPlainLinesOffTheJournal() throws {
+        let asNobody = ["setpriv", "--reuid", "65534", "--regid", "65534", "--clear-groups", try Binaries.path("vpnd")]
+        let plain = try Command.status(asNobody, environment: ["PATH": "/usr/bin:/bin", "JOURNAL_STREAM": "1:2"])
+        #expect(plain.status == 1 && plain.stderr == "vpnd must run as root (it keeps only CAP_NET_ADMIN once started)\n", "\(plain.stderr)")
+    }
+
     /// Without vpnd, `vpnctl plan` says it can compile the policy itself.
     @Test func vpnctlPlanWithoutVpndNamesPolicyDir() throws {
         let result = try Command.status([try Binaries.path("vpnctl"), "plan", "--socket", "/tmp/vx-none-\(uniqueTag()).sock"])
