@@ -61,7 +61,7 @@ public enum ControlClient {
         do {
             return try ControlCoding.decode(ControlResponse.self, from: answer)
         } catch {
-            throw ControlClientError(description: "vpnd sent an answer this client does not understand: \(error)")
+            throw ControlClientError(description: "vpnd sent an answer this client does not understand (\(ControlCoding.describe(error))); are vpnd and this command of one version?")
         }
     }
 }

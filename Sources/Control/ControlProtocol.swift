@@ -385,6 +385,23 @@ public enum ControlCoding {
     public static func decode<T: Decodable>(_ type: T.Type, from line: [UInt8]) throws -> T {
         try JSONDecoder().decode(T.self, from: Data(line))
     }
+
+    /// Why a line did not decode, in one line of words ("no key \"ok\"", "status.profiles:
+    /// expected an array"), not a DecodingError's dump of its context.
+    public static func describe(_ error: any Error) -> String {
+        func path(_ context: DecodingError.Context) -> String {
+            let keys = context.codingPath.map { $0.intValue.map(String.init) ?? $0.stringValue }
+            return keys.isEmpty ? "" : keys.joined(separator: ".") + ": "
+        }
+        switch error {
+        case let DecodingError.keyNotFound(key, context): return "\(path(context))no key \"\(key.stringValue)\""
+        case let DecodingError.valueNotFound(_, context), let DecodingError.typeMismatch(_, context),
+             let DecodingError.dataCorrupted(context):
+            return path(context) + context.debugDescription
+        default:
+            return "\(error)".split(separator: "\n").joined(separator: "; ")
+        }
+    }
 }
 
 public enum ControlSocket {
