@@ -437,7 +437,7 @@ public final class Daemon {
                            joined: { [unowned self] in followDemand($0) }))
     }
 
-    /// `vpnctl down`: everything of ours out of the kernel, then vpnd exits.
+    /// `vpnctl teardown --remove-killswitch`: everything of ours out of the kernel, then vpnd exits.
     private func down() throws -> ControlResponse {
         try applier.teardown()
         AppliedMarker(socketPath: options.socketPath).clear()

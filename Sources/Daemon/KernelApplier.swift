@@ -344,7 +344,7 @@ public final class KernelApplier: KernelApplying {
         // A transport port whose exclusion is new may have looped until now: held a second
         // before it goes direct (TransportRules), so what the loop left drains into the drop.
         // Only rules of ours route a tunnel's transport into it: with none in the kernel yet
-        // (a first start, or one after `vpnctl down`) nothing looped, and the tunnel is not
+        // (a first start, or one after `vpnctl teardown`) nothing looped, and the tunnel is not
         // held.
         let draining = actualRules.isEmpty ? []
             : Set(adding.compactMap { rule in rule.sourcePorts.flatMap { drains[$0.lowerBound] != nil ? $0.lowerBound : nil } })

@@ -120,7 +120,7 @@ final class TunnelResolver: @unchecked Sendable {
     /// `lookup local` rules sit after the DNS rules, and the profiles' IPv6 steering
     /// addresses are on `lo`, while vpnd runs. With vpnd killed (its steering program goes
     /// with it) a member's queries get no answer and still reach no other socket; after
-    /// `vpnctl down` the local table's rules are back at 0 and the addresses gone.
+    /// `vpnctl teardown` the local table's rules are back at 0 and the addresses gone.
     @Test func queriesAreRoutedToTheProxyAndHeldWithoutIt() throws {
         let cleanup = Cleanup()
         defer { cleanup.run() }

@@ -4,7 +4,7 @@ import Testing
 
 /// What an admin relies on beyond the data path: a tunnel that appears after vpnd, a
 /// profile cgroup re-created by someone else (systemd's Slice=), a daemon that holds only
-/// CAP_NET_ADMIN, and `vpnctl down` / `vpnd --cleanup` lifting everything.
+/// CAP_NET_ADMIN, and `vpnctl teardown --remove-killswitch` / `vpnd --cleanup` lifting everything.
 @Suite(.serialized) struct DaemonBehaviourTests {
     @Test func tunnelThatAppearsLaterIsPickedUp() throws {
         let cleanup = Cleanup()
