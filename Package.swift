@@ -62,7 +62,7 @@ let package = Package(
         .target(name: "TunnelFiles", dependencies: ["Policy", "TrustedFiles", "WireGuard"]),
         .target(name: "Facts", dependencies: ["Addresses", "Descriptors", "Cgroups", "HexDigits", "Netlink", "Plan", "Policy", "Routing", "TunnelFiles", "WireGuard", "CLinux"]),
         .target(name: "WireGuardDevice", dependencies: ["WireGuard", "CLinux", "Addresses", "Descriptors", "HexDigits", "Monotonic", "Netlink", "Routing"]),
-        .target(name: "Daemon", dependencies: ["Addresses", "Descriptors", "HexDigits", "Monotonic", "ServiceSupport", "CCap", "DNS", "CLinux", "CSystemd", "Cgroups", "Control", "Facts", "TrustedFiles", "Netlink", "Nftables", "Plan", "Policy", "Routing", "TunnelFiles", "WireGuard", "WireGuardDevice"]),
+        .target(name: "Daemon", dependencies: ["Addresses", "BuildVersion", "Descriptors", "HexDigits", "Monotonic", "ServiceSupport", "CCap", "DNS", "CLinux", "CSystemd", "Cgroups", "Control", "Facts", "TrustedFiles", "Netlink", "Nftables", "Plan", "Policy", "Routing", "TunnelFiles", "WireGuard", "WireGuardDevice"]),
 
         // Executables: thin commands over the libraries.
         .executableTarget(name: "vpnd", dependencies: ["BuildVersion", "Daemon", "ServiceSupport", "Control", "Policy", "TrustedFiles", .product(name: "ArgumentParser", package: "swift-argument-parser")]),

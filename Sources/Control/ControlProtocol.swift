@@ -54,50 +54,63 @@ public struct StatusReport: Codable, Hashable, Sendable {
     /// changes meaning or goes away; new fields may appear without it.
     /// 2: `dns.bypassDomains`/`routeDomains` hold the first `DNSStatus.listedDomains`; the
     /// counts say how many the policy has. 3: sockets refused in unknown cgroups
-    /// (`unknownCgroupRefusals`) instead of packets dropped, and `dns.encryptedDNSRefused`
+    /// (`unknownCgroupRefusals`) instead of packets dropped, and `dns.encryptedDNS Refused`
     /// counts refused connects and sends, not packets (the socket programs refuse them).
     /// 4: `dns.port` is gone (members' queries, UDP and TCP, reach the proxy by routing,
     /// on no port of its own); `dns.failure` says why a profile's proxy does not run.
-    public static let currentSchema = 4
+    /// 5: no prose where a program reads a value: `sandbox` (SandboxStatus), `birthMarks`
+    /// (a list of BirthMarkReport) and `dnsSteering` (DNSSteeringStatus) are objects;
+    /// `dns.encryptedDNS` says `no-domain-rules`; `dns.setSizes` is keyed by kind and
+    /// family (`bypass4`, ...), not by set name; `wireguard.reconnect.schedule` is an
+    /// object and a peer's `lastError` a token (its errno's words in `lastErrorDetail`);
+    /// `transport.source` says `wg-socket`. A user other than root gets only the profiles
+    /// it may use, and no host-wide field (those are optional: absent).
+    public static let currentSchema = 5
     public var schema = StatusReport.currentSchema
+    /// vpnd's version (what `vpnd --version` answers).
+    public var version: String
     public var daemonPID: Int32
-    public var policyDirectory: String
-    public var cgroupRoot: String
+    /// Host-wide fields are absent from a status for a user other than root (Optional here).
+    public var policyDirectory: String?
+    public var cgroupRoot: String?
+    /// The profiles (for a user other than root: those it may use).
     public var profiles: [ProfileStatus]
+    /// The last reload (vpnd's start counts as the first): its outcome and time.
+    public var lastReload: ReloadStatus?
     /// Internet sockets refused in cgroups vpnd did not know yet where a profile cgroup
     /// could be (e.g. a profile slice made again while vpnd was stopped), by the kernel.
-    public var unknownCgroupRefusals: UInt64 = 0
+    public var unknownCgroupRefusals: UInt64?
     /// Control connections closed at once because their user (or all users) held too many.
-    public var refusedConnections = 0
+    public var refusedConnections: Int?
     /// Learned routes (route.domains, bypass.domains) that someone else deleted (`ip route
     /// del`, a flush) and vpnd put back, since it started.
-    public var learnedRoutesPutBack = 0
+    public var learnedRoutesPutBack: Int?
     /// What confines vpnd itself (Landlock), or why nothing does.
-    public var sandbox = "off"
-    /// Which cgroups' sockets are born with their mark (the cgroup socket program), or why
-    /// none are ("off: ...").
-    public var birthMarks = "off"
-    /// How members' UDP DNS reaches the proxies (routed, DNSSteeringPoint), or why it
-    /// cannot ("off: ..."); nil from a vpnd that applies once and exits.
-    public var dnsSteering: String?
+    public var sandbox: SandboxStatus?
+    /// The cgroups whose sockets are born with their mark (the cgroup socket program), and
+    /// those held because the kernel refused it; empty before any profile cgroup exists.
+    public var birthMarks: [BirthMarkReport] = []
+    /// How members' DNS reaches the proxies (routed, DNSSteeringPoint), or why it cannot;
+    /// nil from a vpnd that applies once and exits.
+    public var dnsSteering: DNSSteeringStatus?
     /// Processes moved into vpn-bypass.slice (bypass.executables) and their packets.
-    public var bypassMoves = 0
+    public var bypassMoves: Int?
     /// Processes that ran a bypass.executables program and stayed in their profile: their
     /// users may not bypass (`[system] bypass`; root always may).
-    public var bypassRefused = 0
-    public var bypassed = Traffic.zero
+    public var bypassRefused: Int?
+    public var bypassed: Traffic?
     /// Held cgroups: those whose socket programs the kernel does not have (read from the
     /// kernel at each apply: nothing is placed there and their traffic is dropped but on
     /// loopback), and a removed profile's with processes left in them (no network at all;
     /// `missing` empty).
     public var heldCgroups: [HeldCgroupReport] = []
     /// What the hold dropped.
-    public var droppedHeld = Traffic.zero
+    public var droppedHeld: Traffic?
     /// Packets with a mark of ours that no profile holds (a removed profile's sockets, a
     /// value set by hand), dropped by the killswitch.
-    public var droppedStaleMarks = Traffic.zero
+    public var droppedStaleMarks: Traffic?
     /// Socket programs someone else detached and vpnd put back, since it started.
-    public var socketProgramsPutBack = 0
+    public var socketProgramsPutBack: Int?
     /// Network namespaces other than vpnd's where members made sockets (containers of a
     /// profile) whose packets were dropped: their traffic is not routed into the tunnel.
     public var heldNamespaces: [HeldNamespaceReport] = []
@@ -106,8 +119,9 @@ public struct StatusReport: Codable, Hashable, Sendable {
     /// How the executable lists are enforced (when the policy has any).
     public var executableRules: ExecutableRulesStatus?
 
-    /// What identifies the report; the counts start at zero and are set by name.
-    public init(daemonPID: Int32, policyDirectory: String, cgroupRoot: String, profiles: [ProfileStatus]) {
+    /// What identifies the report; the host-wide fields are set by name (root's view).
+    public init(version: String, daemonPID: Int32, policyDirectory: String?, cgroupRoot: String?, profiles: [ProfileStatus]) {
+        self.version = version
         self.daemonPID = daemonPID
         self.policyDirectory = policyDirectory
         self.cgroupRoot = cgroupRoot
@@ -156,6 +170,8 @@ public struct DNSStatus: Codable, Hashable, Sendable {
     /// At most this many of each list are in a status, in policy order: a policy may hold
     /// 100,000 domains, and a status that carried them all would be megabytes per call.
     public static let listedDomains = 64
+    /// `encryptedDNS`'s values.
+    public static let encryptedRefused = "refused", encryptedAllowed = "allowed", noDomainRules = "no-domain-rules"
 
     public var servers: [String]
     /// Why the profile's proxy does not run (members' queries are then refused, none
@@ -171,12 +187,12 @@ public struct DNSStatus: Codable, Hashable, Sendable {
     public var failed: UInt64 = 0
     public var dropped: UInt64 = 0
     /// Addresses each of the profile's domain sets holds now.
-    public var setSizes: [String: Int] = [:]
+    public var setSizes = DomainSetSizes()
     /// Firefox's canary (use-application-dns.net) answered NXDOMAIN by the proxy.
     public var canaryAnswered: UInt64 = 0
     /// Members' DNS over TLS/QUIC (port 853): "refused" (where domain rules apply),
-    /// "allowed" (allow_encrypted_dns), or "no domain rules" (nothing to protect).
-    public var encryptedDNS = "no domain rules"
+    /// "allowed" (allow_encrypted_dns), or "no-domain-rules" (nothing to protect).
+    public var encryptedDNS = DNSStatus.noDomainRules
     /// Connects and sends to port 853 refused.
     public var encryptedDNSRefused: UInt64 = 0
     /// Addresses answered for a bypassed name and for one that is not (each such pair once):

@@ -1,7 +1,7 @@
 /// A profile tunnel's own transport as vpnd knows it (`vpnctl status`): the socket vpnd keeps
 /// out of every profile, and what its loop guard dropped.
 public struct TransportStatus: Codable, Hashable, Sendable {
-    /// "built-in" (vpnd's engine), "wg socket" (asked over IFACE.sock) or "unknown".
+    /// "built-in" (vpnd's engine), "wg-socket" (asked over IFACE.sock) or "unknown".
     public var source: String
     /// The UDP port kept out of every profile (nil: not known).
     public var udpPort: UInt16?

@@ -44,9 +44,29 @@ extension BuiltInTunnels {
     func reconnectReport(interface: String) -> ReconnectReport? {
         guard let engine = engine(interface: interface) else { return nil }
         let peers = engine.reconnection(now: .now())
-        return ReconnectReport(schedule: engine.reconnectPolicyInForce.description, peers: peers.map {
-            ReconnectPeerReport(publicKey: $0.publicKey.base64, attempts: $0.attempts, lastError: $0.lastError?.description,
-                                nextTry: $0.nextTry.map { Double($0.nanoseconds) / 1e9 })
+        return ReconnectReport(schedule: Self.scheduleStatus(engine.reconnectPolicyInForce), peers: peers.map {
+            let (error, detail) = Self.errorToken($0.lastError)
+            return ReconnectPeerReport(publicKey: $0.publicKey.base64, attempts: $0.attempts, lastError: error, lastErrorDetail: detail,
+                                       nextTry: $0.nextTry.map { Double($0.nanoseconds) / 1e9 })
         })
+    }
+
+    static func scheduleStatus(_ policy: ReconnectPolicy) -> ReconnectScheduleStatus {
+        func seconds(_ d: MonotonicInstant.Duration) -> Double { Double(d.nanoseconds) / 1e9 }
+        return ReconnectScheduleStatus(kind: policy.isProtocolDefault ? ReconnectScheduleStatus.wireguard : ReconnectScheduleStatus.backoff,
+                                       minSeconds: seconds(policy.minimum), maxSeconds: seconds(policy.maximum),
+                                       stormLimitPerMinute: policy.stormLimit,
+                                       giveUpSeconds: policy.maximumRetries.map { seconds(policy.minimum * $0) })
+    }
+
+    /// The status's token for a handshake error, and the errno's words of a failed send.
+    static func errorToken(_ error: ReconnectError?) -> (String?, String?) {
+        switch error {
+        case nil: (nil, nil)
+        case .noResponse: (ReconnectPeerReport.noResponse, nil)
+        case let .sendFailed(text): (ReconnectPeerReport.sendFailed, text)
+        case .cookieRequired: (ReconnectPeerReport.cookieRequired, nil)
+        case .stormLimited: (ReconnectPeerReport.stormLimit, nil)
+        }
     }
 }

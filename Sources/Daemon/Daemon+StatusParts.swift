@@ -1,3 +1,4 @@
+import BuildVersion
 import Cgroups
 import Control
 import DNS
@@ -13,10 +14,10 @@ extension Daemon {
                                     links: try rtnl.links(), addresses: try rtnl.addresses())
         builder.setSize = { [applier] set, ipv4 in (try? applier.elements(of: set, ipv4: ipv4).count) ?? 0 }
         builder.programs = (applier.socketProgramsAttached ?? []).compactMap { [applier] attachment in applier.socketStorage(of: attachment).map { (attachment, $0) } }
-        let parts = StatusBuilder.Parts(pid: getpid(), policyDirectory: options.policyDirectory, cgroupRoot: hierarchy.mountPoint,
+        let parts = StatusBuilder.Parts(version: String(cString: vpnexec_build_version()), pid: getpid(), policyDirectory: options.policyDirectory,
+                                        cgroupRoot: hierarchy.mountPoint,
                                         refusedConnections: server?.refusedConnections ?? 0, learnedRoutesPutBack: learnedRoutesPutBack,
-                                        sandbox: sandboxSummary,
-                                        birthMarks: socketProgramsSummary, dnsSteering: dnsSteeringSummary,
+                                        sandbox: sandboxStatus, dnsSteering: dnsSteeringStatus, lastReload: lastReload,
                                         bypassMoves: executables.moves(Policy.bypassSliceName),
                                         bypassRefused: executables.bypassRefused,
                                         executableRules: executables.status(policy),
@@ -65,20 +66,14 @@ extension Daemon {
     }
 
     /// For status: where members' queries arrive, for how many profiles.
-    var dnsSteeringSummary: String? {
-        if let failure = dnsSteeringFailure { return "off: \(failure); \(DNSService.refused)" }
-        guard let steering = dnsSteering else { return nil }
-        guard appliedFacts?.loopbackIPv6 != false else {
-            return "UDP and TCP queries routed to \(DNSSteeringPoint.address(ipv6: false)) for \(steering.served.count) profile(s); IPv6 ones refused (IPv6 is off on lo)"
+    var dnsSteeringStatus: DNSSteeringStatus? {
+        if let failure = dnsSteeringFailure {
+            return DNSSteeringStatus(state: DNSSteeringStatus.off, addresses: [], profiles: 0, failure: failure)
         }
-        return "UDP and TCP queries routed to \(DNSSteeringPoint.address(ipv6: false)) and \(DNSSteeringPoint.address(ipv6: true)) for \(steering.served.count) profile(s)"
-    }
-
-    /// For status: the cgroups whose sockets are born marked now (their programs found in
-    /// the kernel at the last apply).
-    var socketProgramsSummary: String {
-        let marked = (applier.socketProgramsAttached ?? []).filter { $0.settings.mark != 0 }.map(\.cgroup)
-        guard marked.isEmpty else { return "\(marked.count) cgroup(s): " + marked.joined(separator: ", ") }
-        return applier.unguardedCgroups.isEmpty ? "none yet (no profile cgroup exists)" : "none: the kernel refused them (held, above)"
+        guard let steering = dnsSteering else { return nil }
+        let ipv6 = appliedFacts?.loopbackIPv6 != false
+        return DNSSteeringStatus(state: DNSSteeringStatus.routed,
+                                 addresses: [DNSSteeringPoint.address(ipv6: false).description] + (ipv6 ? [DNSSteeringPoint.address(ipv6: true).description] : []),
+                                 profiles: steering.served.count, ipv6Refused: !ipv6)
     }
 }

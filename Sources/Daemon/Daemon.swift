@@ -6,6 +6,7 @@ import Descriptors
 import CSystemd
 import Facts
 import Glibc
+import Monotonic
 import Netlink
 import Nftables
 import Plan
@@ -39,7 +40,9 @@ public final class Daemon {
     /// The facts the kernel state was last planned from (nil until an apply succeeded).
     var appliedFacts: RuntimeFacts? { reconciler.appliedFacts }
     /// What the sandbox enforces, for status.
-    var sandboxSummary = "off"
+    var sandboxStatus = SandboxStatus(state: SandboxStatus.off)
+    /// The last reload's outcome and time (the start's, until a reload), for status.
+    private(set) var lastReload: ReloadStatus?
     private var lastFollowError: String?
     /// Learned routes someone else deleted and vpnd put back (restoreLearnedRoutes), for status.
     private(set) var learnedRoutesPutBack = 0
@@ -140,17 +143,18 @@ public final class Daemon {
             // Before any thread exists (built-in tunnels start below): all inherit it.
             mkdir(options.wireguardSocketDirectory, 0o755)
             if let state = options.stateDirectory { mkdir(state, 0o755) }
-            var summary = try Sandbox.forDaemon(cgroupRoot: hierarchy.mountPoint, socketDirectory: socketDirectory.isEmpty ? "." : socketDirectory,
+            var sandbox = try Sandbox.forDaemon(cgroupRoot: hierarchy.mountPoint, socketDirectory: socketDirectory.isEmpty ? "." : socketDirectory,
                                                 wireguardDirectory: options.wireguardSocketDirectory,
                                                 stateDirectory: options.stateDirectory).apply()
-            if summary.hasPrefix("Landlock") {
-                summary += Sandbox.verify() ? " (verified)" : " (NOT in force: /proc/self/comm opened for writing)"
+            if sandbox.landlockABI != nil, !Sandbox.verify() {
+                (sandbox.state, sandbox.reason) = (SandboxStatus.notInForce, "/proc/self/comm opened for writing")
             }
-            sandboxSummary = summary
-            log.info("sandbox: \(summary)")
+            sandboxStatus = sandbox
+            log.info("sandbox: \(sandbox)")
         }
         followMachine()
         try applyPolicy()
+        lastReload = .started(at: WallClock.now().secondsSinceEpoch)
         keepLastApplied()
         AppliedMarker(socketPath: options.socketPath).set()
         let shown = policy.profiles.prefix(8).map { " \($0.name)->\($0.tunnel.interfaceName)" }.joined()
@@ -271,12 +275,15 @@ public final class Daemon {
         let previous: Policy
         switch reconciler.reload(from: options.policyDirectory, check: executables.checkEnforceable) {
         case let .refused(error):
+            lastReload = lastReload?.after(ReloadStatus.refused, at: WallClock.now().secondsSinceEpoch)
             log.error("reload refused, running state unchanged:\n\(error)")
             return .failure("policy not reloaded, the running state is unchanged:\n\(error)")
         case let .failed(error):
+            lastReload = lastReload?.after(ReloadStatus.failed, at: WallClock.now().secondsSinceEpoch)
             log.error("reload failed while applying: \(error)")
             return .failure("reload failed while applying (previous policy restored): \(error)")
         case let .applied(previous: before):
+            lastReload = lastReload?.after(ReloadStatus.applied, at: WallClock.now().secondsSinceEpoch)
             previous = before
         }
         let next = policy

@@ -1,4 +1,5 @@
 import CLinux
+import Control
 import Descriptors
 import Glibc
 
@@ -68,8 +69,9 @@ public struct Sandbox: Sendable, Equatable {
     }
 
     /// Confines the calling thread and its future threads; returns what was enforced, for
-    /// the log and `vpnctl status` ("not available" on kernels without Landlock).
-    public func apply() throws(Failure) -> String {
+    /// the log and `vpnctl status` (unavailable on kernels without Landlock), as confined:
+    /// the caller verifies it.
+    public func apply() throws(Failure) -> SandboxStatus {
         let abi = Int(vx_landlock_abi())
         guard abi >= 1 else {
             let why: String
@@ -78,7 +80,7 @@ public struct Sandbox: Sendable, Equatable {
             case EOPNOTSUPP: why = "Landlock is not enabled at boot (lsm=)"
             default: why = "\(SystemError("landlock_create_ruleset")) (a system call filter?)"
             }
-            return "not available (\(why)): file system writes are not confined"
+            return SandboxStatus(state: SandboxStatus.unavailable, reason: why)
         }
         let handled = Access.handled(abi: abi)
         var attributes = vx_landlock_ruleset_attr(handled_access_fs: handled.rawValue,
@@ -111,10 +113,7 @@ public struct Sandbox: Sendable, Equatable {
         guard vx_set_no_new_privs() == 0, vx_landlock_restrict_self(ruleset.raw) == 0 else {
             throw Failure(description: SystemError("landlock_restrict_self").description)
         }
-        let allowed = (tcpListen.map { ["to listen on \($0.lowerBound)-\($0.upperBound)"] } ?? [])
-            + (tcpConnect.isEmpty ? [] : ["to connect to port \(tcpConnect.map(String.init).joined(separator: ", "))"])
-        let tcp = allowed.isEmpty ? "no TCP" : "TCP only " + allowed.joined(separator: " and ")
-        return "Landlock ABI \(abi): writes only in \(places.joined(separator: ", ")); no program execution" + (abi >= 4 ? "; \(tcp) (DNS)" : "")
+        return SandboxStatus(state: SandboxStatus.confined, landlockABI: abi, writablePaths: places, tcpConnectPorts: abi >= 4 ? tcpConnect : nil)
     }
 
     /// Checks the confinement took: opening vpnd's own /proc/self/comm for writing (always

@@ -1,6 +1,7 @@
 import Addresses
 import Control
 import DNS
+import HexDigits
 import Nftables
 import Plan
 import Policy
@@ -13,14 +14,15 @@ import Routing
 struct StatusBuilder {
     /// What vpnd knows of itself.
     struct Parts {
+        var version: String
         var pid: Int32
         var policyDirectory: String
         var cgroupRoot: String
         var refusedConnections = 0
         var learnedRoutesPutBack = 0
-        var sandbox = "off"
-        var birthMarks = "off"
-        var dnsSteering: String?
+        var sandbox = SandboxStatus(state: SandboxStatus.off)
+        var dnsSteering: DNSSteeringStatus?
+        var lastReload: ReloadStatus?
         var bypassMoves = 0
         var bypassRefused = 0
         var executableRules: ExecutableRulesStatus?
@@ -81,14 +83,16 @@ struct StatusBuilder {
             return status
         }
         let names = ProfileObjectNames(profile.name)
-        var sizes: [String: Int] = [:]
-        for (set, used, ipv4) in [(names.bypassDomainSet(ipv4: true), !profile.bypassDomains.isEmpty, true),
-                                  (names.bypassDomainSet(ipv4: false), !profile.bypassDomains.isEmpty, false),
-                                  (names.tunneledDomainSet(ipv4: true), !profile.bypassDomains.isEmpty, true),
-                                  (names.tunneledDomainSet(ipv4: false), !profile.bypassDomains.isEmpty, false),
-                                  (names.routeDomainSet(ipv4: true), !profile.routeDomains.isEmpty, true),
-                                  (names.routeDomainSet(ipv4: false), !profile.routeDomains.isEmpty, false)] where used {
-            sizes[set] = setSize(set, ipv4)
+        var sizes = DomainSetSizes()
+        if !profile.bypassDomains.isEmpty {
+            sizes.bypass4 = setSize(names.bypassDomainSet(ipv4: true), true)
+            sizes.bypass6 = setSize(names.bypassDomainSet(ipv4: false), false)
+            sizes.tunneled4 = setSize(names.tunneledDomainSet(ipv4: true), true)
+            sizes.tunneled6 = setSize(names.tunneledDomainSet(ipv4: false), false)
+        }
+        if !profile.routeDomains.isEmpty {
+            sizes.route4 = setSize(names.routeDomainSet(ipv4: true), true)
+            sizes.route6 = setSize(names.routeDomainSet(ipv4: false), false)
         }
         var status = DNSStatus(servers: servers.map(\.description))
         status.failure = parts.dnsFailure
@@ -152,6 +156,20 @@ struct StatusBuilder {
         link.map { $0.isUp && $0.isRunning ? "up" : "down" } ?? "missing"
     }
 
+    /// The cgroups whose sockets are born with a mark (their programs found in the kernel at
+    /// the last apply), then those held because the kernel refused them, each by path.
+    func birthMarks(held: [HeldCgroupReport]) -> [BirthMarkReport] {
+        let refused = held.filter { !$0.missing.isEmpty }
+        let marked = programs.map(\.0).filter { attachment in attachment.settings.mark != 0 && !refused.contains { $0.cgroup == attachment.cgroup } }
+            .sorted { $0.cgroup < $1.cgroup }.map { attachment in
+                BirthMarkReport(cgroup: attachment.cgroup, profile: policy.profiles.first { $0.mark.value == attachment.settings.mark }?.name,
+                                state: BirthMarkReport.marked, mark: hex(attachment.settings.mark))
+            }
+        return marked + refused.map {
+            BirthMarkReport(cgroup: $0.cgroup, profile: $0.profile, state: BirthMarkReport.held, mark: nil)
+        }
+    }
+
     func report(_ daemon: Parts, parts partsOf: (Profile) -> ProfileParts) -> StatusReport {
         let profiles = policy.profiles.map { profile -> ProfileStatus in
             let parts = partsOf(profile)
@@ -188,8 +206,9 @@ struct StatusBuilder {
             status.via = hopStatus(profile)
             return status
         }
-        var report = StatusReport(daemonPID: daemon.pid, policyDirectory: daemon.policyDirectory,
+        var report = StatusReport(version: daemon.version, daemonPID: daemon.pid, policyDirectory: daemon.policyDirectory,
                                   cgroupRoot: daemon.cgroupRoot, profiles: profiles)
+        report.lastReload = daemon.lastReload
         report.unknownCgroupRefusals = programs.reduce(0) { $0 + $1.1.socketRefusals }
         report.refusedConnections = daemon.refusedConnections
         report.learnedRoutesPutBack = daemon.learnedRoutesPutBack
@@ -198,7 +217,6 @@ struct StatusBuilder {
         report.bypassRefused = daemon.bypassRefused
         report.bypassed = traffic(bypassedCounter)
         report.systemProfile = policy.systemProfile?.name
-        report.birthMarks = daemon.birthMarks
         report.heldCgroups = daemon.unguarded.sorted { $0.key < $1.key }.map { path, state in
             HeldCgroupReport(cgroup: path, profile: profiles.first { UnguardedRules.holds(path, in: [$0.cgroup] + $0.joinedCgroups) }?.name,
                              missing: state.missing.map(\.name), reason: state.reason)
@@ -207,6 +225,7 @@ struct StatusBuilder {
             HeldCgroupReport(cgroup: path, profile: nil, missing: [],
                              reason: "its profile (\(RuntimeFacts.profileName(ofSlice: String(path.split(separator: "/").last ?? "")) ?? "?")) was removed: what is left there has no network until it exits or is moved")
         }
+        report.birthMarks = birthMarks(held: report.heldCgroups)
         report.droppedHeld = traffic(UnguardedRules.counter)
         report.droppedStaleMarks = traffic(KillswitchRules.staleCounter)
         report.socketProgramsPutBack = daemon.socketProgramsPutBack

@@ -27,9 +27,9 @@ enum EncryptedDNSRules {
 
 extension Policy {
     /// How the profile's members' DNS over TLS/QUIC is treated, as the status says it:
-    /// "refused", "allowed" (allow_encrypted_dns), or "no domain rules".
+    /// "refused", "allowed" (allow_encrypted_dns), or "no-domain-rules".
     public func encryptedDNS(of profile: Profile) -> String {
-        guard EncryptedDNSRules.hasDomainRules(profile, in: self) else { return "no domain rules" }
+        guard EncryptedDNSRules.hasDomainRules(profile, in: self) else { return "no-domain-rules" }
         return profile.allowEncryptedDNS ? "allowed" : "refused"
     }
 }

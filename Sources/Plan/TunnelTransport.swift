@@ -10,7 +10,7 @@ public struct TunnelTransport: Hashable, Sendable {
         case builtIn = "built-in"
         /// The `wg` socket of a userspace WireGuard (wireguard-go, boringtun, vpn-server):
         /// `get=1` answered `listen_port`, `fwmark` and the peers' endpoints.
-        case wireguardSocket = "wg socket"
+        case wireguardSocket = "wg-socket"
         /// Nobody vpnd can ask: only the sockets of the process holding the tunnel device
         /// (`heldBy`), if vpnd could see it, guard against a loop.
         case unknown

@@ -5,9 +5,9 @@ extension StatusText {
     static func encryptedAndShared(_ d: DNSStatus) -> [String] {
         var lines: [String] = []
         switch d.encryptedDNS {
-        case "refused":
+        case DNSStatus.encryptedRefused:
             lines.append("  encrypted DNS over TLS/QUIC (853) refused: \(d.encryptedDNSRefused) time(s); Firefox's canary answered NXDOMAIN \(d.canaryAnswered) time(s)")
-        case "allowed":
+        case DNSStatus.encryptedAllowed:
             lines.append("  encrypted DNS over TLS/QUIC (853) allowed (allow_encrypted_dns): domain rules miss what members resolve that way; Firefox's canary answered NXDOMAIN \(d.canaryAnswered) time(s)")
         default:
             break

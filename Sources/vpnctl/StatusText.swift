@@ -5,22 +5,22 @@ import HexDigits
 /// `vpnctl status` for people.
 enum StatusText {
     static func render(_ report: StatusReport, now: Double = Double(time(nil))) -> String {
-        var lines = ["vpnd pid \(report.daemonPID), policy \(report.policyDirectory), cgroup2 at \(report.cgroupRoot)",
-                     "sandbox: \(report.sandbox)",
-                     "sockets born marked: \(report.birthMarks)"]
+        var lines = ["vpnd pid \(report.daemonPID)" + (report.policyDirectory.map { ", policy \($0)" } ?? "") + (report.cgroupRoot.map { ", cgroup2 at \($0)" } ?? "")]
+        if let sandbox = report.sandbox { lines.append("sandbox: \(sandbox)") }
+        lines.append("sockets born marked: \(birthMarks(report.birthMarks))")
         for held in report.heldCgroups where held.missing.isEmpty {
             lines.append("HELD: \(held.cgroup): \(held.reason)")
         }
         for held in report.heldCgroups where !held.missing.isEmpty {
             lines.append("HELD: \(held.profile.map { "profile \($0), " } ?? "")\(held.cgroup): the kernel does not have its socket programs (\(held.missing.joined(separator: ", "))): \(held.reason); "
-                         + "its traffic is dropped but on loopback (\(traffic(report.droppedHeld)) so far) and nothing is placed there")
+                         + "its traffic is dropped but on loopback\(report.droppedHeld.map { " (\(traffic($0)) so far)" } ?? "") and nothing is placed there")
         }
         for held in report.heldNamespaces {
             let who = held.pid.map { "pid \($0)" + (held.cgroup.map { " in \($0)" } ?? "") } ?? "no process of it left"
             lines.append("HELD: \(held.profile.map { "profile \($0), " } ?? "")network namespace \(held.cookie) (\(who)): \(traffic(Traffic(packets: held.packets, bytes: 0)).split(separator: ",")[0]) dropped; "
                          + "a member's socket in a network namespace of its own (a container) is not routed into the tunnel, so what it sends outside its loopback is dropped")
         }
-        if let steering = report.dnsSteering { lines.append("DNS steering: \(steering)") }
+        if let steering = report.dnsSteering { lines.append("DNS steering: \(dnsSteering(steering))") }
         if let system = report.systemProfile {
             lines.append("system mode: every process outside the profiles' cgroups and vpn-bypass.slice is in profile \(system)")
         }
@@ -43,35 +43,36 @@ enum StatusText {
             lines += exceptions(profile.exceptions)
             if let dns = profile.dns { lines += self.dns(dns) }
         }
-        if report.bypassMoves > 0 || report.bypassed.packets > 0 || report.bypassRefused > 0 {
+        let bypassMoves = report.bypassMoves ?? 0, bypassed = report.bypassed ?? .zero, bypassRefused = report.bypassRefused ?? 0
+        if bypassMoves > 0 || bypassed.packets > 0 || bypassRefused > 0 {
             lines.append("")
-            lines.append("bypass: \(report.bypassMoves) process(es) moved into vpn-bypass.slice, \(traffic(report.bypassed)) sent direct")
-            if report.bypassRefused > 0 {
-                lines.append("  \(report.bypassRefused) launch(es) of bypass.executables left in their profile: their users may not bypass ([system] bypass.users, bypass.groups; vpnd's log names the rule)")
+            lines.append("bypass: \(bypassMoves) process(es) moved into vpn-bypass.slice, \(traffic(bypassed)) sent direct")
+            if bypassRefused > 0 {
+                lines.append("  \(bypassRefused) launch(es) of bypass.executables left in their profile: their users may not bypass ([system] bypass.users, bypass.groups; vpnd's log names the rule)")
             }
         }
         if let rules = report.executableRules {
             lines.append("")
             lines += executableRules(rules)
         }
-        if report.unknownCgroupRefusals > 0 {
+        if let refusals = report.unknownCgroupRefusals, refusals > 0 {
             lines.append("")
-            lines.append("unknown cgroups: \(report.unknownCgroupRefusals) socket(s) refused (cgroups vpnd did not know yet where a profile cgroup could be)")
+            lines.append("unknown cgroups: \(refusals) socket(s) refused (cgroups vpnd did not know yet where a profile cgroup could be)")
         }
-        if report.droppedStaleMarks.packets > 0 {
+        if let stale = report.droppedStaleMarks, stale.packets > 0 {
             lines.append("")
-            lines.append("stale marks: \(traffic(report.droppedStaleMarks)) dropped (a mark of ours no profile holds: a removed profile's sockets, or one set by hand)")
+            lines.append("stale marks: \(traffic(stale)) dropped (a mark of ours no profile holds: a removed profile's sockets, or one set by hand)")
         }
-        if report.socketProgramsPutBack > 0 {
+        if let putBack = report.socketProgramsPutBack, putBack > 0 {
             lines.append("")
-            lines.append("socket programs: \(report.socketProgramsPutBack) put back after someone else detached them (the log names them)")
+            lines.append("socket programs: \(putBack) put back after someone else detached them (the log names them)")
         }
-        if report.learnedRoutesPutBack > 0 {
+        if let putBack = report.learnedRoutesPutBack, putBack > 0 {
             lines.append("")
-            lines.append("learned routes: \(report.learnedRoutesPutBack) put back after someone else deleted them (the log names them)")
+            lines.append("learned routes: \(putBack) put back after someone else deleted them (the log names them)")
         }
-        if report.refusedConnections > 0 {
-            lines.append("control socket: \(report.refusedConnections) connection(s) refused (a user held too many at once)")
+        if let refused = report.refusedConnections, refused > 0 {
+            lines.append("control socket: \(refused) connection(s) refused (a user held too many at once)")
         }
         return lines.joined(separator: "\n") + "\n"
     }
@@ -131,8 +132,8 @@ enum StatusText {
         var lines = ["  dns       proxy: \(d.servers.isEmpty ? "no resolvers: queries are refused (set dns = [...])" : "resolvers \(d.servers.joined(separator: ", "))"); answered \(d.answered), forwarded \(d.forwarded), failed \(d.failed), dropped \(d.dropped)"]
         if !d.bypassDomains.isEmpty { lines.append("  bypass    domains " + domains(d.bypassDomains, of: d.bypassDomainCount)) }
         if !d.routeDomains.isEmpty { lines.append("  route     domains " + domains(d.routeDomains, of: d.routeDomainCount)) }
-        if !d.setSizes.isEmpty {
-            lines.append("  learned   " + d.setSizes.sorted { $0.key < $1.key }.map { "\($0.key) \($0.value)" }.joined(separator: ", "))
+        if !d.setSizes.named.isEmpty {
+            lines.append("  learned   " + d.setSizes.named.map { "\($0.0) \($0.1)" }.joined(separator: ", "))
         }
         lines += encryptedAndShared(d)
         return lines

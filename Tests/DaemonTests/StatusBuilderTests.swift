@@ -67,8 +67,11 @@ import TrustedFiles
         proxy.forwarded = 4
         proxy.failed = 1
         proxy.canaryAnswered = 2
-        let daemon = StatusBuilder.Parts(pid: 42, policyDirectory: "/etc/vpnexec/policy.d", cgroupRoot: "/sys/fs/cgroup", refusedConnections: 1, learnedRoutesPutBack: 3,
-                                         sandbox: "Landlock ABI 4 (verified)", birthMarks: "1 cgroup(s): vpn.slice/vpn-work.slice", bypassMoves: 2, bypassRefused: 1)
+        let daemon = StatusBuilder.Parts(version: "1.2.3", pid: 42, policyDirectory: "/etc/vpnexec/policy.d", cgroupRoot: "/sys/fs/cgroup",
+                                         refusedConnections: 1, learnedRoutesPutBack: 3,
+                                         sandbox: SandboxStatus(state: SandboxStatus.confined, landlockABI: 4, writablePaths: ["/sys/fs/cgroup"], tcpConnectPorts: [53]),
+                                         lastReload: ReloadStatus(outcome: ReloadStatus.refused, time: 1_700_000_200, lastApplied: 1_700_000_100),
+                                         bypassMoves: 2, bypassRefused: 1)
         return builder.report(daemon) { profile in
             var parts = StatusBuilder.ProfileParts()
             if profile.name == "work" {
@@ -96,12 +99,18 @@ import TrustedFiles
         #expect(report.profiles.map(\.name) == ["work", "exit"])
         #expect(work.tunnel.state == "up" && work.tunnel.addresses == ["10.79.0.2/24"] && work.tunnel.rxBytes == 1024)
         #expect(work.sent == Traffic(packets: 3, bytes: 180) && work.exceptions.direct == Traffic(packets: 7, bytes: 420))
-        #expect(work.dns?.setSizes[ProfileObjectNames("work").routeDomainSet(ipv4: true)] == 1, "the element the fake holds: \(work.dns?.setSizes ?? [:])")
+        #expect(work.dns?.setSizes == DomainSetSizes(bypass4: 0, bypass6: 0, tunneled4: 0, tunneled6: 0, route4: 1, route6: 0),
+                "the element the fake holds: \(String(describing: work.dns?.setSizes))")
         #expect(work.dns?.encryptedDNS == "refused" && work.dns?.encryptedDNSRefused == 8)
         #expect(exit.tunnel.state == "missing" && exit.tunnel.wireguard == WireGuardReport(publicKey: nil, listenPort: nil, peers: [], drops: [:]))
         #expect(exit.dns == nil, "no proxy runs for it")
         #expect(exit.via == HopStatus(entry: "work", entryInterface: "wg0", entryState: "up", carried: Traffic(packets: 9, bytes: 540)))
         #expect(work.droppedByKillswitch == Traffic(packets: 6 + 2, bytes: 360), "the killswitch's and the guard's (no bytes)")
         #expect(report.bypassed == Traffic(packets: 10, bytes: 600) && report.unknownCgroupRefusals == 11 && report.learnedRoutesPutBack == 3)
+        // The cgroups whose programs the fake attached with a mark: each profile's, and the
+        // bypass slice's (no profile's mark).
+        #expect(report.birthMarks.map(\.cgroup) == ["vpn.slice/vpn-bypass.slice", "vpn.slice/vpn-exit.slice", "vpn.slice/vpn-work.slice"], "\(report.birthMarks)")
+        #expect(report.birthMarks.map(\.profile) == [nil, "exit", "work"] && report.birthMarks.allSatisfy { $0.state == BirthMarkReport.marked })
+        #expect(report.lastReload?.outcome == "refused" && report.lastReload?.lastApplied == 1_700_000_100)
     }
 }

@@ -1,3 +1,4 @@
+import Control
 import Foundation
 import NetTestSupport
 import Testing
@@ -22,7 +23,7 @@ import Testing
         #expect(try s.member(mode: "mark") == Self.profileMark, "a member's socket has the mark from its creation")
         #expect(try s.connect("mark") == "0x0")
         let status = try s.daemon.status().birthMarks
-        #expect(status == "1 cgroup(s): \(s.daemon.cgroupParent)/vpn-work.slice", "\(status)")
+        #expect(status == [BirthMarkReport(cgroup: "\(s.daemon.cgroupParent)/vpn-work.slice", profile: "work", state: "marked", mark: Self.profileMark)], "\(status)")
         #expect(try s.daemon.vpnctl(["status"]).stdout.contains("sockets born marked: 1 cgroup(s)"))
 
         // The attachments are the kernel's: with vpnd gone, a member's new socket is born
@@ -35,7 +36,7 @@ import Testing
         #expect(try Command.run(inProfile + ["tcp-name", Topology.service4, "8080"]).trimmed == "\(s.tunnel.clientAddress4) \(s.tunnel.clientAddress4)")
         // A restarted vpnd takes them over: the same attachments, its own programs.
         try s.daemon.start()
-        #expect(try s.daemon.status().birthMarks == "1 cgroup(s): \(s.daemon.cgroupParent)/vpn-work.slice")
+        #expect(try s.daemon.status().birthMarks.map(\.cgroup) == ["\(s.daemon.cgroupParent)/vpn-work.slice"])
         #expect(try Command.run(inProfile + ["mark", Topology.service4, "8080"]).trimmed == Self.profileMark)
     }
 

@@ -220,11 +220,11 @@ final class TunnelResolver: @unchecked Sendable {
         #expect(try s.connect(to: "192.0.2.81") == s.tunnel.clientAddress4)
 
         let dns = try #require(try s.daemon.status().profiles[0].dns)
-        #expect(dns.setSizes["bypass_dns4_work"] == 1 && dns.setSizes["bypass_dns6_work"] == 1 && dns.setSizes["route_dns4_work"] == 2, "\(dns)")
+        #expect(dns.setSizes.bypass4 == 1 && dns.setSizes.bypass6 == 1 && dns.setSizes.route4 == 2, "\(dns)")
         // A reload (a whole-table replace) keeps what the proxy learned.
         try s.daemon.writePolicy(Self.policy([s.tunnel.clientInterface]) + "\nallow_lan = true\n")
         #expect(try s.daemon.vpnctl(["reload"]).status == 0)
-        #expect(try s.daemon.status().profiles[0].dns?.setSizes["route_dns4_work"] == 2)
+        #expect(try s.daemon.status().profiles[0].dns?.setSizes.route4 == 2)
         #expect(try s.connect(to: "192.0.2.82") == s.tunnel.clientAddress4)
         #expect(try s.member(to: Topology.service4) == Topology.clientAddress4)
     }
@@ -252,7 +252,7 @@ final class TunnelResolver: @unchecked Sendable {
         // Each flushed route at least once: `ip route flush` runs rounds until it finds nothing,
         // and deletes again what vpnd put back before its last (12 for these 3 in one run).
         let flushed = learned.split(separator: "\n").count
-        let putBack = try s.daemon.status().learnedRoutesPutBack
+        let putBack = try s.daemon.status().learnedRoutesPutBack ?? 0
         #expect(putBack >= flushed, "\(putBack) put back of \(learned)")
         let status = try s.daemon.vpnctl(["status"]).stdout
         #expect(status.contains("learned routes: \(putBack) put back after someone else deleted them"), "\(status)")
@@ -285,7 +285,7 @@ final class TunnelResolver: @unchecked Sendable {
         let (leaked, control) = try capture.stop()
         #expect(leaked.isEmpty && control > 20, "\(leaked.prefix(3))")
         let dns = try #require(try s.daemon.status().profiles[0].dns)
-        #expect(dns.bypassDomainCount == 10_001 && dns.bypassDomains.count == DNSStatus.listedDomains && dns.setSizes["route_dns4_work"] == 1, "learned addresses kept: \(dns.setSizes)")
+        #expect(dns.bypassDomainCount == 10_001 && dns.bypassDomains.count == DNSStatus.listedDomains && dns.setSizes.route4 == 1, "learned addresses kept: \(dns.setSizes)")
         // The status names the first domains and counts them all.
         let text = try s.daemon.vpnctl(["status"]).stdout
         #expect(text.contains("bypass    domains bank.example, name-0.bulk.example,") && text.contains(", ... (10001 in all)"), "\(text.prefix(2000))")

@@ -56,9 +56,13 @@ import Testing
         #expect(states.count == 4 && states.allSatisfy { $0.type == "gauge" && $0.labels["profile"] == "work" }, "\(states)")
         #expect(sample("vpnexec_tunnel_demand_state", ["profile": "work", "interface": interface, "state": "up"])?.value == 1)
         #expect(sample("vpnexec_tunnel_demand_state", ["profile": "work", "interface": interface, "state": "down (on demand)"])?.value == 0)
-        #expect(sample("vpnexec_tunnel_demand_since_seconds", ["profile": "work", "interface": interface]).map { abs($0.value - Date().timeIntervalSince1970) < 600 } == true)
-        let age = try #require(sample("vpnexec_peer_last_handshake_age_seconds", ["profile": "work", "peer": peer.serverPublic]), "\(samples.map(\.name))")
-        #expect(age.type == "gauge" && age.value >= 0 && age.value < 60)
+        #expect(sample("vpnexec_tunnel_demand_since_timestamp_seconds", ["profile": "work", "interface": interface]).map { abs($0.value - Date().timeIntervalSince1970) < 600 } == true)
+        let handshake = try #require(sample("vpnexec_peer_latest_handshake_timestamp_seconds", ["profile": "work", "peer": peer.serverPublic]), "\(samples.map(\.name))")
+        #expect(handshake.type == "gauge" && abs(Date().timeIntervalSince1970 - handshake.value) < 60)
+        // vpnd's start applied its policy: the last reload's success, and vpnd's version.
+        #expect(sample("vpnexec_last_reload_successful", [:])?.value == 1)
+        #expect(sample("vpnexec_last_reload_success_timestamp_seconds", [:]).map { abs($0.value - Date().timeIntervalSince1970) < 600 } == true)
+        #expect(samples.contains { $0.name == "vpnexec_build_info" && $0.labels["version"] != nil && $0.value == 1 }, "\(samples.map(\.name))")
         let drops = samples.filter { $0.name == "vpnexec_engine_dropped_packets_total" && $0.labels["profile"] == "work" }
         #expect(Set(drops.compactMap { $0.labels["reason"] }).isSuperset(of: ["badMAC", "replay", "unknownPeer", "notAllowedIP"]), "\(drops)")
         #expect(drops.allSatisfy { $0.type == "counter" })

@@ -52,7 +52,7 @@ import Testing
             let reconnect = try #require(engine.reconnect, "no reconnect field: \(engine)")
             let peer = try #require(reconnect.peers.first)
             return Look(at: Date(), attempts: peer.attempts, nextTry: peer.nextTry, lastError: peer.lastError,
-                        schedule: reconnect.schedule, handshake: engine.peers.first?.latestHandshake,
+                        schedule: reconnect.schedule.description, handshake: engine.peers.first?.latestHandshake,
                         demand: tunnel.demand.map { "\($0.state): \($0.reason)" })
         }
 
@@ -67,7 +67,7 @@ import Testing
         }
         let last = try #require(looks.last)
         #expect(last.schedule == "backoff 5s..20s x2, at most 6/min")
-        #expect(last.attempts >= 4 && last.lastError == "no response" && last.handshake == nil, "\(last)")
+        #expect(last.attempts >= 4 && last.lastError == "no-response" && last.handshake == nil, "\(last)")
         #expect(looks.allSatisfy { ($0.nextTry ?? 0) <= 20 * 16 / 15 + 0.5 }, "a next try past the cap: \(looks.map(\.nextTry))")
         // Always up, yet no handshake: connecting all along, never up.
         #expect(looks.allSatisfy { $0.demand == "connecting: vpnd started the tunnel" }, "\(Set(looks.map(\.demand)))")
@@ -86,9 +86,9 @@ import Testing
 
         let metrics = try daemon.vpnctl(["metrics"]).stdout
         let peerLabels = "profile=\"work\",peer=\"\(peer.serverPublic)\""
-        #expect(metrics.contains("vpnexec_peer_handshake_attempts{\(peerLabels)} ") && metrics.contains("vpnexec_peer_next_handshake_seconds{\(peerLabels)} ")
-                && metrics.contains("vpnexec_peer_handshake_error{\(peerLabels),error=\"no response\"} 1")
-                && metrics.contains("vpnexec_peer_reconnect_schedule{\(peerLabels),schedule=\"backoff 5s..20s x2, at most 6/min\"} 1"), "\(metrics)")
+        #expect(metrics.contains("vpnexec_peer_handshake_attempts{\(peerLabels)} ") && metrics.contains("vpnexec_peer_next_handshake_timestamp_seconds{\(peerLabels)} ")
+                && metrics.contains("vpnexec_peer_handshake_error{\(peerLabels),error=\"no-response\"} 1")
+                && metrics.contains("vpnexec_peer_reconnect_schedule{\(peerLabels),schedule=\"backoff\"} 1"), "\(metrics)")
 
         // The network changes (the default route moves to the other uplink) while the next
         // try is 8 s or more away: an initiation reaches the server within 3 s.

@@ -56,7 +56,7 @@ import Testing
         let dns = try #require(try s.daemon.status().profiles[0].dns)
         #expect(dns.sharedAddresses == 1, "\(dns)")
         #expect(dns.sharedNow.map { "\($0.address) \($0.bypassed) \($0.tunneled)" } == ["\(Self.shared) bankshare.test corp.test"], "\(dns.sharedNow)")
-        #expect(dns.setSizes["tunneled_dns4_work"] == 1 && dns.setSizes["bypass_dns4_work"] == 2, "\(dns.setSizes)")
+        #expect(dns.setSizes.tunneled4 == 1 && dns.setSizes.bypass4 == 2, "\(dns.setSizes)")
         let text = try s.daemon.vpnctl(["status"]).stdout
         #expect(text.contains("shared    1 address(es)") && text.contains("\(Self.shared) (bankshare.test with corp.test,"), "\(text)")
     }

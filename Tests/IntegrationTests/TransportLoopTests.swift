@@ -61,7 +61,7 @@ import Testing
         let first = try Self.listenPort(s)
         try eventually("vpnd to know the tunnel's port") { try Self.transport(s)?.udpPort == first }
         let known = try #require(try Self.transport(s))
-        #expect(known.source == "wg socket" && known.owner == 0 && known.endpoints == ["\(Topology.serverUplink4):51821"], "\(known)")
+        #expect(known.source == "wg-socket" && known.owner == 0 && known.endpoints == ["\(Topology.serverUplink4):51821"], "\(known)")
         #expect(try s.connect() == s.tunnel.clientAddress4, "a plain process (a member in system mode) through the tunnel")
 
         // A new socket after vpnd applied: it carries no mark either.
@@ -83,7 +83,7 @@ import Testing
         let rules = try s.net.client.run(["ip", "rule"])
         #expect(rules.contains("uidrange 0-0 ipproto udp sport \(moved) goto"), "the transport's port goes past system mode to the main table: \(rules)")
         let text = try s.daemon.vpnctl(["status"]).stdout
-        #expect(text.contains("transport udp \(moved) (wg socket, pid "), "\(text)")
+        #expect(text.contains("transport udp \(moved) (wg-socket, pid "), "\(text)")
     }
 
     /// The guard for unmarked packets compares the tunnel's index, the one vpnd's routes
