@@ -2,11 +2,17 @@ import Cgroups
 import Control
 import Policy
 
-/// `vpnctl profiles` and `vpnctl members`: what the caller may use, and who is in it. A
-/// user sees the profiles the policy lets it use; root sees all.
+/// `vpnctl profiles`, `vpnctl members` and `vpnctl status`: what the caller may use, and
+/// who is in it. A user sees the profiles the policy lets it use; root sees all.
 extension RequestHandler {
     func usableProfiles(by peer: Peer) -> [Profile] {
         policy.profiles.filter { peer.uid == 0 || Authorization.check(peer, mayUse: $0) == nil }
+    }
+
+    /// `vpnctl status` (and metrics): root's is the whole report; a user's has the profiles
+    /// it may use and nothing host-wide (StatusReport.forUser).
+    func statusView(_ report: StatusReport, for peer: Peer) -> StatusReport {
+        peer.uid == 0 ? report : report.forUser(usable: Set(usableProfiles(by: peer).map(\.name)))
     }
 
     func memberCount(of profile: Profile) -> Int {

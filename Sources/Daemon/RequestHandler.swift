@@ -114,7 +114,7 @@ final class RequestHandler {
             case let .members(name):
                 return ControlResponse(ok: true, members: try members(of: name, for: peer))
             case .status:
-                return ControlResponse(ok: true, status: try answers.status())
+                return ControlResponse(ok: true, status: statusView(try answers.status(), for: peer))
             case .plan:
                 let (state, facts) = try reconciler.preview(from: policyDirectory)
                 let names = Dictionary(facts.links.values.map { ($0.index, $0.name) }, uniquingKeysWith: { a, _ in a })

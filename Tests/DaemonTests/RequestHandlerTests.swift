@@ -3,6 +3,7 @@ import Control
 @testable import Daemon
 import Glibc
 import Plan
+import Policy
 import Routing
 import ServiceSupport
 import Testing
@@ -35,7 +36,9 @@ import Testing
     }
 
     /// A handler over the folder's policy, applied once; the test's process in `cgroup`.
-    func makeServing(_ folder: PolicyFolder, ids: [String: UInt64] = [RequestHandlerTests.workCgroup: 101], cgroup: String = RequestHandlerTests.session) throws -> Serving {
+    /// `status`: the daemon's report, made from the policy in force (none: not this test's).
+    func makeServing(_ folder: PolicyFolder, ids: [String: UInt64] = [RequestHandlerTests.workCgroup: 101], cgroup: String = RequestHandlerTests.session,
+                     status: ((Policy) throws -> StatusReport)? = nil) throws -> Serving {
         let cgroups = FakeCgroups(ids: ids, facts: RuntimeFacts(links: ["wg0": Link(index: 7, name: "wg0", isUp: true, isRunning: true, mtu: 1420)]))
         cgroups.processes[Self.me] = cgroup
         let applier = FakeKernelApplier()
@@ -43,7 +46,10 @@ import Testing
         try reconciler.applyPolicy()
         let asked = Asked()
         let answers = RequestHandler.Answers(
-            status: { throw RequestFailure("status: not this test's") },
+            status: {
+                guard let status else { throw RequestFailure("status: not this test's") }
+                return try status(reconciler.policy)
+            },
             reload: { asked.reloads += 1; return ControlResponse(ok: true, message: "reloaded") },
             down: { asked.downs += 1; return ControlResponse(ok: true, message: "down") },
             links: { [Link(index: 7, name: "wg0", isUp: true, isRunning: true, mtu: 1420)] },
@@ -148,6 +154,35 @@ import Testing
         #expect(serving.handler.handle(.members(profile: nil), from: user).members?.map(\.pid) == [Self.me])
         let refused = serving.handler.handle(.members(profile: "home"), from: user)
         #expect(!refused.ok && refused.text.contains("may not use profile \"home\": the rule at \(folder.path)/10-test.toml:6"), "\(refused.text)")
+    }
+
+    @Test func aUsersStatusHasTheProfilesItMayUseAndNothingHostWide() throws {
+        let folder = try PolicyFolder(Self.work + "[profile.home]\ntunnel.interface = \"tun0\"\nusers = [4712]\n")
+        let serving = try makeServing(folder, ids: [Self.workCgroup: 101, "vpn.slice/vpn-home.slice": 102]) { policy in
+            let builder = StatusBuilder(policy: policy, cgroupParent: "vpn.slice", counters: [:], links: [], addresses: [])
+            let parts = StatusBuilder.Parts(version: "1.2.3", pid: 42, policyDirectory: folder.path, cgroupRoot: "/sys/fs/cgroup",
+                                            refusedConnections: 1, learnedRoutesPutBack: 2,
+                                            sandbox: SandboxStatus(state: SandboxStatus.confined, landlockABI: 4, writablePaths: ["/sys/fs/cgroup"]),
+                                            lastReload: .started(at: 1_700_000_000), bypassMoves: 3, bypassRefused: 4)
+            return builder.report(parts) { _ in StatusBuilder.ProfileParts() }
+        }
+        let root = try #require(serving.handler.handle(.status, from: try caller(uid: 0)).status)
+        #expect(root.profiles.map(\.name) == ["work", "home"] && root.policyDirectory == folder.path && root.sandbox != nil)
+        #expect(root.bypassMoves == 3 && root.lastReload != nil && root.droppedStaleMarks != nil)
+
+        let user = try #require(serving.handler.handle(.status, from: try caller(uid: 4711)).status)
+        #expect(user.profiles.map(\.name) == ["work"], "only what the policy lets it use")
+        #expect(user.profiles.first == root.profiles.first, "and all of it")
+        #expect(user.policyDirectory == nil && user.cgroupRoot == nil && user.sandbox == nil && user.lastReload == nil && user.dnsSteering == nil)
+        #expect(user.bypassMoves == nil && user.bypassRefused == nil && user.bypassed == nil && user.refusedConnections == nil
+                && user.learnedRoutesPutBack == nil && user.unknownCgroupRefusals == nil && user.droppedHeld == nil
+                && user.droppedStaleMarks == nil && user.socketProgramsPutBack == nil && user.executableRules == nil)
+        #expect(user.version == "1.2.3" && user.daemonPID == 42)
+        let json = String(decoding: ControlCoding.encode(user), as: UTF8.self)
+        #expect(!json.contains(folder.path) && !json.contains("home") && !json.contains("/sys/fs/cgroup"), "\(json)")
+
+        let nobody = try #require(serving.handler.handle(.status, from: try caller(uid: 65534)).status)
+        #expect(nobody.profiles.isEmpty && nobody.policyDirectory == nil)
     }
 
     @Test func upAndDownAreForBuiltInTunnels() throws {
