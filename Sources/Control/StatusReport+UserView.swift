@@ -9,6 +9,7 @@ extension StatusReport {
                                 profiles: profiles.filter { usable.contains($0.name) })
         view.birthMarks = birthMarks.filter { $0.profile.map(usable.contains) ?? false }
         view.heldCgroups = heldCgroups.filter { $0.profile.map(usable.contains) ?? false }
+        view.heldNamespaces = heldNamespaces.filter { $0.profile.map(usable.contains) ?? false }
         view.systemProfile = systemProfile.flatMap { usable.contains($0) ? $0 : nil }
         return view
     }
