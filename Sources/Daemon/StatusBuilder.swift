@@ -157,9 +157,10 @@ struct StatusBuilder {
     }
 
     /// The cgroups whose sockets are born with a mark (their programs found in the kernel at
-    /// the last apply), then those held because the kernel refused them, each by path.
+    /// the last apply), then those held because the kernel refused them, each by path (the
+    /// profile parent's programs give no mark: its hold is in `heldCgroups` alone).
     func birthMarks(held: [HeldCgroupReport]) -> [BirthMarkReport] {
-        let refused = held.filter { !$0.missing.isEmpty }
+        let refused = held.filter { !$0.missing.isEmpty && $0.cgroup != cgroupParent }
         let marked = programs.map(\.0).filter { attachment in attachment.settings.mark != 0 && !refused.contains { $0.cgroup == attachment.cgroup } }
             .sorted { $0.cgroup < $1.cgroup }.map { attachment in
                 BirthMarkReport(cgroup: attachment.cgroup, profile: policy.profiles.first { $0.mark.value == attachment.settings.mark }?.name,
