@@ -46,6 +46,10 @@ import Testing
         // The same bytes twice: sorted keys, nothing that depends on a dictionary's order.
         let first = try vpnctl(nil, ["status", "--json"]), second = try vpnctl(nil, ["status", "--json"])
         #expect(first.status == 0 && first.stdout == second.stdout && first.stdout.hasPrefix("{\"birthMarks\":"), "\(first.stdout)\n\(second.stdout)")
+        // status: the user's has the profile it may use and nothing of the host's.
+        let users = try vpnctl(user.name, ["status", "--json"])
+        #expect(users.status == 0 && users.stdout.contains("\"name\":\"work\"") && !users.stdout.contains("\"name\":\"home\"")
+                && !users.stdout.contains(daemon.policyDirectory) && !users.stdout.contains("\"sandbox\""), "\(users.stdout)\(users.stderr)")
 
         // members: a user's process in work, listed with its user, command and start.
         let member = try BackgroundProcess(try daemon.vpnexec(profile: "work", user: user.name, ["sleep", "60"]), cleanup: cleanup)
