@@ -136,7 +136,7 @@ import Testing
     @Test func fileErrorsAreSaidInWords() throws {
         let vpnd = try FakeControlServer { request in
             switch request {
-            case .status: return ControlResponse(ok: true, status: StatusReport(daemonPID: 1, policyDirectory: "/etc/vpnexec/policy.d", cgroupRoot: "/sys/fs/cgroup", profiles: []))
+            case .status: return ControlResponse(ok: true, status: StatusReport(version: "test", daemonPID: 1, policyDirectory: "/etc/vpnexec/policy.d", cgroupRoot: "/sys/fs/cgroup", profiles: []))
             case .profiles: return ControlResponse(ok: true, profiles: [ProfileSummary(name: "work", interface: "wg0", state: "up", builtIn: false, killswitch: true)])
             default: return ControlResponse.failure("not faked")
             }
