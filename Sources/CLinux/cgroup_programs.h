@@ -116,6 +116,26 @@ static inline int vx_bpf_prog_info(int program, char name[16], uint32_t *map_ids
     return result;
 }
 
+/// A map's type, key and value sizes and name (16 bytes, NUL-padded): what a lookup writes
+/// is value_size bytes, whoever made the map.
+static inline int vx_bpf_map_info(int map, uint32_t *type, uint32_t *key_size, uint32_t *value_size, char name[16]) {
+    struct bpf_map_info info;
+    memset(&info, 0, sizeof info);
+    union bpf_attr attr;
+    memset(&attr, 0, sizeof attr);
+    attr.info.bpf_fd = (uint32_t)map;
+    attr.info.info_len = sizeof info;
+    attr.info.info = (uint64_t)(uintptr_t)&info;
+    int result = (int)vx_bpf(BPF_OBJ_GET_INFO_BY_FD, &attr);
+    if (result == 0) {
+        *type = info.type;
+        *key_size = info.key_size;
+        *value_size = info.value_size;
+        memcpy(name, info.name, 16);
+    }
+    return result;
+}
+
 /// The kernel's id of a loaded program (what BPF_PROG_QUERY lists), or 0. Needs only the
 /// descriptor.
 static inline uint32_t vx_bpf_prog_id(int program) {

@@ -14,6 +14,11 @@ import SocketPrograms
 /// to its proxy whether vpnd runs or not, as the nft killswitch holds. A restarted vpnd
 /// takes over what its predecessor attached (`AdoptedSocketPrograms`).
 public final class SocketProgramSet {
+    /// The settings and counters every program of a cgroup shares: a cgroup storage map
+    /// (BPF_MAP_TYPE_CGROUP_STORAGE) keyed by the cgroup's id, by this name.
+    static let storageMapType: UInt32 = 19
+    static let storageMapName = "vx_settings"
+
     public struct Failure: Error, CustomStringConvertible, Sendable {
         public var description: String
         public let code: Int32
@@ -61,16 +66,25 @@ public final class SocketProgramSet {
     /// The id of the cgroup2 root vpnd sees (a container's in a cgroup namespace).
     public let root: UInt64
 
+    /// The storage's value size: ours, or in tests a later version's longer one, which a
+    /// vpnd adopting its programs must read without writing past its buffer.
+    let storageSize: Int
+
     /// `parentDepth`: the profile parent's depth below the root, which the path guard's code
     /// walks (vpnd's parent does not change while it runs).
-    public init(owner: UInt64, root: UInt64, parentDepth: Int = 1) throws(Failure) {
+    public convenience init(owner: UInt64, root: UInt64, parentDepth: Int = 1) throws(Failure) {
+        try self.init(owner: owner, root: root, parentDepth: parentDepth, storageSize: SocketStorage.size)
+    }
+
+    init(owner: UInt64, root: UInt64, parentDepth: Int, storageSize: Int) throws(Failure) {
         self.owner = owner
         self.root = root
+        self.storageSize = storageSize
         do {
             // Key: the cgroup id alone, so one value is shared by every program of ours
             // attached to that cgroup.
             storage = try FileDescriptor("bpf: creating the cgroup storage of the socket programs",
-                                         returned: vx_bpf_map_create(19, 8, UInt32(SocketStorage.size), 0, "vx_settings"))
+                                         returned: vx_bpf_map_create(Self.storageMapType, 8, UInt32(storageSize), 0, Self.storageMapName))
             known = try FileDescriptor("bpf: creating the map of cgroups along the profile parent",
                                        returned: vx_bpf_map_create(1, PathGuard.keySize, PathGuard.valueSize, PathGuard.entries, "vx_known"))
             allowedNamespaces = try FileDescriptor("bpf: creating the map of network namespaces let out",
@@ -145,7 +159,7 @@ public final class SocketProgramSet {
             value.socketRefusals = counters.socketRefusals
             value.encryptedDNSRefusals = counters.encryptedDNSRefusals
         }
-        let bytes = value.bytes
+        let bytes = value.bytes + [UInt8](repeating: 0, count: max(0, storageSize - SocketStorage.size))
         var key = id
         guard bytes.withUnsafeBytes({ vx_bpf_map_update(storage.raw, &key, $0.baseAddress) }) == 0 else {
             throw Failure("bpf: storing the socket settings of cgroup \(id)")
@@ -193,11 +207,19 @@ public final class SocketProgramSet {
         Self.read(map: storage.raw, cgroup: id)
     }
 
+    /// The map may be another vpnd's, of another version (its storage longer or shorter: the
+    /// layout only grows at its end), or not a storage at all (a program's other maps): the
+    /// kernel writes its own value size, so the buffer is sized from what it says the map is.
     static func read(map: Int32, cgroup id: UInt64) -> SocketStorage? {
+        var (type, keySize, valueSize) = (UInt32(0), UInt32(0), UInt32(0))
+        var name = [CChar](repeating: 0, count: 17)
+        guard vx_bpf_map_info(map, &type, &keySize, &valueSize, &name) == 0, type == storageMapType,
+              keySize == UInt32(MemoryLayout<UInt64>.size), text(name) == storageMapName,
+              valueSize >= UInt32(SocketStorage.sizeWithOwner), valueSize <= 4096 else { return nil }
         var key = id
-        var bytes = [UInt8](repeating: 0, count: SocketStorage.size)
+        var bytes = [UInt8](repeating: 0, count: max(Int(valueSize), SocketStorage.size))
         guard bytes.withUnsafeMutableBytes({ vx_bpf_map_lookup(map, &key, $0.baseAddress) }) == 0 else { return nil }
-        return SocketStorage(bytes: bytes)
+        return SocketStorage(bytes: Array(bytes.prefix(SocketStorage.size)))
     }
 }
 

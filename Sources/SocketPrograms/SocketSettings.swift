@@ -78,6 +78,8 @@ public struct SocketSettings: Hashable, Sendable {
 /// container's, whose depth in the kernel's tree the path guard finds by it).
 public struct SocketStorage: Hashable, Sendable {
     public static let size = 80
+    /// What every version's storage holds at least: the fields up to the owner's cookie.
+    public static let sizeWithOwner = Offset.owner + 8
     enum Offset {
         static let mark = 0, mask = 4, flags = 8, shift = 14
         static let guardDrops = 16, socketRefusals = 24, encryptedDNSRefusals = 32, owner = 40, guardMarks = 48, root = 64
