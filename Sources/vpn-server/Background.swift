@@ -1,5 +1,6 @@
 import Descriptors
 import Glibc
+import ServiceSupport
 import WireGuardDevice
 
 /// Into the background, as wireguard-go goes without -f. wg-quick runs `IMPL IFACE` and
@@ -48,10 +49,7 @@ enum Background {
     /// otherwise wait for the engine to exit.
     static func keepsStandardError() -> Bool {
         if let level = environment("LOG_LEVEL"), !level.isEmpty, level != "silent" { return true }
-        guard let stream = environment("JOURNAL_STREAM") else { return false }
-        var info = stat()
-        guard fstat(2, &info) == 0 else { return false }
-        return stream == "\(info.st_dev):\(info.st_ino)"
+        return Log.standardErrorIsJournal()
     }
 
     static func environment(_ name: String) -> String? { getenv(name).map { String(cString: $0) } }

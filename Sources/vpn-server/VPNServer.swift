@@ -82,7 +82,7 @@ struct VPNServer: ParsableCommand {
     }
 
     func run() throws {
-        let log = Log(minimum: verbose ? .debug : .info)
+        let log = Log(minimum: verbose ? .debug : .info, priorityPrefixes: Log.standardErrorIsJournal())
         var timing = Timing.standard
         if let testTiming {
             do { timing = try TestTiming.parse(testTiming) } catch { log.error("\(error)"); throw ExitCode(2) }

@@ -17,7 +17,8 @@ struct WgQuickInterface {
     func run() throws {
         // -v, or wireguard-go's LOG_LEVEL: "verbose" or "debug" for everything, "error" for errors.
         let level = Background.environment("LOG_LEVEL")
-        let log = Log(minimum: verbose || level == "verbose" || level == "debug" ? .debug : level == "error" ? .error : .info)
+        let log = Log(minimum: verbose || level == "verbose" || level == "debug" ? .debug : level == "error" ? .error : .info,
+                      priorityPrefixes: Log.standardErrorIsJournal())
         let inherited = foreground ? [] : Background.inheritedDescriptors()
         do {
             // A new TUN interface has an MTU of 1500 until wg-quick sets its own; the

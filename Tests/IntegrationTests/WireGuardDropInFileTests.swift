@@ -118,10 +118,10 @@ import Testing
         #expect(engine.process.terminationStatus == 0, "\(engine.output)")
         let lines = engine.output.split(separator: "\n")
         let dns = lines.filter { $0.contains("DNS =") }
-        #expect(dns == ["<4>\(path):4: DNS = 10.99.0.1, corp.example is not applied: vpn-server leaves the resolver alone (wg-quick would hand these to resolvconf); configure it yourself"],
+        #expect(dns == ["\(path):4: DNS = 10.99.0.1, corp.example is not applied: vpn-server leaves the resolver alone (wg-quick would hand these to resolvconf); configure it yourself"],
                 "\(engine.output)")
-        #expect(lines.filter { $0.contains("SaveConfig") } == ["<4>\(path):5: SaveConfig = true is not applied: vpn-server never writes the file back"])
-        #expect(lines.filter { $0.contains("world accessible") } == ["<4>Warning: `\(path)' is world accessible"])
+        #expect(lines.filter { $0.contains("SaveConfig") } == ["\(path):5: SaveConfig = true is not applied: vpn-server never writes the file back"])
+        #expect(lines.filter { $0.contains("world accessible") } == ["Warning: `\(path)' is world accessible"])
         #expect(try Data(contentsOf: URL(fileURLWithPath: "/etc/resolv.conf")) == resolver)
         #expect(try String(contentsOfFile: path, encoding: .utf8) == text)
         #expect(!engine.output.contains(server.clientKey.prefix(20)))
