@@ -96,6 +96,17 @@ static inline int vx_bpf_map_fd_by_id(uint32_t id) {
     return (int)vx_bpf(BPF_MAP_GET_FD_BY_ID, &attr);
 }
 
+/// What the kernel says of a program or map (`info`: a struct bpf_prog_info or
+/// bpf_map_info, zeroed but for the fields that ask for arrays).
+static inline int vx_bpf_obj_info(int object, void *info, uint32_t length) {
+    union bpf_attr attr;
+    memset(&attr, 0, sizeof attr);
+    attr.info.bpf_fd = (uint32_t)object;
+    attr.info.info_len = length;
+    attr.info.info = (uint64_t)(uintptr_t)info;
+    return (int)vx_bpf(BPF_OBJ_GET_INFO_BY_FD, &attr);
+}
+
 /// A program's name (16 bytes, NUL-padded) and the ids of the maps it uses (`*map_count`
 /// in, how many it uses out).
 static inline int vx_bpf_prog_info(int program, char name[16], uint32_t *map_ids, uint32_t *map_count) {
@@ -103,12 +114,7 @@ static inline int vx_bpf_prog_info(int program, char name[16], uint32_t *map_ids
     memset(&info, 0, sizeof info);
     info.nr_map_ids = *map_count;
     info.map_ids = (uint64_t)(uintptr_t)map_ids;
-    union bpf_attr attr;
-    memset(&attr, 0, sizeof attr);
-    attr.info.bpf_fd = (uint32_t)program;
-    attr.info.info_len = sizeof info;
-    attr.info.info = (uint64_t)(uintptr_t)&info;
-    int result = (int)vx_bpf(BPF_OBJ_GET_INFO_BY_FD, &attr);
+    int result = vx_bpf_obj_info(program, &info, sizeof info);
     if (result == 0) {
         memcpy(name, info.name, 16);
         *map_count = info.nr_map_ids;
@@ -121,12 +127,7 @@ static inline int vx_bpf_prog_info(int program, char name[16], uint32_t *map_ids
 static inline int vx_bpf_map_info(int map, uint32_t *type, uint32_t *key_size, uint32_t *value_size, char name[16]) {
     struct bpf_map_info info;
     memset(&info, 0, sizeof info);
-    union bpf_attr attr;
-    memset(&attr, 0, sizeof attr);
-    attr.info.bpf_fd = (uint32_t)map;
-    attr.info.info_len = sizeof info;
-    attr.info.info = (uint64_t)(uintptr_t)&info;
-    int result = (int)vx_bpf(BPF_OBJ_GET_INFO_BY_FD, &attr);
+    int result = vx_bpf_obj_info(map, &info, sizeof info);
     if (result == 0) {
         *type = info.type;
         *key_size = info.key_size;
@@ -141,12 +142,7 @@ static inline int vx_bpf_map_info(int map, uint32_t *type, uint32_t *key_size, u
 static inline uint32_t vx_bpf_prog_id(int program) {
     struct bpf_prog_info info;
     memset(&info, 0, sizeof info);
-    union bpf_attr attr;
-    memset(&attr, 0, sizeof attr);
-    attr.info.bpf_fd = (uint32_t)program;
-    attr.info.info_len = sizeof info;
-    attr.info.info = (uint64_t)(uintptr_t)&info;
-    return vx_bpf(BPF_OBJ_GET_INFO_BY_FD, &attr) == 0 ? info.id : 0;
+    return vx_bpf_obj_info(program, &info, sizeof info) == 0 ? info.id : 0;
 }
 
 static inline int vx_bpf_map_update(int map, const void *key, const void *value) {
