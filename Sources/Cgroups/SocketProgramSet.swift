@@ -56,6 +56,8 @@ public final class SocketProgramSet {
     private let seenNamespaces: FileDescriptor
     /// What the path guard's map holds now (id -> on the parent's path).
     private var knownNow: [UInt64: Bool] = [:]
+    /// The namespaces the let-out map holds now.
+    private var letOutNow: Set<UInt64> = []
     /// The loaded programs, owned by `owned`.
     private var owned = DescriptorTable()
     private var programs: [SocketProgram: DescriptorNumber] = [:]
@@ -178,6 +180,27 @@ public final class SocketProgramSet {
             var key = id
             guard vx_bpf_map_delete(known.raw, &key) == 0 || errno == ENOENT else { throw Failure("bpf: removing cgroup \(id) from the path guard's map") }
             knownNow[id] = nil
+        }
+    }
+
+    /// The let-out map made to hold exactly `wanted`: the namespaces whose forwarded
+    /// packets the host's rules route (ContainerRules), applied after those rules.
+    public func setLetOut(_ wanted: Set<UInt64>) throws(Failure) {
+        try holdAgain(keeping: wanted)
+        for cookie in wanted.subtracting(letOutNow) {
+            var key = cookie, value: UInt32 = 1
+            guard vx_bpf_map_update(allowedNamespaces.raw, &key, &value) == 0 else { throw Failure("bpf: letting network namespace \(cookie) out") }
+            letOutNow.insert(cookie)
+        }
+    }
+
+    /// The namespaces let out but not in `kept` held again: before the rules that routed
+    /// them go, so that none of their packets meets the host's routing unmarked.
+    public func holdAgain(keeping kept: Set<UInt64>) throws(Failure) {
+        for cookie in letOutNow.subtracting(kept) {
+            var key = cookie
+            guard vx_bpf_map_delete(allowedNamespaces.raw, &key) == 0 || errno == ENOENT else { throw Failure("bpf: holding network namespace \(cookie) again") }
+            letOutNow.remove(cookie)
         }
     }
 

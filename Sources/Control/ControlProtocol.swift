@@ -114,6 +114,8 @@ public struct StatusReport: Codable, Hashable, Sendable {
     /// Network namespaces other than vpnd's where members made sockets (containers of a
     /// profile) whose packets were dropped: their traffic is not routed into the tunnel.
     public var heldNamespaces: [HeldNamespaceReport] = []
+    /// Members' network namespaces routed into their profile's tunnel by their veths.
+    public var routedNamespaces: [RoutedNamespaceReport] = []
     /// System mode: the profile of every process placed nowhere else.
     public var systemProfile: String?
     /// How the executable lists are enforced (when the policy has any).
@@ -238,13 +240,31 @@ public struct HeldNamespaceReport: Codable, Hashable, Sendable {
     public var cgroup: String?
     /// The profile that cgroup belongs to.
     public var profile: String?
+    /// Why it is not routed (what of it does not lead to the host), when vpnd looked.
+    public var reason: String?
 
-    public init(cookie: UInt64, packets: UInt64, pid: Int32? = nil, cgroup: String? = nil, profile: String? = nil) {
+    public init(cookie: UInt64, packets: UInt64, pid: Int32? = nil, cgroup: String? = nil, profile: String? = nil, reason: String? = nil) {
         self.cookie = cookie
         self.packets = packets
         self.pid = pid
         self.cgroup = cgroup
         self.profile = profile
+        self.reason = reason
+    }
+}
+
+/// A member's network namespace (a container of a profile) whose veths' host ends make what
+/// it sends the profile's: routed into the tunnel, held by the killswitch.
+public struct RoutedNamespaceReport: Codable, Hashable, Sendable {
+    public var cookie: UInt64
+    public var profile: String
+    /// The host ends of its veths.
+    public var interfaces: [String]
+
+    public init(cookie: UInt64, profile: String, interfaces: [String]) {
+        self.cookie = cookie
+        self.profile = profile
+        self.interfaces = interfaces
     }
 }
 

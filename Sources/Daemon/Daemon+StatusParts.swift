@@ -22,7 +22,7 @@ extension Daemon {
                                         bypassRefused: executables.bypassRefused,
                                         executableRules: executables.status(policy),
                                         unguarded: applier.unguardedCgroups, leftBehind: appliedFacts?.leftBehind ?? [:],
-                                        heldNamespaces: heldNamespaces(), socketProgramsPutBack: applier.socketProgramsPutBack)
+                                        heldNamespaces: heldNamespaces(), routedNamespaces: routedNamespaces(), socketProgramsPutBack: applier.socketProgramsPutBack)
         return builder.report(parts) { [counters = builder.counters] in statusParts($0, counters: counters) }
     }
 
@@ -57,11 +57,27 @@ extension Daemon {
 
     /// For status: the members' network namespaces whose packets were dropped, each with the
     /// last process that made a socket there while it lives.
+    /// A routed one is not among them, whatever it had dropped before it was let out.
     func heldNamespaces() -> [HeldNamespaceReport] {
-        applier.foreignNamespaces().filter { $0.packets > 0 }.sorted { $0.cookie < $1.cookie }.map { seen in
+        let containers = Dictionary((appliedFacts?.containers ?? []).map { ($0.cookie, $0.state) }, uniquingKeysWith: { a, _ in a })
+        return applier.foreignNamespaces().filter { $0.packets > 0 }.sorted { $0.cookie < $1.cookie }.compactMap { seen in
+            var reason: String?
+            switch containers[seen.cookie] {
+            case .routed: return nil
+            case let .held(why): reason = why
+            case nil: reason = nil
+            }
             let pid = seen.process > 0 && kill(seen.process, 0) == 0 ? seen.process : nil
             return HeldNamespaceReport(cookie: seen.cookie, packets: seen.packets, pid: pid,
-                                       cgroup: pid.flatMap { CgroupHierarchy.cgroup(ofProcess: $0) })
+                                       cgroup: pid.flatMap { CgroupHierarchy.cgroup(ofProcess: $0) }, reason: reason)
+        }
+    }
+
+    /// For status: the members' namespaces the last apply routed.
+    func routedNamespaces() -> [RoutedNamespaceReport] {
+        (appliedFacts?.containers ?? []).sorted { $0.cookie < $1.cookie }.compactMap { container in
+            guard case let .routed(interfaces) = container.state else { return nil }
+            return RoutedNamespaceReport(cookie: container.cookie, profile: container.profile, interfaces: interfaces)
         }
     }
 

@@ -212,6 +212,7 @@ public final class Daemon {
         }
         machineFacts.network = { [unowned self] in readNetwork() }
         machineFacts.unguarded = { [applier] in applier.unguardedCgroups }
+        machineFacts.foreignNamespaces = { [applier] in applier.foreignNamespaces() }
         reconciler.prepare = { [unowned self] _ in try ensureCgroups() }
         reconciler.reconcileTunnels = { [unowned self] in reconcileTunnels() }
         reconciler.onApplied = { [unowned self] facts, before in noteApplied(facts, before: before) }

@@ -12,7 +12,8 @@ import SocketPrograms
 /// exists in which a profile's traffic could leave outside its tunnel:
 /// 1. nftables (the killswitch) in one atomic batch, 2. addresses and routes added, 3.
 /// rules added, 4. stale rules removed, 5. stale routes, then addresses, removed, 6.
-/// sysctls, 7. the socket programs (once the marks' rules and tables exist), 8. the routes
+/// sysctls, 7. the socket programs (once the marks' rules and tables exist), then the
+/// namespaces let out of their cgroups (once the rules that route them exist), 8. the routes
 /// of learned addresses.
 public final class KernelApplier: KernelApplying {
     private let nft: NftablesClient
@@ -70,6 +71,8 @@ public final class KernelApplier: KernelApplying {
 
     public func apply(_ state: DesiredState) throws {
         if let until = drainingUntil, MonotonicInstant.now() >= until { drainingUntil = nil }
+        // A namespace no longer routed is held before its rules go (it is let out after them).
+        if let failure = programs?.holdAgain(keeping: state.namespacesLetOut) { onProgramFailure?(failure) }
         let remade = try applyTable(drainingUntil == nil ? state.nft : TransportRules.draining(state.nft))
         // Drained before the read: what changes during it (our own changes too) is news for
         // the next apply, which reads once more.
@@ -81,12 +84,14 @@ public final class KernelApplier: KernelApplying {
         }
         for sysctl in state.sysctls { try write(sysctl) }
         for failure in programs?.reconcile(state.socketPrograms, pathGuard: state.pathGuard) ?? [] { onProgramFailure?(failure) }
+        if let failure = programs?.letOut(state.namespacesLetOut) { onProgramFailure?(failure) }
         try applyLearned(state.learnedRoutes, check: remade || !learnedChecked)
     }
 
     /// Everything of ours out of the kernel: the socket programs, the nft table (killswitch
     /// included), our rules and the routes in their tables.
     public func teardown() throws {
+        _ = programs?.holdAgain(keeping: [])
         _ = programs?.reconcile([], pathGuard: nil)
         try nft.delete(family: .inet, table: vpnexecTableName)
         applied = nil

@@ -1,10 +1,13 @@
+import Glibc
 import Addresses
 import Cgroups
+import Containers
 import Facts
 import Netlink
 import Plan
 import Policy
 import Routing
+import SocketPrograms
 import TunnelFiles
 
 /// vpnd's facts: FactsReader on this machine (the reader `vpnctl plan --policy-dir` uses
@@ -22,6 +25,8 @@ final class MachineFacts: RuntimeFactsSource {
     private var memory = TunnelNetworkMemory()
     /// The cgroups the kernel lacked socket programs of at the last apply.
     var unguarded: () -> [String: UnguardedCgroup] = { [:] }
+    /// The members' network namespaces other than vpnd's that the socket programs saw.
+    var foreignNamespaces: () -> [ForeignNamespaces.Seen] = { [] }
 
     init(hierarchy: CgroupHierarchy, netlink: Rtnetlink, cgroupParent: String) {
         self.hierarchy = hierarchy
@@ -35,6 +40,15 @@ final class MachineFacts: RuntimeFactsSource {
         reader.network = network
         var facts = try reader.read(policy, cgroupParent: cgroupParent, tunnelFiles: tunnelFiles, memory: &memory)
         facts.unguardedCgroups = UnguardedRules.held(unguarded(), policy: policy, parent: cgroupParent)
+        let seen = foreignNamespaces().filter { $0.process > 0 && kill($0.process, 0) == 0 }
+        if !seen.isEmpty {
+            let profiles = policy.profiles.map { ($0.name, $0.cgroupPath(parent: cgroupParent)) }
+                + facts.joinedCgroups.map { ($0.value.profile, $0.key) }
+            facts.containers = ContainerFinder.find(seen, netlink: netlink) { pid in
+                guard let cgroup = CgroupHierarchy.cgroup(ofProcess: pid) else { return nil }
+                return profiles.first { cgroup == $0.1 || cgroup.hasPrefix($0.1 + "/") }?.0
+            }
+        }
         return facts
     }
 }

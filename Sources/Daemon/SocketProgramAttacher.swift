@@ -49,6 +49,18 @@ final class SocketProgramAttacher {
 
     func foreignNamespaces() -> [ForeignNamespaces.Seen] { programs.foreignNamespaces() }
 
+    /// The namespaces let out of their cgroups made exactly `cookies`; what to log if not.
+    func letOut(_ cookies: Set<UInt64>) -> String? {
+        do throws(SocketProgramSet.Failure) { try programs.setLetOut(cookies) } catch { return error.description }
+        return nil
+    }
+
+    /// The namespaces let out but not in `cookies` held again; what to log if not.
+    func holdAgain(keeping cookies: Set<UInt64>) -> String? {
+        do throws(SocketProgramSet.Failure) { try programs.holdAgain(keeping: cookies) } catch { return error.description }
+        return nil
+    }
+
     /// Returns what to log that was not reported before: failures, and programs put back
     /// (the rest of the plan is applied anyway).
     func reconcile(_ desired: [SocketProgramAttachment], pathGuard: PathGuard?) -> [String] {

@@ -32,6 +32,7 @@ struct StatusBuilder {
         var leftBehind: [String: UInt64] = [:]
         /// Members' network namespaces other than vpnd's with packets dropped.
         var heldNamespaces: [HeldNamespaceReport] = []
+        var routedNamespaces: [RoutedNamespaceReport] = []
         var socketProgramsPutBack = 0
     }
 
@@ -235,6 +236,7 @@ struct StatusBuilder {
             held.profile = held.cgroup.flatMap { cgroup in profiles.first { UnguardedRules.holds(cgroup, in: [$0.cgroup] + $0.joinedCgroups) }?.name }
             return held
         }
+        report.routedNamespaces = daemon.routedNamespaces
         report.dnsSteering = daemon.dnsSteering
         report.executableRules = daemon.executableRules
         return report

@@ -87,6 +87,17 @@ enum NftExpressions {
                 expressions += [compare([types.lowerBound], operation: NFT_CMP_GTE), compare([types.upperBound], operation: NFT_CMP_LTE)]
             }
             return expressions
+        case let .destinationPort(transport, port):
+            return [loadMeta(NFT_META_L4PROTO), compare([transport.number], negated: false),
+                    loadTransport(offset: 2, length: 2), compare(port.bigEndianBytes, negated: false)]
+        case let .setMark(value):
+            let data = expression("immediate")
+            nftnl_expr_set_u32(data, attr(NFTNL_EXPR_IMM_DREG), reg1)
+            _ = value.bytes.withUnsafeBytes { nftnl_expr_set(data, attr(NFTNL_EXPR_IMM_DATA), $0.baseAddress, UInt32($0.count)) }
+            let set = expression("meta")
+            nftnl_expr_set_u32(set, attr(NFTNL_EXPR_META_KEY), UInt32(NFT_META_MARK.rawValue))
+            nftnl_expr_set_u32(set, attr(NFTNL_EXPR_META_SREG), reg1)
+            return [data, set]
         case .masquerade:
             return [expression("masq")]
         case let .reject(tcpReset):

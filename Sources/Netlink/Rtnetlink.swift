@@ -226,11 +226,18 @@ public final class Rtnetlink {
             statistics.txDropped = UInt64(stats.tx_dropped)
         }
         let flags = header.ifi_flags
-        return Link(index: header.ifi_index, name: name,
-                    isUp: flags & UInt32(cint(IFF_UP)) != 0,
-                    isRunning: flags & UInt32(0x10000) /* IFF_LOWER_UP */ != 0 || flags & UInt32(cint(IFF_RUNNING)) != 0,
-                    mtu: attributes.u32(UInt16(cint(IFLA_MTU))) ?? 0,
-                    statistics: statistics, ipv6: ipv6IsOn(attributes))
+        var link = Link(index: header.ifi_index, name: name,
+                        isUp: flags & UInt32(cint(IFF_UP)) != 0,
+                        isRunning: flags & UInt32(0x10000) /* IFF_LOWER_UP */ != 0 || flags & UInt32(cint(IFF_RUNNING)) != 0,
+                        mtu: attributes.u32(UInt16(cint(IFLA_MTU))) ?? 0,
+                        statistics: statistics, ipv6: ipv6IsOn(attributes))
+        link.kind = attributes.nested(UInt16(cint(IFLA_LINKINFO)))?.string(UInt16(cint(IFLA_INFO_KIND)))
+        link.master = attributes.u32(UInt16(cint(IFLA_MASTER))).map { Int32(bitPattern: $0) }
+        if let peer = attributes.u32(UInt16(cint(IFLA_LINK))).map({ Int32(bitPattern: $0) }), peer != header.ifi_index {
+            link.peerIndex = peer
+            link.peerNamespace = attributes.u32(UInt16(cint(IFLA_LINK_NETNSID))).map { Int32(bitPattern: $0) }
+        }
+        return link
     }
 
     /// The interface's IPv6 settings (IFLA_AF_SPEC, AF_INET6, IFLA_INET6_CONF: one s32 per

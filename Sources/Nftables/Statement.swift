@@ -61,6 +61,11 @@ public enum NftStatement: Hashable, Sendable {
     case socketUserInSet(String)
     /// `icmpv6 type A-B` (or one type): IPv6 packets only.
     case icmpv6Types(ClosedRange<UInt8>)
+    /// `th dport N` after `meta l4proto`: a UDP (or TCP) packet to port N.
+    case destinationPort(NftTransport, UInt16)
+    /// `meta mark set value`: a forwarded packet's mark, set before it is routed (the
+    /// prerouting hook), as a member's socket gives its own.
+    case setMark(UInt32)
     /// `masquerade`: source NAT to the output interface's address (vpn-server's forwarding).
     case masquerade
     /// `reject with tcp reset` (a TCP packet only: after a match on TCP), or `reject` (the
@@ -94,7 +99,7 @@ extension NftStatement {
     }
 }
 
-public enum NftTransport: String, Hashable, Sendable {
+public enum NftTransport: String, Hashable, Sendable, CaseIterable {
     case tcp, udp
 
     /// The IP protocol number.

@@ -115,6 +115,10 @@ public struct NftTextRenderer: Sendable {
             return "meta skuid @\(set)"
         case let .icmpv6Types(types):
             return "icmpv6 type " + (types.count == 1 ? "\(types.lowerBound)" : "\(types.lowerBound)-\(types.upperBound)")
+        case let .destinationPort(transport, port):
+            return "\(transport.rawValue) dport \(port)"
+        case let .setMark(value):
+            return "meta mark set \(hex(value, digits: 8))"
         case .masquerade:
             return "masquerade"
         case let .reject(tcpReset):

@@ -27,6 +27,9 @@ public struct DesiredState: Hashable, Sendable {
     /// Addresses vpnd keeps on an interface it did not make (DNSRouting.addresses): added
     /// before the routes that use them as their source.
     public var addresses: [InterfaceAddress] = []
+    /// Members' network namespaces whose packets may leave their cgroups (ContainerRules
+    /// routes what they forward): applied after the rules.
+    public var namespacesLetOut: Set<UInt64> = []
 
     public init(nft: NftTable, rules: [RoutingRule], routes: [Route], sysctls: [Sysctl], cgroups: [String],
                 socketPrograms: [SocketProgramAttachment] = [], learnedRoutes: [LearnedRoutes] = [], pathGuard: PathGuard? = nil) {
@@ -89,6 +92,8 @@ public struct RuntimeFacts: Hashable, Sendable {
     /// A removed (or renamed) profile's cgroups below the parent that still have processes:
     /// path -> id. They are held (SocketProgramPlan.leftBehind).
     public var leftBehind: [String: UInt64] = [:]
+    /// Members' network namespaces other than vpnd's (Containers), routed or held.
+    public var containers: [ContainerNamespace] = []
 
     public struct JoinedCgroup: Hashable, Sendable {
         public var profile: String

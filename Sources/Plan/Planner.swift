@@ -21,6 +21,7 @@ public enum Planner {
         KillswitchRules.add(policy, facts: facts, to: &table)
         InboundRules.add(policy, facts: facts, to: &table)
         UnguardedRules.add(policy, facts: facts, to: &table)
+        ContainerRules.add(policy, facts: facts, to: &table)
         var state = DesiredState(
             nft: table,
             rules: DNSRouting.rules(policy, facts: facts) + RoutingPlan.rules(policy, facts: facts),
@@ -33,6 +34,7 @@ public enum Planner {
             pathGuard: SocketProgramPlan.pathGuard(policy, facts: facts))
         state.transportDrains = TransportRules.drains(policy, facts: facts)
         state.addresses = DNSRouting.addresses(policy, facts: facts)
+        state.namespacesLetOut = ContainerRules.letOut(policy, facts: facts)
         return state
     }
 

@@ -151,6 +151,15 @@ public struct Link: Hashable, Sendable {
     /// is off (as guides against IPv6 leaks advise, for all interfaces), the kernel refuses
     /// an IPv6 route through the interface and an IPv6 address on it.
     public var ipv6: Bool
+    /// The driver's kind (IFLA_INFO_KIND: "veth", "bridge", "wireguard", "tun"); nil for a
+    /// device without one (lo, a physical interface).
+    public var kind: String?
+    /// A veth's peer: its index in its own namespace (IFLA_LINK) and that namespace's id as
+    /// this namespace numbers it (IFLA_LINK_NETNSID); nil for a peer in the same namespace.
+    public var peerIndex: Int32?
+    public var peerNamespace: Int32?
+    /// The bridge (or bond) it is a port of (IFLA_MASTER).
+    public var master: Int32?
 
     public struct Statistics: Hashable, Sendable {
         public var rxPackets: UInt64 = 0

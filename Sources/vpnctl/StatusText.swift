@@ -18,7 +18,11 @@ enum StatusText {
         for held in report.heldNamespaces {
             let who = held.pid.map { "pid \($0)" + (held.cgroup.map { " in \($0)" } ?? "") } ?? "no process of it left"
             lines.append("HELD: \(held.profile.map { "profile \($0), " } ?? "")network namespace \(held.cookie) (\(who)): \(traffic(Traffic(packets: held.packets, bytes: 0)).split(separator: ",")[0]) dropped; "
-                         + "a member's socket in a network namespace of its own (a container) is not routed into the tunnel, so what it sends outside its loopback is dropped")
+                         + "a member's socket in a network namespace of its own (a container) that is not routed into the tunnel"
+                         + (held.reason.map { " (\($0))" } ?? "") + ", so what it sends outside its loopback is dropped")
+        }
+        for routed in report.routedNamespaces {
+            lines.append("container: profile \(routed.profile), network namespace \(routed.cookie), routed into the tunnel from \(routed.interfaces.joined(separator: ", ")); its DNS queries are dropped")
         }
         if let steering = report.dnsSteering { lines.append("DNS steering: \(dnsSteering(steering))") }
         if let system = report.systemProfile {

@@ -75,7 +75,9 @@ import Testing
         (report.bypassMoves, report.bypassRefused, report.bypassed) = (4, 5, Traffic(packets: 6, bytes: 360))
         report.heldCgroups = [HeldCgroupReport(cgroup: "vpn.slice/vpn-work.slice/held.scope", profile: "work", missing: ["vx_create"],
                                                reason: "Operation not permitted")]
-        report.heldNamespaces = [HeldNamespaceReport(cookie: 4097, packets: 12, pid: 4242, cgroup: "vpn.slice/vpn-work.slice/podman.scope", profile: "work")]
+        report.heldNamespaces = [HeldNamespaceReport(cookie: 4097, packets: 12, pid: 4242, cgroup: "vpn.slice/vpn-work.slice/podman.scope", profile: "work",
+                                                     reason: "its veth's host end veth1 is a bridge port (not routed yet)")]
+        report.routedNamespaces = [RoutedNamespaceReport(cookie: 4099, profile: "work", interfaces: ["ve-box"])]
         (report.droppedHeld, report.droppedStaleMarks, report.socketProgramsPutBack) = (Traffic(packets: 1, bytes: 60), Traffic(packets: 2, bytes: 120), 7)
         report.systemProfile = "work"
         var rules = ExecutableRulesStatus(enforcement: ExecutableRulesStatus.beforeExec, answerDeadlineMilliseconds: 1000)

@@ -140,12 +140,13 @@ import Testing
         report.birthMarks.append(BirthMarkReport(cgroup: "vpn.slice/vpn-home.slice", profile: "home", state: BirthMarkReport.marked, mark: "0x2000000"))
         report.heldCgroups.append(HeldCgroupReport(cgroup: "vpn.slice/vpn-gone.slice", profile: nil, missing: [], reason: "its profile (gone) was removed"))
         report.heldNamespaces.append(HeldNamespaceReport(cookie: 4098, packets: 3, pid: 4243, cgroup: "vpn.slice/vpn-home.slice/app.scope", profile: "home"))
+        report.routedNamespaces.append(RoutedNamespaceReport(cookie: 4100, profile: "home", interfaces: ["ve-home"]))
         let view = report.forUser(usable: ["home"])
         #expect(view.profiles.map(\.name) == ["home"] && view.birthMarks.map(\.profile) == ["home"] && view.heldCgroups.isEmpty)
-        #expect(view.heldNamespaces.map(\.cookie) == [4098], "work's namespace is not this user's")
+        #expect(view.heldNamespaces.map(\.cookie) == [4098] && view.routedNamespaces.map(\.cookie) == [4100], "work's namespaces are not this user's")
         #expect(view.systemProfile == nil, "system mode's profile is work, which this user may not use")
         let json = try #require(try JSONSerialization.jsonObject(with: Data(ControlCoding.encode(view))) as? [String: Any])
-        #expect(Set(json.keys) == ["schema", "version", "daemonPID", "profiles", "birthMarks", "heldCgroups", "heldNamespaces"], "\(json.keys.sorted())")
+        #expect(Set(json.keys) == ["schema", "version", "daemonPID", "profiles", "birthMarks", "heldCgroups", "heldNamespaces", "routedNamespaces"], "\(json.keys.sorted())")
         // Its metrics: the profile's, and no host-wide family.
         let families = Self.families(MetricsText.render(view, now: 1_700_000_300)).keys
         #expect(!families.contains("vpnexec_bypass_moves_total") && !families.contains("vpnexec_last_reload_successful") && families.contains("vpnexec_profile_members"))

@@ -2,73 +2,118 @@ import Foundation
 import NetTestSupport
 import Testing
 
-/// A process of a profile in a network namespace of its own, joined to the host by a veth
-/// the host forwards and masquerades for (what nspawn `--network-veth`, podman and docker
-/// set up for a container in the profile's slice): its sockets carry the mark, which its
-/// namespace's routing ignores and the veth clears, so the host forwarded what it sent out
-/// of the physical link, tunnel up or down. Now what it sends outside its loopback is
-/// dropped at its cgroup's egress and counted, and status names the namespace and the
-/// process: tunnel up, tunnel down, vpnd killed, IPv4 and IPv6, not one packet in the clear,
-/// while a non-member in the same namespace is seen (the control). Its own loopback works,
-/// but for port 53 (which a host's resolver, docker's embedded one, would answer outside the
-/// tunnel).
+/// A process of a profile in a network namespace of its own (a container in the profile's
+/// slice): its sockets carry the mark, which its namespace's routing ignores and the veth
+/// clears, so before either step below the host forwarded what it sent out of the physical
+/// link, tunnel up or down.
+///
+/// Joined to the host by a veth the host forwards and masquerades for (what nspawn
+/// `--network-veth`, podman and docker set up), it is routed: what arrives on the veth's
+/// host end gets the profile's mark, goes into the tunnel from the tunnel's address (v4 and
+/// v6), and is held by the killswitch with the tunnel down and with vpnd killed; its DNS
+/// queries are dropped, not answered by the host. Joined by a bridge port (not routed yet)
+/// it is held at its cgroup's egress: dropped, counted, status says why. In both, a
+/// non-member in the same namespace is seen on the physical link (the control). Its own
+/// loopback works, but for port 53 (which a host's resolver, docker's embedded one, would
+/// answer outside the tunnel).
 @Suite(.serialized) struct ContainerHoldTests {
-    @Test func aMemberInANamespaceOfItsOwnIsHeld() throws {
+    @Test func aMembersNamespaceIsRoutedByItsVethOrHeld() throws {
         let cleanup = Cleanup()
         defer { cleanup.run() }
         let s = try Scenario(cleanup: cleanup, policy: Scenario.profiles(["work"]))
         let tag = s.net.tag
-        let container = try NetworkNamespace("vx\(tag)k", cleanup: cleanup)
-        let host = "vx\(tag)kh", inside = "vx\(tag)kc"
-        try Command.run(["ip", "link", "add", host, "netns", s.net.client.name, "type", "veth", "peer", "name", inside, "netns", container.name])
-        for (namespace, interface, v4, v6) in [(s.net.client, host, "10.98.0.1/24", "fd98::1/64"), (container, inside, "10.98.0.2/24", "fd98::2/64")] {
-            try namespace.run(["ip", "addr", "add", v4, "dev", interface])
-            try namespace.run(["ip", "addr", "add", v6, "dev", interface, "nodad"])
-            try namespace.run(["ip", "link", "set", interface, "up"])
+        // Routed: a veth of its own. Held: a veth whose host end is a bridge's port.
+        let routed = try NetworkNamespace("vx\(tag)k", cleanup: cleanup)
+        let bridged = try NetworkNamespace("vx\(tag)j", cleanup: cleanup)
+        let bridge = "vx\(tag)br"
+        try s.net.client.run(["ip", "link", "add", bridge, "type", "bridge"])
+        for (namespace, host, v4, v6, net) in [(routed, "vx\(tag)kh", "10.98.0", "fd98::", "24"), (bridged, "vx\(tag)jh", "10.97.0", "fd97::", "24")] {
+            try Command.run(["ip", "link", "add", host, "netns", s.net.client.name, "type", "veth", "peer", "name", "eth0", "netns", namespace.name])
+            let hostSide = namespace === bridged ? bridge : host
+            if namespace === bridged { try s.net.client.run(["ip", "link", "set", host, "master", bridge]) }
+            try s.net.client.run(["ip", "link", "set", host, "up"])
+            try s.net.client.run(["ip", "addr", "add", "\(v4).1/\(net)", "dev", hostSide])
+            try s.net.client.run(["ip", "addr", "add", "\(v6)1/64", "dev", hostSide, "nodad"])
+            try s.net.client.run(["ip", "link", "set", hostSide, "up"])
+            try namespace.run(["ip", "addr", "add", "\(v4).2/\(net)", "dev", "eth0"])
+            try namespace.run(["ip", "addr", "add", "\(v6)2/64", "dev", "eth0", "nodad"])
+            try namespace.run(["ip", "link", "set", "eth0", "up"])
+            try namespace.run(["ip", "route", "add", "default", "via", "\(v4).1"])
+            try namespace.run(["ip", "-6", "route", "add", "default", "via", "\(v6)1"])
         }
-        try container.run(["ip", "route", "add", "default", "via", "10.98.0.1"])
-        try container.run(["ip", "-6", "route", "add", "default", "via", "fd98::1"])
         try s.net.client.run(["sysctl", "-qw", "net.ipv4.ip_forward=1", "net.ipv6.conf.all.forwarding=1"])
+        // The runtime's NAT, as podman and docker make it: out of the uplink only.
         try NftCLI.apply("""
             table inet vxtestnat {
                 chain out { type nat hook postrouting priority srcnat; oifname "\(s.net.clientUplink)" masquerade; }
             }
             """, in: s.net.client)
 
-        let capture = try Capture(on: s.net.clientUplink, in: s.net.client, filter: "udp port 8080 or udp port 9002", cleanup: cleanup)
-        // The control: a non-member in the same namespace, masqueraded out.
-        let control = try BackgroundProcess(container.enter + ["python3", s.probe, "udp-loop", Topology.service4, "9002"], cleanup: cleanup)
+        // The held namespace's members send to a service of their own: it must see nothing.
+        let heldService = try Services(in: s.net.server, addresses: [Topology.service4, Topology.service6], port: 8081, cleanup: cleanup)
+        let capture = try Capture(on: s.net.clientUplink, in: s.net.client, filter: "udp port 8080 or udp port 8081 or udp port 9002 or port 53", cleanup: cleanup)
+        // The control: a non-member in each namespace, masqueraded out.
+        var controls: [BackgroundProcess] = []
+        for namespace in [routed, bridged] {
+            controls.append(try BackgroundProcess(namespace.enter + ["python3", s.probe, "udp-loop", Topology.service4, "9002"], cleanup: cleanup))
+        }
         var members: [BackgroundProcess] = []
         for target in [Topology.service4, Topology.service6] {
-            members.append(try BackgroundProcess(try s.daemon.vpnexec(profile: "work", container.enter + ["python3", s.probe, "udp-loop", target, "8080"]), cleanup: cleanup))
+            members.append(try BackgroundProcess(try s.daemon.vpnexec(profile: "work", routed.enter + ["python3", s.probe, "udp-loop", target, "8080"]), cleanup: cleanup))
+            members.append(try BackgroundProcess(try s.daemon.vpnexec(profile: "work", bridged.enter + ["python3", s.probe, "udp-loop", target, "8081"]), cleanup: cleanup))
         }
-        try eventually("the hold to count the member's datagrams") {
+
+        // Routed: the service sees the tunnel's addresses, v4 and v6.
+        do {
+            try eventually("the routed namespace's datagrams through the tunnel, v4 and v6") {
+                s.services.count("udp \(s.tunnel.clientAddress4)") > 10 && s.services.count("udp \(s.tunnel.clientAddress6)") > 10
+            }
+        } catch {
+            let json = (try? s.daemon.vpnctl(["status", "--json"]).stdout) ?? ""
+            let rules = (try? s.net.client.run(["nft", "list", "chain", "inet", "vpnexec", "containers_in"])) ?? "no chain"
+            Issue.record("\(error): seen \(s.services.seen().suffix(4)); status \(json.prefix(4000)); \(rules)")
+            throw error
+        }
+        let status = try s.daemon.status()
+        let route = try #require(status.routedNamespaces.first, "\(status.routedNamespaces) \(status.heldNamespaces)")
+        #expect(route.profile == "work" && route.interfaces == ["vx\(tag)kh"], "\(route)")
+        #expect(try s.daemon.vpnctl(["status"]).stdout.contains("container: profile work, network namespace \(route.cookie), routed into the tunnel from vx\(tag)kh"))
+        // Held: the bridged one, with why.
+        try eventually("the hold to count the bridged namespace's datagrams") {
             (try s.daemon.status().heldNamespaces.first?.packets ?? 0) > 20
         }
         let held = try #require(try s.daemon.status().heldNamespaces.first)
-        #expect(held.profile == "work" && held.pid != nil && held.cgroup?.hasSuffix("vpn-work.slice") == true, "\(held)")
+        #expect(held.profile == "work" && held.cookie != route.cookie && held.reason == "its veth's host end vx\(tag)jh is a bridge port (not routed yet)", "\(held)")
         #expect(try s.daemon.vpnctl(["status"]).stdout.contains("HELD: profile work, network namespace \(held.cookie)"))
 
-        // Its own loopback: a member's TCP connection there works; a DNS query there does not.
-        let listener = try BackgroundProcess(container.enter + ["socat", "TCP4-LISTEN:7000,bind=127.0.0.1,reuseaddr,fork", "EXEC:echo here"], cleanup: cleanup)
-        try eventually("the listener in the namespace") { try container.run(["ss", "-ltnH"]).contains("127.0.0.1:7000") }
-        let local = try Command.status(try s.daemon.vpnexec(profile: "work", container.enter + ["python3", "-c", "import socket; print(socket.create_connection(('127.0.0.1', 7000), 2).recv(100).decode().strip())"]))
+        // The routed one's DNS: to the host's address on its veth and to a public resolver,
+        // UDP and TCP: dropped before routing, counted, nothing on the physical link.
+        let dnsq = try PythonScript.write("dnsq.py", cleanup: cleanup)
+        for (transport, server) in [("udp", "10.98.0.1"), ("tcp", "10.98.0.1"), ("udp", Topology.service4), ("tcp", Topology.service4)] {
+            let dns = try Command.status(try s.daemon.vpnexec(profile: "work", routed.enter + ["timeout", "2", "python3", dnsq, transport, server, "www.example"]))
+            #expect(dns.status != 0, "a container's DNS query (\(transport) to \(server)) is dropped: \(dns.stdout)\(dns.stderr)")
+        }
+        #expect(try s.daemon.vpnctl(["status"]).stdout.contains("its DNS queries are dropped"))
+        let counters = try s.net.client.run(["nft", "list", "counter", "inet", "vpnexec", "work_container_dns"])
+        #expect(!counters.contains("packets 0 "), "\(counters)")
+
+        // Its own loopback: a member's TCP connection there works.
+        let listener = try BackgroundProcess(routed.enter + ["socat", "TCP4-LISTEN:7000,bind=127.0.0.1,reuseaddr,fork", "EXEC:echo here"], cleanup: cleanup)
+        try eventually("the listener in the namespace") { try routed.run(["ss", "-ltnH"]).contains("127.0.0.1:7000") }
+        let local = try Command.status(try s.daemon.vpnexec(profile: "work", routed.enter + ["python3", "-c", "import socket; print(socket.create_connection(('127.0.0.1', 7000), 2).recv(100).decode().strip())"]))
         #expect(local.stdout.trimmed == "here", "loopback inside the namespace: \(local.stdout)\(local.stderr)")
         listener.stop()
-        let dnsq = try PythonScript.write("dnsq.py", cleanup: cleanup)
-        let dns = try Command.status(try s.daemon.vpnexec(profile: "work", container.enter + ["python3", dnsq, "udp", "127.0.0.11", "www.example"]))
-        #expect(dns.status != 0, "a DNS query on its loopback is dropped: \(dns.stdout)\(dns.stderr)")
 
+        // Tunnel down, then vpnd killed: the routed namespace's datagrams go nowhere.
         try s.tunnel.setClientLink(up: false)
-        let heldUp = try s.daemon.status().heldNamespaces.first?.packets ?? 0
-        try eventually("more held with the tunnel down") { (try s.daemon.status().heldNamespaces.first?.packets ?? 0) > heldUp + 20 }
+        Thread.sleep(forTimeInterval: 2)
         s.daemon.process?.kill9()
-        Thread.sleep(forTimeInterval: 1)
+        Thread.sleep(forTimeInterval: 2)
         for member in members { member.stop() }
-        control.stop()
-        #expect(try capture.packets("udp port 8080").isEmpty, "the member's datagrams in the clear")
-        #expect(try capture.count("udp port 9002") > 20, "the capture sees the non-member's datagrams from the namespace")
-        #expect(s.services.count("udp \(s.tunnel.clientAddress4)") == 0 && s.services.count("udp \(s.tunnel.clientAddress6)") == 0,
-                "nor did they go through the tunnel: not routed there yet")
+        for control in controls { control.stop() }
+        #expect(try capture.packets("udp port 8080 or udp port 8081").isEmpty, "a member's datagrams in the clear")
+        #expect(try capture.packets("port 53").isEmpty, "a container's DNS in the clear")
+        #expect(try capture.count("udp port 9002 and src host \(Topology.clientAddress4)") > 40, "the capture sees the non-members' datagrams from both namespaces")
+        #expect(heldService.seen().isEmpty, "the held namespace's datagrams did not go through the tunnel either: \(heldService.seen().prefix(3))")
     }
 }

@@ -20,7 +20,8 @@ func statements(_ table: NftTable) -> [NftStatement] {
 
 /// What makes the kernel track connections or run its NAT hooks for every packet of the
 /// namespace once any rule uses it: of the statements there are, only masquerade (which
-/// only vpn-server's forwarding uses).
+/// vpn-server's forwarding uses, and a plan only while a member's container is routed:
+/// ContainerRulesTests).
 func tracksConnections(_ statement: NftStatement) -> Bool {
     statement == .masquerade
 }

@@ -45,6 +45,9 @@ import Testing
         guarded.guardTCPPorts = [40022, 443]
         facts.tunnelTransports["wg2"] = guarded
         facts.tunnelTransports["wg5"] = TunnelTransport(source: .builtIn, udpPort: 40005, owner: 0, fwmark: 0x0400_0000)
+        // A container of p2 routed by its veth, one of p3 held.
+        facts.containers = [ContainerNamespace(cookie: 4097, profile: "p2", state: .routed(interfaces: ["ve-box"])),
+                            ContainerNamespace(cookie: 4098, profile: "p3", state: .held(why: "its interface mv0 (macvlan) does not lead to the host"))]
         let state = Planner.plan(Policy(profiles: profiles, system: SystemSettings(profile: "p1")), facts: facts)
         let text = PlanText.render(state)
         try NftCLI.apply(text, in: namespace, checkOnly: true)
@@ -57,5 +60,7 @@ import Testing
         #expect(listed.contains("elements = { 2001:db8:2::2 }") && listed.contains("tcp sport @loop_tcp_p2"), "\(listed)")
         #expect(listed.contains("oifname vmap @tunnel_loops") && listed.contains("iifname vmap @inbound_tunnels"), "\(listed)")
         #expect(try NftCLI.cgroupKeys(in: namespace, set: "listen_level_2") == ids.values.sorted())
+        #expect(listed.contains("iifname \"ve-box\" meta mark set 0x02000000") && listed.contains("iifname \"ve-box\" udp dport 53 counter name \"p2_container_dns\" drop")
+                && listed.contains("iifname \"ve-box\" oifname \"wg2\" masquerade"), "\(listed)")
     }
 }

@@ -1,0 +1,54 @@
+import Netlink
+import Plan
+import Routing
+import SocketPrograms
+
+/// Finds how each member's network namespace other than vpnd's reaches the host, from what
+/// the socket programs saw (a socket made there, by which process) and the interfaces on
+/// both sides. A namespace is routed when every interface it has but loopback is a veth
+/// whose other end is ours and no bridge's port: then all it sends to the world arrives
+/// here on those ends, where ContainerRules makes it the profile's. Anything else (a
+/// macvlan or ipvlan on an uplink, a veth to a third namespace, a tap fed by a relay,
+/// a bridge port) keeps it held at its cgroup, with the reason for status.
+public enum ContainerFinder {
+    /// Every seen namespace whose last process lives in a profile's cgroup.
+    /// `profile(of:)`: the profile whose cgroup holds the process now, or nil.
+    /// The dump of our links comes first: it gives each namespace a veth of ours reaches
+    /// its id, which the process's namespace is then asked by.
+    public static func find(_ seen: [ForeignNamespaces.Seen], netlink: Rtnetlink,
+                            profile: (Int32) -> String?) -> [ContainerNamespace] {
+        let hostLinks = (try? netlink.links()) ?? []
+        return seen.compactMap { seen in
+            guard seen.process > 0, let name = profile(seen.process) else { return nil }
+            // The process's namespace now, which is the cookie's unless the process moved:
+            // only root moves a process to a namespace with links of its own, and then at
+            // worst routes a namespace of a member that root built.
+            let id = (try? netlink.namespaceID(ofProcess: seen.process)) ?? nil
+            let inside = id.flatMap { (try? netlink.links(inNamespace: $0)) ?? nil }
+            return ContainerNamespace(cookie: seen.cookie, profile: name,
+                                      state: classify(namespace: id, inside: inside ?? [], hostLinks: hostLinks))
+        }
+    }
+
+    /// Pure: routed by the host ends of its veths, or held and why.
+    /// `namespace`: the id this namespace gives it (nil: none, no link of ours reaches it).
+    public static func classify(namespace: Int32?, inside: [Link], hostLinks: [Link]) -> ContainerNamespace.State {
+        guard let namespace else { return .held(why: "no interface of it reaches the host") }
+        let ends = hostLinks.filter { $0.kind == "veth" && $0.peerNamespace == namespace }
+        var routed: [String] = []
+        for link in inside.sorted(by: { $0.index < $1.index }) where !isLoopback(link) {
+            guard link.kind == "veth", let end = ends.first(where: { $0.peerIndex == link.index }) else {
+                return .held(why: "its interface \(link.name) (\(link.kind ?? "a device")) does not lead to the host")
+            }
+            if end.master != nil {
+                return .held(why: "its veth's host end \(end.name) is a bridge port (not routed yet)")
+            }
+            routed.append(end.name)
+        }
+        guard !routed.isEmpty else { return .held(why: "it has no interface but loopback") }
+        return .routed(interfaces: routed)
+    }
+
+    /// A namespace's loopback is always its first interface.
+    static func isLoopback(_ link: Link) -> Bool { link.index == 1 && link.kind == nil }
+}

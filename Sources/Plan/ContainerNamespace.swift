@@ -1,0 +1,22 @@
+/// A member's network namespace other than vpnd's, as vpnd found it (Containers): whose it
+/// is, and whether it is routed into the profile's tunnel or held at its cgroup.
+public struct ContainerNamespace: Hashable, Sendable {
+    /// The namespace's cookie (what the socket programs see).
+    public var cookie: UInt64
+    /// The profile of the cgroup its process is in.
+    public var profile: String
+    public var state: State
+
+    public enum State: Hashable, Sendable {
+        /// It reaches the host by these veths (their host ends' names) alone: routed.
+        case routed(interfaces: [String])
+        /// Held at its cgroup's egress, and why (for status).
+        case held(why: String)
+    }
+
+    public init(cookie: UInt64, profile: String, state: State) {
+        self.cookie = cookie
+        self.profile = profile
+        self.state = state
+    }
+}

@@ -1,0 +1,49 @@
+import Containers
+import Plan
+import Routing
+import Testing
+
+/// How a member's namespace reaches the host decides whether it is routed: only when all
+/// it has but loopback are veths whose other ends are ours and no bridge's ports.
+struct ContainerFinderTests {
+    static func link(_ index: Int32, _ name: String, kind: String?, peer: Int32? = nil, namespace: Int32? = nil, master: Int32? = nil) -> Link {
+        var link = Link(index: index, name: name, isUp: true, isRunning: true, mtu: 1500)
+        link.kind = kind
+        link.peerIndex = peer
+        link.peerNamespace = namespace
+        link.master = master
+        return link
+    }
+
+    let host = [link(1, "lo", kind: nil), link(2, "eth0", kind: nil), link(7, "ve-box", kind: "veth", peer: 2, namespace: 3),
+                link(8, "vethother", kind: "veth", peer: 2, namespace: 4), link(9, "wg0", kind: "wireguard")]
+    let lo = link(1, "lo", kind: nil)
+
+    @Test func aVethToTheHostIsRouted() {
+        #expect(ContainerFinder.classify(namespace: 3, inside: [lo, Self.link(2, "host0", kind: "veth", peer: 7)], hostLinks: host)
+            == .routed(interfaces: ["ve-box"]))
+    }
+
+    @Test func aNamespaceNoLinkOfOursReachesIsHeld() {
+        #expect(ContainerFinder.classify(namespace: nil, inside: [], hostLinks: host) == .held(why: "no interface of it reaches the host"))
+    }
+
+    @Test func anyOtherInterfaceKeepsItHeld() {
+        let macvlan = Self.link(3, "mv0", kind: "macvlan", peer: 2)
+        #expect(ContainerFinder.classify(namespace: 3, inside: [lo, Self.link(2, "host0", kind: "veth", peer: 7), macvlan], hostLinks: host)
+            == .held(why: "its interface mv0 (macvlan) does not lead to the host"))
+        // A veth whose other end is in a third namespace (index 2 there is not ours).
+        #expect(ContainerFinder.classify(namespace: 3, inside: [lo, Self.link(5, "side", kind: "veth", peer: 2)], hostLinks: host)
+            == .held(why: "its interface side (veth) does not lead to the host"))
+        #expect(ContainerFinder.classify(namespace: 3, inside: [lo, Self.link(2, "tap0", kind: "tun")], hostLinks: host)
+            == .held(why: "its interface tap0 (tun) does not lead to the host"))
+        #expect(ContainerFinder.classify(namespace: 3, inside: [lo], hostLinks: host) == .held(why: "it has no interface but loopback"))
+    }
+
+    @Test func aBridgePortIsNotRoutedYet() {
+        var bridged = host
+        bridged[2].master = 10
+        #expect(ContainerFinder.classify(namespace: 3, inside: [lo, Self.link(2, "host0", kind: "veth", peer: 7)], hostLinks: bridged)
+            == .held(why: "its veth's host end ve-box is a bridge port (not routed yet)"))
+    }
+}

@@ -1,0 +1,42 @@
+import Nftables
+import Plan
+import Policy
+import Testing
+
+/// A routed container's veth makes what arrives on it the profile's: DNS dropped and
+/// counted first, then the mark before routing, masquerade into the tunnel; its cookie is
+/// let out of its cgroup. A held one, or one of a profile the policy lacks, gets nothing.
+@Suite struct ContainerRulesTests {
+    let policy = Policy(profiles: [profile("work", tunnel: "wg0", index: 1), profile("home", tunnel: "tun0", index: 2)])
+
+    @Test func noContainerNoChainsNoNAT() {
+        var facts = RuntimeFacts(cgroupIDs: ["vpn.slice/vpn-work.slice": 101])
+        facts.containers = [ContainerNamespace(cookie: 9, profile: "work", state: .held(why: "it has no interface but loopback"))]
+        let state = Planner.plan(policy, facts: facts)
+        #expect(!state.nft.chains.contains { $0.base?.hook == .prerouting || $0.base?.kind == .nat })
+        #expect(!statements(state.nft).contains(where: tracksConnections))
+        #expect(state.namespacesLetOut.isEmpty)
+    }
+
+    @Test func aRoutedContainerIsTheProfiles() throws {
+        var facts = RuntimeFacts(cgroupIDs: ["vpn.slice/vpn-work.slice": 101])
+        facts.containers = [ContainerNamespace(cookie: 9, profile: "home", state: .routed(interfaces: ["ve-a", "ve-b"])),
+                            ContainerNamespace(cookie: 10, profile: "gone", state: .routed(interfaces: ["ve-c"])),
+                            ContainerNamespace(cookie: 11, profile: "work", state: .held(why: "x"))]
+        let state = Planner.plan(policy, facts: facts)
+        let marks = try #require(state.nft.chain(named: "containers_in"))
+        #expect(marks.base == NftBaseChain(kind: .filter, hook: .prerouting, priority: NftBaseChain.mangle))
+        let a = NftStatement.inputInterfaceName("ve-a", negated: false), b = NftStatement.inputInterfaceName("ve-b", negated: false)
+        let drop: [NftStatement] = [.namedCounter("home_container_dns"), .verdict(.drop)]
+        #expect(marks.rules.map(\.statements) == [
+            [a, .destinationPort(.tcp, 53)] + drop, [a, .destinationPort(.udp, 53)] + drop, [a, .setMark(0x0200_0000)],
+            [b, .destinationPort(.tcp, 53)] + drop, [b, .destinationPort(.udp, 53)] + drop, [b, .setMark(0x0200_0000)],
+        ])
+        let nat = try #require(state.nft.chain(named: "containers_nat"))
+        #expect(nat.base == NftBaseChain(kind: .nat, hook: .postrouting, priority: NftBaseChain.srcnat - 1))
+        #expect(nat.rules.map(\.statements) == [[a, .outputInterfaceName("tun0", negated: false), .masquerade],
+                                                [b, .outputInterfaceName("tun0", negated: false), .masquerade]])
+        #expect(state.nft.counters.filter { $0.name.hasSuffix("_container_dns") }.map(\.name) == ["home_container_dns"])
+        #expect(state.namespacesLetOut == [9], "only a routed namespace of a profile the policy has")
+    }
+}
