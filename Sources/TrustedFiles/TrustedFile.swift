@@ -7,6 +7,12 @@ public struct TrustedFileError: Error, CustomStringConvertible, Sendable {
     public var reason: String
 
     public var description: String { "\(path): \(reason)" }
+
+    /// Said after naming `file`: the reason alone when it is about the file itself, else
+    /// with the directory on the way to it that it is about.
+    public func said(of file: String) -> String {
+        path == TrustedDirectory.absolute(file) ? reason : description
+    }
 }
 
 /// Files that decide who may route where (policies) or hold keys (wg-quick files), read

@@ -4,6 +4,7 @@ import Control
 import Glibc
 import Plan
 import Policy
+import Suggestions
 import TrustedFiles
 import TunnelFiles
 
