@@ -52,8 +52,8 @@ public final class TrustedDirectory {
         fd = current
     }
 
-    /// Names of the entries ending in `suffix`, hidden ones left out, sorted.
-    public func entries(endingIn suffix: String) -> [String] {
+    /// Names of the entries `include` takes, sorted.
+    public func entries(where include: (String) -> Bool) -> [String] {
         let copy = fcntl(fd.raw, F_DUPFD_CLOEXEC, 3)
         guard copy >= 0, let handle = fdopendir(copy) else { return [] }
         defer { closedir(handle) }
@@ -61,7 +61,7 @@ public final class TrustedDirectory {
         var names: [String] = []
         while let entry = readdir(handle) {
             let name = withUnsafeBytes(of: entry.pointee.d_name) { String(decoding: $0.prefix { $0 != 0 }, as: UTF8.self) }
-            if name.hasSuffix(suffix) && !name.hasPrefix(".") { names.append(name) }
+            if include(name) { names.append(name) }
         }
         return names.sorted()
     }
