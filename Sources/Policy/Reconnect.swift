@@ -35,7 +35,7 @@ extension ProfileDraft {
         func duration(_ key: String) -> (Duration, SourceLocation)? {
             guard let (text, at) = inner.string(key) else {
                 if inner.keyLocation(key) == nil {
-                    reader.log.error("\(context) needs \(key) (a duration such as \"5s\" or \"1m\")", at: keyAt)
+                    inner.missing([key], "\(context) needs \(key) (a duration such as \"5s\" or \"1m\")", at: keyAt)
                 }
                 return nil
             }

@@ -12,7 +12,8 @@ final class DiagnosticLog {
 }
 
 /// Reads one TOML table of the policy: typed getters that report a wrong type at the
-/// value's position, and a final check that names every key nobody asked for.
+/// value's position, and a final check that names every key nobody asked for, then the
+/// keys the table needs and lacks.
 struct TableReader {
     let table: TOMLTable
     let file: String
@@ -20,6 +21,7 @@ struct TableReader {
     let context: String
     let log: DiagnosticLog
     private var known: Set<String> = []
+    private var absent: [(keys: [String], message: String, location: SourceLocation?)] = []
 
     init(_ table: TOMLTable, file: String, context: String, log: DiagnosticLog) {
         self.table = table
@@ -167,8 +169,24 @@ struct TableReader {
         return nil
     }
 
-    /// Reports keys that no getter asked for, with a suggestion for near misses.
+    /// The table lacks what one of `keys` would give: `message`, said by
+    /// `reportUnknownKeys` after the unknown keys, the causes, and not at all when one of
+    /// them is a misspelling of one of `keys`, whose did-you-mean already says the fix
+    /// ("tunnel needs `interface`" came before "unknown key "interfce"", the effect first
+    /// and as a second problem).
+    mutating func missing(_ keys: [String], _ message: String, at location: SourceLocation?) {
+        absent.append((keys, message, location))
+    }
+
+    /// The key asked for that an unknown one is a near miss of.
+    private func suggestion(for key: String) -> String? {
+        known.sorted().first { editDistance($0, key) <= 2 }
+    }
+
+    /// Reports keys that no getter asked for, with a suggestion for near misses, then what
+    /// `missing` recorded that they do not explain.
     func reportUnknownKeys(unsupported: [String: String] = [:]) {
+        var meant: Set<String> = []
         for entry in table.entries where !known.contains(entry.key) {
             let at = location(entry.keyPosition)
             if let reason = unsupported[entry.key] {
@@ -176,13 +194,16 @@ struct TableReader {
                 continue
             }
             var message = "unknown key \"\(entry.key)\" " + (context.isEmpty ? "at the top level" : "in \(context)")
-            let candidates = known.sorted().filter { editDistance($0, entry.key) <= 2 }
-            if let best = candidates.first {
+            if let best = suggestion(for: entry.key) {
                 message += "; did you mean \"\(best)\"?"
+                meant.insert(best)
             } else if !known.isEmpty {
                 message += " (known keys: \(known.sorted().joined(separator: ", ")))"
             }
             log.error(message, at: at)
+        }
+        for need in absent where need.keys.allSatisfy({ !meant.contains($0) }) {
+            log.error(need.message, at: need.location)
         }
     }
 }

@@ -69,11 +69,11 @@ extension TableReader {
                 valid = false
             }
         } else if keyLocation("action") == nil {
-            log.error("\(context) has no action; add action = \"connect\", \"disconnect\" or \"block\"", at: at)
+            missing(["action"], "\(context) has no action; add action = \"connect\", \"disconnect\" or \"block\"", at: at)
             valid = false
         }
         if match.isEmpty && valid {
-            log.error("\(context) matches nothing; give at least one of \(TrustedMatch.keys.joined(separator: ", "))", at: at)
+            missing(TrustedMatch.keys, "\(context) matches nothing; give at least one of \(TrustedMatch.keys.joined(separator: ", "))", at: at)
             valid = false
         }
         guard valid, let action else { return nil }

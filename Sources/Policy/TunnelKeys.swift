@@ -5,7 +5,7 @@ extension ProfileDraft {
         let context = reader.context
         guard let table = reader.table("tunnel") else {
             if reader.keyLocation("tunnel") == nil {
-                reader.log.error("\(context) has no tunnel; add e.g. tunnel.interface = \"wg0\"", at: reader.location)
+                reader.missing(["tunnel"], "\(context) has no tunnel; add e.g. tunnel.interface = \"wg0\"", at: reader.location)
             }
             return nil
         }
@@ -34,7 +34,8 @@ extension ProfileDraft {
         }
         guard let (name, _) = interface else {
             if tunnelReader.keyLocation("interface") == nil && tunnelReader.keyLocation("wireguard") == nil {
-                reader.log.error("\(context) tunnel needs `interface` (an existing tunnel interface such as \"wg0\") or `wireguard` (a wg-quick style file for the built-in engine)", at: tunnelReader.location)
+                tunnelReader.missing(["interface", "wireguard"], "\(context) tunnel needs `interface` (an existing tunnel interface such as \"wg0\") or `wireguard` (a wg-quick style file for the built-in engine)",
+                                     at: tunnelReader.location)
             }
             return nil
         }

@@ -10,14 +10,20 @@ public enum PolicyDirectory {
     /// device) from being read whole.
     public static let fileLimit = 16 << 20
 
+    /// The files of the directory vpnd reads as policy: `*.toml`, hidden ones left out (an
+    /// editor's `.10-work.toml.swp`, a half-written `.new.toml`).
+    public static func readsFile(named name: String) -> Bool {
+        name.hasSuffix(".toml") && !name.hasPrefix(".")
+    }
+
     public static func read(_ directory: String) throws(PolicyError) -> [PolicySource] {
         let opened: TrustedDirectory
         do {
             opened = try TrustedDirectory(directory)
         } catch {
-            throw PolicyError([PolicyDiagnostic("cannot use policy directory \(error)", at: nil)])
+            throw PolicyError([PolicyDiagnostic("cannot use policy directory \(directory): \(error.said(of: directory))", at: nil)])
         }
-        return try read(opened.entries(endingIn: ".toml").map { (opened, $0) })
+        return try read(opened.entries(where: readsFile(named:)).map { (opened, $0) })
     }
 
     /// Files named one by one (`vpnctl check FILE...`), read the same way.
@@ -28,7 +34,7 @@ public enum PolicyDirectory {
             do {
                 files.append(try TrustedFile.open(path))
             } catch {
-                problems.append(PolicyDiagnostic("cannot read \(path): \(error)", at: nil))
+                problems.append(PolicyDiagnostic("cannot read \(path): \(error.said(of: path))", at: nil))
             }
         }
         guard problems.isEmpty else { throw PolicyError(problems) }

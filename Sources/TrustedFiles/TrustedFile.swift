@@ -7,6 +7,12 @@ public struct TrustedFileError: Error, CustomStringConvertible, Sendable {
     public var reason: String
 
     public var description: String { "\(path): \(reason)" }
+
+    /// Said after naming `file`: the reason alone when it is about the file itself, else
+    /// with the directory on the way to it that it is about.
+    public func said(of file: String) -> String {
+        path == TrustedDirectory.absolute(file) ? reason : description
+    }
 }
 
 /// Files that decide who may route where (policies) or hold keys (wg-quick files), read
@@ -46,8 +52,8 @@ public final class TrustedDirectory {
         fd = current
     }
 
-    /// Names of the entries ending in `suffix`, hidden ones left out, sorted.
-    public func entries(endingIn suffix: String) -> [String] {
+    /// Names of the entries `include` takes, sorted.
+    public func entries(where include: (String) -> Bool) -> [String] {
         let copy = fcntl(fd.raw, F_DUPFD_CLOEXEC, 3)
         guard copy >= 0, let handle = fdopendir(copy) else { return [] }
         defer { closedir(handle) }
@@ -55,7 +61,7 @@ public final class TrustedDirectory {
         var names: [String] = []
         while let entry = readdir(handle) {
             let name = withUnsafeBytes(of: entry.pointee.d_name) { String(decoding: $0.prefix { $0 != 0 }, as: UTF8.self) }
-            if name.hasSuffix(suffix) && !name.hasPrefix(".") { names.append(name) }
+            if include(name) { names.append(name) }
         }
         return names.sorted()
     }

@@ -76,13 +76,15 @@ public enum TunnelFiles {
         return loaded
     }
 
-    /// One server's file, read as trusted and parsed; its problems named at file:line.
+    /// One server's file, read as trusted and parsed; its problems named at file:line, all
+    /// of them. One it cannot read names the file, and where on its path it failed when that
+    /// is a directory ("/etc/wg: No such file or directory" alone named no file).
     private static func load(_ path: String, profile: String, at location: SourceLocation, problems: inout [PolicyDiagnostic]) -> Server? {
         let text: String
         do {
             text = try TrustedFile.read(path, holdsSecret: true, limit: fileLimit)
         } catch {
-            problems.append(PolicyDiagnostic("profile \(profile): cannot use its wg-quick file \(error)", at: location))
+            problems.append(PolicyDiagnostic("profile \(profile): cannot use its wg-quick file \(path): \(error.said(of: path))", at: location))
             return nil
         }
         do {
@@ -93,8 +95,9 @@ public enum TunnelFiles {
             }
             return Server(path: path, text: text, config: config)
         } catch {
-            problems.append(PolicyDiagnostic(error.message + " (the wg-quick file of profile \(profile))",
-                                             at: SourceLocation(file: error.file, line: error.line, column: error.column)))
+            problems += error.errors.map {
+                PolicyDiagnostic($0.message + " (the wg-quick file of profile \(profile))", at: SourceLocation(file: $0.file, line: $0.line, column: $0.column))
+            }
             return nil
         }
     }

@@ -131,3 +131,15 @@ public struct WgQuickConfigError: Error, Sendable, Equatable, CustomStringConver
 
     public var description: String { "\(file):\(line):\(column): \(message)" }
 }
+
+/// Every problem of one wg-quick file, in the order of its lines (never none): one run
+/// shows them all, as the policy's errors do.
+public struct WgQuickConfigErrors: Error, Sendable, Equatable, CustomStringConvertible {
+    public var errors: [WgQuickConfigError]
+
+    public init(_ errors: [WgQuickConfigError]) {
+        self.errors = errors
+    }
+
+    public var description: String { errors.map(\.description).joined(separator: "\n") }
+}

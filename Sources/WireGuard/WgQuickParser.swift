@@ -1,19 +1,28 @@
 import Addresses
+import Suggestions
 
 // Reading a wg-quick file into WgQuickConfig: one pass over the lines, a pending section
-// at a time, every error with its line and column.
+// at a time, every error with its line and column. A bad line's error is recorded and the
+// next line read, so one run names every mistake (as the policy's errors do); what only
+// follows from an error already said (a PrivateKey refused, then "[Interface] has no
+// PrivateKey") is not said again.
 
 extension WgQuickConfig {
     /// Parses the text of a wg-quick file. Keys are case-insensitive as in wg-quick; every
-    /// error names the line. Shell hooks (PreUp, PostUp, ...) are refused rather than skipped:
-    /// a file that relies on them to be safe would silently not be.
-    public static func parse(_ text: String, file: String) throws(WgQuickConfigError) -> WgQuickConfig {
+    /// error names the line, and all of them are thrown together, in line order. Shell hooks
+    /// (PreUp, PostUp, ...) are refused rather than skipped: a file that relies on them to be
+    /// safe would silently not be.
+    public static func parse(_ text: String, file: String) throws(WgQuickConfigErrors) -> WgQuickConfig {
         var parser = Parser(file: file)
         // Split on the scalar, not the Character: "\r\n" is one Character, so a file with
         // CRLF line ends would otherwise be one long line. The "\r" left at each line's
         // end is trimmed as white space, as wg-quick does.
         for (offset, raw) in text.unicodeScalars.split(separator: "\n", omittingEmptySubsequences: false).enumerated() {
-            try parser.consume(line: Substring(raw), number: offset + 1)
+            do {
+                try parser.consume(line: Substring(raw), number: offset + 1)
+            } catch {
+                parser.errors.append(error)
+            }
         }
         return try parser.finish()
     }
@@ -30,6 +39,9 @@ extension WgQuickConfig {
         var table: RouteTable = .auto
         var saveConfig = false
         var keyLines: [String: Int] = [:]
+        /// Keys written (lower-case), and those a misspelt key was nearest to: one of them
+        /// is not missing, its own line's error says what is wrong.
+        var written: Set<String> = []
     }
 
     private struct PendingPeer {
@@ -41,9 +53,13 @@ extension WgQuickConfig {
         var secondEndpointLine: Int?
         var allowedIPs: [IPPrefix] = []
         var persistentKeepalive: UInt16?
+        /// As PendingInterface's.
+        var written: Set<String> = []
     }
 
-    private enum Section { case none, interface, peer }
+    /// `skipped`: an unknown section, or a second [Interface]; its header's error says why,
+    /// and its lines are not read (their errors would only follow from that one).
+    private enum Section { case none, interface, peer, skipped }
 
     private struct Parser {
         let file: String
@@ -51,6 +67,11 @@ extension WgQuickConfig {
         var interface: PendingInterface?
         var peers: [PendingPeer] = []
         var seen: Set<String> = []
+        var errors: [WgQuickConfigError] = []
+        /// A key before any section was said once; the lines after it would say the same.
+        var strayReported = false
+        /// An unknown section was said: the missing [Interface] may be it, misspelt.
+        var unknownSection = false
 
         init(file: String) { self.file = file }
 
@@ -78,17 +99,23 @@ extension WgQuickConfig {
                 seen = []
                 switch line.lowercased() {
                 case "[interface]":
-                    guard interface == nil else { throw keyError(number, "a second [Interface] section; a file describes one interface") }
+                    guard interface == nil else {
+                        section = .skipped
+                        throw keyError(number, "a second [Interface] section; a file describes one interface")
+                    }
                     interface = PendingInterface(line: number)
                     section = .interface
                 case "[peer]":
                     peers.append(PendingPeer(line: number))
                     section = .peer
                 default:
+                    section = .skipped
+                    unknownSection = true
                     throw keyError(number, "unknown section \(Redaction.quoted(line)); expected [Interface] or [Peer]")
                 }
                 return
             }
+            guard section != .skipped else { return }
             guard let equals = line.firstIndex(of: "=") else {
                 throw keyError(number, "expected Key = Value; this line has no '=' (its text is not shown: it may be a key)")
             }
@@ -100,16 +127,23 @@ extension WgQuickConfig {
             guard Self.isKeyName(key) else {
                 throw keyError(number, "\(Self.keyName(key)) is not a key of wg-quick files (a base64 key pasted on a line of its own?)")
             }
+            if section == .none {
+                guard !strayReported else { return }
+                strayReported = true
+                throw keyError(number, "\(key) outside a section; start with [Interface]")
+            }
             guard seen.insert(lowered).inserted || Self.repeatable.contains(lowered) else {
                 throw keyError(number, "\(key) given twice in one section")
             }
             switch section {
-            case .none:
-                throw keyError(number, "\(key) outside a section; start with [Interface]")
             case .interface:
+                interface!.written.insert(lowered)
                 try interfaceKey(lowered, key: key, value: value, line: number)
             case .peer:
+                peers[peers.count - 1].written.insert(lowered)
                 try peerKey(lowered, key: key, value: value, line: number)
+            case .none, .skipped:
+                return
             }
         }
 
@@ -122,6 +156,26 @@ extension WgQuickConfig {
         }
 
         static let repeatable: Set<String> = ["address", "dns", "allowedips", "endpoint"]
+
+        static let interfaceKeys = ["PrivateKey", "ListenPort", "FwMark", "Address", "DNS", "MTU", "Table", "SaveConfig"]
+        static let peerKeys = ["PublicKey", "PresharedKey", "Endpoint", "AllowedIPs", "PersistentKeepalive"]
+
+        /// The key a misspelt one was nearest to (case aside, as wg-quick reads keys), as
+        /// vpnctl suggests a command; nil when none is near.
+        static func meant(_ key: Substring, among known: [String]) -> String? {
+            Suggestion.closest(to: key.lowercased(), among: known.map { $0.lowercased() })
+                .flatMap { near in known.first { $0.lowercased() == near } }
+        }
+
+        /// `unknown key "Adress" in [Interface]; did you mean "Address"?`, else the known
+        /// keys listed. The key meant counts as written (see `written`): the caller adds it.
+        func unknownKey(_ key: Substring, in section: String, known: [String], line: Int) -> WgQuickConfigError {
+            let message = "unknown key \"\(key)\" in \(section)"
+            guard let near = Self.meant(key, among: known) else {
+                return keyError(line, message + " (known keys: \(known.joined(separator: ", ")))")
+            }
+            return keyError(line, message + "; did you mean \"\(near)\"?")
+        }
 
         mutating func interfaceKey(_ lowered: String, key: Substring, value: Substring, line: Int) throws(WgQuickConfigError) {
             if interface!.keyLines[lowered] == nil { interface!.keyLines[lowered] = line }
@@ -166,7 +220,8 @@ extension WgQuickConfig {
             case "preup", "postup", "predown", "postdown":
                 throw keyError(line, "\(key) runs a shell command; vpnexec never runs shell hooks — remove it and express the effect in the policy")
             default:
-                throw keyError(line, "unknown key \(key) in [Interface]; known: PrivateKey, ListenPort, FwMark, Address, DNS, MTU, Table, SaveConfig")
+                if let near = Self.meant(key, among: Self.interfaceKeys) { interface!.written.insert(near.lowercased()) }
+                throw unknownKey(key, in: "[Interface]", known: Self.interfaceKeys, line: line)
             }
         }
 
@@ -209,36 +264,59 @@ extension WgQuickConfig {
             case "preup", "postup", "predown", "postdown":
                 throw keyError(line, "\(key) runs a shell command; vpnexec never runs shell hooks — remove it and express the effect in the policy")
             default:
-                throw keyError(line, "unknown key \(key) in [Peer]; known: PublicKey, PresharedKey, Endpoint, AllowedIPs, PersistentKeepalive")
+                if let near = Self.meant(key, among: Self.peerKeys) { peers[index].written.insert(near.lowercased()) }
+                throw unknownKey(key, in: "[Peer]", known: Self.peerKeys, line: line)
             }
         }
 
-        func finish() throws(WgQuickConfigError) -> WgQuickConfig {
+        /// The file's sections as a whole; every error of the file, in line order, if any.
+        func finish() throws(WgQuickConfigErrors) -> WgQuickConfig {
+            var errors = self.errors
             // These are about whole sections: they point at the section's header line.
-            func sectionError(_ line: Int, _ message: String) -> WgQuickConfigError {
-                WgQuickConfigError(file: file, line: line, message: message)
+            func sectionError(_ line: Int, _ message: String) {
+                errors.append(WgQuickConfigError(file: file, line: line, message: message))
             }
-            guard let interface else { throw sectionError(1, "no [Interface] section") }
-            guard let privateKey = interface.privateKey else { throw sectionError(interface.line, "[Interface] has no PrivateKey") }
+            if let interface {
+                if interface.privateKey == nil && !interface.written.contains("privatekey") {
+                    sectionError(interface.line, "[Interface] has no PrivateKey")
+                }
+            } else if !strayReported && !unknownSection {
+                sectionError(1, "no [Interface] section")
+            }
             var done: [Peer] = []
             var keys: [PublicKey: Int] = [:]
             var owners: [IPPrefix: Int] = [:]
             for peer in peers {
-                guard let publicKey = peer.publicKey else { throw sectionError(peer.line, "[Peer] has no PublicKey") }
-                if let first = keys[publicKey] { throw sectionError(peer.line, "the peer \(publicKey) is already described at line \(first)") }
-                keys[publicKey] = peer.line
-                if publicKey == privateKey.publicKey { throw sectionError(peer.line, "a peer cannot have the interface's own public key") }
                 if let second = peer.secondEndpointLine, peers.count > 1 {
-                    throw WgQuickConfigError(file: file, line: second, message: "several Endpoints (servers of one key to choose from) need a file with one [Peer]; this one has \(peers.count)")
+                    errors.append(WgQuickConfigError(file: file, line: second, message: "several Endpoints (servers of one key to choose from) need a file with one [Peer]; this one has \(peers.count)"))
                 }
                 for prefix in peer.allowedIPs {
                     if let first = owners[prefix] {
-                        throw sectionError(peer.line, "AllowedIPs \(prefix) is already the peer's at line \(first); a prefix routes to one peer")
+                        sectionError(peer.line, "AllowedIPs \(prefix) is already the peer's at line \(first); a prefix routes to one peer")
+                    } else {
+                        owners[prefix] = peer.line
                     }
-                    owners[prefix] = peer.line
+                }
+                guard let publicKey = peer.publicKey else {
+                    if !peer.written.contains("publickey") { sectionError(peer.line, "[Peer] has no PublicKey") }
+                    continue
+                }
+                if let first = keys[publicKey] {
+                    sectionError(peer.line, "the peer \(publicKey) is already described at line \(first)")
+                    continue
+                }
+                keys[publicKey] = peer.line
+                if publicKey == interface?.privateKey?.publicKey {
+                    sectionError(peer.line, "a peer cannot have the interface's own public key")
+                    continue
                 }
                 done.append(Peer(publicKey: publicKey, presharedKey: peer.presharedKey, endpoint: peer.endpoints.first,
                                  endpoints: peer.endpoints, allowedIPs: peer.allowedIPs, persistentKeepalive: peer.persistentKeepalive, line: peer.line))
+            }
+            // An error is recorded for every way there can be no interface or key (above,
+            // or at the line that was refused), so a file refused here always says why.
+            guard errors.isEmpty, let interface, let privateKey = interface.privateKey else {
+                throw WgQuickConfigErrors(errors.enumerated().sorted { ($0.element.line, $0.offset) < ($1.element.line, $1.offset) }.map(\.element))
             }
             return WgQuickConfig(
                 file: file,

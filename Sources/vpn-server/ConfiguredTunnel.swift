@@ -32,7 +32,7 @@ struct ConfiguredTunnel {
         do {
             file = try WgQuickConfig.parse(text, file: path)
         } catch {
-            log.error("\(error)")
+            for problem in error.errors { log.error("\(problem)") }
             throw ExitCode(1)
         }
         if let warning = FileWarnings.access(path: path) { log.warning(warning) }

@@ -4,6 +4,7 @@ import Control
 import Glibc
 import Plan
 import Policy
+import Suggestions
 import TrustedFiles
 import TunnelFiles
 
@@ -147,14 +148,27 @@ struct VPNCtl: ParsableCommand {
     }
 
     struct Check: ParsableCommand {
-        static let configuration = CommandConfiguration(abstract: "Validate policy files (together, as vpnd would read them), the wg-quick files of their built-in tunnels and the programs their executable lists name.")
-        @Argument(help: "Policy files.") var files: [String]
+        static let configuration = CommandConfiguration(
+            abstract: "Validate the policy as vpnd would read it, the wg-quick files of its built-in tunnels and the programs its executable lists name.",
+            discussion: """
+            Without a path, the policy directory vpnd reads by default (\(PolicyDirectory.defaultPath)); a directory is read as vpnd \
+            reads one (its *.toml files, not hidden ones, in name order, together); files are read together in name order, and \
+            one vpnd would never read as policy is refused. Every error is said, each at its file:line.
+            """)
+        @Argument(help: "A policy directory, or policy files (default: \(PolicyDirectory.defaultPath)).", completion: .file())
+        var paths: [String] = []
         /// Accepted, not used (check reads files only): a script may give --socket to every subcommand.
         @OptionGroup var connection: Connection
 
         func run() throws {
+            let input: PolicyCheckInput
             do {
-                let policy = try Policy.parse(try PolicyDirectory.readFiles(files), resolver: SystemNameResolver())
+                input = try PolicyCheckInput.from(paths)
+            } catch {
+                VPNCtl.usageError(error.description)
+            }
+            do {
+                let policy = try Policy.parse(try input.read(), resolver: SystemNameResolver())
                 _ = try TunnelFiles.load(policy)
                 let notes = try ExecutableCheck.run(policy)
                 print("ok: \(policy.profiles.count) profile(s)" + policy.profiles.map { " \($0.name)" }.joined())

@@ -29,6 +29,40 @@ import Testing
         }
     }
 
+    /// `vpnctl check DIR` reads the directory as vpnd does (its *.toml files) and says every
+    /// error of its built-in tunnels' files, a misspelt key with the key meant; a file vpnd
+    /// would never read as policy is refused (issue 43, item 8).
+    @Test func vpnctlChecksADirectoryAsVpndReadsIt() throws {
+        let directory = NSTemporaryDirectory() + "vx-check-\(uniqueTag())"
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: false, attributes: [.posixPermissions: 0o755])
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let wg = directory + "/work.conf"
+        try "[profile.work]\ntunnel.wireguard = \"\(wg)\"\n".write(toFile: directory + "/10-work.toml", atomically: true, encoding: .utf8)
+        try "[profile.notes]\n".write(toFile: directory + "/notes.conf", atomically: true, encoding: .utf8)
+        func writeTunnel(_ address: String, _ mtu: String) {
+            let text = "[Interface]\nPrivateKey = \(String(repeating: "A", count: 43))=\n\(address) = 10.8.0.2/24\n\(mtu) = 1400\n[Peer]\n"
+                + "PublicKey = \(String(repeating: "B", count: 42))A=\nAllowedIPs = 0.0.0.0/0\n"
+            #expect(FileManager.default.createFile(atPath: wg, contents: Data(text.utf8), attributes: [.posixPermissions: 0o600]))
+        }
+        writeTunnel("Adress", "MTUU")
+        let vpnctl = try Binaries.path("vpnctl")
+        let checked = try Command.status([vpnctl, "check", directory])
+        #expect(checked.status == 1 && checked.stderr == """
+            \(wg):3:1: error: unknown key "Adress" in [Interface]; did you mean "Address"? (the wg-quick file of profile work)
+            \(wg):4:1: error: unknown key "MTUU" in [Interface]; did you mean "MTU"? (the wg-quick file of profile work)
+
+            """, "\(checked.status) \(checked.stderr)")
+        // notes.conf is not read, as vpnd would not read it.
+        writeTunnel("Address", "MTU")
+        let fixed = try Command.status([vpnctl, "check", directory])
+        #expect(fixed.status == 0 && fixed.stdout == "ok: 1 profile(s) work\n", "\(fixed.stdout)\(fixed.stderr)")
+        let refused = try Command.status([vpnctl, "check", directory + "/notes.conf"])
+        #expect(refused.status == 1 && refused.stderr == "vpnctl: \(directory)/notes.conf: vpnd would never read this file as policy: "
+                + "it reads the *.toml files of its policy directory (/etc/vpnexec/policy.d), not hidden ones\n", "\(refused.stderr)")
+        let both = try Command.status([vpnctl, "check", directory, directory + "/10-work.toml"])
+        #expect(both.status == 64 && both.stderr == "vpnctl: check takes a policy directory or policy files, not both: \(directory) is a directory\n", "\(both.stderr)")
+    }
+
     /// A usage error is vpnexec's own failure: 125 as env's and timeout's, never a status the
     /// command could have returned; the command does not run. It is said in a line, with the
     /// synopsis after it, not the whole help (issue 43: 23 lines on stderr).

@@ -113,6 +113,32 @@ func diagnostics(_ files: [(String, String)]) -> [String] {
         #expect(errors == ["/p/a.toml:3:1: error: unknown key \"kilswitch\" in [profile.work]; did you mean \"killswitch\"?"])
     }
 
+    /// Causes before effects (issue 43, item 8: "tunnel needs interface" came before
+    /// "unknown key "interfce""). A key misspelt is the one error: what the table then lacks
+    /// follows from it, and the did-you-mean says the fix. A key too far from any to guess
+    /// comes first, and what is missing after it.
+    @Test func aMisspeltKeyIsSaidAndNotWhatFollowsFromIt() {
+        #expect(diagnostics([("/p/a.toml", "[profile.work]\ntunnel.interfce = \"wg0\"\n")]) == [
+            "/p/a.toml:2:8: error: unknown key \"interfce\" in [profile.work] tunnel; did you mean \"interface\"?",
+        ])
+        #expect(diagnostics([("/p/a.toml", "[profile.work]\ntunel.interface = \"wg0\"\n")]) == [
+            "/p/a.toml:2:1: error: unknown key \"tunel\" in [profile.work]; did you mean \"tunnel\"?",
+        ])
+        #expect(diagnostics([("/p/a.toml", "[profile.work]\ntunnel.device = \"wg0\"\n")]) == [
+            "/p/a.toml:2:8: error: unknown key \"device\" in [profile.work] tunnel (known keys: failover_after, interface, servers, via, wireguard)",
+            "/p/a.toml:2:1: error: [profile.work] tunnel needs `interface` (an existing tunnel interface such as \"wg0\") or `wireguard` (a wg-quick style file for the built-in engine)",
+        ])
+        let rules = diagnostics([("/p/a.toml", """
+            [profile.work]
+            tunnel.interface = "wg0"
+            trusted = [{ ssdi = "home", action = "connect" }, { ssid = "home", acton = "block" }]
+            """)])
+        #expect(rules == [
+            "/p/a.toml:3:14: error: unknown key \"ssdi\" in [profile.work] trusted rule 1; did you mean \"ssid\"?",
+            "/p/a.toml:3:68: error: unknown key \"acton\" in [profile.work] trusted rule 2; did you mean \"action\"?",
+        ], "\(rules)")
+    }
+
     @Test func wrongTypes() {
         let errors = diagnostics([("/p/a.toml", """
             [profile.work]

@@ -62,7 +62,7 @@ import Testing
 
     @Test(arguments: [
         ("PostUp = iptables -A FORWARD", 8, "runs a shell command"),
-        ("Colour = blue", 8, "unknown key Colour in [Interface]"),
+        ("Colour = blue", 8, "unknown key \"Colour\" in [Interface] (known keys: PrivateKey, ListenPort, FwMark, Address, DNS, MTU, Table, SaveConfig)"),
         ("MTU = 1280", 8, "MTU given twice in one section"),
         ("FwMark = banana", 8, "FwMark \"banana\""),
         ("Address = 10.0.0.300/24", 8, "Address \"10.0.0.300/24\""),
@@ -73,7 +73,7 @@ import Testing
         #expect {
             try WgQuickConfig.parse(sample(extra), file: "work.conf")
         } throws: { error in
-            guard let e = error as? WgQuickConfigError else { return false }
+            guard let errors = (error as? WgQuickConfigErrors)?.errors, errors.count == 1, let e = errors.first else { return false }
             return e.file == "work.conf" && e.line == line && e.message.contains(fragment)
         }
     }
@@ -92,22 +92,67 @@ import Testing
         #expect {
             try WgQuickConfig.parse(text, file: "x.conf")
         } throws: { error in
-            guard let e = error as? WgQuickConfigError else { return false }
-            return e.line == line && e.message.contains(fragment)
+            (error as? WgQuickConfigErrors)?.errors.contains { $0.line == line && $0.message.contains(fragment) } == true
+        }
+    }
+
+    /// Issue 43: "unknown key Adress in [Interface]" was the only error of a file with three,
+    /// and said no more than the list of keys. Now every error comes, in line order, a
+    /// misspelt key with the key meant; a key misspelt is not also said to be missing.
+    @Test func everyErrorIsSaidAndAMisspeltKeyWithTheKeyMeant() {
+        let text = """
+            [Interface]
+            PrivatKey = \(privateKey.base64)
+            Adress = 10.8.0.2/24
+            MTU = 70000
+            [Peer]
+            Publickey = \(peerKey.base64)
+            AllowedIP = 0.0.0.0/0
+            Colour = blue
+            """
+        #expect {
+            try WgQuickConfig.parse(text, file: "work.conf")
+        } throws: { error in
+            let said = (error as? WgQuickConfigErrors)?.errors.map(\.description)
+            return said == [
+                "work.conf:2:1: unknown key \"PrivatKey\" in [Interface]; did you mean \"PrivateKey\"?",
+                "work.conf:3:1: unknown key \"Adress\" in [Interface]; did you mean \"Address\"?",
+                "work.conf:4:7: MTU \"70000\" must be a number between 576 and 65535",
+                "work.conf:7:1: unknown key \"AllowedIP\" in [Peer]; did you mean \"AllowedIPs\"?",
+                "work.conf:8:1: unknown key \"Colour\" in [Peer] (known keys: PublicKey, PresharedKey, Endpoint, AllowedIPs, PersistentKeepalive)",
+            ]
+        }
+    }
+
+    /// What follows from an error is not said again: a key refused is not also missing; the
+    /// keys of a section that was itself refused are not read; keys before any section are
+    /// said once, and then no "no [Interface] section".
+    @Test(arguments: [
+        ("[Interface]\nPrivateKey = \(PrivateKey.generate().base64)\n[Peer]\nPublicKey = abc\n[Peers]\nPublicKey = abc\nColour = blue\n", [4, 5]),
+        ("[Interface]\nPrivateKey = abc\n", [2]),
+        ("Address = 10.0.0.1/24\nDNS = 10.0.0.1\n[Peer]\nPublicKey = \(PrivateKey.generate().publicKey.base64)\n", [1]),
+        ("[Interfaec]\nPrivateKey = abc\n", [1]),
+        ("[Interface]\nPrivateKey = \(PrivateKey.generate().base64)\n[Interface]\nMTU = 1\n", [3]),
+    ])
+    func effectsOfAnErrorAreNotSaidAgain(text: String, lines: [Int]) {
+        #expect {
+            try WgQuickConfig.parse(text, file: "f")
+        } throws: { error in
+            (error as? WgQuickConfigErrors)?.errors.map(\.line) == lines
         }
     }
 
     @Test func peersAreCheckedAsAWhole() {
         let dup = sample() + "\n[Peer]\nPublicKey = \(peerKey.base64)\n"
-        #expect(throws: WgQuickConfigError.self) { try WgQuickConfig.parse(dup, file: "f") }
+        #expect(throws: WgQuickConfigErrors.self) { try WgQuickConfig.parse(dup, file: "f") }
         let overlap = sample() + "\n[Peer]\nPublicKey = \(PrivateKey.generate().publicKey.base64)\nAllowedIPs = 0.0.0.0/0\n"
         #expect {
             try WgQuickConfig.parse(overlap, file: "f")
-        } throws: { ($0 as? WgQuickConfigError)?.message.contains("already the peer's at line 9") == true }
+        } throws: { ($0 as? WgQuickConfigErrors)?.errors.first?.message.contains("already the peer's at line 9") == true }
         let noKey = sample() + "\n[Peer]\nAllowedIPs = 10.9.0.0/24\n"
         #expect {
             try WgQuickConfig.parse(noKey, file: "f")
-        } throws: { ($0 as? WgQuickConfigError)?.line == 15 }
+        } throws: { ($0 as? WgQuickConfigErrors)?.errors.map(\.line) == [15] }
     }
 
     @Test func crlfLineEndsAreAcceptedAsWgQuickAcceptsThem() throws {
@@ -141,11 +186,12 @@ import Testing
         #expect {
             try WgQuickConfig.parse(text, file: "leak.conf")
         } throws: { error in
-            guard let e = error as? WgQuickConfigError else { return false }
-            let shown = e.description
+            // Every error of the file, not only the one looked for ("[Peer] has no PublicKey" too).
+            guard let errors = (error as? WgQuickConfigErrors)?.errors, let e = errors.first(where: { $0.line == line }) else { return false }
+            let shown = "\(error)"
             let core = String(secret.prefix(20))
-            return e.line == line && e.column == column && e.message.contains(fragment)
-                && !shown.contains(core) && shown.hasPrefix("leak.conf:\(line):\(column): ")
+            return e.column == column && e.message.contains(fragment)
+                && !shown.contains(core) && e.description.hasPrefix("leak.conf:\(line):\(column): ")
         }
     }
 
@@ -165,7 +211,7 @@ import Testing
     func badTableAndSaveConfigValues(line: String) {
         #expect {
             try WgQuickConfig.parse(sample(line), file: "t.conf")
-        } throws: { ($0 as? WgQuickConfigError)?.line == 8 }
+        } throws: { ($0 as? WgQuickConfigErrors)?.errors.map(\.line) == [8] }
     }
 
     @Test func saveConfigIsABooleanInAnyCase() throws {

@@ -37,7 +37,7 @@ import Testing
         #expect {
             try WgQuickConfig.parse(file(peer), file: "s.conf")
         } throws: { error in
-            guard let e = error as? WgQuickConfigError else { return false }
+            guard let e = (error as? WgQuickConfigErrors)?.errors.first else { return false }
             return e.file == "s.conf" && e.line == line && e.column == column && e.message.contains(fragment)
         }
     }
@@ -49,7 +49,7 @@ import Testing
             try WgQuickConfig.parse(file("Endpoint = 192.0.2.1:51820\nEndpoint = 192.0.2.2:51820\n",
                                          more: "[Peer]\nPublicKey = \(other.base64)\nAllowedIPs = 10.9.0.0/24\n"), file: "two.conf")
         } throws: { error in
-            guard let e = error as? WgQuickConfigError else { return false }
+            guard let e = (error as? WgQuickConfigErrors)?.errors.first else { return false }
             return e.file == "two.conf" && e.line == 8 && e.message == "several Endpoints (servers of one key to choose from) need a file with one [Peer]; this one has 2"
         }
         // One Endpoint each, as before: fine.

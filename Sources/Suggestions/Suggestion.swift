@@ -1,5 +1,7 @@
 /// "Did you mean": the word a mistyped one was closest to, as git and cargo suggest a
-/// subcommand (`vpnctl stauts` -> status).
+/// subcommand (`vpnctl stauts` -> status, `Adress` -> Address in a wg-quick file). A module
+/// of its own so that the WireGuard parser and vpnctl share it without depending on each
+/// other's.
 public enum Suggestion {
     /// The candidate within `maximum` edits (insertions, deletions, substitutions, and
     /// swaps of two neighbours: "stauts" is one from "status") of `word`, the nearest; on a

@@ -1,4 +1,4 @@
-import Control
+import Suggestions
 import Testing
 
 /// `vpnctl stauts` names the command meant (issue 43, item 9).
