@@ -1,3 +1,4 @@
+import Glibc
 import Netlink
 import Plan
 import Routing
@@ -11,23 +12,47 @@ import SocketPrograms
 /// macvlan or ipvlan on an uplink, a veth to a third namespace, a tap fed by a relay,
 /// a bridge port) keeps it held at its cgroup, with the reason for status.
 public enum ContainerFinder {
-    /// Every seen namespace whose last process lives in a profile's cgroup.
-    /// `profile(of:)`: the profile whose cgroup holds the process now, or nil.
-    /// The dump of our links comes first: it gives each namespace a veth of ours reaches
-    /// its id, which the process's namespace is then asked by.
-    public static func find(_ seen: [ForeignNamespaces.Seen], netlink: Rtnetlink,
+    /// The namespaces found before, by cookie: the id this namespace gives each and its
+    /// profile. The programs keep only the last process that made a socket in a namespace,
+    /// which may be gone a moment later (a DNS lookup's); the namespace is known by its id
+    /// for as long as it answers by it.
+    public struct Memory: Sendable {
+        var known: [UInt64: (namespace: Int32, profile: String)] = [:]
+
+        public init() {}
+    }
+
+    /// Every seen namespace of a profile's: by its last process while that lives in a
+    /// profile's cgroup, else as `memory` knows it. `profile(of:)`: the profile whose
+    /// cgroup holds the process now, or nil. The dump of our links comes first: it gives
+    /// each namespace a veth of ours reaches its id, which a process's namespace is then
+    /// asked by.
+    public static func find(_ seen: [ForeignNamespaces.Seen], netlink: Rtnetlink, memory: inout Memory,
                             profile: (Int32) -> String?) -> [ContainerNamespace] {
         let hostLinks = (try? netlink.links()) ?? []
-        return seen.compactMap { seen in
-            guard seen.process > 0, let name = profile(seen.process) else { return nil }
+        var found: [ContainerNamespace] = []
+        var known: [UInt64: (namespace: Int32, profile: String)] = [:]
+        for seen in seen {
+            var place = memory.known[seen.cookie]
             // The process's namespace now, which is the cookie's unless the process moved:
             // only root moves a process to a namespace with links of its own, and then at
             // worst routes a namespace of a member that root built.
-            let id = (try? netlink.namespaceID(ofProcess: seen.process)) ?? nil
-            let inside = id.flatMap { (try? netlink.links(inNamespace: $0)) ?? nil }
-            return ContainerNamespace(cookie: seen.cookie, profile: name,
-                                      state: classify(namespace: id, inside: inside ?? [], hostLinks: hostLinks))
+            if seen.process > 0, kill(seen.process, 0) == 0, let name = profile(seen.process) {
+                if let id = (try? netlink.namespaceID(ofProcess: seen.process)) ?? nil {
+                    place = (id, name)
+                } else {
+                    found.append(ContainerNamespace(cookie: seen.cookie, profile: name, state: classify(namespace: nil, inside: [], hostLinks: hostLinks)))
+                    continue
+                }
+            }
+            // A namespace that no longer answers by its id is gone.
+            guard let place, let inside = try? netlink.links(inNamespace: place.namespace) else { continue }
+            known[seen.cookie] = place
+            found.append(ContainerNamespace(cookie: seen.cookie, profile: place.profile,
+                                            state: classify(namespace: place.namespace, inside: inside, hostLinks: hostLinks)))
         }
+        memory.known = known
+        return found
     }
 
     /// Pure: routed by the host ends of its veths, or held and why.

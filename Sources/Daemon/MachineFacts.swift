@@ -23,6 +23,8 @@ final class MachineFacts: RuntimeFactsSource {
     var network: () -> NetworkFacts = { NetworkFacts() }
     /// Every network a tunnel interface has been seen on (allow_lan keeps them tunneled).
     private var memory = TunnelNetworkMemory()
+    /// The members' namespaces found before (a namespace's last process may be gone).
+    private var containers = ContainerFinder.Memory()
     /// The cgroups the kernel lacked socket programs of at the last apply.
     var unguarded: () -> [String: UnguardedCgroup] = { [:] }
     /// The members' network namespaces other than vpnd's that the socket programs saw.
@@ -40,11 +42,11 @@ final class MachineFacts: RuntimeFactsSource {
         reader.network = network
         var facts = try reader.read(policy, cgroupParent: cgroupParent, tunnelFiles: tunnelFiles, memory: &memory)
         facts.unguardedCgroups = UnguardedRules.held(unguarded(), policy: policy, parent: cgroupParent)
-        let seen = foreignNamespaces().filter { $0.process > 0 && kill($0.process, 0) == 0 }
+        let seen = foreignNamespaces()
         if !seen.isEmpty {
             let profiles = policy.profiles.map { ($0.name, $0.cgroupPath(parent: cgroupParent)) }
                 + facts.joinedCgroups.map { ($0.value.profile, $0.key) }
-            facts.containers = ContainerFinder.find(seen, netlink: netlink) { pid in
+            facts.containers = ContainerFinder.find(seen, netlink: netlink, memory: &containers) { pid in
                 guard let cgroup = CgroupHierarchy.cgroup(ofProcess: pid) else { return nil }
                 return profiles.first { cgroup == $0.1 || cgroup.hasPrefix($0.1 + "/") }?.0
             }
