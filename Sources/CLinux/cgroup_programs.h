@@ -198,7 +198,6 @@ enum {
     VX_SK_LOOKUP_REMOTE_IP4 = offsetof(struct bpf_sk_lookup, remote_ip4),
     VX_SK_LOOKUP_REMOTE_IP6 = offsetof(struct bpf_sk_lookup, remote_ip6),
     VX_SK_LOOKUP_LOCAL_PORT = offsetof(struct bpf_sk_lookup, local_port),
-    VX_SK_LOOKUP_INGRESS_IFINDEX = offsetof(struct bpf_sk_lookup, ingress_ifindex),
 };
 
 /// The cookie of the calling thread's network namespace (SO_NETNS_COOKIE, Linux 5.14): a

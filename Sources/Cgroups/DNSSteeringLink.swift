@@ -35,7 +35,7 @@ public final class DNSSteeringLink {
         }
         let descriptors = DNSSteering.Maps(udp4: maps[0].raw, udp6: maps[1].raw, tcp4: maps[2].raw, tcp6: maps[3].raw)
         let program = try SocketProgramSet.load(DNSSteering.programName, type: DNSSteering.programType, attachType: DNSSteering.attachType,
-                                                what: "the DNS steering program (sk_lookup with ingress_ifindex, Linux 5.17)") {
+                                                what: "the DNS steering program (sk_lookup, Linux 5.9)") {
             () throws(BPFAssembler.Failure) in try DNSSteering.program(maps: descriptors)
         }
         // The link holds the program from here on.

@@ -111,7 +111,7 @@ public final class Daemon {
                 (dnsSteering, dnsSteeringFailure) = (try DNSSteeringPoint(), nil)
             } catch {
                 (dnsSteering, dnsSteeringFailure) = (nil, "\(error)")
-                log.error("DNS steering could not be set up: \(error); \(DNSService.refused). It needs Linux 5.17 or later")
+                log.error("DNS steering could not be set up: \(error); \(DNSService.refused). It needs Linux 5.9 or later (sk_lookup)")
             }
         }
         if options.dropPrivileges {

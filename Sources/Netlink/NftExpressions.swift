@@ -100,6 +100,17 @@ enum NftExpressions {
             return [data, set]
         case .masquerade:
             return [expression("masq")]
+        case let .sourceNAT(address):
+            // As nft encodes it in the inet family: the family first, then the address.
+            let family: UInt32 = address.isIPv4 ? 2 : 10  // NFPROTO_IPV4, NFPROTO_IPV6
+            let data = expression("immediate")
+            nftnl_expr_set_u32(data, attr(NFTNL_EXPR_IMM_DREG), reg1)
+            _ = address.bytes.withUnsafeBytes { nftnl_expr_set(data, attr(NFTNL_EXPR_IMM_DATA), $0.baseAddress, UInt32($0.count)) }
+            let nat = expression("nat")
+            nftnl_expr_set_u32(nat, attr(NFTNL_EXPR_NAT_TYPE), UInt32(NFT_NAT_SNAT.rawValue))
+            nftnl_expr_set_u32(nat, attr(NFTNL_EXPR_NAT_FAMILY), family)
+            nftnl_expr_set_u32(nat, attr(NFTNL_EXPR_NAT_REG_ADDR_MIN), reg1)
+            return [loadMeta(NFT_META_NFPROTO), compare([UInt8(family)], negated: false), data, nat]
         case let .reject(tcpReset):
             // As nft encodes `reject` in the inet family: ICMPX port unreachable, which the
             // kernel sends as ICMP or ICMPv6 by the packet's family.

@@ -68,6 +68,9 @@ public enum NftStatement: Hashable, Sendable {
     case setMark(UInt32)
     /// `masquerade`: source NAT to the output interface's address (vpn-server's forwarding).
     case masquerade
+    /// `snat ip to A` / `snat ip6 to A`: packets of A's family get A as their source (where
+    /// a nat chain's hook allows it: postrouting, input).
+    case sourceNAT(IPAddress)
     /// `reject with tcp reset` (a TCP packet only: after a match on TCP), or `reject` (the
     /// inet family's ICMP or ICMPv6 port unreachable): the sender learns at once, where a
     /// drop leaves it to its timeouts. The reset is routed from the address the packet was

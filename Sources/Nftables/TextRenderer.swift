@@ -121,6 +121,8 @@ public struct NftTextRenderer: Sendable {
             return "meta mark set \(hex(value, digits: 8))"
         case .masquerade:
             return "masquerade"
+        case let .sourceNAT(address):
+            return "snat \(address.isIPv4 ? "ip" : "ip6") to \(address)"
         case let .reject(tcpReset):
             return tcpReset ? "reject with tcp reset" : "reject"
         case let .verdict(v):

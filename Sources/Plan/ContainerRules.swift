@@ -11,9 +11,17 @@ import Policy
 /// cookie in the programs' let-out map (SocketProgramPlan: `namespacesLetOut`), which
 /// follows these rules in the apply.
 ///
-/// DNS is not yet the profile proxy's for a container: its queries to port 53, UDP or TCP,
-/// whatever address they ask (the host's bridge address, where a host resolver would
-/// answer from outside the tunnel), are dropped and counted before any routing.
+/// Its DNS over UDP, to whatever address it asks (the host's address on the veth, a public
+/// resolver), is the profile proxy's as a member's is: a rule for the mark, the veth and
+/// port 53 selects the profile's DNS table (DNSRouting), so it is delivered on this host,
+/// where the input hook gives it the profile's steering address as its source (source NAT)
+/// before any socket is looked up, and the steering program hands it to the proxy by that
+/// address. The answer goes back from the address asked, the NAT undone. A query no proxy
+/// takes is refused as a member's is (DNSRouting.steeredQueryGuards), so no resolver of
+/// the host answers it from outside the tunnel. Over TCP (the proxy learns a member's
+/// connection from its socket, which a container's is not in this namespace) and for a
+/// profile whose DNS is not served (a trusted network's `disconnect`), a container's
+/// queries to port 53 are dropped and counted before routing.
 ///
 /// The interface is matched by name: a runtime that makes the container again with the same
 /// veth name (nspawn's `ve-NAME`) has its new namespace routed by these rules at once,
@@ -21,28 +29,37 @@ import Policy
 public enum ContainerRules {
     static let markChain = "containers_in"
     static let natChain = "containers_nat"
+    static let dnsNATChain = "containers_dns_nat"
+    static let dnsGuardChain = "containers_dns"
 
     /// The counter of a profile's containers' DNS queries dropped.
     public static func dnsCounter(_ profile: String) -> String { "\(profile)_container_dns" }
 
     static func add(_ policy: Policy, facts: RuntimeFacts, to table: inout NftTable) {
-        var marks: [NftRule] = [], masquerades: [NftRule] = []
+        var marks: [NftRule] = [], masquerades: [NftRule] = [], queryNAT: [NftRule] = [], queryGuards: [NftRule] = []
         var counted: Set<String> = []
         for container in facts.containers {
             guard case let .routed(interfaces) = container.state,
                   let profile = policy.profiles.first(where: { $0.name == container.profile }) else { continue }
             let counter = dnsCounter(profile.name)
             if counted.insert(counter).inserted {
-                table.counters.append(NftCounter(name: counter, comment: "profile \(profile.name): containers' DNS queries, dropped (not yet answered by the profile's proxy)"))
+                table.counters.append(NftCounter(name: counter, comment: "profile \(profile.name): containers' DNS queries no proxy answers (TCP, or DNS not served), dropped"))
             }
+            let served = SocketProgramPlan.servesDNS(profile, facts: facts)
             for interface in interfaces {
                 let from = NftStatement.inputInterfaceName(interface, negated: false)
-                marks += NftTransport.allCases.map { transport in
+                marks += (served ? [.tcp] : NftTransport.allCases).map { transport in
                     NftRule([from, .destinationPort(transport, 53), .namedCounter(counter), .verdict(.drop)])
                 }
                 marks.append(NftRule([from, .setMark(profile.mark.value)],
                                      comment: "network namespace \(container.cookie) of profile \(profile.name)"))
                 masquerades.append(NftRule([from, .outputInterfaceName(profile.tunnel.interfaceName, negated: false), .masquerade]))
+                guard served else { continue }
+                let query: [NftStatement] = [from, .destinationPort(.udp, 53)]
+                queryNAT += [false, true].filter { !$0 || facts.loopbackIPv6 }.map { ipv6 in
+                    NftRule(query + [.sourceNAT(DNSRouting.steeringAddress(profile, ipv6: ipv6))])
+                }
+                queryGuards.append(NftRule(query + [.verdict(.goto(DNSRouting.steeredChain))]))
             }
         }
         guard !marks.isEmpty else { return }
@@ -50,6 +67,21 @@ public enum ContainerRules {
             NftChain(name: markChain, base: NftBaseChain(kind: .filter, hook: .prerouting, priority: NftBaseChain.mangle), rules: marks),
             NftChain(name: natChain, base: NftBaseChain(kind: .nat, hook: .postrouting, priority: NftBaseChain.srcnat - 1), rules: masquerades),
         ]
+        guard !queryNAT.isEmpty else { return }
+        // The guard after the source NAT (a nat chain's priority on input is srcnat): its
+        // socket lookup sees the steering address, as the steering program does.
+        table.chains += [
+            NftChain(name: dnsNATChain, base: NftBaseChain(kind: .nat, hook: .input, priority: NftBaseChain.srcnat), rules: queryNAT),
+            NftChain(name: dnsGuardChain, base: NftBaseChain(kind: .filter, hook: .input, priority: NftBaseChain.srcnat + 1), rules: queryGuards),
+        ]
+    }
+
+    /// The host ends of the veths of the profile's routed containers.
+    static func interfaces(of profile: Profile, facts: RuntimeFacts) -> [String] {
+        facts.containers.flatMap { container -> [String] in
+            guard container.profile == profile.name, case let .routed(interfaces) = container.state else { return [] }
+            return interfaces
+        }
     }
 
     /// The namespaces whose rules this plan holds: their cookies may leave their cgroups.

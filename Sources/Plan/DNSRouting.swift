@@ -40,7 +40,8 @@ import Routing
 /// own queries upstream carry the profile's mark and `proxyMark`, which rule 2 compares:
 /// they go on to the profile's table and into the tunnel. Port 853 over UDP (DNS over QUIC)
 /// is `prohibit` where EncryptedDNSRules refuses it: a send fails at once with EACCES (over
-/// TCP the connect program refuses it). Only locally made packets match (`iif lo`).
+/// TCP the connect program refuses it). Only locally made packets match (`iif lo`), and a
+/// routed container's UDP queries by the veth they arrive on (ContainerRules).
 public enum DNSRouting {
     static let udp: UInt8 = 17, tcp: UInt8 = 6
 
@@ -66,10 +67,10 @@ public enum DNSRouting {
     public static func rules(_ policy: Policy, facts: RuntimeFacts) -> [RoutingRule] {
         let served = served(policy, facts: facts)
         guard !served.isEmpty else { return [] }
-        return [true, false].flatMap { rules(policy, served: served, ipv4: $0) }
+        return [true, false].flatMap { rules(policy, served: served, facts: facts, ipv4: $0) }
     }
 
-    static func rules(_ policy: Policy, served: [Profile], ipv4: Bool) -> [RoutingRule] {
+    static func rules(_ policy: Policy, served: [Profile], facts: RuntimeFacts, ipv4: Bool) -> [RoutingRule] {
         let routing = policy.routing
         func query(_ priority: UInt32, mark: UInt32, mask: UInt32, _ transport: UInt8, port: UInt16, _ action: RoutingRule.Action, table: UInt32 = 0) -> RoutingRule {
             RoutingRule(ipv4: ipv4, priority: priority, mark: mark, mask: mask, table: table, protocolNumber: vpnexecRouteProtocol,
@@ -79,7 +80,14 @@ public enum DNSRouting {
             [udp, tcp].map { query(priority, mark: mark, mask: mask, $0, port: 53, .lookup, table: profile.dnsTable) }
                 + (EncryptedDNSRules.refuses(profile, in: policy) ? [query(priority, mark: mark, mask: mask, udp, port: EncryptedDNSRules.port, .prohibit)] : [])
         }
-        let members = served.flatMap { queries($0, Priority.members, mark: $0.mark.value, mask: routing.markMask | routing.proxyMark) }
+        // A routed container's UDP queries, as they arrive on its veth (ContainerRules).
+        let containers = served.flatMap { profile in
+            ContainerRules.interfaces(of: profile, facts: facts).map { interface in
+                RoutingRule(ipv4: ipv4, priority: Priority.members, mark: profile.mark.value, mask: routing.markMask | routing.proxyMark,
+                            table: profile.dnsTable, protocolNumber: vpnexecRouteProtocol, inputInterface: interface, ipProtocol: udp, destinationPorts: 53...53)
+            }
+        }
+        let members = served.flatMap { queries($0, Priority.members, mark: $0.mark.value, mask: routing.markMask | routing.proxyMark) } + containers
         var rules = [movedLocalRule(ipv4: ipv4)] + members
         if RoutingRule.skipPays(over: members.count, landingOnNop: false) {
             rules.insert(RoutingRule(ipv4: ipv4, priority: Priority.skip, mark: 0, mask: routing.markMask, table: 0, protocolNumber: vpnexecRouteProtocol,

@@ -88,7 +88,7 @@ public enum DNSSteering {
 
     /// Context offsets (uapi struct bpf_sk_lookup; Tests check them against the header).
     enum Context {
-        static let family = 8, ipProtocol = 12, remoteIPv4 = 16, remoteIPv6 = 20, localPort = 60, ingressInterface = 64
+        static let family = 8, ipProtocol = 12, remoteIPv4 = 16, remoteIPv6 = 20, localPort = 60
     }
 
     /// sk_lookup verdicts: SK_PASS lets the lookup go on (with the socket assigned, if one
@@ -104,8 +104,8 @@ public enum DNSSteering {
         }
     }
 
-    /// The program. Anything but a UDP or TCP lookup for port 53 of a packet that came in on
-    /// `lo` from one of the prefixes passes untouched: this runs for every TCP and UDP
+    /// The program. Anything but a UDP or TCP lookup for port 53 of a packet from one of the
+    /// prefixes passes untouched: this runs for every TCP and UDP
     /// socket lookup of the namespace. One of ours goes to the socket at its key in the map
     /// of its family and transport, or is dropped when there is none or it cannot take it:
     /// fail-closed, so that a query steered to a profile whose proxy is gone never reaches
@@ -123,11 +123,10 @@ public enum DNSSteering {
         // Host order here, unlike the addresses and the remote port.
         code.load(.word, .r1, from: .r6, Context.localPort)
         code.jump(if: .r1, .notEqual, 53, to: "pass")
-        // The routed query's only way in: from another interface, a 127.77 source is a
-        // martian, unless route_localnet lets it through, and fd7f:4d:: one of the host's
-        // own. Loopback is 1 in every namespace.
-        code.load(.word, .r1, from: .r6, Context.ingressInterface)
-        code.jump(if: .r1, .notEqual, 1, to: "pass")
+        // From any interface: a member's query comes in on `lo`, a routed container's on its
+        // veth with the source its input NAT gave it (ContainerRules). One that came from
+        // elsewhere with a steering address (fd7f:4d:: is one of the host's own, not a
+        // martian) carries no profile's mark, and the proxy takes only those.
         code.load(.word, .r1, from: .r6, Context.family)
         code.jump(if: .r1, .equal, 10, to: "ipv6") // AF_INET6
         code.jump(if: .r1, .notEqual, 2, to: "pass") // AF_INET

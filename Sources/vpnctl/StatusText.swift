@@ -22,7 +22,7 @@ enum StatusText {
                          + (held.reason.map { " (\($0))" } ?? "") + ", so what it sends outside its loopback is dropped")
         }
         for routed in report.routedNamespaces {
-            lines.append("container: profile \(routed.profile), network namespace \(routed.cookie), routed into the tunnel from \(routed.interfaces.joined(separator: ", ")); its DNS queries are dropped")
+            lines.append("container: profile \(routed.profile), network namespace \(routed.cookie), routed into the tunnel from \(routed.interfaces.joined(separator: ", ")); its DNS over UDP is the profile's, over TCP dropped")
         }
         if let steering = report.dnsSteering { lines.append("DNS steering: \(dnsSteering(steering))") }
         if let system = report.systemProfile {

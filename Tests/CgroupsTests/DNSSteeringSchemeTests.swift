@@ -78,7 +78,6 @@ import Testing
         #expect(Context.remoteIPv4 == VX_SK_LOOKUP_REMOTE_IP4)
         #expect(Context.remoteIPv6 == VX_SK_LOOKUP_REMOTE_IP6)
         #expect(Context.localPort == VX_SK_LOOKUP_LOCAL_PORT)
-        #expect(Context.ingressInterface == VX_SK_LOOKUP_INGRESS_IFINDEX)
         #expect(DNSSteering.programType == BPF_PROG_TYPE_SK_LOOKUP.rawValue)
         #expect(DNSSteering.attachType == BPF_SK_LOOKUP.rawValue)
         #expect(DNSSteering.mapType == BPF_MAP_TYPE_SOCKMAP.rawValue)

@@ -1,3 +1,4 @@
+import Addresses
 import Nftables
 import Plan
 import Policy
@@ -29,9 +30,20 @@ import Testing
         let a = NftStatement.inputInterfaceName("ve-a", negated: false), b = NftStatement.inputInterfaceName("ve-b", negated: false)
         let drop: [NftStatement] = [.namedCounter("home_container_dns"), .verdict(.drop)]
         #expect(marks.rules.map(\.statements) == [
-            [a, .destinationPort(.tcp, 53)] + drop, [a, .destinationPort(.udp, 53)] + drop, [a, .setMark(0x0200_0000)],
-            [b, .destinationPort(.tcp, 53)] + drop, [b, .destinationPort(.udp, 53)] + drop, [b, .setMark(0x0200_0000)],
+            [a, .destinationPort(.tcp, 53)] + drop, [a, .setMark(0x0200_0000)],
+            [b, .destinationPort(.tcp, 53)] + drop, [b, .setMark(0x0200_0000)],
+        ], "TCP DNS dropped; UDP DNS goes on to the proxy")
+        // UDP DNS: routed to the profile's DNS table by the veth, its source the profile's
+        // steering address on input, then only a proxy's socket takes it.
+        let udp = { (from: NftStatement) in [from, NftStatement.destinationPort(.udp, 53)] }
+        #expect(state.nft.chain(named: "containers_dns_nat")?.rules.map(\.statements) == [
+            udp(a) + [.sourceNAT(IPAddress("127.77.0.2")!)], udp(a) + [.sourceNAT(IPAddress("fd7f:4d::2")!)],
+            udp(b) + [.sourceNAT(IPAddress("127.77.0.2")!)], udp(b) + [.sourceNAT(IPAddress("fd7f:4d::2")!)],
         ])
+        #expect(state.nft.chain(named: "containers_dns_nat")?.base == NftBaseChain(kind: .nat, hook: .input, priority: NftBaseChain.srcnat))
+        #expect(state.nft.chain(named: "containers_dns")?.rules.map(\.statements) == [udp(a) + [.verdict(.goto("steered_dns"))], udp(b) + [.verdict(.goto("steered_dns"))]])
+        let veth = state.rules.filter { $0.inputInterface == "ve-a" }
+        #expect(veth.count == 2 && veth.allSatisfy { $0.table == 7302 + 131_072 && $0.ipProtocol == 17 && $0.destinationPorts == 53...53 }, "\(veth)")
         let nat = try #require(state.nft.chain(named: "containers_nat"))
         #expect(nat.base == NftBaseChain(kind: .nat, hook: .postrouting, priority: NftBaseChain.srcnat - 1))
         #expect(nat.rules.map(\.statements) == [[a, .outputInterfaceName("tun0", negated: false), .masquerade],

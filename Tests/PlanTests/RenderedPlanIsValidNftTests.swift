@@ -60,7 +60,8 @@ import Testing
         #expect(listed.contains("elements = { 2001:db8:2::2 }") && listed.contains("tcp sport @loop_tcp_p2"), "\(listed)")
         #expect(listed.contains("oifname vmap @tunnel_loops") && listed.contains("iifname vmap @inbound_tunnels"), "\(listed)")
         #expect(try NftCLI.cgroupKeys(in: namespace, set: "listen_level_2") == ids.values.sorted())
-        #expect(listed.contains("iifname \"ve-box\" meta mark set 0x02000000") && listed.contains("iifname \"ve-box\" udp dport 53 counter name \"p2_container_dns\" drop")
+        #expect(listed.contains("iifname \"ve-box\" meta mark set 0x02000000") && listed.contains("iifname \"ve-box\" tcp dport 53 counter name \"p2_container_dns\" drop")
+                && listed.contains("iifname \"ve-box\" udp dport 53 snat ip to 127.77.0.2")
                 && listed.contains("iifname \"ve-box\" oifname \"wg2\" masquerade"), "\(listed)")
     }
 }
