@@ -244,7 +244,12 @@ public enum SocketProgram: String, CaseIterable, Hashable, Sendable {
 
     /// A packet of a socket of another network namespace than vpnd's: out only if vpnd lets
     /// that namespace out, or on its loopback but for port 53; else counted (in the cgroup's
-    /// storage, and by namespace in the namespaces seen) and dropped. Goes on to "marks".
+    /// storage, and by namespace in the namespaces seen) and dropped. Let out, it is allowed
+    /// whatever its mark: the host marks what arrives from that namespace itself (the veth
+    /// cleared the socket's), and the namespace's own kernel sockets (neighbour discovery,
+    /// ICMP errors, TCP resets), made in the cgroup of whoever made the namespace (a
+    /// runtime started in the profile) and never marked, must pass. vpnd's own namespace's
+    /// packets go on to "marks".
     private static func foreignNamespace(_ code: inout BPFAssembler, _ maps: ForeignNamespaces.Maps) {
         code.load(.word, .r1, from: .r7, Offset.flags)
         code.and(.r1, Int32(Flags.guardNamespace.rawValue))
@@ -263,7 +268,7 @@ public enum SocketProgram: String, CaseIterable, Hashable, Sendable {
         code.move(.r9, .r8)
         code.shiftRight(.r9, 4)
         code.jump(if: .r9, .equal, 6, to: "loopback6")
-        code.jump(if: .r9, .notEqual, 4, to: "marks")
+        code.jump(if: .r9, .notEqual, 4, to: "allow")
         loadBytes(&code, offset: 9, count: 1, to: -16)
         code.and(.r8, 0x0f)
         code.move(.r1, 2)
@@ -276,7 +281,7 @@ public enum SocketProgram: String, CaseIterable, Hashable, Sendable {
         code.label("transport")
         code.load(.byte, .r1, from: .r10, -16)
         code.jump(if: .r1, .equal, 6, to: "port")
-        code.jump(if: .r1, .notEqual, 17, to: "marks")
+        code.jump(if: .r1, .notEqual, 17, to: "allow")
         code.label("port")
         code.move(.r1, .r6)
         code.move(.r2, .r8)
@@ -284,13 +289,13 @@ public enum SocketProgram: String, CaseIterable, Hashable, Sendable {
         code.add(.r3, -16)
         code.move(.r4, 2)
         code.call(.skbLoadBytes)
-        code.jump(if: .r0, .notEqual, 0, to: "marks")
+        code.jump(if: .r0, .notEqual, 0, to: "allow")
         code.load(.halfword, .r1, from: .r10, -16)
         code.jump(if: .r1, .equal, networkPort(53), to: "foreign")
-        code.jump(to: "marks")
+        code.jump(to: "allow")
         code.label("outside")
         code.lookUp(map: maps.allowed, keyAt: -8)
-        code.jumpIfNotZero(.r0, to: "marks")
+        code.jumpIfNotZero(.r0, to: "allow")
         code.label("foreign")
         count(&code, Offset.foreignDrops)
         code.lookUp(map: maps.seen, keyAt: -8)
