@@ -180,6 +180,7 @@ import Testing
               sent      0 packets; through the tunnel 0 packets
               received  0 packets
               dropped   0 packets by the killswitch
+              held      the tunnel is missing: members' connections fail ("No route to host") or time out; nothing leaves
 
             """, "\(bare.status) \(bare.stdout)\(bare.stderr)")
         let verbose = try Command.status([vpnctl, "-v", "--socket", vpnd.path])

@@ -74,6 +74,15 @@ import Testing
         #expect(verbose[0].hasPrefix("vpnd pid 42") && verbose[1].hasPrefix("HELD: profile work"))
     }
 
+    /// A tunnel that is not there holds members at connect(), before any packet: said, as the
+    /// count cannot show it.
+    @Test func aMissingTunnelSaysWhatMembersGet() {
+        let text = StatusText.render(Self.report(state: "missing"), now: Self.now)
+        #expect(text.contains("  tunnel    wg0: missing, rx 2.0 KiB, tx 1.0 KiB\n"))
+        #expect(text.contains("  held      the tunnel is missing: members' connections fail (\"No route to host\") or time out; nothing leaves\n"), "\(text)")
+        #expect(!StatusText.render(Self.report(), now: Self.now).contains("  held "))
+    }
+
     @Test func countsTakeTheirNumber() {
         #expect(Plural.count(0, "packet") == "0 packets")
         #expect(Plural.count(1, "packet") == "1 packet")
