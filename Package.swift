@@ -44,6 +44,8 @@ let package = Package(
         .target(name: "Routing", dependencies: ["Addresses", "HexDigits"]),
         .target(name: "Plan", dependencies: ["Policy", "Nftables", "Routing", "Addresses", "HexDigits", "SocketPrograms"]),
         .target(name: "Control", dependencies: ["CLinux", "Addresses", "Descriptors", "HexDigits"]),
+        // `vpnctl status` for people: the report in lines, internals only when asked.
+        .target(name: "StatusPresentation", dependencies: ["Control", "HexDigits"]),
         // The WireGuard protocol: crypto, handshake, cookies, replay, timers, cryptokey routing.
         .target(name: "WireGuard", dependencies: ["CSodium", "Addresses", "Descriptors", "HexDigits", "Monotonic", "Suggestions"]),
         // The proxy is generic over its client type; specialized across modules, its hot
@@ -72,7 +74,7 @@ let package = Package(
         .executableTarget(name: "vpnd", dependencies: ["BuildVersion", "Daemon", "ServiceSupport", "Control", "Policy", "TrustedFiles", .product(name: "ArgumentParser", package: "swift-argument-parser")]),
         .executableTarget(name: "vpnexec", dependencies: ["BuildVersion", "Control", "Descriptors"]),
         .executableTarget(name: "vpn-server", dependencies: ["BuildVersion", "Addresses", "HexDigits", "Descriptors", "WireGuard", "WireGuardDevice", "ServiceSupport", "Netlink", "Nftables", "Plan", "CSystemd", "CLinux", .product(name: "ArgumentParser", package: "swift-argument-parser")]),
-        .executableTarget(name: "vpnctl", dependencies: ["BuildVersion", "Control", "Descriptors", "Facts", "HexDigits", "Plan", "Policy", "Suggestions", "TrustedFiles", "TunnelFiles", "Cgroups", "Netlink", .product(name: "ArgumentParser", package: "swift-argument-parser")]),
+        .executableTarget(name: "vpnctl", dependencies: ["BuildVersion", "Control", "StatusPresentation", "Descriptors", "Facts", "HexDigits", "Plan", "Policy", "Suggestions", "TrustedFiles", "TunnelFiles", "Cgroups", "Netlink", .product(name: "ArgumentParser", package: "swift-argument-parser")]),
 
         // Tests. NetTestSupport builds namespaces, runs tools and cleans up after them.
         .target(name: "NetTestSupport", dependencies: ["CLinux", "Cgroups"], path: "Tests/NetTestSupport"),
@@ -93,6 +95,7 @@ let package = Package(
         .testTarget(name: "DaemonTests", dependencies: ["Daemon", "Descriptors", "DNS", "Monotonic", "Facts", "ServiceSupport", "TrustedFiles", "Plan", "Policy", "Nftables", "Netlink", "Routing", "Addresses", "TunnelFiles", "NetTestSupport"]),
         .testTarget(name: "ContainersTests", dependencies: ["Containers", "Plan", "Routing"]),
         .testTarget(name: "ControlTests", dependencies: ["Control", "Addresses"], exclude: ["Fixtures"]),
+        .testTarget(name: "StatusPresentationTests", dependencies: ["StatusPresentation", "Control"]),
         .testTarget(name: "IntegrationTests", dependencies: ["NetTestSupport", "Control"]),
     ]
 )

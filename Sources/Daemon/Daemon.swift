@@ -304,7 +304,7 @@ public final class Daemon {
         followExecutables()
         FreedMemory.giveBack()
         log.info("reloaded policy: \(policy.profiles.count) profile(s)")
-        return ControlResponse(ok: true, message: "policy reloaded: \(policy.profiles.count) profile(s)")
+        return ControlResponse(ok: true, message: "policy reloaded: \(Plural.count(policy.profiles.count, "profile"))")
     }
 
     // MARK: loop

@@ -4,6 +4,7 @@ import Control
 import Glibc
 import Plan
 import Policy
+import StatusPresentation
 import Suggestions
 import TrustedFiles
 import TunnelFiles
@@ -52,7 +53,9 @@ struct VPNCtl: ParsableCommand {
         abstract: "Status and control of vpnd.",
         version: "vpnctl \(String(cString: vpnexec_build_version()))",
         subcommands: [Status.self, Profiles.self, Members.self, Metrics.self, PlanCommand.self, Reload.self, Check.self, Move.self,
-                      Desktop.self, Up.self, Down.self, Teardown.self])
+                      Desktop.self, Up.self, Down.self, Teardown.self],
+        // `vpnctl` alone shows the profiles' state, as `wg` and `nmcli` do; --help the commands.
+        defaultSubcommand: Status.self)
 
     /// A failure of vpnctl's own, said in one line: exits 1.
     static func fail(_ message: String) -> Never {
@@ -106,13 +109,16 @@ struct VPNCtl: ParsableCommand {
     }
 
     struct Status: ParsableCommand {
-        static let configuration = CommandConfiguration(abstract: "Profiles, their tunnels, members and traffic.")
+        static let configuration = CommandConfiguration(
+            abstract: "Profiles, their tunnels, members, traffic and what the killswitch held (the default command).",
+            discussion: "What is held comes first (HELD: lines). --verbose adds how vpnexec does its work: vpnd's sandbox, the cgroups whose sockets are born marked, DNS steering, marks and tables, the learned sets, the tunnels' transports and engines' drops, what vpnd put back.")
         @OptionGroup var connection: Connection
         @Flag(help: "Print JSON (sorted keys, a schema version; see the README).") var json = false
+        @Flag(name: [.short, .long], help: "Also say how vpnexec does its work (internals).") var verbose = false
 
         func run() throws {
             guard let report = try connection.send(.status).status else { throw ExitCode(1) }
-            print(json ? String(decoding: ControlCoding.encode(report), as: UTF8.self) : StatusText.render(report), terminator: "")
+            print(json ? String(decoding: ControlCoding.encode(report), as: UTF8.self) : StatusText.render(report, verbose: verbose), terminator: "")
         }
     }
 
@@ -171,7 +177,7 @@ struct VPNCtl: ParsableCommand {
                 let policy = try Policy.parse(try input.read(), resolver: SystemNameResolver())
                 _ = try TunnelFiles.load(policy)
                 let notes = try ExecutableCheck.run(policy)
-                print("ok: \(policy.profiles.count) profile(s)" + policy.profiles.map { " \($0.name)" }.joined())
+                print("ok: \(Plural.count(policy.profiles.count, "profile"))" + policy.profiles.map { " \($0.name)" }.joined())
                 for note in notes { print(note) }
                 // Valid, but likely not what was meant: said, not refused.
                 for warning in policy.bypassExecutablesWarnings { print(warning) }

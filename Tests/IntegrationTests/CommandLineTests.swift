@@ -25,7 +25,7 @@ import Testing
         let socket = "/tmp/vx-none-\(uniqueTag()).sock"
         for arguments in [["--socket", socket, "check", file], ["check", "--socket", socket, file], ["--socket=" + socket, "check", file]] {
             let result = try Command.status([try Binaries.path("vpnctl")] + arguments)
-            #expect(result.status == 0 && result.stdout == "ok: 1 profile(s) work\n", "\(arguments): \(result.stdout)\(result.stderr)")
+            #expect(result.status == 0 && result.stdout == "ok: 1 profile work\n", "\(arguments): \(result.stdout)\(result.stderr)")
         }
     }
 
@@ -55,7 +55,7 @@ import Testing
         // notes.conf is not read, as vpnd would not read it.
         writeTunnel("Address", "MTU")
         let fixed = try Command.status([vpnctl, "check", directory])
-        #expect(fixed.status == 0 && fixed.stdout == "ok: 1 profile(s) work\n", "\(fixed.stdout)\(fixed.stderr)")
+        #expect(fixed.status == 0 && fixed.stdout == "ok: 1 profile work\n", "\(fixed.stdout)\(fixed.stderr)")
         let refused = try Command.status([vpnctl, "check", directory + "/notes.conf"])
         #expect(refused.status == 1 && refused.stderr == "vpnctl: \(directory)/notes.conf: vpnd would never read this file as policy: "
                 + "it reads the *.toml files of its policy directory (/etc/vpnexec/policy.d), not hidden ones\n", "\(refused.stderr)")
@@ -156,6 +156,40 @@ import Testing
         let asNobody = ["setpriv", "--reuid", "65534", "--regid", "65534", "--clear-groups", try Binaries.path("vpnd")]
         let plain = try Command.status(asNobody, environment: ["PATH": "/usr/bin:/bin", "JOURNAL_STREAM": "1:2"])
         #expect(plain.status == 1 && plain.stderr == "vpnd must run as root (it keeps only CAP_NET_ADMIN once started)\n", "\(plain.stderr)")
+    }
+
+    /// `vpnctl` alone shows the profiles, as `wg` and `nmcli` show state (it printed the
+    /// help); --verbose adds the internals; without vpnd one line says how to start it.
+    @Test func bareVpnctlShowsTheProfiles() throws {
+        var profile = ProfileStatus(name: "work", mark: 0x0100_0000, table: 7301, killswitch: true, cgroup: "vpn.slice/vpn-work.slice",
+                                    tunnel: TunnelStatus(interface: "wg0", state: "missing"))
+        profile.members = 1
+        var report = StatusReport(version: "test", daemonPID: 1, policyDirectory: "/etc/vpnexec/policy.d", cgroupRoot: "/sys/fs/cgroup", profiles: [profile])
+        report.sandbox = SandboxStatus(state: SandboxStatus.off)
+        let answer = ControlResponse(ok: true, status: report)
+        let vpnd = try FakeControlServer { request in
+            request == .status ? answer : ControlResponse.failure("not faked")
+        }
+        defer { vpnd.stop() }
+        let vpnctl = try Binaries.path("vpnctl")
+        let bare = try Command.status([vpnctl, "--socket", vpnd.path])
+        #expect(bare.status == 0 && bare.stdout == """
+            profile work: killswitch on
+              tunnel    wg0: missing, rx 0 B, tx 0 B
+              members   1 process
+              sent      0 packets; through the tunnel 0 packets
+              received  0 packets
+              dropped   0 packets by the killswitch
+              held      the tunnel is missing: members' connections fail ("No route to host") or time out; nothing leaves
+
+            """, "\(bare.status) \(bare.stdout)\(bare.stderr)")
+        let verbose = try Command.status([vpnctl, "-v", "--socket", vpnd.path])
+        #expect(verbose.status == 0 && verbose.stdout.hasPrefix("vpnd pid 1, policy /etc/vpnexec/policy.d, cgroup2 at /sys/fs/cgroup\nsandbox: off\n"),
+                "\(verbose.stdout)\(verbose.stderr)")
+        #expect(try Command.status([vpnctl, "--help"]).stdout.contains("USAGE: vpnctl <subcommand>"))
+        let none = try Command.status([vpnctl, "--socket", "/tmp/vx-none-\(uniqueTag()).sock"])
+        #expect(none.status == 1 && none.stdout.isEmpty && none.stderr.split(separator: "\n").count == 1
+                && none.stderr.hasPrefix("vpnctl: vpnd is not running") && none.stderr.contains("start it with `systemctl start vpnd`"), "\(none.stderr)")
     }
 
     /// Without vpnd, `vpnctl plan` says it can compile the policy itself.

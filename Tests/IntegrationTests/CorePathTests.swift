@@ -44,9 +44,13 @@ import Testing
         #expect(throws: CommandError.self, "a member's datagram socket cannot even connect") { try s.member(mode: "udp-name") }
         #expect(try s.connect() == Topology.clientAddress4)
         #expect(try s.daemon.status().profiles[0].tunnel.state == "down")
+        // No packet, so no count: status says what members get instead of "0 packets".
+        let down = try s.daemon.vpnctl(["status"]).stdout
+        #expect(down.contains("  held      the tunnel is down: members' connections fail (\"No route to host\") or time out; nothing leaves\n"), "\(down)")
 
         try s.tunnel.deleteClientInterface()
         try eventually("vpnd to see the tunnel gone") { try s.daemon.status().profiles[0].tunnel.state == "missing" }
+        #expect(try s.daemon.vpnctl(["status"]).stdout.contains("  held      the tunnel is missing: members' connections fail (\"No route to host\") or time out"))
         Thread.sleep(forTimeInterval: 1)
         #expect(try s.connect(to: Topology.service6) == Topology.clientAddress6)
         let (leaked, control) = try capture.stop()

@@ -324,7 +324,7 @@ struct ConnectingPrograms {
         #expect(status.bypassRefused == 2 && (status.bypassMoves ?? 0) >= 2, "each launch counted once (the guard and exec events both see it): refused \(status.bypassRefused ?? 0), moved \(status.bypassMoves ?? 0)")
         #expect(daemon.output.components(separatedBy: refusal).count == 2, "logged once for the user and program, with the rule: \(daemon.output)")
         #expect(daemon.output.contains("allows user \(allowed.name)"))
-        #expect(try s.daemon.vpnctl(["status"]).stdout.contains("2 launch(es) of bypass.executables left in their profile: their users may not bypass"))
+        #expect(try s.daemon.vpnctl(["status"]).stdout.contains("2 launches of bypass.executables left in their profile: their users may not bypass"))
 
         // A profile without [system] bypass: only root's launches are moved, as only root may
         // vpnexec --bypass; check and vpnd say so.

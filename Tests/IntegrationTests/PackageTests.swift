@@ -100,7 +100,7 @@ import Testing
             AllowedIPs = 0.0.0.0/0
             """.utf8), attributes: [.posixPermissions: 0o600]))
         try expectSuccess("useradd alice && groupadd vpn-work && groupadd vpn-bypass")
-        try expectSuccess("vpnctl check /usr/share/doc/vpnexec/examples/*.toml") { $0 == "ok: 3 profile(s) work streaming travel\n" }
+        try expectSuccess("vpnctl check /usr/share/doc/vpnexec/examples/*.toml") { $0 == "ok: 3 profiles work streaming travel\n" }
 
         // The admin's policy, and vpnd's copy of the last one that applied (--state-dir).
         try expectSuccess("cp /usr/share/doc/vpnexec/examples/10-work.toml /etc/vpnexec/policy.d/ && mkdir -p /var/lib/vpnexec/policy.d "

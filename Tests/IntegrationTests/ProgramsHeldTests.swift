@@ -68,6 +68,6 @@ import Testing
         #expect(try s.member() == s.tunnel.clientAddress4, "a new member's socket is born marked again")
         let log = try #require(s.daemon.process).output
         #expect(log.contains("put back vx_create") && log.contains("detached by someone else"), "\(log.suffix(2000))")
-        #expect(try s.daemon.vpnctl(["status"]).stdout.contains("socket programs: "), "status says so")
+        #expect(try s.daemon.vpnctl(["status", "--verbose"]).stdout.contains("socket programs: "), "status says so")
     }
 }

@@ -58,7 +58,7 @@ import Testing
         #expect(dns.sharedNow.map { "\($0.address) \($0.bypassed) \($0.tunneled)" } == ["\(Self.shared) bankshare.test corp.test"], "\(dns.sharedNow)")
         #expect(dns.setSizes.tunneled4 == 1 && dns.setSizes.bypass4 == 2, "\(dns.setSizes)")
         let text = try s.daemon.vpnctl(["status"]).stdout
-        #expect(text.contains("shared    1 address(es)") && text.contains("\(Self.shared) (bankshare.test with corp.test,"), "\(text)")
+        #expect(text.contains("shared    1 address answered") && text.contains("\(Self.shared) (bankshare.test with corp.test,"), "\(text)")
     }
 
     /// Non-members: bypass lists are not theirs, route lists are: an address a member's

@@ -82,7 +82,7 @@ import Testing
         #expect(try transport.count("udp src port \(moved)") > 0, "the tunnel's transport left on the physical link from its new port")
         let rules = try s.net.client.run(["ip", "rule"])
         #expect(rules.contains("uidrange 0-0 ipproto udp sport \(moved) goto"), "the transport's port goes past system mode to the main table: \(rules)")
-        let text = try s.daemon.vpnctl(["status"]).stdout
+        let text = try s.daemon.vpnctl(["status", "--verbose"]).stdout
         #expect(text.contains("transport udp \(moved) (wg-socket, pid "), "\(text)")
     }
 
@@ -222,7 +222,7 @@ import Testing
         let carried = try Self.tunnelBytes(s) - before
         #expect(carried < 3 << 20, "the tunnel carried \(carried) bytes: its own transport looped into it")
         try eventually("the loop in the log") { try #require(s.daemon.process).output.contains("loop: tunnel \(tunnel) (profile work)") }
-        let text = try s.daemon.vpnctl(["status"]).stdout
+        let text = try s.daemon.vpnctl(["status", "--verbose"]).stdout
         #expect(text.contains("transport unknown (no wg socket at \(socket)"), "\(text)")
         #expect(text.contains("guarded udp \(port) of pid \(wireguardGo),"), "\(text)")
         #expect(text.contains("of its own transport dropped before entering it"), "\(text)")

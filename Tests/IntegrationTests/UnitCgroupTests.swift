@@ -55,7 +55,7 @@ import Testing
             let log = s.daemon.process?.output ?? ""
             return log.contains(refusal) && log.contains("may not use profile \"work\"")
         }
-        let status = try s.daemon.vpnctl(["status"]).stdout
+        let status = try s.daemon.vpnctl(["status", "--verbose"]).stdout
         #expect(status.contains("app-gnome-org.example.App-4242.scope"), "\(status)")
     }
 }

@@ -65,7 +65,7 @@ import Testing
         #expect(status.contains("CapBnd:\t0000008000201002"), "the unit's bound: CAP_NET_ADMIN, CAP_DAC_OVERRIDE, CAP_SYS_ADMIN, CAP_BPF: \(status)")
         // vpnd's own status: sockets are born marked (the program loaded under the unit's
         // system call filter and bound).
-        let marks = try container.run(["vpnctl", "status"]).stdout
+        let marks = try container.run(["vpnctl", "--verbose"]).stdout
         #expect(marks.contains("sockets born marked: ") && !marks.contains("sockets born marked: off"), "\(marks)")
 
         #expect(try container.properties("vpnd.service", ["WatchdogUSec"]) == ["WatchdogUSec": "10s"])
@@ -78,7 +78,7 @@ import Testing
         // rules' fanotify group); the README records it. More would be a hardening lost.
         let score = exposure.split(separator: " ").compactMap { Double($0) }.first
         #expect(score.map { $0 <= 3.0 } == true, "\(exposure)")
-        let report = try container.run(["vpnctl", "status"])
+        let report = try container.run(["vpnctl", "status", "-v"])
         #expect(report.status == 0, "\(report.stderr)")
         #expect(report.stdout.contains("sandbox: Landlock ABI") && report.stdout.contains("(verified)"), "\(report.stdout)")
         try eventually("the built-in tunnel's handshake") {
