@@ -7,10 +7,10 @@ import SocketPrograms
 /// Finds how each member's network namespace other than vpnd's reaches the host, from what
 /// the socket programs saw (a socket made there, by which process) and the interfaces on
 /// both sides. A namespace is routed when every interface it has but loopback is a veth
-/// whose other end is ours and no bridge's port: then all it sends to the world arrives
-/// here on those ends, where ContainerRules makes it the profile's. Anything else (a
-/// macvlan or ipvlan on an uplink, a veth to a third namespace, a tap fed by a relay,
-/// a bridge port) keeps it held at its cgroup, with the reason for status.
+/// whose other end is ours (on its own, or a bridge's port): then all it sends to the world
+/// arrives here on those ends, where ContainerRules makes it the profile's. Anything else
+/// (a macvlan or ipvlan on an uplink, a veth to a third namespace, a tap fed by a relay)
+/// keeps it held at its cgroup, with the reason for status.
 public enum ContainerFinder {
     /// The namespaces found before, by cookie: the id this namespace gives each and its
     /// profile. The programs keep only the last process that made a socket in a namespace,
@@ -41,37 +41,41 @@ public enum ContainerFinder {
                 if let id = (try? netlink.namespaceID(ofProcess: seen.process)) ?? nil {
                     place = (id, name)
                 } else {
-                    found.append(ContainerNamespace(cookie: seen.cookie, profile: name, state: classify(namespace: nil, inside: [], hostLinks: hostLinks)))
+                    found.append(ContainerNamespace(cookie: seen.cookie, profile: name, state: classify(namespace: nil, inside: [], hostLinks: hostLinks).state))
                     continue
                 }
             }
             // A namespace that no longer answers by its id is gone.
             guard let place, let inside = try? netlink.links(inNamespace: place.namespace) else { continue }
             known[seen.cookie] = place
-            found.append(ContainerNamespace(cookie: seen.cookie, profile: place.profile,
-                                            state: classify(namespace: place.namespace, inside: inside, hostLinks: hostLinks)))
+            let (state, bridges) = classify(namespace: place.namespace, inside: inside, hostLinks: hostLinks)
+            found.append(ContainerNamespace(cookie: seen.cookie, profile: place.profile, state: state, bridges: bridges))
         }
         memory.known = known
         return found
     }
 
-    /// Pure: routed by the host ends of its veths, or held and why.
-    /// `namespace`: the id this namespace gives it (nil: none, no link of ours reaches it).
-    public static func classify(namespace: Int32?, inside: [Link], hostLinks: [Link]) -> ContainerNamespace.State {
-        guard let namespace else { return .held(why: "no interface of it reaches the host") }
+    /// Pure: routed by the host ends of its veths (with the bridge each is a port of), or
+    /// held and why. `namespace`: the id this namespace gives it (nil: none, no link of ours
+    /// reaches it).
+    public static func classify(namespace: Int32?, inside: [Link], hostLinks: [Link]) -> (state: ContainerNamespace.State, bridges: [String: String]) {
+        guard let namespace else { return (.held(why: "no interface of it reaches the host"), [:]) }
         let ends = hostLinks.filter { $0.kind == "veth" && $0.peerNamespace == namespace }
-        var routed: [String] = []
+        var routed: [String] = [], bridges: [String: String] = [:]
         for link in inside.sorted(by: { $0.index < $1.index }) where !isLoopback(link) {
             guard link.kind == "veth", let end = ends.first(where: { $0.peerIndex == link.index }) else {
-                return .held(why: "its interface \(link.name) (\(link.kind ?? "a device")) does not lead to the host")
+                return (.held(why: "its interface \(link.name) (\(link.kind ?? "a device")) does not lead to the host"), [:])
             }
-            if end.master != nil {
-                return .held(why: "its veth's host end \(end.name) is a bridge port (not routed yet)")
+            if let master = end.master {
+                guard let bridge = hostLinks.first(where: { $0.index == master }), bridge.kind == "bridge" else {
+                    return (.held(why: "its veth's host end \(end.name) is enslaved to a device that is not a bridge"), [:])
+                }
+                bridges[end.name] = bridge.name
             }
             routed.append(end.name)
         }
-        guard !routed.isEmpty else { return .held(why: "it has no interface but loopback") }
-        return .routed(interfaces: routed)
+        guard !routed.isEmpty else { return (.held(why: "it has no interface but loopback"), [:]) }
+        return (.routed(interfaces: routed), bridges)
     }
 
     /// A namespace's loopback is always its first interface.

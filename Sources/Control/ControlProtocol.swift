@@ -260,11 +260,14 @@ public struct RoutedNamespaceReport: Codable, Hashable, Sendable {
     public var profile: String
     /// The host ends of its veths.
     public var interfaces: [String]
+    /// The bridges those of them that are ports belong to.
+    public var bridges: [String]
 
-    public init(cookie: UInt64, profile: String, interfaces: [String]) {
+    public init(cookie: UInt64, profile: String, interfaces: [String], bridges: [String] = []) {
         self.cookie = cookie
         self.profile = profile
         self.interfaces = interfaces
+        self.bridges = bridges
     }
 }
 

@@ -77,7 +77,8 @@ extension Daemon {
     func routedNamespaces() -> [RoutedNamespaceReport] {
         (appliedFacts?.containers ?? []).sorted { $0.cookie < $1.cookie }.compactMap { container in
             guard case let .routed(interfaces) = container.state else { return nil }
-            return RoutedNamespaceReport(cookie: container.cookie, profile: container.profile, interfaces: interfaces)
+            return RoutedNamespaceReport(cookie: container.cookie, profile: container.profile, interfaces: interfaces,
+                                         bridges: Array(Set(container.bridges.values)).sorted())
         }
     }
 

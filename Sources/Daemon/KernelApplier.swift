@@ -20,6 +20,8 @@ public final class KernelApplier: KernelApplying {
     private let rtnl: Rtnetlink
     /// The table as last applied, counters zeroed: to skip or narrow the next replace.
     private var applied: NftTable?
+    /// The bridge family's table as last applied.
+    private var appliedBridge: NftTable?
     /// The same table as it was given, counters and all.
     private var appliedAsGiven: NftTable?
     /// Tables we put routes in, so a removed profile's routes are found and removed.
@@ -74,6 +76,7 @@ public final class KernelApplier: KernelApplying {
         // A namespace no longer routed is held before its rules go (it is let out after them).
         if let failure = programs?.holdAgain(keeping: state.namespacesLetOut) { onProgramFailure?(failure) }
         let remade = try applyTable(drainingUntil == nil ? state.nft : TransportRules.draining(state.nft))
+        try applyBridgeTable(state.bridgeNft)
         // Drained before the read: what changes during it (our own changes too) is news for
         // the next apply, which reads once more.
         let routingChanged = routingEvents.drain()
@@ -94,6 +97,8 @@ public final class KernelApplier: KernelApplying {
         _ = programs?.holdAgain(keeping: [])
         _ = programs?.reconcile([], pathGuard: nil)
         try nft.delete(family: .inet, table: vpnexecTableName)
+        if try nft.tableExists(family: .bridge, name: vpnexecTableName) { try nft.delete(family: .bridge, table: vpnexecTableName) }
+        appliedBridge = nil
         applied = nil
         appliedAsGiven = nil
         drainingUntil = nil
@@ -124,6 +129,19 @@ public final class KernelApplier: KernelApplying {
     /// Whether the table was made or replaced whole (the run-time elements in it then are
     /// what the kernel carried over, not what this applier added).
     @discardableResult
+    /// The bridge family's table (ContainerRules.bridgeTable): replaced whole when it
+    /// changed or went missing, deleted when the plan has none (one left by an earlier vpnd
+    /// too). It holds no counters or learned elements to carry over.
+    private func applyBridgeTable(_ desired: NftTable?) throws {
+        let exists = try nft.tableExists(family: .bridge, name: vpnexecTableName)
+        if let desired {
+            if !exists || desired != appliedBridge { try nft.replace(desired) }
+        } else if exists {
+            try nft.delete(family: .bridge, table: vpnexecTableName)
+        }
+        appliedBridge = desired
+    }
+
     private func applyTable(_ desired: NftTable) throws -> Bool {
         let exists = try nft.tableExists(family: desired.family, name: desired.name)
         if !exists && applied != nil { onTableRestored?() }

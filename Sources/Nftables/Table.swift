@@ -20,7 +20,7 @@ public struct NftTable: Hashable, Sendable {
 }
 
 public enum NftFamily: String, Hashable, Sendable {
-    case inet, ip, ip6
+    case inet, ip, ip6, bridge
 
     /// NFPROTO_* value used on the wire.
     public var protocolFamily: UInt16 {
@@ -28,6 +28,7 @@ public enum NftFamily: String, Hashable, Sendable {
         case .inet: return 1
         case .ip: return 2
         case .ip6: return 10
+        case .bridge: return 7
         }
     }
 }

@@ -6,17 +6,22 @@ public struct ContainerNamespace: Hashable, Sendable {
     /// The profile of the cgroup its process is in.
     public var profile: String
     public var state: State
+    /// The bridge each routed host end is a port of, by the end's name (none: a veth of its
+    /// own, routed by its name; a port: marked by the bridge's rules, routed by the mark).
+    public var bridges: [String: String] = [:]
 
     public enum State: Hashable, Sendable {
-        /// It reaches the host by these veths (their host ends' names) alone: routed.
+        /// It reaches the host by these veths (their host ends' names) alone, each one of its
+        /// own or a bridge's port: routed.
         case routed(interfaces: [String])
         /// Held at its cgroup's egress, and why (for status).
         case held(why: String)
     }
 
-    public init(cookie: UInt64, profile: String, state: State) {
+    public init(cookie: UInt64, profile: String, state: State, bridges: [String: String] = [:]) {
         self.cookie = cookie
         self.profile = profile
         self.state = state
+        self.bridges = bridges
     }
 }

@@ -23,6 +23,10 @@ import Policy
 /// profile whose DNS is not served (a trusted network's `disconnect`), a container's
 /// queries to port 53 are dropped and counted before routing.
 ///
+/// A veth that is a bridge's port (podman's, docker's, nspawn `--network-bridge`) is marked
+/// in the bridge family's table, by the port's name, before the bridge passes the packet up;
+/// the rules here then know it by the bridge and that mark.
+///
 /// The interface is matched by name: a runtime that makes the container again with the same
 /// veth name (nspawn's `ve-NAME`) has its new namespace routed by these rules at once,
 /// while its packets are held at the cgroup until vpnd lets the new cookie out.
@@ -36,35 +40,42 @@ public enum ContainerRules {
     public static func dnsCounter(_ profile: String) -> String { "\(profile)_container_dns" }
 
     static func add(_ policy: Policy, facts: RuntimeFacts, to table: inout NftTable) {
-        var marks: [NftRule] = [], masquerades: [NftRule] = [], queryNAT: [NftRule] = [], queryGuards: [NftRule] = []
+        // The marks first (a veth's own; a bridge's port has it from the bridge table), then
+        // what is dropped by them.
+        var marks: [NftRule] = [], drops: [NftRule] = [], masquerades: [NftRule] = [], queryNAT: [NftRule] = [], queryGuards: [NftRule] = []
         var counted: Set<String> = []
-        for container in facts.containers {
-            guard case let .routed(interfaces) = container.state,
-                  let profile = policy.profiles.first(where: { $0.name == container.profile }) else { continue }
+        for (profile, container, way) in ways(policy, facts: facts) {
             let counter = dnsCounter(profile.name)
+            let served = SocketProgramPlan.servesDNS(profile, facts: facts)
             if counted.insert(counter).inserted {
                 table.counters.append(NftCounter(name: counter, comment: "profile \(profile.name): containers' DNS queries no proxy answers (TCP, or DNS not served), dropped"))
-            }
-            let served = SocketProgramPlan.servesDNS(profile, facts: facts)
-            for interface in interfaces {
-                let from = NftStatement.inputInterfaceName(interface, negated: false)
-                marks += (served ? [.tcp] : NftTransport.allCases).map { transport in
-                    NftRule([from, .destinationPort(transport, 53), .namedCounter(counter), .verdict(.drop)])
+                // By the mark alone, not on `lo` (where members' own steered queries pass with
+                // the same mark): with br_netfilter loaded (docker), prerouting names a
+                // bridge's port, not the bridge.
+                drops += (served ? [.tcp] : NftTransport.allCases).map { transport in
+                    NftRule([.markMatch(mask: policy.routing.markMask, value: profile.mark.value, negated: false), .inputInterfaceName("lo", negated: true),
+                             .destinationPort(transport, 53), .namedCounter(counter), .verdict(.drop)])
                 }
-                marks.append(NftRule([from, .setMark(profile.mark.value)],
-                                     comment: "network namespace \(container.cookie) of profile \(profile.name)"))
-                masquerades.append(NftRule([from, .outputInterfaceName(profile.tunnel.interfaceName, negated: false), .masquerade]))
-                guard served else { continue }
-                let query: [NftStatement] = [from, .destinationPort(.udp, 53)]
-                queryNAT += [false, true].filter { !$0 || facts.loopbackIPv6 }.map { ipv6 in
-                    NftRule(query + [.sourceNAT(DNSRouting.steeringAddress(profile, ipv6: ipv6))])
-                }
-                queryGuards.append(NftRule(query + [.verdict(.goto(DNSRouting.steeredChain))]))
             }
+            let from: [NftStatement]
+            switch way {
+            case let .veth(interface):
+                from = [.inputInterfaceName(interface, negated: false)]
+                marks.append(NftRule(from + [.setMark(profile.mark.value)], comment: "network namespace \(container.cookie) of profile \(profile.name)"))
+            case let .bridge(bridge):
+                from = [.inputInterfaceName(bridge, negated: false), .markMatch(mask: policy.routing.markMask, value: profile.mark.value, negated: false)]
+            }
+            masquerades.append(NftRule(from + [.outputInterfaceName(profile.tunnel.interfaceName, negated: false), .masquerade]))
+            guard served else { continue }
+            let query = from + [.destinationPort(.udp, 53)]
+            queryNAT += [false, true].filter { !$0 || facts.loopbackIPv6 }.map { ipv6 in
+                NftRule(query + [.sourceNAT(DNSRouting.steeringAddress(profile, ipv6: ipv6))])
+            }
+            queryGuards.append(NftRule(query + [.verdict(.goto(DNSRouting.steeredChain))]))
         }
-        guard !marks.isEmpty else { return }
+        guard !counted.isEmpty else { return }
         table.chains += [
-            NftChain(name: markChain, base: NftBaseChain(kind: .filter, hook: .prerouting, priority: NftBaseChain.mangle), rules: marks),
+            NftChain(name: markChain, base: NftBaseChain(kind: .filter, hook: .prerouting, priority: NftBaseChain.mangle), rules: marks + drops),
             NftChain(name: natChain, base: NftBaseChain(kind: .nat, hook: .postrouting, priority: NftBaseChain.srcnat - 1), rules: masquerades),
         ]
         guard !queryNAT.isEmpty else { return }
@@ -76,12 +87,66 @@ public enum ContainerRules {
         ]
     }
 
-    /// The host ends of the veths of the profile's routed containers.
-    static func interfaces(of profile: Profile, facts: RuntimeFacts) -> [String] {
-        facts.containers.flatMap { container -> [String] in
-            guard container.profile == profile.name, case let .routed(interfaces) = container.state else { return [] }
-            return interfaces
+    /// How a routed container's packets come in: on a veth of its own (by name), or up from a
+    /// bridge whose port it is (by the bridge's name and the mark the bridge table gave).
+    enum Way: Hashable {
+        case veth(String), bridge(String)
+
+        /// The interface a routed packet has as its input (`iif` of a routing rule).
+        var interface: String {
+            switch self {
+            case let .veth(name), let .bridge(name): return name
+            }
         }
+    }
+
+    /// Each routed container's ways in, a bridge once a profile.
+    static func ways(_ policy: Policy, facts: RuntimeFacts) -> [(Profile, ContainerNamespace, Way)] {
+        var seen: Set<[String]> = []
+        var ways: [(Profile, ContainerNamespace, Way)] = []
+        for container in facts.containers {
+            guard case let .routed(interfaces) = container.state,
+                  let profile = policy.profiles.first(where: { $0.name == container.profile }) else { continue }
+            for interface in interfaces {
+                let way = container.bridges[interface].map(Way.bridge) ?? .veth(interface)
+                if seen.insert([profile.name, way.interface]).inserted { ways.append((profile, container, way)) }
+            }
+        }
+        return ways
+    }
+
+    /// The bridge family's table: each routed container's bridge port marks what arrives on
+    /// it with the profile's mark, before the bridge passes it up to routing. Nil without one.
+    static let bridgeChain = "container_ports"
+
+    static func bridgeTable(_ policy: Policy, facts: RuntimeFacts) -> NftTable? {
+        var rules: [NftRule] = []
+        for container in facts.containers {
+            guard case let .routed(interfaces) = container.state,
+                  let profile = policy.profiles.first(where: { $0.name == container.profile }) else { continue }
+            for interface in interfaces where container.bridges[interface] != nil {
+                rules.append(NftRule([.inputInterfaceName(interface, negated: false), .setMark(profile.mark.value)],
+                                     comment: "network namespace \(container.cookie) of profile \(profile.name)"))
+            }
+        }
+        guard !rules.isEmpty else { return nil }
+        return NftTable(family: .bridge, name: vpnexecTableName, chains: [
+            NftChain(name: bridgeChain, base: NftBaseChain(kind: .filter, hook: .prerouting, priority: -200), rules: rules),
+        ])
+    }
+
+    /// Where the profile's routed containers' packets come in (the veths of their own, the
+    /// bridges): what the DNS rules match as `iif`.
+    static func interfaces(of profile: Profile, facts: RuntimeFacts) -> [String] {
+        var interfaces: [String] = []
+        for container in facts.containers where container.profile == profile.name {
+            guard case let .routed(ends) = container.state else { continue }
+            for end in ends {
+                let interface = container.bridges[end] ?? end
+                if !interfaces.contains(interface) { interfaces.append(interface) }
+            }
+        }
+        return interfaces
     }
 
     /// The namespaces whose rules this plan holds: their cookies may leave their cgroups.

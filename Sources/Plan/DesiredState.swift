@@ -30,6 +30,9 @@ public struct DesiredState: Hashable, Sendable {
     /// Members' network namespaces whose packets may leave their cgroups (ContainerRules
     /// routes what they forward): applied after the rules.
     public var namespacesLetOut: Set<UInt64> = []
+    /// The bridge family's table, while a routed container's veth is a bridge's port: it
+    /// marks what arrives on that port, before the bridge passes it up (ContainerRules).
+    public var bridgeNft: NftTable?
 
     public init(nft: NftTable, rules: [RoutingRule], routes: [Route], sysctls: [Sysctl], cgroups: [String],
                 socketPrograms: [SocketProgramAttachment] = [], learnedRoutes: [LearnedRoutes] = [], pathGuard: PathGuard? = nil) {

@@ -9,6 +9,10 @@ public enum PlanText {
     public static func render(_ state: DesiredState, interfaceNames: [Int32: String] = [:]) -> String {
         var lines = ["# nftables: the whole table, replaced atomically"]
         lines.append(NftTextRenderer().render(state.nft))
+        if let bridge = state.bridgeNft {
+            lines.append("# nftables: the bridge family's table (routed containers' bridge ports)")
+            lines.append(NftTextRenderer().render(bridge))
+        }
         lines.append("# policy routing rules (proto \(vpnexecRouteProtocol) marks them as vpnexec's)")
         for rule in state.rules {
             var selector = rule.mask == 0 ? "" : " fwmark \(hex(rule.mark))/\(hex(rule.mask))"

@@ -35,6 +35,7 @@ public enum Planner {
         state.transportDrains = TransportRules.drains(policy, facts: facts)
         state.addresses = DNSRouting.addresses(policy, facts: facts)
         state.namespacesLetOut = ContainerRules.letOut(policy, facts: facts)
+        state.bridgeNft = ContainerRules.bridgeTable(policy, facts: facts)
         return state
     }
 

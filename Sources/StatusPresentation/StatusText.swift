@@ -21,7 +21,7 @@ public enum StatusText {
             lines.append("sockets born marked: \(birthMarks(report.birthMarks))")
         }
         for routed in report.routedNamespaces {
-            lines.append("container: profile \(routed.profile), network namespace \(routed.cookie), routed into the tunnel from \(routed.interfaces.joined(separator: ", ")); its DNS queries are dropped")
+            lines.append("container: profile \(routed.profile), network namespace \(routed.cookie), routed into the tunnel from \(routed.interfaces.joined(separator: ", "))\(routed.bridges.isEmpty ? "" : " (on \(routed.bridges.joined(separator: ", ")))"); its DNS over UDP is the profile's, over TCP dropped")
         }
         // Steering that is off refuses every member's query: a warning, not an internal.
         if let steering = report.dnsSteering, verbose || steering.state != DNSSteeringStatus.routed {

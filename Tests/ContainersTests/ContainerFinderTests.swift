@@ -20,30 +20,33 @@ struct ContainerFinderTests {
     let lo = link(1, "lo", kind: nil)
 
     @Test func aVethToTheHostIsRouted() {
-        #expect(ContainerFinder.classify(namespace: 3, inside: [lo, Self.link(2, "host0", kind: "veth", peer: 7)], hostLinks: host)
+        #expect(ContainerFinder.classify(namespace: 3, inside: [lo, Self.link(2, "host0", kind: "veth", peer: 7)], hostLinks: host).state
             == .routed(interfaces: ["ve-box"]))
     }
 
     @Test func aNamespaceNoLinkOfOursReachesIsHeld() {
-        #expect(ContainerFinder.classify(namespace: nil, inside: [], hostLinks: host) == .held(why: "no interface of it reaches the host"))
+        #expect(ContainerFinder.classify(namespace: nil, inside: [], hostLinks: host).state == .held(why: "no interface of it reaches the host"))
     }
 
     @Test func anyOtherInterfaceKeepsItHeld() {
         let macvlan = Self.link(3, "mv0", kind: "macvlan", peer: 2)
-        #expect(ContainerFinder.classify(namespace: 3, inside: [lo, Self.link(2, "host0", kind: "veth", peer: 7), macvlan], hostLinks: host)
+        #expect(ContainerFinder.classify(namespace: 3, inside: [lo, Self.link(2, "host0", kind: "veth", peer: 7), macvlan], hostLinks: host).state
             == .held(why: "its interface mv0 (macvlan) does not lead to the host"))
         // A veth whose other end is in a third namespace (index 2 there is not ours).
-        #expect(ContainerFinder.classify(namespace: 3, inside: [lo, Self.link(5, "side", kind: "veth", peer: 2)], hostLinks: host)
+        #expect(ContainerFinder.classify(namespace: 3, inside: [lo, Self.link(5, "side", kind: "veth", peer: 2)], hostLinks: host).state
             == .held(why: "its interface side (veth) does not lead to the host"))
-        #expect(ContainerFinder.classify(namespace: 3, inside: [lo, Self.link(2, "tap0", kind: "tun")], hostLinks: host)
+        #expect(ContainerFinder.classify(namespace: 3, inside: [lo, Self.link(2, "tap0", kind: "tun")], hostLinks: host).state
             == .held(why: "its interface tap0 (tun) does not lead to the host"))
-        #expect(ContainerFinder.classify(namespace: 3, inside: [lo], hostLinks: host) == .held(why: "it has no interface but loopback"))
+        #expect(ContainerFinder.classify(namespace: 3, inside: [lo], hostLinks: host).state == .held(why: "it has no interface but loopback"))
     }
 
-    @Test func aBridgePortIsNotRoutedYet() {
-        var bridged = host
+    @Test func aBridgePortIsRoutedWithItsBridge() {
+        var bridged = host + [Self.link(10, "podman0", kind: "bridge"), Self.link(11, "bond0", kind: "bond")]
         bridged[2].master = 10
-        #expect(ContainerFinder.classify(namespace: 3, inside: [lo, Self.link(2, "host0", kind: "veth", peer: 7)], hostLinks: bridged)
-            == .held(why: "its veth's host end ve-box is a bridge port (not routed yet)"))
+        let found = ContainerFinder.classify(namespace: 3, inside: [lo, Self.link(2, "host0", kind: "veth", peer: 7)], hostLinks: bridged)
+        #expect(found.state == .routed(interfaces: ["ve-box"]) && found.bridges == ["ve-box": "podman0"])
+        bridged[2].master = 11
+        #expect(ContainerFinder.classify(namespace: 3, inside: [lo, Self.link(2, "host0", kind: "veth", peer: 7)], hostLinks: bridged).state
+            == .held(why: "its veth's host end ve-box is enslaved to a device that is not a bridge"))
     }
 }

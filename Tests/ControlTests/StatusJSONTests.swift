@@ -77,7 +77,7 @@ import Testing
                                                reason: "Operation not permitted")]
         report.heldNamespaces = [HeldNamespaceReport(cookie: 4097, packets: 12, pid: 4242, cgroup: "vpn.slice/vpn-work.slice/podman.scope", profile: "work",
                                                      reason: "its veth's host end veth1 is a bridge port (not routed yet)")]
-        report.routedNamespaces = [RoutedNamespaceReport(cookie: 4099, profile: "work", interfaces: ["ve-box"])]
+        report.routedNamespaces = [RoutedNamespaceReport(cookie: 4099, profile: "work", interfaces: ["ve-box"], bridges: ["podman0"])]
         (report.droppedHeld, report.droppedStaleMarks, report.socketProgramsPutBack) = (Traffic(packets: 1, bytes: 60), Traffic(packets: 2, bytes: 120), 7)
         report.systemProfile = "work"
         var rules = ExecutableRulesStatus(enforcement: ExecutableRulesStatus.beforeExec, answerDeadlineMilliseconds: 1000)

@@ -29,10 +29,11 @@ import Testing
         #expect(marks.base == NftBaseChain(kind: .filter, hook: .prerouting, priority: NftBaseChain.mangle))
         let a = NftStatement.inputInterfaceName("ve-a", negated: false), b = NftStatement.inputInterfaceName("ve-b", negated: false)
         let drop: [NftStatement] = [.namedCounter("home_container_dns"), .verdict(.drop)]
+        let home = NftStatement.markMatch(mask: 0x7f00_0000, value: 0x0200_0000, negated: false)
         #expect(marks.rules.map(\.statements) == [
-            [a, .destinationPort(.tcp, 53)] + drop, [a, .setMark(0x0200_0000)],
-            [b, .destinationPort(.tcp, 53)] + drop, [b, .setMark(0x0200_0000)],
-        ], "TCP DNS dropped; UDP DNS goes on to the proxy")
+            [a, .setMark(0x0200_0000)], [b, .setMark(0x0200_0000)],
+            [home, .inputInterfaceName("lo", negated: true), .destinationPort(.tcp, 53)] + drop,
+        ], "the marks, then TCP DNS dropped by the mark; UDP DNS goes on to the proxy")
         // UDP DNS: routed to the profile's DNS table by the veth, its source the profile's
         // steering address on input, then only a proxy's socket takes it.
         let udp = { (from: NftStatement) in [from, NftStatement.destinationPort(.udp, 53)] }
@@ -44,11 +45,32 @@ import Testing
         #expect(state.nft.chain(named: "containers_dns")?.rules.map(\.statements) == [udp(a) + [.verdict(.goto("steered_dns"))], udp(b) + [.verdict(.goto("steered_dns"))]])
         let veth = state.rules.filter { $0.inputInterface == "ve-a" }
         #expect(veth.count == 2 && veth.allSatisfy { $0.table == 7302 + 131_072 && $0.ipProtocol == 17 && $0.destinationPorts == 53...53 }, "\(veth)")
+        #expect(state.bridgeNft == nil, "no bridge port, no bridge table")
         let nat = try #require(state.nft.chain(named: "containers_nat"))
         #expect(nat.base == NftBaseChain(kind: .nat, hook: .postrouting, priority: NftBaseChain.srcnat - 1))
         #expect(nat.rules.map(\.statements) == [[a, .outputInterfaceName("tun0", negated: false), .masquerade],
                                                 [b, .outputInterfaceName("tun0", negated: false), .masquerade]])
         #expect(state.nft.counters.filter { $0.name.hasSuffix("_container_dns") }.map(\.name) == ["home_container_dns"])
         #expect(state.namespacesLetOut == [9], "only a routed namespace of a profile the policy has")
+    }
+
+    /// A bridge's port: marked in the bridge family's table by the port's name; the rest
+    /// knows it by the bridge and the mark, once for two containers on the same bridge.
+    @Test func aBridgePortIsMarkedByTheBridgeTable() throws {
+        var facts = RuntimeFacts(cgroupIDs: ["vpn.slice/vpn-work.slice": 101])
+        facts.containers = [ContainerNamespace(cookie: 9, profile: "work", state: .routed(interfaces: ["veth1"]), bridges: ["veth1": "podman0"]),
+                            ContainerNamespace(cookie: 12, profile: "work", state: .routed(interfaces: ["veth2"]), bridges: ["veth2": "podman0"])]
+        let state = Planner.plan(policy, facts: facts)
+        let bridge = try #require(state.bridgeNft)
+        #expect(bridge.family == .bridge && bridge.name == "vpnexec")
+        #expect(bridge.chains.first?.base == NftBaseChain(kind: .filter, hook: .prerouting, priority: -200))
+        #expect(bridge.chains.first?.rules.map(\.statements) == [[.inputInterfaceName("veth1", negated: false), .setMark(0x0100_0000)],
+                                                                  [.inputInterfaceName("veth2", negated: false), .setMark(0x0100_0000)]])
+        let from: [NftStatement] = [.inputInterfaceName("podman0", negated: false), .markMatch(mask: 0x7f00_0000, value: 0x0100_0000, negated: false)]
+        #expect(state.nft.chain(named: "containers_nat")?.rules.map(\.statements) == [from + [.outputInterfaceName("wg0", negated: false), .masquerade]])
+        #expect(state.nft.chain(named: "containers_in")?.rules.contains { $0.statements.contains(.setMark(0x0100_0000)) } == false)
+        #expect(state.rules.filter { $0.inputInterface == "podman0" }.count == 2, "one UDP DNS rule a family for the bridge")
+        #expect(state.namespacesLetOut == [9, 12])
+        #expect(PlanText.render(state).contains("table bridge vpnexec {"))
     }
 }

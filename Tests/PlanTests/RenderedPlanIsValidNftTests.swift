@@ -47,7 +47,8 @@ import Testing
         facts.tunnelTransports["wg5"] = TunnelTransport(source: .builtIn, udpPort: 40005, owner: 0, fwmark: 0x0400_0000)
         // A container of p2 routed by its veth, one of p3 held.
         facts.containers = [ContainerNamespace(cookie: 4097, profile: "p2", state: .routed(interfaces: ["ve-box"])),
-                            ContainerNamespace(cookie: 4098, profile: "p3", state: .held(why: "its interface mv0 (macvlan) does not lead to the host"))]
+                            ContainerNamespace(cookie: 4098, profile: "p3", state: .held(why: "its interface mv0 (macvlan) does not lead to the host")),
+                            ContainerNamespace(cookie: 4099, profile: "p4", state: .routed(interfaces: ["veth7"]), bridges: ["veth7": "podman0"])]
         let state = Planner.plan(Policy(profiles: profiles, system: SystemSettings(profile: "p1")), facts: facts)
         let text = PlanText.render(state)
         try NftCLI.apply(text, in: namespace, checkOnly: true)
@@ -60,8 +61,12 @@ import Testing
         #expect(listed.contains("elements = { 2001:db8:2::2 }") && listed.contains("tcp sport @loop_tcp_p2"), "\(listed)")
         #expect(listed.contains("oifname vmap @tunnel_loops") && listed.contains("iifname vmap @inbound_tunnels"), "\(listed)")
         #expect(try NftCLI.cgroupKeys(in: namespace, set: "listen_level_2") == ids.values.sorted())
-        #expect(listed.contains("iifname \"ve-box\" meta mark set 0x02000000") && listed.contains("iifname \"ve-box\" tcp dport 53 counter name \"p2_container_dns\" drop")
+        #expect(listed.contains("iifname \"ve-box\" meta mark set 0x02000000")
+                && listed.contains("meta mark & 0x7f000000 == 0x02000000 iifname != \"lo\" tcp dport 53 counter name \"p2_container_dns\" drop")
                 && listed.contains("iifname \"ve-box\" udp dport 53 snat ip to 127.77.0.2")
-                && listed.contains("iifname \"ve-box\" oifname \"wg2\" masquerade"), "\(listed)")
+                && listed.contains("iifname \"ve-box\" oifname \"wg2\" masquerade")
+                && listed.contains("iifname \"podman0\" meta mark & 0x7f000000 == 0x04000000 oifname \"wg4\" masquerade"), "\(listed)")
+        let bridge = try namespace.run(["nft", "list", "table", "bridge", "vpnexec"])
+        #expect(bridge.contains("iifname \"veth7\" meta mark set 0x04000000"), "\(bridge)")
     }
 }
