@@ -38,7 +38,7 @@ import Testing
         // A static program that connects at its first instruction, listed above.
         let connect = try ConnectingPrograms(in: etc + "/bin").copy("vx-connect")
         let units = URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent("../../systemd").standardized.path
-        let container = try BootedSystemd(root: try SystemdRoot.path(extra: ["wireguard-tools"]), namespace: net.client, binds: [
+        let container = try BootedSystemd(root: try SystemdRoot.path(), namespace: net.client, binds: [
             .init("/opt/swift"),
             .init(try Binaries.path("vpnd"), at: "/usr/local/bin/vpnd"),
             .init(try Binaries.path("vpnexec"), at: "/usr/local/bin/vpnexec"),
@@ -205,7 +205,7 @@ import Testing
         let earlier = Cleanup()
         do {
             defer { earlier.run() }
-            let first = try BootedSystemd(root: try SystemdRoot.path(extra: ["wireguard-tools"]), namespace: boot.net.client, binds: boot.binds,
+            let first = try BootedSystemd(root: try SystemdRoot.path(), namespace: boot.net.client, binds: boot.binds,
                                           cleanup: earlier, systemCalls: BootScene.systemCalls)
             let started = try first.run(["systemctl", "start", "vpnd.service"])
             #expect(started.status == 0, "\(started.stderr)\(boot.journal(first))")
@@ -304,7 +304,7 @@ struct BootScene {
     /// Boots with vpnd held back 5 s and the two services (and vpnd-early) wanted at boot;
     /// returns once vpnd is active (unless told not to wait).
     func bootWithVpndLate(cleanup: Cleanup, waitForVpnd: Bool = true) throws -> BootedSystemd {
-        let container = try BootedSystemd(root: try SystemdRoot.path(extra: ["wireguard-tools"]), namespace: net.client, binds: binds + [
+        let container = try BootedSystemd(root: try SystemdRoot.path(), namespace: net.client, binds: binds + [
             .init(scratch + "/units/member.service", at: "/etc/systemd/system/member.service"),
             .init(scratch + "/units/control.service", at: "/etc/systemd/system/control.service"),
             .init(scratch + "/units/late.conf", at: "/etc/systemd/system/vpnd.service.d/late.conf"),

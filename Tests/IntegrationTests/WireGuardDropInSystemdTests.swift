@@ -24,7 +24,7 @@ import Testing
                                            contents: Data(server.clientConfig(["DNS = 10.87.0.53"]).utf8), attributes: [.posixPermissions: 0o600])
         let unit = URL(fileURLWithPath: #filePath).deletingLastPathComponent()
             .appendingPathComponent("../../systemd/vpn-server@.service").standardized.path
-        let container = try BootedSystemd(root: try SystemdRoot.path(extra: ["wireguard-tools"]), namespace: net.client, binds: [
+        let container = try BootedSystemd(root: try SystemdRoot.path(), namespace: net.client, binds: [
             .init("/opt/swift"),
             .init(try Binaries.path("vpn-server"), at: "/usr/local/bin/vpn-server"),
             .init(unit, at: "/etc/systemd/system/vpn-server@.service"),

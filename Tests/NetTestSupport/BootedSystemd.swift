@@ -5,10 +5,11 @@ import Foundation
 /// debootstrap (about a minute, from the Debian mirror) and kept under the package's .build,
 /// beside the other build products, one tree per package list.
 public enum SystemdRoot {
-    /// What every booted test needs: systemd itself and the libraries our binaries link; and
-    /// man-db, for the package's pages (one root for all, made once).
+    /// What every booted test needs: systemd itself and the libraries our binaries link;
+    /// man-db, for the package's pages; wireguard-tools, for the units that run `wg`. One
+    /// root for all, made once (a debootstrap is a minute of the suite).
     public static let basePackages = ["systemd", "systemd-sysv", "dbus", "iproute2", "nftables", "libsodium23", "libnftnl11",
-                                      "libmnl0", "libcap2", "libsystemd0", "libstdc++6", "man-db"]
+                                      "libmnl0", "libcap2", "libsystemd0", "libstdc++6", "man-db", "wireguard-tools"]
 
     /// The root's path, made first if missing. It is never changed afterwards: containers
     /// boot it with a throw-away overlay.
