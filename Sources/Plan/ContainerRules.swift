@@ -23,6 +23,10 @@ import Policy
 /// profile whose DNS is not served (a trusted network's `disconnect`), a container's
 /// queries to port 53 are dropped and counted before routing.
 ///
+/// `forward.interfaces` (a VM's bridge or tap, a LAN segment the host routes for) are ways in
+/// of the same kind as a container's own veth, by the policy: what arrives on them is the
+/// profile's, with the same rules.
+///
 /// A veth that is a bridge's port (podman's, docker's, nspawn `--network-bridge`) is marked
 /// in the bridge family's table, by the port's name, before the bridge passes the packet up;
 /// the rules here then know it by the bridge and that mark.
@@ -44,7 +48,7 @@ public enum ContainerRules {
         // what is dropped by them.
         var marks: [NftRule] = [], drops: [NftRule] = [], masquerades: [NftRule] = [], queryNAT: [NftRule] = [], queryGuards: [NftRule] = []
         var counted: Set<String> = []
-        for (profile, container, way) in ways(policy, facts: facts) {
+        for (profile, what, way) in ways(policy, facts: facts) {
             let counter = dnsCounter(profile.name)
             let served = SocketProgramPlan.servesDNS(profile, facts: facts)
             if counted.insert(counter).inserted {
@@ -61,7 +65,7 @@ public enum ContainerRules {
             switch way {
             case let .veth(interface):
                 from = [.inputInterfaceName(interface, negated: false)]
-                marks.append(NftRule(from + [.setMark(profile.mark.value)], comment: "network namespace \(container.cookie) of profile \(profile.name)"))
+                marks.append(NftRule(from + [.setMark(profile.mark.value)], comment: what))
             case let .bridge(bridge):
                 from = [.inputInterfaceName(bridge, negated: false), .markMatch(mask: policy.routing.markMask, value: profile.mark.value, negated: false)]
             }
@@ -100,16 +104,24 @@ public enum ContainerRules {
         }
     }
 
-    /// Each routed container's ways in, a bridge once a profile.
-    static func ways(_ policy: Policy, facts: RuntimeFacts) -> [(Profile, ContainerNamespace, Way)] {
+    /// Each profile's `forward.interfaces`, then each routed container's ways in, a bridge
+    /// once a profile; with what they are (a rule's comment).
+    static func ways(_ policy: Policy, facts: RuntimeFacts) -> [(Profile, String, Way)] {
         var seen: Set<[String]> = []
-        var ways: [(Profile, ContainerNamespace, Way)] = []
+        var ways: [(Profile, String, Way)] = []
+        for profile in policy.profiles {
+            for interface in profile.forwardInterfaces where seen.insert([profile.name, interface]).inserted {
+                ways.append((profile, "forward.interfaces of profile \(profile.name)", .veth(interface)))
+            }
+        }
         for container in facts.containers {
             guard case let .routed(interfaces) = container.state,
                   let profile = policy.profiles.first(where: { $0.name == container.profile }) else { continue }
             for interface in interfaces {
                 let way = container.bridges[interface].map(Way.bridge) ?? .veth(interface)
-                if seen.insert([profile.name, way.interface]).inserted { ways.append((profile, container, way)) }
+                if seen.insert([profile.name, way.interface]).inserted {
+                    ways.append((profile, "network namespace \(container.cookie) of profile \(profile.name)", way))
+                }
             }
         }
         return ways
@@ -138,7 +150,7 @@ public enum ContainerRules {
     /// Where the profile's routed containers' packets come in (the veths of their own, the
     /// bridges): what the DNS rules match as `iif`.
     static func interfaces(of profile: Profile, facts: RuntimeFacts) -> [String] {
-        var interfaces: [String] = []
+        var interfaces = profile.forwardInterfaces
         for container in facts.containers where container.profile == profile.name {
             guard case let .routed(ends) = container.state else { continue }
             for end in ends {

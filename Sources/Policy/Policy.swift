@@ -56,6 +56,10 @@ public struct Profile: Hashable, Sendable {
     public var allowMulticast = false
     /// Networks that always go into this profile's tunnel, whoever connects (host bits clear).
     public var routeNetworks: [IPPrefix] = []
+    /// Interfaces whose arriving traffic is the profile's (`forward.interfaces`: a VM's
+    /// bridge or tap, a LAN segment this host routes for): routed into its tunnel, held by
+    /// its killswitch, its DNS answered by its proxy.
+    public var forwardInterfaces: [String] = []
     /// Executables (absolute paths) that go direct even when started inside this profile.
     public var bypassExecutables: [String] = []
     /// Executables that join this profile wherever they are started.

@@ -145,6 +145,7 @@ extension Policy {
             profile.allowLAN = draft.allowLAN
             profile.allowMulticast = draft.allowMulticast
             profile.routeNetworks = IPPrefix.covering(draft.routeNetworks.map(\.0))
+            profile.forwardInterfaces = Array(Set(draft.forwardInterfaces.map(\.0))).sorted()
             profile.bypassExecutables = Array(Set(draft.bypassExecutables.map(\.0))).sorted()
             profile.routeExecutables = Array(Set(draft.routeExecutables.map(\.0))).sorted()
             profile.dnsServers = draft.dnsServers
@@ -161,6 +162,7 @@ extension Policy {
             profiles.append(profile)
         }
         checkRouteNetworks(unique, log: log)
+        checkForwardInterfaces(unique, log: log)
         checkRouteListTables(profiles, log: log)
         checkVia(profiles, log: log)
         checkExecutables(unique, log: log)
@@ -213,6 +215,24 @@ extension Policy {
             for (item, at) in draft[keyPath: bypassList] {
                 if let other = routed[item] {
                     log.error("profile \"\(draft.name)\": bypass.\(list) \(item) is routed into profile \"\(other.profile)\" (\(other.at)); \(either)", at: at)
+                }
+            }
+        }
+    }
+
+    /// What arrives on an interface is one profile's, and no profile's tunnel is one of them
+    /// (its own packets would be routed back into a tunnel).
+    private static func checkForwardInterfaces(_ drafts: [ProfileDraft], log: DiagnosticLog) {
+        var claimed: [String: (profile: String, at: SourceLocation)] = [:]
+        let tunnels = Dictionary(drafts.compactMap { draft in draft.tunnel.map { ($0.interfaceName, draft.name) } }, uniquingKeysWith: { a, _ in a })
+        for draft in drafts {
+            for (name, at) in draft.forwardInterfaces {
+                if let owner = tunnels[name] {
+                    log.error("profile \"\(draft.name)\": forward.interfaces \(name) is the tunnel of profile \"\(owner)\"; list the interfaces whose traffic goes into the tunnel (a VM's bridge or tap)", at: at)
+                } else if let other = claimed[name], other.profile != draft.name {
+                    log.error("profile \"\(draft.name)\": forward.interfaces \(name) is profile \"\(other.profile)\"'s too (\(other.at)); what arrives on an interface goes into one tunnel", at: at)
+                } else {
+                    claimed[name] = (draft.name, at)
                 }
             }
         }

@@ -15,6 +15,7 @@ struct ProfileDraft {
     var allowLAN = false
     var allowMulticast = false
     var routeNetworks: [(IPPrefix, SourceLocation)] = []
+    var forwardInterfaces: [(String, SourceLocation)] = []
     var bypassExecutables: [(String, SourceLocation)] = []
     var routeExecutables: [(String, SourceLocation)] = []
     var dnsServers: [IPAddress] = []

@@ -65,6 +65,9 @@ extension ProfileDraft {
                 .list("executables", \.routeExecutables) { $0.executables($1) },
                 .list("domains", \.routeDomains) { $0.domains($1) },
             ]),
+            .table("forward", [
+                .list("interfaces", \.forwardInterfaces) { $0.interfaceNames($1) },
+            ]),
             .table("bypass", [
                 .list("executables", \.bypassExecutables) { $0.executables($1) },
                 .list("domains", \.bypassDomains) { $0.domains($1) },

@@ -146,6 +146,20 @@ struct TableReader {
         }
     }
 
+    /// An array of interface names as the kernel takes them (1 to 15 bytes, no '/', ':' or
+    /// white space, not "." or ".."), not `lo`.
+    mutating func interfaceNames(_ key: String) -> [(String, SourceLocation)]? {
+        array(key, of: "an array of interface names such as \"virbr1\"") { item in
+            guard let name = item.string("interface names as strings (\"virbr1\")") else { return nil }
+            guard (1...15).contains(name.utf8.count), name != ".", name != "..",
+                  !name.unicodeScalars.contains(where: { $0 == "/" || $0 == ":" || $0.properties.isWhitespace || $0.value < 0x21 }) else {
+                return item.refuse("\"\(name)\" cannot be an interface name (1 to 15 characters, no '/', ':' or spaces)")
+            }
+            guard name != "lo" else { return item.refuse("\"lo\" is loopback: what arrives there is this host's own") }
+            return (name, item.location)
+        }
+    }
+
     /// An array of strings.
     mutating func strings(_ key: String) -> [(String, SourceLocation)]? {
         array(key, of: "an array of strings") { item in item.string("strings").map { ($0, item.location) } }

@@ -12,16 +12,22 @@ import Testing
 /// host end gets the profile's mark, goes into the tunnel from the tunnel's address (v4 and
 /// v6), and is held by the killswitch with the tunnel down and with vpnd killed; its DNS
 /// over UDP is answered by the profile's proxy, over TCP dropped. Joined by a bridge port
-/// (the bridge table marks what arrives on the port) it is routed the same way. With a
-/// macvlan on the uplink (which no host routing would see) it is held at its cgroup's
-/// egress: dropped, counted, status says why. In each, a non-member in the same namespace
-/// is seen on the physical link (the control). Its own loopback works.
+/// (the bridge table marks what arrives on the port) it is routed the same way. A VM
+/// stand-in (a namespace of no profile's) behind an interface the policy lists in
+/// `forward.interfaces` is the profile's the same way. With a macvlan on the uplink (which
+/// no host routing would see) a member's namespace is held at its cgroup's egress:
+/// dropped, counted, status says why. A non-member in each member's namespace is seen on
+/// the physical link (the control). Its own loopback works.
 @Suite(.serialized) struct ContainerHoldTests {
     @Test func aMembersNamespaceIsRoutedByItsVethOrHeld() throws {
         let cleanup = Cleanup()
         defer { cleanup.run() }
+        // A VM stand-in: a namespace of no profile's behind a veth the policy names
+        // (forward.interfaces; the scenario's names are vx<tag>..., its tunnel's vx<tag>t1).
+        let vmInterface = { (tunnel: String) in "vx\(tunnel.dropFirst(2).dropLast(2))vh" }
         let s = try Scenario(cleanup: cleanup, policy: { interfaces in
             "[profile.work]\ntunnel.interface = \"\(interfaces[0])\"\ndns = [\"10.99.1.1\"]\nbypass.domains = [\"bypass.example\"]\n"
+                + "forward.interfaces = [\"\(vmInterface(interfaces[0]))\"]\n"
         })
         let resolver = try TunnelResolver(s, cleanup: cleanup, records: ["--host-record=bypass.example,192.0.2.90"])
         let tag = s.net.tag
@@ -31,9 +37,12 @@ import Testing
         let routed = try NetworkNamespace("vx\(tag)k", cleanup: cleanup)
         let bridged = try NetworkNamespace("vx\(tag)j", cleanup: cleanup)
         let macvlan = try NetworkNamespace("vx\(tag)m", cleanup: cleanup)
+        let vm = try NetworkNamespace("vx\(tag)v", cleanup: cleanup)
+        #expect(vmInterface(s.tunnel.clientInterface) == "vx\(tag)vh")
         let bridge = "vx\(tag)br"
         try s.net.client.run(["ip", "link", "add", bridge, "type", "bridge"])
-        for (namespace, host, v4, v6, net) in [(routed, "vx\(tag)kh", "10.98.0", "fd98::", "24"), (bridged, "vx\(tag)jh", "10.97.0", "fd97::", "24")] {
+        for (namespace, host, v4, v6, net) in [(routed, "vx\(tag)kh", "10.98.0", "fd98::", "24"), (bridged, "vx\(tag)jh", "10.97.0", "fd97::", "24"),
+                                                   (vm, "vx\(tag)vh", "10.95.0", "fd95::", "24")] {
             try Command.run(["ip", "link", "add", host, "netns", s.net.client.name, "type", "veth", "peer", "name", "eth0", "netns", namespace.name])
             let hostSide = namespace === bridged ? bridge : host
             if namespace === bridged { try s.net.client.run(["ip", "link", "set", host, "master", bridge]) }
@@ -61,8 +70,9 @@ import Testing
             """, in: s.net.client)
 
         // The held namespace's members send to a service of their own: it must see nothing.
+        let vmService = try Services(in: s.net.server, addresses: [Topology.service4, Topology.service6], port: 8082, cleanup: cleanup)
         let heldService = try Services(in: s.net.server, addresses: [Topology.service4, Topology.service6], port: 8081, cleanup: cleanup)
-        let capture = try Capture(on: s.net.clientUplink, in: s.net.client, filter: "udp port 8080 or udp port 8081 or udp port 9002 or port 53", cleanup: cleanup)
+        let capture = try Capture(on: s.net.clientUplink, in: s.net.client, filter: "udp port 8080 or udp port 8081 or udp port 8082 or udp port 9002 or port 53", cleanup: cleanup)
         // The control: a non-member in each namespace, masqueraded out.
         var controls: [BackgroundProcess] = []
         for namespace in [routed, bridged, macvlan] {
@@ -72,6 +82,10 @@ import Testing
         for target in [Topology.service4, Topology.service6] {
             members.append(try BackgroundProcess(try s.daemon.vpnexec(profile: "work", routed.enter + ["python3", s.probe, "udp-loop", target, "8080"]), cleanup: cleanup))
             members.append(try BackgroundProcess(try s.daemon.vpnexec(profile: "work", bridged.enter + ["python3", s.probe, "udp-loop", target, "8080"]), cleanup: cleanup))
+        }
+        // The VM's processes are no members: its interface makes them the profile's.
+        for target in [Topology.service4, Topology.service6] {
+            members.append(try BackgroundProcess(vm.enter + ["python3", s.probe, "udp-loop", target, "8082"], cleanup: cleanup))
         }
         members.append(try BackgroundProcess(try s.daemon.vpnexec(profile: "work", macvlan.enter + ["python3", s.probe, "udp-loop", Topology.service4, "8081"]), cleanup: cleanup))
 
@@ -95,6 +109,10 @@ import Testing
         let text = try s.daemon.vpnctl(["status"]).stdout
         #expect(text.contains("container: profile work, network namespace \(route.cookie), routed into the tunnel from vx\(tag)kh;")
                 && text.contains("network namespace \(port.cookie), routed into the tunnel from vx\(tag)jh (on \(bridge))"), "\(text)")
+        // The VM's, by forward.interfaces: from the tunnel's addresses, v4 and v6.
+        try eventually("the VM's datagrams through the tunnel, v4 and v6") {
+            vmService.count("udp \(s.tunnel.clientAddress4)") > 10 && vmService.count("udp \(s.tunnel.clientAddress6)") > 10
+        }
         // Held: the macvlan one, with why.
         try eventually("the hold to count the macvlan namespace's datagrams") {
             (try s.daemon.status().heldNamespaces.first?.packets ?? 0) > 20
@@ -116,8 +134,9 @@ import Testing
             let answer = try ask("udp-connected", server, "www.corp.example")
             #expect(answer.stdout.trimmed == "192.0.2.82", "a container's query to \(server): \(answer.stdout)\(answer.stderr)")
         }
-        for server in ["10.97.0.1", "fd97::1"] {
-            let answer = try Command.status(try s.daemon.vpnexec(profile: "work", bridged.enter + ["timeout", "3", "python3", dnsq, "udp-connected", server, "www.corp.example"]))
+        for (namespace, server) in [(bridged, "10.97.0.1"), (bridged, "fd97::1"), (vm, "10.95.0.1")] {
+            let prefix = namespace === vm ? vm.enter : try s.daemon.vpnexec(profile: "work", namespace.enter)
+            let answer = try Command.status(prefix + ["timeout", "3", "python3", dnsq, "udp-connected", server, "www.corp.example"])
             #expect(answer.stdout.trimmed == "192.0.2.82", "a container's query to \(server): \(answer.stdout)\(answer.stderr)")
         }
         let bypassed = try ask("udp", "10.98.0.1", "bypass.example")
@@ -155,7 +174,7 @@ import Testing
         Thread.sleep(forTimeInterval: 2)
         for member in members { member.stop() }
         for control in controls { control.stop() }
-        let clear = try capture.packets("udp port 8080 or udp port 8081")
+        let clear = try capture.packets("udp port 8080 or udp port 8081 or udp port 8082")
         #expect(clear.isEmpty, "a member's datagrams in the clear: \(clear.count): \(clear.prefix(3)) … \(clear.suffix(2))")
         #expect(try capture.packets("port 53 and not src host fd7f:4d::1").isEmpty, "a container's DNS in the clear")
         #expect(try capture.count("udp port 9002 and src host \(Topology.clientAddress4)") > 40, "the capture sees the non-members' datagrams from the veth namespaces")

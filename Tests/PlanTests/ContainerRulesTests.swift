@@ -73,4 +73,16 @@ import Testing
         #expect(state.namespacesLetOut == [9, 12])
         #expect(PlanText.render(state).contains("table bridge vpnexec {"))
     }
+
+    /// `forward.interfaces` is a way in as a container's own veth is, by the policy alone.
+    @Test func forwardInterfacesAreTheProfilesWaysIn() throws {
+        var policy = self.policy
+        policy.profiles[0].forwardInterfaces = ["virbr1"]
+        let state = Planner.plan(policy, facts: RuntimeFacts(cgroupIDs: ["vpn.slice/vpn-work.slice": 101]))
+        let vm = NftStatement.inputInterfaceName("virbr1", negated: false)
+        #expect(state.nft.chain(named: "containers_in")?.rules.first?.statements == [vm, .setMark(0x0100_0000)])
+        #expect(state.nft.chain(named: "containers_nat")?.rules.map(\.statements) == [[vm, .outputInterfaceName("wg0", negated: false), .masquerade]])
+        #expect(state.rules.filter { $0.inputInterface == "virbr1" }.count == 2)
+        #expect(state.namespacesLetOut.isEmpty && state.bridgeNft == nil)
+    }
 }

@@ -23,6 +23,7 @@ import Testing
             tunnel.interface = "wg0"
             tunnel.\(probe) = 1
             route.\(probe) = 1
+            forward.\(probe) = 1
             bypass.\(probe) = 1
             [system]
             \(probe) = 1
