@@ -37,13 +37,17 @@ public struct ControlResponse: Codable, Hashable, Sendable {
     public var status: StatusReport?
     public var profiles: [ProfileSummary]?
     public var members: [MemberReport]?
+    /// A launch's answer (exec): what vpnexec warns of before it execs.
+    public var launch: LaunchReport?
 
-    public init(ok: Bool, message: String? = nil, status: StatusReport? = nil, profiles: [ProfileSummary]? = nil, members: [MemberReport]? = nil) {
+    public init(ok: Bool, message: String? = nil, status: StatusReport? = nil, profiles: [ProfileSummary]? = nil, members: [MemberReport]? = nil,
+                launch: LaunchReport? = nil) {
         self.ok = ok
         self.message = message
         self.status = status
         self.profiles = profiles
         self.members = members
+        self.launch = launch
     }
 
     public static func failure(_ message: String) -> ControlResponse { ControlResponse(ok: false, message: message) }

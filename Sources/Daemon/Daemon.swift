@@ -442,7 +442,16 @@ public final class Daemon {
                            down: { [unowned self] in try down() },
                            links: { [rtnl] in try rtnl.links() },
                            hold: { [tunnels] in tunnels.hold(interface: $0, up: $1) },
-                           joined: { [unowned self] in followDemand($0) }))
+                           joined: { [unowned self] in followDemand($0) },
+                           heldTunnel: { [unowned self] profile in
+                               // The links are read only where something can hold members; links that
+                               // cannot be read say nothing (no warning).
+                               let trusted = trustedState.verdicts[profile.name]?.verdict.action
+                               guard profile.killswitch || trusted == .block, let links = try? rtnl.links() else { return nil }
+                               return LaunchTunnel.held(profile, link: links.first { $0.name == profile.tunnel.interfaceName },
+                                                 phase: tunnels.demandState(interface: profile.tunnel.interfaceName)?.phase,
+                                                 trusted: trusted)
+                           }))
     }
 
     /// `vpnctl teardown --remove-killswitch`: everything of ours out of the kernel, then vpnd exits.

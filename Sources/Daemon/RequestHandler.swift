@@ -24,6 +24,9 @@ final class RequestHandler {
         var hold: (_ interface: String, _ up: Bool) -> Bool
         /// A process joined the profile (on-demand tunnels come up for it).
         var joined: (Profile) -> Void
+        /// The profile's tunnel, when its killswitch holds members because it is not there
+        /// (LaunchTunnel).
+        var heldTunnel: (Profile) -> HeldTunnel?
     }
 
     let reconciler: Reconciler
@@ -61,7 +64,7 @@ final class RequestHandler {
                 let process = try callingProcess(peer)
                 place(process, in: profile, by: peer, scopes: scopes, reply: reply) { [log] placement in
                     log.info("\(peer.userName) started pid \(peer.pid) (\(process.commandName())) in profile \(profile.name), \(placement)")
-                    return ControlResponse(ok: true, message: "pid \(peer.pid) is in profile \(profile.name)")
+                    return ControlResponse(ok: true, message: "pid \(peer.pid) is in profile \(profile.name)", launch: self.launchReport(profile))
                 }
             case let .move(name, pid):
                 let (profile, process) = try moveTarget(profile: name, pid: pid, by: peer)
@@ -91,7 +94,7 @@ final class RequestHandler {
                 try move(process, into: profile.cgroupPath(parent: cgroupParent), by: peer)
                 answers.joined(profile)
                 log.info("\(peer.userName) started pid \(peer.pid) (\(process.commandName())) in profile \(profile.name)")
-                return ControlResponse(ok: true, message: "pid \(peer.pid) is in profile \(profile.name)")
+                return ControlResponse(ok: true, message: "pid \(peer.pid) is in profile \(profile.name)", launch: launchReport(profile))
             case .bypass:
                 try refuse(Authorization.check(peer, mayBypass: policy))
                 guard policy.usesBypassSlice else {
@@ -143,6 +146,12 @@ final class RequestHandler {
         let profile = try Authorization.profile(named: name, in: policy, directory: policyDirectory).get()
         try refuse(Authorization.check(peer, mayUse: profile))
         return profile
+    }
+
+    /// What vpnexec warns of before it execs: where the profile's members are (a browser
+    /// already running outside them takes the launch over) and its tunnel if it holds them.
+    func launchReport(_ profile: Profile) -> LaunchReport {
+        LaunchReport(cgroups: reconciler.memberCgroups(of: profile, parent: cgroupParent), heldTunnel: answers.heldTunnel(profile))
     }
 
     /// A refusal is logged, then answered.

@@ -30,6 +30,11 @@ enum VPNExec {
         With --bypass the command runs outside every profile (vpn-bypass.slice): direct, even
         in system mode, for the users and groups the policy's [system] bypass names.
 
+        Before it execs, one warning line on stderr each (the command runs all the same) when
+        the profile's tunnel is down or missing (the killswitch holds the command's connections
+        until it is back), and when COMMAND is a browser (firefox, chromium, ...) that already
+        runs for you outside the profile (the launch would open a window in that instance).
+
         OPTIONS:
           -p, --profile NAME   the profile to run in (also -pNAME, --profile=NAME)
           --bypass             run outside every profile
@@ -116,6 +121,20 @@ enum VPNExec {
         return response
     }
 
+    /// What the launch will not do as it seems to (LaunchWarnings), one line each on stderr;
+    /// the command runs all the same. A running instance is looked for only when the command
+    /// is a program that hands launches over (SingleInstanceProgram).
+    static func warn(_ launch: LaunchReport, profile: String, command: [String]) {
+        if let tunnel = launch.heldTunnel {
+            writeStandardError(LaunchWarnings.heldTunnel(tunnel, profile: profile, command: command[0]))
+        }
+        guard let program = SingleInstanceProgram.launched(by: command[0]),
+              !program.asksForSeparateInstance(Array(command.dropFirst())),
+              let running = RunningInstances.outside(launch, program: program, uid: getuid(), own: getpid()) else { return }
+        writeStandardError(LaunchWarnings.alreadyRunning(running.name, pid: running.pid, profile: profile,
+                                                         separateInstance: program.separateInstance(command: command[0], profile: profile)))
+    }
+
     static func main() -> Int32 {
         let arguments: Arguments
         switch parse(Array(CommandLine.arguments.dropFirst())) {
@@ -144,6 +163,9 @@ enum VPNExec {
         guard response.ok else {
             writeStandardError("vpnexec: \(response.message ?? "refused")\n")
             return ownFailure
+        }
+        if let launch = response.launch, let profile = arguments.profile {
+            warn(launch, profile: profile, command: arguments.command)
         }
         let argv = arguments.command.map { strdup($0) } + [nil]
         execvp(arguments.command[0], argv)

@@ -54,7 +54,8 @@ import Testing
             down: { asked.downs += 1; return ControlResponse(ok: true, message: "down") },
             links: { [Link(index: 7, name: "wg0", isUp: true, isRunning: true, mtu: 1420)] },
             hold: { asked.holds.append(($0, $1)); return true },
-            joined: { asked.joined.append($0.name) })
+            joined: { asked.joined.append($0.name) },
+            heldTunnel: { _ in nil })
         let handler = RequestHandler(reconciler: reconciler, cgroups: cgroups, policyDirectory: folder.path,
                                      cgroupParent: "vpn.slice", log: Log(minimum: .error), answers: answers)
         handler.systemdManagesCgroups = true
@@ -92,6 +93,7 @@ import Testing
         serving.cgroups.onMove = { _, _ in appliedAtMove = serving.handler.reconciler.appliedFacts?.cgroupIDs[Self.workCgroup] }
         let answer = serving.handler.handle(.exec(profile: "work"), from: try caller(uid: 4711))
         #expect(answer.ok && answer.text == "pid \(Self.me) is in profile work", "\(answer.text)")
+        #expect(answer.launch == LaunchReport(cgroups: [Self.workCgroup]), "where vpnexec looks for a browser outside the profile")
         #expect(serving.cgroups.moves.map(\.path) == [Self.workCgroup])
         #expect(appliedAtMove == 202, "the new id was applied before the move")
         #expect(serving.applier.applied.count == 2, "one apply for the new id, none after the move")
