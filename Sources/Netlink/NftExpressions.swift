@@ -91,26 +91,20 @@ enum NftExpressions {
             return [loadMeta(NFT_META_L4PROTO), compare([transport.number], negated: false),
                     loadTransport(offset: 2, length: 2), compare(port.bigEndianBytes, negated: false)]
         case let .setMark(value):
-            let data = expression("immediate")
-            nftnl_expr_set_u32(data, attr(NFTNL_EXPR_IMM_DREG), reg1)
-            _ = value.bytes.withUnsafeBytes { nftnl_expr_set(data, attr(NFTNL_EXPR_IMM_DATA), $0.baseAddress, UInt32($0.count)) }
             let set = expression("meta")
             nftnl_expr_set_u32(set, attr(NFTNL_EXPR_META_KEY), UInt32(NFT_META_MARK.rawValue))
             nftnl_expr_set_u32(set, attr(NFTNL_EXPR_META_SREG), reg1)
-            return [data, set]
+            return [immediate(value.bytes), set]
         case .masquerade:
             return [expression("masq")]
         case let .sourceNAT(address):
             // As nft encodes it in the inet family: the family first, then the address.
             let family: UInt32 = address.isIPv4 ? 2 : 10  // NFPROTO_IPV4, NFPROTO_IPV6
-            let data = expression("immediate")
-            nftnl_expr_set_u32(data, attr(NFTNL_EXPR_IMM_DREG), reg1)
-            _ = address.bytes.withUnsafeBytes { nftnl_expr_set(data, attr(NFTNL_EXPR_IMM_DATA), $0.baseAddress, UInt32($0.count)) }
             let nat = expression("nat")
             nftnl_expr_set_u32(nat, attr(NFTNL_EXPR_NAT_TYPE), UInt32(NFT_NAT_SNAT.rawValue))
             nftnl_expr_set_u32(nat, attr(NFTNL_EXPR_NAT_FAMILY), family)
             nftnl_expr_set_u32(nat, attr(NFTNL_EXPR_NAT_REG_ADDR_MIN), reg1)
-            return [loadMeta(NFT_META_NFPROTO), compare([UInt8(family)], negated: false), data, nat]
+            return [loadMeta(NFT_META_NFPROTO), compare([UInt8(family)], negated: false), immediate(address.bytes), nat]
         case let .reject(tcpReset):
             // As nft encodes `reject` in the inet family: ICMPX port unreachable, which the
             // kernel sends as ICMP or ICMPv6 by the packet's family.
@@ -237,6 +231,14 @@ enum NftExpressions {
         nftnl_expr_set_u32(e, attr(NFTNL_EXPR_CMP_SREG), reg1)
         nftnl_expr_set_u32(e, attr(NFTNL_EXPR_CMP_OP), operation.rawValue)
         _ = data.withUnsafeBytes { nftnl_expr_set(e, attr(NFTNL_EXPR_CMP_DATA), $0.baseAddress, UInt32($0.count)) }
+        return e
+    }
+
+    /// `data` into register 1, for the statement after it to use.
+    private static func immediate(_ data: [UInt8]) -> OpaquePointer {
+        let e = expression("immediate")
+        nftnl_expr_set_u32(e, attr(NFTNL_EXPR_IMM_DREG), reg1)
+        _ = data.withUnsafeBytes { nftnl_expr_set(e, attr(NFTNL_EXPR_IMM_DATA), $0.baseAddress, UInt32($0.count)) }
         return e
     }
 
