@@ -20,8 +20,10 @@ public final class KernelApplier: KernelApplying {
     private let rtnl: Rtnetlink
     /// The table as last applied, counters zeroed: to skip or narrow the next replace.
     private var applied: NftTable?
-    /// The bridge family's table as last applied.
+    /// The bridge family's table as last applied, and whether the kernel was asked for one
+    /// since start.
     private var appliedBridge: NftTable?
+    private var bridgeLooked = false
     /// The same table as it was given, counters and all.
     private var appliedAsGiven: NftTable?
     /// Tables we put routes in, so a removed profile's routes are found and removed.
@@ -133,6 +135,9 @@ public final class KernelApplier: KernelApplying {
     /// changed or went missing, deleted when the plan has none (one left by an earlier vpnd
     /// too). It holds no counters or learned elements to carry over.
     private func applyBridgeTable(_ desired: NftTable?) throws {
+        // Without bridged containers (most hosts, most seconds) one look after start suffices.
+        if desired == nil, appliedBridge == nil, bridgeLooked { return }
+        bridgeLooked = true
         let exists = try nft.tableExists(family: .bridge, name: vpnexecTableName)
         if let desired {
             if !exists || desired != appliedBridge { try nft.replace(desired) }
