@@ -180,6 +180,13 @@ public struct DNSStatus: Codable, Hashable, Sendable {
     public static let encryptedRefused = "refused", encryptedAllowed = "allowed", noDomainRules = "no-domain-rules"
 
     public var servers: [String]
+    /// Where `servers` came from: "dns" (the profile's), "wg-quick" (its built-in tunnel's
+    /// `DNS =`), "systemd-resolved", "systemd-networkd" or "resolvconf" (the host's servers
+    /// for its interface), or "none" (members' queries are refused). Absent from an
+    /// older vpnd.
+    public var serversFrom: String?
+    /// The file they were read from (a wg-quick file, the host's record for the interface).
+    public var serversFile: String?
     /// Why the profile's proxy does not run (members' queries are then refused, none
     /// leaves); absent while it runs.
     public var failure: String?

@@ -100,11 +100,11 @@ final class DNSService {
         for name in touched { resolvers[name]?.performPending() }
     }
 
-    /// One resolver per profile, with the profile's servers (its `dns`, else its built-in
-    /// tunnel's `DNS =`) and every list whose sets its answers can fill: its own
+    /// One resolver per profile, with the profile's servers (`resolvers`: its `dns`, else
+    /// its tunnel's) and every list whose sets its answers can fill: its own
     /// bypass.domains (and then the tunneled sets for every other name), and every
     /// profile's route.domains.
-    func configure(_ policy: Policy, builtInServers: [String: [IPAddress]]) {
+    func configure(_ policy: Policy, resolvers chosen: [String: ProfileResolvers]) {
         var wanted: [String: ResolverSettings] = [:]
         let routeLists = policy.profiles.filter { !$0.routeDomains.isEmpty }.map { profile in
             let names = ProfileObjectNames(profile.name)
@@ -112,7 +112,7 @@ final class DNSService {
         }
         for profile in policy.profiles {
             let names = ProfileObjectNames(profile.name)
-            let servers = (profile.dnsServers.isEmpty ? builtInServers[profile.name] ?? [] : profile.dnsServers).map { DNSServer(address: $0) }
+            let servers = (chosen[profile.name]?.servers ?? profile.dnsServers).map { DNSServer(address: $0) }
             var lists = routeLists
             var tunneled: DNSTunneledSets?
             if !profile.bypassDomains.isEmpty {
@@ -138,7 +138,12 @@ final class DNSService {
                                                       loop: loop, io: io, applier: applier, lifetimes: lifetimes, log: log)
                 built[name] = settings
                 failures[name] = nil
-                log.info("DNS proxy of profile \(name): \(configuration.servers.isEmpty ? "no resolvers (queries are refused; set dns = [...])" : "resolvers \(configuration.servers.map(\.description).joined(separator: ", "))")")
+                // None: an error with the fix, when it starts and whenever they go.
+                if let choice = chosen[name], choice.servers.isEmpty {
+                    log.error("DNS proxy: \(choice.problem ?? "profile \(name) has no DNS resolvers: members' queries are refused")")
+                } else {
+                    log.info("DNS proxy of profile \(name): resolvers \(chosen[name]?.description ?? configuration.servers.map(\.description).joined(separator: ", "))")
+                }
             } catch {
                 failures[name] = "\(error)"
                 log.error("DNS proxy of profile \(name) did not start: \(error); \(Self.refused)")

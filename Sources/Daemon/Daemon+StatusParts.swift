@@ -4,6 +4,7 @@ import Control
 import DNS
 import Glibc
 import Nftables
+import Plan
 import Policy
 
 /// `vpnctl status`: what StatusBuilder makes the report from, as the kernel and vpnd's
@@ -23,10 +24,11 @@ extension Daemon {
                                         executableRules: executables.status(policy),
                                         unguarded: applier.unguardedCgroups, leftBehind: appliedFacts?.leftBehind ?? [:],
                                         heldNamespaces: heldNamespaces(), routedNamespaces: routedNamespaces(), socketProgramsPutBack: applier.socketProgramsPutBack)
-        return builder.report(parts) { [counters = builder.counters] in statusParts($0, counters: counters) }
+        let resolvers = profileResolvers()
+        return builder.report(parts) { [counters = builder.counters] in statusParts($0, counters: counters, resolvers: resolvers) }
     }
 
-    private func statusParts(_ profile: Profile, counters: [String: NftCounter]) -> StatusBuilder.ProfileParts {
+    private func statusParts(_ profile: Profile, counters: [String: NftCounter], resolvers: [String: ProfileResolvers]) -> StatusBuilder.ProfileParts {
         let interface = profile.tunnel.interfaceName
         var parts = StatusBuilder.ProfileParts()
         let cgroups = reconciler.memberCgroups(of: profile, parent: options.cgroupParent)
@@ -42,9 +44,9 @@ extension Daemon {
         }
         parts.trusted = trustedStatus(profile)
         parts.dnsFailure = dns?.failure(of: profile.name)
+        parts.resolvers = resolvers[profile.name]
         if let proxy = dns?.counters(of: profile.name) {
             parts.dns = proxy
-            parts.tunnelDNSServers = tunnelFiles[interface]?.config.interface.dnsServers ?? []
             let now = MonotonicInstant.now()
             parts.sharedNow = (dns?.sharedAddresses(of: profile.name) ?? []).map {
                 SharedAddressReport(address: $0.address.description, bypassed: String($0.bypassed.description.dropLast()),

@@ -211,6 +211,14 @@ public final class Daemon {
             }
         }
         machineFacts.network = { [unowned self] in readNetwork() }
+        // vpnd in a network namespace of its own beside the host's /run (as in tests) would
+        // read another namespace's links by their indexes: resolvconf's records only then.
+        // systemd-resolved keeps its link records in a directory only its user may open (mode
+        // 0700): read with CAP_DAC_OVERRIDE where vpnd keeps it permitted, else not at all.
+        let linkResolvers = LinkResolversReader(byIndex: LinkResolversReader.inNamespace(options.initialNetworkNamespace))
+        machineFacts.linkResolvers = { interface, link in
+            (try? Privileges.withDirectoryOverride { linkResolvers.read(interface: interface, index: link?.index) }) ?? nil
+        }
         machineFacts.unguarded = { [applier] in applier.unguardedCgroups }
         machineFacts.foreignNamespaces = { [applier] in applier.foreignNamespaces() }
         reconciler.prepare = { [unowned self] _ in try ensureCgroups() }
@@ -248,6 +256,8 @@ public final class Daemon {
 
     private func noteApplied(_ facts: RuntimeFacts, before: RuntimeFacts?) {
         noteTrusted(facts)
+        // An interface's servers may come after it, or change: the proxy asks the new ones.
+        if facts.linkResolvers != before?.linkResolvers { configureDNS() }
         executables.held = Set(facts.unguardedCgroups.keys)
         for (path, _) in facts.unguardedCgroups.sorted(by: { $0.key < $1.key }) where before?.unguardedCgroups[path] == nil {
             log.error("\(path) is held: the kernel does not have its socket programs, so its traffic is dropped (only loopback) and nothing is placed there until they are")
@@ -425,12 +435,17 @@ public final class Daemon {
         }
     }
 
-    /// The profiles' DNS proxies, for the policy now in force (built-in tunnels' `DNS =`
-    /// serve profiles without `dns`).
+    /// The profiles' DNS proxies, for the policy now in force, each asking its profile's
+    /// resolvers (ProfileResolvers).
     func configureDNS() {
-        var builtIn: [String: [IPAddress]] = [:]
-        for loaded in tunnelFiles.values { builtIn[loaded.profile] = loaded.config.interface.dnsServers }
-        dns?.configure(policy, builtInServers: builtIn)
+        dns?.configure(policy, resolvers: profileResolvers())
+    }
+
+    /// Whom each profile's proxy asks: its `dns`, else its tunnel's resolvers (a built-in
+    /// tunnel's `DNS =`, the host's servers for an interface, as last read).
+    func profileResolvers() -> [String: ProfileResolvers] {
+        let files = tunnelFiles.mapValues { loaded in (path: loaded.servers.first?.path ?? "", dns: loaded.config.interface.dnsServers) }
+        return ProfileResolvers.all(policy, wireguardFiles: files, links: appliedFacts?.linkResolvers ?? [:])
     }
 
     /// The requests' handler, with the running daemon's part of the answers.

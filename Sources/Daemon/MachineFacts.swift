@@ -21,6 +21,8 @@ final class MachineFacts: RuntimeFactsSource {
     var transports: (_ builtIn: Set<String>) -> (_ interface: String, _ link: Link?) -> TunnelTransport = { _ in { _, _ in TunnelTransport(source: .unknown) } }
     /// The host's networks (trusted-network rules).
     var network: () -> NetworkFacts = { NetworkFacts() }
+    /// The DNS servers the host holds for an interface (profiles without `dns`).
+    var linkResolvers: (_ interface: String, _ link: Link?) -> LinkResolvers? = { _, _ in nil }
     /// Every network a tunnel interface has been seen on (allow_lan keeps them tunneled).
     private var memory = TunnelNetworkMemory()
     /// The members' namespaces found before (a namespace's last process may be gone).
@@ -40,6 +42,7 @@ final class MachineFacts: RuntimeFactsSource {
         var reader = FactsReader(hierarchy: hierarchy, netlink: netlink)
         reader.transports = transports(Set(tunnelFiles.keys))
         reader.network = network
+        reader.linkResolvers = linkResolvers
         var facts = try reader.read(policy, cgroupParent: cgroupParent, tunnelFiles: tunnelFiles, memory: &memory)
         facts.unguardedCgroups = UnguardedRules.held(unguarded(), policy: policy, parent: cgroupParent)
         let seen = foreignNamespaces()

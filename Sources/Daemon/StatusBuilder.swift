@@ -57,8 +57,8 @@ struct StatusBuilder {
         var dnsFailure: String?
         /// Addresses shared by a bypassed and a tunneled name now.
         var sharedNow: [SharedAddressReport] = []
-        /// A built-in tunnel's `DNS =`, which serves a profile without `dns`.
-        var tunnelDNSServers: [IPAddress] = []
+        /// Whom its proxy asks, and where they came from (nil: its `dns`).
+        var resolvers: ProfileResolvers?
     }
 
     let policy: Policy
@@ -76,10 +76,10 @@ struct StatusBuilder {
     }
 
     func dnsStatus(_ profile: Profile, _ parts: ProfileParts) -> DNSStatus? {
-        let servers = profile.dnsServers.isEmpty ? parts.tunnelDNSServers : profile.dnsServers
+        let resolvers = parts.resolvers ?? ProfileResolvers(servers: profile.dnsServers, source: .policy)
         guard let counters = parts.dns else {
             guard let failure = parts.dnsFailure else { return nil }
-            var status = DNSStatus(servers: servers.map(\.description))
+            var status = DNSStatus(resolvers)
             status.failure = failure
             return status
         }
@@ -95,7 +95,7 @@ struct StatusBuilder {
             sizes.route4 = setSize(names.routeDomainSet(ipv4: true), true)
             sizes.route6 = setSize(names.routeDomainSet(ipv4: false), false)
         }
-        var status = DNSStatus(servers: servers.map(\.description))
+        var status = DNSStatus(resolvers)
         status.failure = parts.dnsFailure
         status.bypassDomains = profile.bypassDomains.prefix(DNSStatus.listedDomains).map(\.description)
         status.bypassDomainCount = profile.bypassDomains.count
@@ -240,5 +240,14 @@ struct StatusBuilder {
         report.dnsSteering = daemon.dnsSteering
         report.executableRules = daemon.executableRules
         return report
+    }
+}
+
+extension DNSStatus {
+    /// Its servers and where they came from.
+    init(_ resolvers: ProfileResolvers) {
+        self.init(servers: resolvers.servers.map(\.description))
+        serversFrom = resolvers.sourceName
+        serversFile = resolvers.file
     }
 }

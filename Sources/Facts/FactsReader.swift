@@ -18,6 +18,9 @@ public struct FactsReader {
     public var transports: ((_ interface: String, _ link: Link?) -> TunnelTransport)?
     /// The host's networks, for profiles with trusted-network rules; nil: not read (connect).
     public var network: (() -> NetworkFacts)?
+    /// The DNS servers the host holds for an interface (LinkResolversReader), read for the
+    /// tunnels of profiles without `dns` that are not built-in; nil: not read.
+    public var linkResolvers: ((_ interface: String, _ link: Link?) -> LinkResolvers?)?
 
     public init(hierarchy: CgroupHierarchy?, links: @escaping () throws -> [Link], addresses: @escaping () throws -> [InterfaceAddress]) {
         self.hierarchy = hierarchy
@@ -80,6 +83,12 @@ public struct FactsReader {
         facts.loopbackIPv6 = all.first { $0.name == "lo" }?.ipv6 ?? true
         if let transports {
             for interface in wanted.sorted() { facts.tunnelTransports[interface] = transports(interface, facts.links[interface]) }
+        }
+        if let linkResolvers {
+            for profile in policy.profiles where profile.dnsServers.isEmpty && !profile.tunnel.isBuiltIn {
+                let interface = profile.tunnel.interfaceName
+                if facts.linkResolvers[interface] == nil, let found = linkResolvers(interface, facts.links[interface]) { facts.linkResolvers[interface] = found }
+            }
         }
         // The tunnels' own addresses (nothing with one as its source leaves elsewhere), and
         // for allow_lan the (private) networks the tunnels are on.

@@ -97,6 +97,10 @@ public struct RuntimeFacts: Hashable, Sendable {
     public var leftBehind: [String: UInt64] = [:]
     /// Members' network namespaces other than vpnd's (Containers), routed or held.
     public var containers: [ContainerNamespace] = []
+    /// The DNS servers the host holds for the interfaces of profiles without `dns`, by
+    /// interface (ProfileResolvers): not planned from, but read with the rest each pass, as
+    /// they may come after the interface.
+    public var linkResolvers: [String: LinkResolvers] = [:]
 
     public struct JoinedCgroup: Hashable, Sendable {
         public var profile: String

@@ -6,7 +6,8 @@ import Glibc
 /// vpnd runs as root but keeps only what it needs. Effective: CAP_NET_ADMIN (netlink:
 /// nftables, rules, routes, links; SO_MARK; the net sysctls). Permitted but raised only
 /// while making a directory in the cgroup2 root: CAP_DAC_OVERRIDE, because that root is
-/// read-only even for its owner on some hosts (mode 0555). Everything else, cgroup.procs
+/// read-only even for its owner on some hosts (mode 0555); where it is kept, it is also
+/// raised to read systemd-resolved's link records (a directory of its user's, mode 0700). Everything else, cgroup.procs
 /// writes included, works as uid 0 owning the files. All other capabilities leave every
 /// set, the bounding set included, and no_new_privs forbids regaining any through exec.
 /// CAP_BPF is used before the drop only: the socket mark program (SocketMarkProgram) is

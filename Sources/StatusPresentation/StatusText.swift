@@ -27,6 +27,10 @@ public enum StatusText {
         if let steering = report.dnsSteering, verbose || steering.state != DNSSteeringStatus.routed {
             lines.append("DNS steering: \(dnsSteering(steering))")
         }
+        // A profile whose names do not resolve: an error with the fix, not an internal.
+        for profile in report.profiles {
+            if let line = noResolvers(profile) { lines.append(line) }
+        }
         if let system = report.systemProfile {
             lines.append("system mode: every process outside the profiles' cgroups and vpn-bypass.slice is in profile \(system)")
         }
@@ -172,10 +176,25 @@ public enum StatusText {
         return count > 8 ? first + ", ... (\(count) in all)" : first
     }
 
+    /// A profile whose proxy has no resolvers: members' names do not resolve; the fix.
+    static func noResolvers(_ profile: ProfileStatus) -> String? {
+        guard let d = profile.dns, d.failure == nil, d.servers.isEmpty else { return nil }
+        return "error: profile \(profile.name) has no DNS resolvers, so its members' names do not resolve (their queries are refused): "
+            + "set dns = [...] in [profile.\(profile.name)] or give the tunnel's wg-quick file a DNS = line"
+    }
+
+    /// Where the resolvers came from, when not from the profile's `dns`.
+    static func resolversFrom(_ d: DNSStatus) -> String {
+        guard let from = d.serversFrom, from != "dns", from != "none" else { return "" }
+        let what = from == "wg-quick" ? "the tunnel's wg-quick file" : from
+        return " (from \(what)\(d.serversFile.map { " \($0)" } ?? ""))"
+    }
+
     /// The profile's DNS proxy: whom it asks, what it did; or why it does not run.
     static func dns(_ d: DNSStatus, verbose: Bool) -> [String] {
         if let failure = d.failure { return ["  dns       proxy not running: \(failure); members' queries are refused (none leaves)"] }
-        var lines = ["  dns       proxy: \(d.servers.isEmpty ? "no resolvers: queries are refused (set dns = [...])" : "resolvers \(d.servers.joined(separator: ", "))"); answered \(d.answered), forwarded \(d.forwarded), failed \(d.failed), dropped \(d.dropped)"]
+        let servers = d.servers.isEmpty ? "no resolvers: members' queries are refused (see the error above)" : "resolvers \(d.servers.joined(separator: ", "))\(resolversFrom(d))"
+        var lines = ["  dns       proxy: \(servers); answered \(d.answered), forwarded \(d.forwarded), failed \(d.failed), dropped \(d.dropped)"]
         if !d.bypassDomains.isEmpty { lines.append("  bypass    domains " + domains(d.bypassDomains, of: d.bypassDomainCount)) }
         if !d.routeDomains.isEmpty { lines.append("  route     domains " + domains(d.routeDomains, of: d.routeDomainCount)) }
         if verbose, !d.setSizes.named.isEmpty {

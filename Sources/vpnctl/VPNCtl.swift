@@ -175,10 +175,13 @@ struct VPNCtl: ParsableCommand {
             }
             do {
                 let policy = try Policy.parse(try input.read(), resolver: SystemNameResolver())
-                _ = try TunnelFiles.load(policy)
+                let tunnelFiles = try TunnelFiles.load(policy)
+                let resolvers = ResolversCheck.run(policy, tunnelFiles: tunnelFiles)
+                guard resolvers.errors.isEmpty else { throw PolicyError(resolvers.errors) }
                 let notes = try ExecutableCheck.run(policy)
                 print("ok: \(Plural.count(policy.profiles.count, "profile"))" + policy.profiles.map { " \($0.name)" }.joined())
                 for note in notes { print(note) }
+                for line in resolvers.lines { print(line) }
                 // Valid, but likely not what was meant: said, not refused.
                 for warning in policy.bypassExecutablesWarnings { print(warning) }
             } catch {

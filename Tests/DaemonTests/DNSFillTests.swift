@@ -36,7 +36,7 @@ import TrustedFiles
         let loop = EventLoop()
         let service = DNSService(loop: loop, applier: applier, log: Log(minimum: .error), steering: try DNSSteeringPoint())
         defer { service.closeAll() }
-        service.configure(policy, builtInServers: [:])
+        service.configure(policy, resolvers: [:])
 
         // The upstream resolver: 192.0.2.44 for any name, TTL 300.
         let upstream = try udpSocket(bind: SocketAddress(.v4(0x7f00_0001), port: 53))

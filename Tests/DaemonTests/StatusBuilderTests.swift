@@ -80,7 +80,7 @@ import TrustedFiles
                 parts.execMoves = 1
                 parts.dns = proxy
             } else {
-                parts.tunnelDNSServers = [IPAddress("10.64.0.9")!]
+                parts.resolvers = ProfileResolvers(servers: [IPAddress("10.64.0.9")!], source: .wireguardFile("/etc/vpnexec/exit.conf"))
             }
             return parts
         }

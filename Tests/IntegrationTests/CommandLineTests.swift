@@ -25,7 +25,8 @@ import Testing
         let socket = "/tmp/vx-none-\(uniqueTag()).sock"
         for arguments in [["--socket", socket, "check", file], ["check", "--socket", socket, file], ["--socket=" + socket, "check", file]] {
             let result = try Command.status([try Binaries.path("vpnctl")] + arguments)
-            #expect(result.status == 0 && result.stdout == "ok: 1 profile work\n", "\(arguments): \(result.stdout)\(result.stderr)")
+            // A warning follows: this host holds no DNS servers for wg0 (TunnelResolversTests).
+            #expect(result.status == 0 && result.stdout.hasPrefix("ok: 1 profile work\n"), "\(arguments): \(result.stdout)\(result.stderr)")
         }
     }
 
@@ -40,7 +41,7 @@ import Testing
         try "[profile.work]\ntunnel.wireguard = \"\(wg)\"\n".write(toFile: directory + "/10-work.toml", atomically: true, encoding: .utf8)
         try "[profile.notes]\n".write(toFile: directory + "/notes.conf", atomically: true, encoding: .utf8)
         func writeTunnel(_ address: String, _ mtu: String) {
-            let text = "[Interface]\nPrivateKey = \(String(repeating: "A", count: 43))=\n\(address) = 10.8.0.2/24\n\(mtu) = 1400\n[Peer]\n"
+            let text = "[Interface]\nPrivateKey = \(String(repeating: "A", count: 43))=\n\(address) = 10.8.0.2/24\n\(mtu) = 1400\nDNS = 10.8.0.1\n[Peer]\n"
                 + "PublicKey = \(String(repeating: "B", count: 42))A=\nAllowedIPs = 0.0.0.0/0\n"
             #expect(FileManager.default.createFile(atPath: wg, contents: Data(text.utf8), attributes: [.posixPermissions: 0o600]))
         }

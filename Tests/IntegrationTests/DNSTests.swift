@@ -9,13 +9,18 @@ final class TunnelResolver: @unchecked Sendable {
     let log: String
 
     /// `records`: more dnsmasq options (e.g. `--host-record=NAME,ADDRESS`).
-    init(_ s: Scenario, cleanup: Cleanup, records: [String] = []) throws {
+    convenience init(_ s: Scenario, cleanup: Cleanup, records: [String] = []) throws {
+        try self.init(in: s.net.server, cleanup: cleanup, records: records)
+    }
+
+    /// In `server`, which has the addresses 10.99.1.1 and fd99:1::1.
+    init(in server: NetworkNamespace, cleanup: Cleanup, records: [String] = []) throws {
         log = NSTemporaryDirectory() + "vx-\(uniqueTag())-dnsmasq.log"
         let pidFile = NSTemporaryDirectory() + "vx-\(uniqueTag())-dnsmasq.pid"
         cleanup.add("remove \(log)") { [log] in try? FileManager.default.removeItem(atPath: log) }
         // As a daemon of its own, stopped by the pid it writes: run as the test process's
         // child, dnsmasq stalls Foundation's child reaping (seen: every later command hung).
-        try s.net.server.run([
+        try server.run([
             "dnsmasq", "--pid-file=\(pidFile)", "--no-resolv", "--no-hosts", "--bind-interfaces", "--port=53",
             "--listen-address=10.99.1.1", "--listen-address=fd99:1::1", "--user=root",
             "--address=/bank.example/192.0.2.80", "--address=/bank.example/2001:db8:80::80",
@@ -30,7 +35,7 @@ final class TunnelResolver: @unchecked Sendable {
             try? FileManager.default.removeItem(atPath: pidFile)
         }
         try eventually("dnsmasq to listen on 10.99.1.1:53") {
-            try s.net.server.run(["ss", "-lunH"]).contains("10.99.1.1:53")
+            try server.run(["ss", "-lunH"]).contains("10.99.1.1:53")
         }
     }
 

@@ -94,13 +94,20 @@ import Testing
             [Interface]
             PrivateKey = \(key)
             Address = 10.80.0.2/24
+            DNS = 10.80.0.1
             [Peer]
             PublicKey = \(peer)
             Endpoint = 192.0.2.1:51820
             AllowedIPs = 0.0.0.0/0
             """.utf8), attributes: [.posixPermissions: 0o600]))
         try expectSuccess("useradd alice && groupadd vpn-work && groupadd vpn-bypass")
-        try expectSuccess("vpnctl check /usr/share/doc/vpnexec/examples/*.toml") { $0 == "ok: 3 profiles work streaming travel\n" }
+        // work and streaming have no dns, and this root holds no DNS servers for wg0 or tun0:
+        // each a warning; travel's file has a DNS = line.
+        try expectSuccess("vpnctl check /usr/share/doc/vpnexec/examples/*.toml") {
+            $0.hasPrefix("ok: 3 profiles work streaming travel\n") && $0.split(separator: "\n").count == 3
+                && $0.contains("10-work.toml:10:1: warning: profile \"work\" has no dns: its members ask the DNS servers the host holds for wg0 ")
+                && $0.contains("20-streaming.toml:4:1: warning: profile \"streaming\" has no dns: its members ask the DNS servers the host holds for tun0 ")
+        }
 
         // The admin's policy, and vpnd's copy of the last one that applied (--state-dir).
         try expectSuccess("cp /usr/share/doc/vpnexec/examples/10-work.toml /etc/vpnexec/policy.d/ && mkdir -p /var/lib/vpnexec/policy.d "

@@ -21,9 +21,10 @@ import Testing
         let policy = try Policy.parse(sources, resolver: AnyName())
         #expect(policy.profiles.map(\.name) == ["work", "streaming", "travel"])
         let travel = try #require(policy.profile(named: "travel"))
-        #expect(travel.tunnel.isBuiltIn && travel.tunnel.interfaceName == "vx-travel" && travel.tunnel.location?.line == 9)
+        #expect(travel.tunnel.isBuiltIn && travel.tunnel.interfaceName == "vx-travel" && travel.tunnel.location?.line == 11)
         #expect(travel.trusted.map(\.action) == [.disconnect, .block])
         #expect(policy.profile(named: "streaming")?.killswitch == false)
+        #expect(policy.profiles.allSatisfy { $0.dnsServers.isEmpty }, "no example sets dns: each resolves through its tunnel's own resolvers")
         #expect(policy.routing.markMask == 0x7f00_0000)
         #expect(policy.systemProfile == nil && policy.system.bypass?.groups.map(\.name) == ["vpn-bypass"], "system mode stays an admin's explicit choice")
     }

@@ -74,6 +74,29 @@ import Testing
         #expect(verbose[0].hasPrefix("vpnd pid 42") && verbose[1].hasPrefix("HELD: profile work"))
     }
 
+    /// A profile whose proxy has no resolvers: an error with the fix near the top (members'
+    /// names do not resolve), and the proxy's line points at it. Resolvers that came from
+    /// the tunnel say from where.
+    @Test func noResolversIsAnErrorWithTheFix() {
+        var report = Self.report()
+        report.profiles[0].dns?.servers = []
+        report.profiles[0].dns?.serversFrom = "none"
+        let lines = StatusText.render(report, now: Self.now).split(separator: "\n", omittingEmptySubsequences: false)
+        #expect(lines[0] == "error: profile work has no DNS resolvers, so its members' names do not resolve (their queries are refused): "
+                + "set dns = [...] in [profile.work] or give the tunnel's wg-quick file a DNS = line")
+        #expect(lines.contains("  dns       proxy: no resolvers: members' queries are refused (see the error above); answered 12, forwarded 10, failed 0, dropped 0"))
+
+        var found = Self.report()
+        found.profiles[0].dns?.serversFrom = "resolvconf"
+        found.profiles[0].dns?.serversFile = "/run/resolvconf/interface/tun.wg0"
+        let text = StatusText.render(found, now: Self.now)
+        #expect(text.contains("  dns       proxy: resolvers 10.64.0.1 (from resolvconf /run/resolvconf/interface/tun.wg0); answered 12"), "\(text)")
+        #expect(!text.contains("error:"))
+        found.profiles[0].dns?.serversFrom = "wg-quick"
+        found.profiles[0].dns?.serversFile = "/etc/vpnexec/work.conf"
+        #expect(StatusText.render(found, now: Self.now).contains("  dns       proxy: resolvers 10.64.0.1 (from the tunnel's wg-quick file /etc/vpnexec/work.conf); answered 12"))
+    }
+
     /// A tunnel that is not there holds members at connect(), before any packet: said, as the
     /// count cannot show it.
     @Test func aMissingTunnelSaysWhatMembersGet() {

@@ -1,0 +1,99 @@
+import Addresses
+
+/// The DNS servers the host holds for one interface, and where they were found: what a
+/// tunnel brought up by another program was given (wg-quick's `DNS =`, OpenVPN's pushed
+/// servers, NetworkManager's) lands in one of these places, as that program's helper put it.
+/// Read by Facts.LinkResolversReader; the texts are parsed here.
+public struct LinkResolvers: Hashable, Sendable {
+    public enum Kind: String, Hashable, Sendable {
+        /// systemd-resolved's own record of a link's servers, set over its bus API
+        /// (`resolvectl dns`, NetworkManager, wg-quick and OpenVPN's update-systemd-resolved
+        /// through resolvectl's resolvconf): /run/systemd/resolve/netif/IFINDEX, `SERVERS=`.
+        case resolved = "systemd-resolved"
+        /// systemd-networkd's state of a link it manages (whose servers resolved takes from
+        /// it): /run/systemd/netif/links/IFINDEX, `DNS=`.
+        case networkd = "systemd-networkd"
+        /// resolvconf's records (Debian's /run/resolvconf/interface/, openresolv's
+        /// /run/resolvconf/interfaces/), `nameserver` lines.
+        case resolvconf
+    }
+
+    public var servers: [IPAddress]
+    public var kind: Kind
+    /// The file they were read from (for the few records of one interface, the first).
+    public var file: String
+
+    public init(servers: [IPAddress], kind: Kind, file: String) {
+        self.servers = servers
+        self.kind = kind
+        self.file = file
+    }
+
+    /// The servers of a systemd-resolved link file (`SERVERS=`) or a systemd-networkd one
+    /// (`DNS=`), as systemd writes each (in_addr_port_ifindex_name_to_string): ADDRESS,
+    /// IPV4:PORT or [IPV6]:PORT, then %IFINDEX, then #SERVER-NAME. Only those the proxy
+    /// can ask: port 53 (or none), and no link-local IPv6 address (its scope is a link of
+    /// the host's, not the tunnel).
+    public static func systemdServers(_ text: String, key: String) -> [IPAddress] {
+        var servers: [IPAddress] = []
+        for line in text.split(whereSeparator: \.isNewline) where line.hasPrefix(key + "=") {
+            servers = line.dropFirst(key.count + 1).split(whereSeparator: { $0 == " " || $0 == "\t" }).compactMap(systemdServer)
+        }
+        return unique(servers)
+    }
+
+    /// One word of a systemd server list, or nil if the proxy cannot ask it.
+    static func systemdServer(_ word: Substring) -> IPAddress? {
+        var text = word.prefix { $0 != "#" }
+        var port: Substring?
+        if text.hasPrefix("[") {
+            guard let close = text.firstIndex(of: "]") else { return nil }
+            let rest = text[text.index(after: close)...].prefix { $0 != "%" }
+            if rest.hasPrefix(":") { port = rest.dropFirst() } else if !rest.isEmpty { return nil }
+            text = text[text.index(after: text.startIndex)..<close]
+        } else {
+            text = text.prefix { $0 != "%" }
+            // An IPv4 address with a port has one colon; an IPv6 one without brackets has no port.
+            if text.filter({ $0 == ":" }).count == 1, let colon = text.firstIndex(of: ":") {
+                port = text[text.index(after: colon)...]
+                text = text[..<colon]
+            }
+        }
+        if let port, port != "53" { return nil }
+        return usable(IPAddress(text))
+    }
+
+    /// The `nameserver` lines of a resolv.conf-style record (resolvconf's), scope ids
+    /// dropped; link-local IPv6 ones left out, as above.
+    public static func resolvConfServers(_ text: String) -> [IPAddress] {
+        var servers: [IPAddress] = []
+        for line in text.split(whereSeparator: \.isNewline) {
+            let words = line.split(whereSeparator: { $0 == " " || $0 == "\t" })
+            guard words.count >= 2, words[0] == "nameserver" else { continue }
+            if let address = usable(IPAddress(words[1].prefix { $0 != "%" })) { servers.append(address) }
+        }
+        return unique(servers)
+    }
+
+    /// The names under which resolvconf's helpers record an interface's servers, for
+    /// `interface`: the interface itself (pppd, `resolvconf -a tun0`), the interface with a
+    /// suffix (`tun0.openvpn` from OpenVPN's update-resolv-conf, `eth0.dhclient`,
+    /// `eth0.inet` from ifupdown), and with a prefix of interface-order's (`tun.wg0`, as
+    /// wg-quick names it where /etc/resolvconf/interface-order lists `tun*`).
+    public static func isRecord(_ name: String, of interface: String) -> Bool {
+        if name == interface || name.hasPrefix(interface + ".") { return true }
+        guard name.hasSuffix("." + interface) else { return false }
+        let prefix = name.dropLast(interface.count + 1)
+        return !prefix.isEmpty && prefix.allSatisfy { $0.isLetter || $0.isNumber || $0 == "-" }
+    }
+
+    static func usable(_ address: IPAddress?) -> IPAddress? {
+        guard let address, !IPPrefix("fe80::/10")!.contains(address) else { return nil }
+        return address
+    }
+
+    static func unique(_ servers: [IPAddress]) -> [IPAddress] {
+        var seen: Set<IPAddress> = []
+        return servers.filter { seen.insert($0).inserted }
+    }
+}
