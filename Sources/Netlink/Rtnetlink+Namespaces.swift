@@ -13,9 +13,24 @@ extension Rtnetlink {
     /// IFLA_TARGET_NETNSID: a request about the interfaces of another namespace.
     private static let targetNamespace: UInt16 = 46
 
-    /// The id this namespace gives the network namespace of process `pid`; nil where it has
-    /// none (no link of ours reaches it) or the process is gone.
+    /// The id this namespace gives the network namespace of process `pid`, given one now if
+    /// it had none (CAP_NET_ADMIN: a namespace no link of ours reaches, a macvlan's, has none
+    /// until asked for); nil where the process is gone.
     public func namespaceID(ofProcess pid: Int32) throws -> Int32? {
+        if let id = try assignedNamespaceID(ofProcess: pid) { return id }
+        let message = NetlinkMessage(type: Self.newNamespaceID, flags: 0)
+        message.putFamilyHeader(rtgenmsg(rtgen_family: UInt8(AF_UNSPEC)))
+        message.put(Self.namespaceIDAttribute, u32: UInt32(bitPattern: -1))
+        message.put(Self.processAttribute, u32: UInt32(bitPattern: pid))
+        do {
+            try netlink.perform(message, operation: "give the network namespace of process \(pid) an id")
+        } catch let error as NetlinkError where error.code == ESRCH || error.code == EEXIST {
+            // Gone, or given one meanwhile.
+        }
+        return try assignedNamespaceID(ofProcess: pid)
+    }
+
+    private func assignedNamespaceID(ofProcess pid: Int32) throws -> Int32? {
         let message = NetlinkMessage(type: Self.getNamespaceID, flags: 0)
         message.putFamilyHeader(rtgenmsg(rtgen_family: UInt8(AF_UNSPEC)))
         message.put(Self.processAttribute, u32: UInt32(bitPattern: pid))
