@@ -57,7 +57,10 @@ public final class SocketProgramSet {
     /// What the path guard's map holds now (id -> on the parent's path).
     private var knownNow: [UInt64: Bool] = [:]
     /// The namespaces the let-out map holds now.
-    private var letOutNow: Set<UInt64> = []
+    private var letOutNow: [UInt64: ForeignNamespaces.Place] = [:]
+    /// An earlier vpnd's let-out maps, which its programs read until the first apply
+    /// detaches them, and what they let out: held again as ours are (`takeOver`).
+    private var earlierLetOut: [(map: DescriptorNumber, cookies: Set<UInt64>)] = []
     /// The loaded programs, owned by `owned`.
     private var owned = DescriptorTable()
     private var programs: [SocketProgram: DescriptorNumber] = [:]
@@ -185,43 +188,84 @@ public final class SocketProgramSet {
 
     /// The let-out map made to hold exactly `wanted`: the namespaces whose forwarded
     /// packets the host's rules route (ContainerRules), applied after those rules.
-    public func setLetOut(_ wanted: Set<UInt64>) throws(Failure) {
-        try holdAgain(keeping: wanted)
-        for cookie in wanted.subtracting(letOutNow) {
-            var key = cookie, value: UInt32 = 1
-            guard vx_bpf_map_update(allowedNamespaces.raw, &key, &value) == 0 else { throw Failure("bpf: letting network namespace \(cookie) out") }
-            letOutNow.insert(cookie)
+    public func setLetOut(_ wanted: [UInt64: ForeignNamespaces.Place]) throws(Failure) {
+        try holdAgain(keeping: Set(wanted.keys))
+        for (cookie, place) in wanted where letOutNow[cookie] != place {
+            var key = cookie
+            guard place.bytes.withUnsafeBytes({ vx_bpf_map_update(allowedNamespaces.raw, &key, $0.baseAddress) }) == 0 else {
+                throw Failure("bpf: letting network namespace \(cookie) out")
+            }
+            letOutNow[cookie] = place
         }
     }
 
     /// The namespaces let out but not in `kept` held again: before the rules that routed
-    /// them go, so that none of their packets meets the host's routing unmarked.
+    /// them go, so that none of their packets meets the host's routing unmarked. An
+    /// earlier vpnd's let-out maps too: its programs stay attached until the first apply
+    /// has put its own table in place, and must not let out what that table no longer
+    /// routes.
     public func holdAgain(keeping kept: Set<UInt64>) throws(Failure) {
-        for cookie in letOutNow.subtracting(kept) {
+        for index in earlierLetOut.indices {
+            for cookie in earlierLetOut[index].cookies.subtracting(kept) {
+                var key = cookie
+                guard vx_bpf_map_delete(earlierLetOut[index].map.raw, &key) == 0 || errno == ENOENT else {
+                    throw Failure("bpf: holding network namespace \(cookie) again (the earlier vpnd's map)")
+                }
+                earlierLetOut[index].cookies.remove(cookie)
+            }
+        }
+        for cookie in Set(letOutNow.keys).subtracting(kept) {
             var key = cookie
             guard vx_bpf_map_delete(allowedNamespaces.raw, &key) == 0 || errno == ENOENT else { throw Failure("bpf: holding network namespace \(cookie) again") }
-            letOutNow.remove(cookie)
+            letOutNow[cookie] = nil
         }
     }
 
     /// The members' network namespaces other than vpnd's that the programs have seen (a
     /// socket made there, or a packet dropped), by cookie.
     public func foreignNamespaces() -> [ForeignNamespaces.Seen] {
-        var seen: [ForeignNamespaces.Seen] = []
+        Self.entries(of: seenNamespaces.raw, valueSize: ForeignNamespaces.seenValueSize).compactMap { ForeignNamespaces.Seen(cookie: $0.key, value: $0.value) }
+    }
+
+    /// What an earlier vpnd's programs knew of members' namespaces, taken over before the
+    /// first apply: the namespaces it saw, and those it let out with where they are
+    /// (returned), by which the first apply finds them and keeps routing them (without them
+    /// a routed container whose last socket's maker was gone stayed held for good). Its
+    /// let-out maps are kept, for `holdAgain` to hold what the new table does not route.
+    public func takeOver(_ adopted: AdoptedSocketPrograms) -> [UInt64: ForeignNamespaces.Place] {
+        var places: [UInt64: ForeignNamespaces.Place] = [:]
+        for map in adopted.earlierSeenMaps {
+            for entry in Self.entries(of: map.raw, valueSize: ForeignNamespaces.seenValueSize) {
+                var key = entry.key
+                _ = entry.value.withUnsafeBytes { vx_bpf_map_update(seenNamespaces.raw, &key, $0.baseAddress) }
+            }
+        }
+        for map in adopted.earlierLetOutMaps {
+            guard let copy = AdoptedSocketPrograms.Found.copy(map) else { continue }
+            var (type, keySize, valueSize) = (UInt32(0), UInt32(0), UInt32(0))
+            var name = [CChar](repeating: 0, count: 17)
+            guard vx_bpf_map_info(map.raw, &type, &keySize, &valueSize, &name) == 0 else { continue }
+            let entries = Self.entries(of: map.raw, valueSize: valueSize)
+            for entry in entries { places[entry.key] = ForeignNamespaces.Place(bytes: entry.value) }
+            earlierLetOut.append((owned.insert(copy), Set(entries.map(\.key))))
+        }
+        return places
+    }
+
+    /// Every entry of a hash map keyed by a u64 (at most the namespace maps' size).
+    static func entries(of map: Int32, valueSize: UInt32) -> [(key: UInt64, value: [UInt8])] {
+        var found: [(key: UInt64, value: [UInt8])] = []
         var key: UInt64 = 0
         var next: UInt64 = 0
         var first = true
-        while (first ? vx_bpf_map_next_key(seenNamespaces.raw, nil, &next) : vx_bpf_map_next_key(seenNamespaces.raw, &key, &next)) == 0, seen.count < Int(ForeignNamespaces.entries) {
+        while (first ? vx_bpf_map_next_key(map, nil, &next) : vx_bpf_map_next_key(map, &key, &next)) == 0, found.count < Int(ForeignNamespaces.entries) {
             first = false
             key = next
-            var value = [UInt8](repeating: 0, count: Int(ForeignNamespaces.seenValueSize))
+            var value = [UInt8](repeating: 0, count: Int(valueSize))
             var lookup = key
-            if value.withUnsafeMutableBytes({ vx_bpf_map_lookup(seenNamespaces.raw, &lookup, $0.baseAddress) }) == 0,
-               let entry = ForeignNamespaces.Seen(cookie: key, value: value) {
-                seen.append(entry)
-            }
+            if value.withUnsafeMutableBytes({ vx_bpf_map_lookup(map, &lookup, $0.baseAddress) }) == 0 { found.append((key, value)) }
         }
-        return seen
+        return found
     }
 
     /// What the programs hold for the cgroup now, counters included; nil if nothing of
@@ -265,6 +309,11 @@ public final class AdoptedSocketPrograms {
     /// The earlier storage map each cgroup's programs use (owned by `maps`): its counters.
     private var storageMaps: [String: DescriptorNumber] = [:]
     private var maps = DescriptorTable()
+    /// The earlier programs' maps of members' namespaces (seen, let out), each once (owned
+    /// by `maps`), for `SocketProgramSet.takeOver`.
+    public private(set) var earlierSeenMaps: [DescriptorNumber] = []
+    public private(set) var earlierLetOutMaps: [DescriptorNumber] = []
+    private var namespaceMapIDs: Set<UInt32> = []
 
     public init() {}
 
@@ -275,6 +324,10 @@ public final class AdoptedSocketPrograms {
             var programs: [Program] = []
             for item in found where item.owner == owner {
                 if storageMaps[relative] == nil, let map = Found.copy(item.storage) { storageMaps[relative] = maps.insert(map) }
+                for (id, map) in item.namespaceMaps where namespaceMapIDs.insert(id).inserted {
+                    guard let copy = Found.copy(map.number) else { continue }
+                    if map.seen { earlierSeenMaps.append(maps.insert(copy)) } else { earlierLetOutMaps.append(maps.insert(copy)) }
+                }
                 if let program = Found.copy(item.descriptor.number) { programs.append(Program(program: item.kind, descriptor: program)) }
             }
             if !programs.isEmpty { byCgroup[relative] = programs }
@@ -288,6 +341,8 @@ public final class AdoptedSocketPrograms {
         let descriptor: FileDescriptor
         let owner: UInt64?
         let storage: DescriptorNumber?
+        /// Its maps of members' namespaces, by map id: seen (true) or let out.
+        var namespaceMaps: [UInt32: (number: DescriptorNumber, seen: Bool)] = [:]
         private var owned = DescriptorTable()
 
         /// `storage`: a map descriptor it takes over, or -1.
@@ -296,6 +351,10 @@ public final class AdoptedSocketPrograms {
             self.descriptor = descriptor
             self.owner = owner
             self.storage = storage >= 0 ? owned.insert(FileDescriptor(adopting: storage)) : nil
+        }
+
+        func keep(namespaceMap map: consuming FileDescriptor, id: UInt32, seen: Bool) {
+            namespaceMaps[id] = (owned.insert(map), seen)
         }
 
         /// A descriptor of its own of what `number` names (the ones here close with this).
@@ -337,22 +396,42 @@ public final class AdoptedSocketPrograms {
             for id in ids.prefix(Int(min(count, 64))) {
                 guard let program = try? FileDescriptor("bpf: program \(id)", returned: vx_bpf_prog_fd_by_id(id)) else { continue }
                 var name = [CChar](repeating: 0, count: 17)
-                var mapIDs = [UInt32](repeating: 0, count: 4)
+                var mapIDs = [UInt32](repeating: 0, count: 8)
                 var mapCount = UInt32(mapIDs.count)
                 guard vx_bpf_prog_info(program.raw, &name, &mapIDs, &mapCount) == 0,
                       SocketProgram.named(text(name)) == kind else { continue }
                 var owner: UInt64?
                 var storage: Int32 = -1
-                for mapID in mapIDs.prefix(Int(min(mapCount, 4))) where owner == nil {
-                    guard let map = try? FileDescriptor("bpf: map \(mapID)", returned: vx_bpf_map_fd_by_id(mapID)),
-                          let value = SocketProgramSet.read(map: map.raw, cgroup: cgroupID) else { continue }
-                    owner = value.owner
-                    storage = map.release()
+                var namespaceMaps: [(id: UInt32, raw: Int32, seen: Bool)] = []
+                for mapID in mapIDs.prefix(Int(min(mapCount, 8))) {
+                    guard let map = try? FileDescriptor("bpf: map \(mapID)", returned: vx_bpf_map_fd_by_id(mapID)) else { continue }
+                    if owner == nil, let value = SocketProgramSet.read(map: map.raw, cgroup: cgroupID) {
+                        owner = value.owner
+                        storage = map.release()
+                    } else if let seen = namespaceMapKind(map.raw) {
+                        namespaceMaps.append((mapID, map.release(), seen))
+                    }
                 }
-                found.append(Found(kind: kind, descriptor: program, owner: owner, storage: storage))
+                let item = Found(kind: kind, descriptor: program, owner: owner, storage: storage)
+                for map in namespaceMaps { item.keep(namespaceMap: FileDescriptor(adopting: map.raw), id: map.id, seen: map.seen) }
+                found.append(item)
             }
         }
         return found
+    }
+
+    /// Whether the map is one of the namespace maps of ours: seen (true), let out (false),
+    /// or neither (nil), by its name, type and sizes.
+    static func namespaceMapKind(_ map: Int32) -> Bool? {
+        var (type, keySize, valueSize) = (UInt32(0), UInt32(0), UInt32(0))
+        var name = [CChar](repeating: 0, count: 17)
+        guard vx_bpf_map_info(map, &type, &keySize, &valueSize, &name) == 0, keySize == ForeignNamespaces.keySize else { return nil }
+        switch (text(name), type, valueSize) {
+        case ("vx_netns_seen", ForeignNamespaces.seenType, ForeignNamespaces.seenValueSize): return true
+        // (4 bytes: a vpnd's from before the value said where the namespace is.)
+        case ("vx_netns_out", ForeignNamespaces.allowedType, ForeignNamespaces.allowedValueSize), ("vx_netns_out", ForeignNamespaces.allowedType, 4): return false
+        default: return nil
+        }
     }
 
     /// Detaches every program of ours whose owner is none of `live` (network namespaces, by

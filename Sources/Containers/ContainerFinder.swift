@@ -20,6 +20,11 @@ public enum ContainerFinder {
         var known: [UInt64: (namespace: Int32, profile: String)] = [:]
 
         public init() {}
+
+        /// A namespace an earlier vpnd let out, where it said it is (the profile by name).
+        public mutating func remember(_ cookie: UInt64, namespace: Int32, profile: String) {
+            if known[cookie] == nil { known[cookie] = (namespace, profile) }
+        }
     }
 
     /// Every seen namespace of a profile's: by its last process while that lives in a
@@ -49,7 +54,7 @@ public enum ContainerFinder {
             guard let place, let inside = try? netlink.links(inNamespace: place.namespace) else { continue }
             known[seen.cookie] = place
             let (state, bridges) = classify(namespace: place.namespace, inside: inside, hostLinks: hostLinks)
-            found.append(ContainerNamespace(cookie: seen.cookie, profile: place.profile, state: state, bridges: bridges))
+            found.append(ContainerNamespace(cookie: seen.cookie, profile: place.profile, state: state, bridges: bridges, namespace: place.namespace))
         }
         memory.known = known
         return found

@@ -101,6 +101,9 @@ public final class Daemon {
             for failure in failures { log.warning("\(failure)") }
         }
         let adopted = AdoptedSocketPrograms(hierarchy: hierarchy.mountPoint, owner: owner)
+        // The members' namespaces the earlier vpnd routed: found by the first apply, so a
+        // container keeps going through the restart.
+        let earlierPlaces = socketPrograms.takeOver(adopted)
         // Its program needs CAP_BPF and its port 53 CAP_NET_BIND_SERVICE: before the drop. It
         // lives as long as vpnd; a query routed to a proxy while none runs is refused
         // (DNSRouting.steeredQueryGuards).
@@ -136,6 +139,7 @@ public final class Daemon {
         kernel.onTableRestored = { [log] in log.warning("the nft table inet \(vpnexecTableName) was deleted by someone else; put back") }
         applier = kernel
         machineFacts = MachineFacts(hierarchy: hierarchy, netlink: kernelNetlink, cgroupParent: options.cgroupParent)
+        machineFacts.earlierPlaces = earlierPlaces
         reconciler = Reconciler(policy: loaded, applier: kernel, facts: machineFacts)
         rtnl = kernelNetlink
         failover = ServerFailover(log: log)

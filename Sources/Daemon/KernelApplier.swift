@@ -76,7 +76,7 @@ public final class KernelApplier: KernelApplying {
     public func apply(_ state: DesiredState) throws {
         if let until = drainingUntil, MonotonicInstant.now() >= until { drainingUntil = nil }
         // A namespace no longer routed is held before its rules go (it is let out after them).
-        if let failure = programs?.holdAgain(keeping: state.namespacesLetOut) { onProgramFailure?(failure) }
+        if let failure = programs?.holdAgain(keeping: Set(state.namespacesLetOut.keys)) { onProgramFailure?(failure) }
         let remade = try applyTable(drainingUntil == nil ? state.nft : TransportRules.draining(state.nft))
         try applyBridgeTable(state.bridgeNft)
         // Drained before the read: what changes during it (our own changes too) is news for
@@ -88,8 +88,10 @@ public final class KernelApplier: KernelApplying {
             routingInSync = (state.rules, state.routes, state.addresses, .now())
         }
         for sysctl in state.sysctls { try write(sysctl) }
-        for failure in programs?.reconcile(state.socketPrograms, pathGuard: state.pathGuard) ?? [] { onProgramFailure?(failure) }
+        // Let out once the rules and routes are in, and before new programs are attached
+        // (a restarted vpnd's replace the earlier ones, which let out from a map of their own).
         if let failure = programs?.letOut(state.namespacesLetOut) { onProgramFailure?(failure) }
+        for failure in programs?.reconcile(state.socketPrograms, pathGuard: state.pathGuard) ?? [] { onProgramFailure?(failure) }
         try applyLearned(state.learnedRoutes, check: remade || !learnedChecked)
     }
 

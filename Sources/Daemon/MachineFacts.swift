@@ -27,6 +27,9 @@ final class MachineFacts: RuntimeFactsSource {
     private var memory = TunnelNetworkMemory()
     /// The members' namespaces found before (a namespace's last process may be gone).
     private var containers = ContainerFinder.Memory()
+    /// Where the namespaces an earlier vpnd let out are (SocketProgramSet.takeOver), until
+    /// the first facts name their profiles.
+    var earlierPlaces: [UInt64: ForeignNamespaces.Place] = [:]
     /// The cgroups the kernel lacked socket programs of at the last apply.
     var unguarded: () -> [String: UnguardedCgroup] = { [:] }
     /// The members' network namespaces other than vpnd's that the socket programs saw.
@@ -45,6 +48,12 @@ final class MachineFacts: RuntimeFactsSource {
         reader.linkResolvers = linkResolvers
         var facts = try reader.read(policy, cgroupParent: cgroupParent, tunnelFiles: tunnelFiles, memory: &memory)
         facts.unguardedCgroups = UnguardedRules.held(unguarded(), policy: policy, parent: cgroupParent)
+        for (cookie, place) in earlierPlaces {
+            if let profile = policy.profiles.first(where: { $0.index == place.profileIndex }) {
+                containers.remember(cookie, namespace: place.namespace, profile: profile.name)
+            }
+        }
+        earlierPlaces = [:]
         let seen = foreignNamespaces()
         if !seen.isEmpty {
             let profiles = policy.profiles.map { ($0.name, $0.cgroupPath(parent: cgroupParent)) }

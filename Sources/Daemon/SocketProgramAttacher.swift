@@ -50,7 +50,7 @@ final class SocketProgramAttacher {
     func foreignNamespaces() -> [ForeignNamespaces.Seen] { programs.foreignNamespaces() }
 
     /// The namespaces let out of their cgroups made exactly `cookies`; what to log if not.
-    func letOut(_ cookies: Set<UInt64>) -> String? {
+    func letOut(_ cookies: [UInt64: ForeignNamespaces.Place]) -> String? {
         do throws(SocketProgramSet.Failure) { try programs.setLetOut(cookies) } catch { return error.description }
         return nil
     }

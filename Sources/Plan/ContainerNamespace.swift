@@ -6,6 +6,8 @@ public struct ContainerNamespace: Hashable, Sendable {
     /// The profile of the cgroup its process is in.
     public var profile: String
     public var state: State
+    /// Its id in vpnd's network namespace (nil: it has none).
+    public var namespace: Int32?
     /// The bridge each routed host end is a port of, by the end's name (none: a veth of its
     /// own, routed by its name; a port: marked by the bridge's rules, routed by the mark).
     public var bridges: [String: String] = [:]
@@ -18,10 +20,11 @@ public struct ContainerNamespace: Hashable, Sendable {
         case held(why: String)
     }
 
-    public init(cookie: UInt64, profile: String, state: State, bridges: [String: String] = [:]) {
+    public init(cookie: UInt64, profile: String, state: State, bridges: [String: String] = [:], namespace: Int32? = nil) {
         self.cookie = cookie
         self.profile = profile
         self.state = state
         self.bridges = bridges
+        self.namespace = namespace
     }
 }

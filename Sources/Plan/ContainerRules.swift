@@ -161,11 +161,15 @@ public enum ContainerRules {
         return interfaces
     }
 
-    /// The namespaces whose rules this plan holds: their cookies may leave their cgroups.
-    static func letOut(_ policy: Policy, facts: RuntimeFacts) -> Set<UInt64> {
-        Set(facts.containers.compactMap { container in
-            guard case .routed = container.state, policy.profiles.contains(where: { $0.name == container.profile }) else { return nil }
-            return container.cookie
-        })
+    /// The namespaces whose rules this plan holds: their cookies may leave their cgroups,
+    /// each kept with where it is (what a restarted vpnd finds it by).
+    static func letOut(_ policy: Policy, facts: RuntimeFacts) -> [UInt64: ForeignNamespaces.Place] {
+        var places: [UInt64: ForeignNamespaces.Place] = [:]
+        for container in facts.containers {
+            guard case .routed = container.state, let namespace = container.namespace,
+                  let profile = policy.profiles.first(where: { $0.name == container.profile }) else { continue }
+            places[container.cookie] = ForeignNamespaces.Place(namespace: namespace, profileIndex: profile.index)
+        }
+        return places
     }
 }

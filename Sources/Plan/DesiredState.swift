@@ -29,7 +29,7 @@ public struct DesiredState: Hashable, Sendable {
     public var addresses: [InterfaceAddress] = []
     /// Members' network namespaces whose packets may leave their cgroups (ContainerRules
     /// routes what they forward): applied after the rules.
-    public var namespacesLetOut: Set<UInt64> = []
+    public var namespacesLetOut: [UInt64: ForeignNamespaces.Place] = [:]
     /// The bridge family's table, while a routed container's veth is a bridge's port: it
     /// marks what arrives on that port, before the bridge passes it up (ContainerRules).
     public var bridgeNft: NftTable?

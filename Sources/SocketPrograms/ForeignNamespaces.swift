@@ -18,8 +18,9 @@ public enum ForeignNamespaces {
         public static let none = Maps(allowed: -1, seen: -1)
     }
 
-    /// Key: the namespace's cookie (u64). `allowed`'s value a u32 (1); `seen`'s `Value`.
-    public static let keySize: UInt32 = 8, allowedValueSize: UInt32 = 4, seenValueSize: UInt32 = 16
+    /// Key: the namespace's cookie (u64). `allowed`'s value a `Place` (the programs only
+    /// look the key up); `seen`'s `Value`.
+    public static let keySize: UInt32 = 8, allowedValueSize: UInt32 = 8, seenValueSize: UInt32 = 16
     /// A hash map (allowed) and an LRU hash (seen: the oldest go first).
     public static let allowedType: UInt32 = 1, seenType: UInt32 = 9
     public static let entries: UInt32 = 1024
@@ -27,6 +28,31 @@ public enum ForeignNamespaces {
     /// `seen`'s value: packets dropped u64 | the last process (tgid) that made a socket u64.
     enum Value {
         static let packets = 0, process = 8
+    }
+
+    /// What a namespace let out is, kept with it in `allowed`: its id in vpnd's network
+    /// namespace (i32) and its profile's index (u32). The programs never read it; a
+    /// restarted vpnd routes the namespace by it when the process that vpnd knew it by is
+    /// gone (its last socket's maker, a DNS lookup's), as it cannot ask the namespace.
+    public struct Place: Hashable, Sendable {
+        public var namespace: Int32
+        public var profileIndex: UInt32
+
+        public init(namespace: Int32, profileIndex: UInt32) {
+            self.namespace = namespace
+            self.profileIndex = profileIndex
+        }
+
+        public var bytes: [UInt8] {
+            withUnsafeBytes(of: namespace.littleEndian, Array.init) + withUnsafeBytes(of: profileIndex.littleEndian, Array.init)
+        }
+
+        /// From the map's value bytes (an earlier vpnd's 4-byte value says nothing: nil).
+        public init?(bytes: [UInt8]) {
+            guard bytes.count == Int(ForeignNamespaces.allowedValueSize) else { return nil }
+            let word = { (offset: Int) in (0..<4).reduce(UInt32(0)) { $0 | UInt32(bytes[offset + $1]) << (8 * UInt32($1)) } }
+            self.init(namespace: Int32(bitPattern: word(0)), profileIndex: word(4))
+        }
     }
 
     /// One namespace as `seen` holds it.

@@ -10,7 +10,8 @@ import Testing
 /// Joined to the host by a veth the host forwards and masquerades for (what nspawn
 /// `--network-veth`, podman and docker set up), it is routed: what arrives on the veth's
 /// host end gets the profile's mark, goes into the tunnel from the tunnel's address (v4 and
-/// v6), and is held by the killswitch with the tunnel down and with vpnd killed; its DNS
+/// v6), goes on through a restart of vpnd (killed and started again), and is held by the
+/// killswitch with the tunnel down and with vpnd killed; its DNS
 /// over UDP is answered by the profile's proxy, over TCP dropped. Joined by a bridge port
 /// (the bridge table marks what arrives on the port) it is routed the same way. A VM
 /// stand-in (a namespace of no profile's) behind an interface the policy lists in
@@ -167,6 +168,25 @@ import Testing
         let local = try Command.status(try s.daemon.vpnexec(profile: "work", routed.enter + ["python3", "-c", "import socket; print(socket.create_connection(('127.0.0.1', 7000), 2).recv(100).decode().strip())"]))
         #expect(local.stdout.trimmed == "here", "loopback inside the namespace: \(local.stdout)\(local.stderr)")
         listener.stop()
+
+        // vpnd killed and started again: the routed namespaces go on through the tunnel while
+        // it is dead (the rules and programs are the kernel's), and the new vpnd routes them
+        // from its first apply on (it takes over what the earlier one saw and let out):
+        // nothing in the clear meanwhile (the capture, below).
+        s.daemon.process?.kill9()
+        let whileDead = s.services.count("udp \(s.tunnel.clientAddress4)")
+        try eventually("the routed namespaces' datagrams through the tunnel with vpnd dead") {
+            s.services.count("udp \(s.tunnel.clientAddress4)") > whileDead + 20
+        }
+        try s.daemon.start()
+        let restarted = try s.daemon.status()
+        #expect(Set(restarted.routedNamespaces.map(\.cookie)) == Set(status.routedNamespaces.map(\.cookie))
+                && restarted.heldNamespaces.map(\.cookie) == [held.cookie],
+                "the restarted vpnd's first status: routed \(restarted.routedNamespaces), held \(restarted.heldNamespaces)")
+        let afterRestart = s.services.count("udp \(s.tunnel.clientAddress6)")
+        try eventually("the routed namespaces' datagrams through the tunnel after the restart") {
+            s.services.count("udp \(s.tunnel.clientAddress6)") > afterRestart + 20
+        }
 
         // Tunnel down, then vpnd killed: the routed namespace's datagrams go nowhere.
         try s.tunnel.setClientLink(up: false)

@@ -21,8 +21,8 @@ import Testing
 
     @Test func aRoutedContainerIsTheProfiles() throws {
         var facts = RuntimeFacts(cgroupIDs: ["vpn.slice/vpn-work.slice": 101])
-        facts.containers = [ContainerNamespace(cookie: 9, profile: "home", state: .routed(interfaces: ["ve-a", "ve-b"])),
-                            ContainerNamespace(cookie: 10, profile: "gone", state: .routed(interfaces: ["ve-c"])),
+        facts.containers = [ContainerNamespace(cookie: 9, profile: "home", state: .routed(interfaces: ["ve-a", "ve-b"]), namespace: 3),
+                            ContainerNamespace(cookie: 10, profile: "gone", state: .routed(interfaces: ["ve-c"]), namespace: 4),
                             ContainerNamespace(cookie: 11, profile: "work", state: .held(why: "x"))]
         let state = Planner.plan(policy, facts: facts)
         let marks = try #require(state.nft.chain(named: "containers_in"))
@@ -51,15 +51,17 @@ import Testing
         #expect(nat.rules.map(\.statements) == [[a, .outputInterfaceName("tun0", negated: false), .masquerade],
                                                 [b, .outputInterfaceName("tun0", negated: false), .masquerade]])
         #expect(state.nft.counters.filter { $0.name.hasSuffix("_container_dns") }.map(\.name) == ["home_container_dns"])
-        #expect(state.namespacesLetOut == [9], "only a routed namespace of a profile the policy has")
+        let homeIndex = try #require(policy.profiles.first { $0.name == "home" }?.index)
+        #expect(state.namespacesLetOut == [9: ForeignNamespaces.Place(namespace: 3, profileIndex: homeIndex)],
+                "only a routed namespace of a profile the policy has, kept with where it is")
     }
 
     /// A bridge's port: marked in the bridge family's table by the port's name; the rest
     /// knows it by the bridge and the mark, once for two containers on the same bridge.
     @Test func aBridgePortIsMarkedByTheBridgeTable() throws {
         var facts = RuntimeFacts(cgroupIDs: ["vpn.slice/vpn-work.slice": 101])
-        facts.containers = [ContainerNamespace(cookie: 9, profile: "work", state: .routed(interfaces: ["veth1"]), bridges: ["veth1": "podman0"]),
-                            ContainerNamespace(cookie: 12, profile: "work", state: .routed(interfaces: ["veth2"]), bridges: ["veth2": "podman0"])]
+        facts.containers = [ContainerNamespace(cookie: 9, profile: "work", state: .routed(interfaces: ["veth1"]), bridges: ["veth1": "podman0"], namespace: 5),
+                            ContainerNamespace(cookie: 12, profile: "work", state: .routed(interfaces: ["veth2"]), bridges: ["veth2": "podman0"], namespace: 6)]
         let state = Planner.plan(policy, facts: facts)
         let bridge = try #require(state.bridgeNft)
         #expect(bridge.family == .bridge && bridge.name == "vpnexec")
@@ -70,7 +72,8 @@ import Testing
         #expect(state.nft.chain(named: "containers_nat")?.rules.map(\.statements) == [from + [.outputInterfaceName("wg0", negated: false), .masquerade]])
         #expect(state.nft.chain(named: "containers_in")?.rules.contains { $0.statements.contains(.setMark(0x0100_0000)) } == false)
         #expect(state.rules.filter { $0.inputInterface == "podman0" }.count == 2, "one UDP DNS rule a family for the bridge")
-        #expect(state.namespacesLetOut == [9, 12])
+        let workIndex = try #require(policy.profiles.first { $0.name == "work" }?.index)
+        #expect(state.namespacesLetOut == [9: ForeignNamespaces.Place(namespace: 5, profileIndex: workIndex), 12: ForeignNamespaces.Place(namespace: 6, profileIndex: workIndex)])
         #expect(PlanText.render(state).contains("table bridge vpnexec {"))
     }
 

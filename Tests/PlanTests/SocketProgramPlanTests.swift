@@ -115,4 +115,13 @@ import Testing
         #expect(ForeignNamespaces.Seen(cookie: 5671, value: value) == ForeignNamespaces.Seen(cookie: 5671, packets: 259, process: 1234))
         #expect(ForeignNamespaces.Seen(cookie: 1, value: Array(value.dropLast())) == nil)
     }
+
+    /// `allowed`'s value: the namespace's id, then its profile's index, little-endian; an
+    /// earlier vpnd's 4-byte value (1) says nothing.
+    @Test func aPlaceRoundTrips() {
+        let place = ForeignNamespaces.Place(namespace: 7, profileIndex: 258)
+        #expect(place.bytes == [7, 0, 0, 0, 2, 1, 0, 0])
+        #expect(ForeignNamespaces.Place(bytes: place.bytes) == place)
+        #expect(ForeignNamespaces.Place(bytes: [1, 0, 0, 0]) == nil)
+    }
 }
