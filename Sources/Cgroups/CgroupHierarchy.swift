@@ -96,15 +96,7 @@ public struct CgroupHierarchy: Sendable {
     }
 
     public func children(of relative: String) -> [String] {
-        guard let directory = opendir(absolute(relative)) else { return [] }
-        defer { closedir(directory) }
-        var names: [String] = []
-        while let entry = readdir(directory) {
-            guard entry.pointee.d_type == UInt8(DT_DIR) else { continue }
-            let name = withUnsafeBytes(of: entry.pointee.d_name) { String(decoding: $0.prefix { $0 != 0 }, as: UTF8.self) }
-            if name != "." && name != ".." { names.append(name) }
-        }
-        return names.sorted()
+        Directory.entries(of: absolute(relative)).filter(\.isDirectory).map(\.name).sorted()
     }
 
     /// The cgroup v2 path of a process relative to the root, from /proc/PID/cgroup.

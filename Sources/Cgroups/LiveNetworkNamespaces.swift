@@ -64,14 +64,7 @@ public enum LiveNetworkNamespaces {
     }
 
     private static func numericEntries(of directory: String) -> [String] {
-        guard let entries = opendir(directory) else { return [] }
-        defer { closedir(entries) }
-        var names: [String] = []
-        while let entry = readdir(entries) {
-            let name = withUnsafeBytes(of: entry.pointee.d_name) { String(decoding: $0.prefix { $0 != 0 }, as: UTF8.self) }
-            if let first = name.utf8.first, (UInt8(ascii: "0")...UInt8(ascii: "9")).contains(first) { names.append(name) }
-        }
-        return names
+        Directory.names(of: directory).filter { name in name.utf8.first.map { (UInt8(ascii: "0")...UInt8(ascii: "9")).contains($0) } ?? false }
     }
 
     private static func link(_ path: String) -> String {

@@ -375,13 +375,8 @@ public final class AdoptedSocketPrograms {
             guard fstat(directory.raw, &info) == 0 else { continue }
             let found = programs(on: directory, cgroup: UInt64(info.st_ino))
             if !found.isEmpty { body(relative, UInt64(info.st_ino), found) }
-            if let entries = opendir(path) {
-                while let entry = readdir(entries) {
-                    guard entry.pointee.d_type == UInt8(DT_DIR) else { continue }
-                    let name = withUnsafeBytes(of: entry.pointee.d_name) { String(decoding: $0.prefix { $0 != 0 }, as: UTF8.self) }
-                    if name != ".", name != ".." { pending.append(relative.isEmpty ? name : relative + "/" + name) }
-                }
-                closedir(entries)
+            for entry in Directory.entries(of: path) where entry.isDirectory {
+                pending.append(relative.isEmpty ? entry.name : relative + "/" + entry.name)
             }
         }
     }

@@ -194,12 +194,7 @@ public final class Daemon {
             }
             kept.insert(name)
         }
-        guard let listing = opendir(directory) else { return }
-        defer { closedir(listing) }
-        while let entry = readdir(listing) {
-            let name = withUnsafeBytes(of: entry.pointee.d_name) { String(decoding: $0.prefix { $0 != 0 }, as: UTF8.self) }
-            if name.hasSuffix(".toml") && !kept.contains(name) { unlink(directory + "/" + name) }
-        }
+        for name in Directory.names(of: directory) where name.hasSuffix(".toml") && !kept.contains(name) { unlink(directory + "/" + name) }
     }
 
     // MARK: state

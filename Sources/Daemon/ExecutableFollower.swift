@@ -84,13 +84,8 @@ final class ExecutableFollower {
     }
 
     func scanAll(policy: Policy, parent: String, hierarchy: CgroupHierarchy, names: (String) -> [String], prepare: (String) throws -> Void) {
-        guard policy.listsExecutables, let directory = opendir("/proc") else { return }
-        var pids: [Int32] = []
-        while let entry = readdir(directory) {
-            let name = withUnsafeBytes(of: entry.pointee.d_name) { String(decoding: $0.prefix { $0 != 0 }, as: UTF8.self) }
-            if let pid = Int32(name), pid > 1 { pids.append(pid) }
-        }
-        closedir(directory)
+        guard policy.listsExecutables else { return }
+        let pids = Directory.names(of: "/proc").compactMap(Int32.init).filter { $0 > 1 }
         for pid in pids { place(pid, policy: policy, parent: parent, hierarchy: hierarchy, names: names, prepare: prepare) }
     }
 

@@ -1,4 +1,5 @@
 import Addresses
+import Descriptors
 import Glibc
 import Plan
 
@@ -58,13 +59,6 @@ public struct LinkResolversReader: Sendable {
     }
 
     static func names(in directory: String) -> [String] {
-        guard let handle = opendir(directory) else { return [] }
-        defer { closedir(handle) }
-        var names: [String] = []
-        while let entry = readdir(handle) {
-            let name = withUnsafeBytes(of: entry.pointee.d_name) { String(decoding: $0.prefix { $0 != 0 }, as: UTF8.self) }
-            if !name.hasPrefix(".") { names.append(name) }
-        }
-        return names
+        Directory.names(of: directory).filter { !$0.hasPrefix(".") }
     }
 }

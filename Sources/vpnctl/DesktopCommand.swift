@@ -77,16 +77,7 @@ extension VPNCtl {
 
         /// The entries of a directory; none if it cannot be read (XDG_DATA_DIRS may name
         /// directories a system does not have).
-        static func names(in directory: String) -> [String] {
-            guard let handle = opendir(directory) else { return [] }
-            defer { closedir(handle) }
-            var names: [String] = []
-            while let entry = readdir(handle) {
-                let name = withUnsafeBytes(of: entry.pointee.d_name) { String(decoding: $0.prefix { $0 != 0 }, as: UTF8.self) }
-                if name != "." && name != ".." { names.append(name) }
-            }
-            return names
-        }
+        static func names(in directory: String) -> [String] { Directory.names(of: directory) }
 
         func removeLauncher(_ target: String) throws {
             let data: [UInt8]
