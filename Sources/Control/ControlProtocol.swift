@@ -1,4 +1,5 @@
 import FoundationEssentials
+import Launch
 
 /// The requests vpnexec and vpnctl send to vpnd: one JSON object per line on a Unix
 /// stream socket; vpnd answers with one line and closes. Who asks is not in the request:
@@ -451,14 +452,5 @@ public enum ControlCoding {
         default:
             return "\(error)".split(separator: "\n").joined(separator: "; ")
         }
-    }
-}
-
-public enum ControlSocket {
-    public static let defaultPath = "/run/vpnexec/vpnd.sock"
-
-    /// --socket, else $VPNEXEC_SOCKET, else the default.
-    public static func path(option: String?, environment: [String: String]) -> String {
-        option ?? environment["VPNEXEC_SOCKET"].flatMap { $0.isEmpty ? nil : $0 } ?? defaultPath
     }
 }

@@ -2,6 +2,7 @@ import Control
 import Policy
 import Routing
 import WireGuardDevice
+import Launch
 
 /// What a launch into a profile finds of its tunnel, for vpnexec's warning: the tunnel when
 /// the killswitch holds the profile's members because it is not there (they get "No route

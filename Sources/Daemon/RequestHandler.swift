@@ -5,6 +5,7 @@ import Plan
 import Policy
 import Routing
 import ServiceSupport
+import Launch
 
 /// What vpnd does for vpnexec and vpnctl: each request decided from the kernel's account of
 /// the caller (Peer) and the policy in force, processes moved through pidfds. It holds what

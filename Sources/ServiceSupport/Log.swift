@@ -1,5 +1,6 @@
 import Control
 import Glibc
+import Launch
 
 /// Lines on stderr. Under journald each carries a syslog priority prefix ("<3>"), which
 /// journald turns into the entry's priority; anywhere else (a terminal, a pipe, a file) the

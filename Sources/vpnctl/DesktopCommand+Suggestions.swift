@@ -2,6 +2,7 @@ import Control
 import FoundationEssentials
 import Glibc
 import Policy
+import Launch
 
 /// What `vpnctl desktop` says when the profile or the application named is not there: which
 /// one was meant, from what the caller may see.

@@ -2,6 +2,7 @@ import ArgumentParser
 import Control
 import Descriptors
 import Glibc
+import Launch
 
 extension VPNCtl {
     struct Desktop: ParsableCommand {

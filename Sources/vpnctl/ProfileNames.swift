@@ -1,5 +1,6 @@
 import ArgumentParser
 import Control
+import Launch
 
 /// Shell completion of profile names: the profiles the caller may use, as vpnd says (the
 /// generated scripts run `vpnctl` itself to complete; vpnexec's call `vpnctl profiles

@@ -8,6 +8,7 @@ import StatusPresentation
 import Suggestions
 import TrustedFiles
 import TunnelFiles
+import Launch
 
 @main
 struct VPNCtl: ParsableCommand {

@@ -6,6 +6,7 @@ import Glibc
 import Policy
 import TrustedFiles
 import ServiceSupport
+import Launch
 
 @main
 struct VPND: ParsableCommand {

@@ -1,6 +1,6 @@
 import BuildVersion
 import CLinux
-import Control
+import Launch
 import Descriptors
 import Glibc
 
@@ -112,13 +112,14 @@ enum VPNExec {
 
     /// Sends the request with a pidfd of this process where the kernel has them; the pidfd
     /// is closed once sent, so the command does not inherit it.
-    static func ask(_ request: ControlRequest, socketPath: String) throws(ControlClientError) -> ControlResponse {
+    static func ask(profile: String?, socketPath: String) throws(ControlClientError) -> LaunchMessages.Answer {
+        let request = LaunchMessages.request(profile: profile)
         let pidfd = vx_pidfd_open(getpid())
-        guard pidfd >= 0 else { return try ControlClient.send(request, socketPath: socketPath) }
+        guard pidfd >= 0 else { return try LaunchMessages.answer(ControlConnection.exchange(request, socketPath: socketPath)) }
         let me = FileDescriptor(adopting: pidfd)
-        let response = try ControlClient.send(request, socketPath: socketPath, passing: me.number)
+        let answer = try ControlConnection.exchange(request, socketPath: socketPath, passing: me.number)
         me.close()
-        return response
+        return try LaunchMessages.answer(answer)
     }
 
     /// What the launch will not do as it seems to (LaunchWarnings), one line each on stderr;
@@ -153,9 +154,9 @@ enum VPNExec {
         let path = ControlSocket.path(option: arguments.socket, environment: ProcessInfoEnvironment.current)
         // vpnd moves the process a pidfd names, never a bare pid: on kernels without
         // SO_PEERPIDFD (before 6.5) this one, which vpnd checks against the connection.
-        let response: ControlResponse
+        let response: LaunchMessages.Answer
         do {
-            response = try ask(arguments.profile.map { .exec(profile: $0) } ?? .bypass, socketPath: path)
+            response = try ask(profile: arguments.profile, socketPath: path)
         } catch {
             writeStandardError("vpnexec: \(error)\n")
             return ownFailure

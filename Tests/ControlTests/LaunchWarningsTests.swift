@@ -1,6 +1,7 @@
 import Control
 import Glibc
 import Testing
+import Launch
 
 /// vpnexec's warnings before it execs (issue 43, items 2 and 3): which launches look for a
 /// running instance, what counts as one outside the profile (a /proc of plain files here),

@@ -5,6 +5,7 @@ import Routing
 import Testing
 import TrustedFiles
 import WireGuardDevice
+import Launch
 
 /// What a launch finds of its profile's tunnel, for vpnexec's warning (issue 43, item 3):
 /// held only where the killswitch holds members and the tunnel will not carry them.

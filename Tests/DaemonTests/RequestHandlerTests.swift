@@ -7,6 +7,7 @@ import Policy
 import Routing
 import ServiceSupport
 import Testing
+import Launch
 
 /// vpnd's answers to vpnexec and vpnctl, without root: the request handler with the
 /// reconciler over FakeKernelApplier, a fake cgroup tree and fake systemd scopes. The
