@@ -12,41 +12,48 @@ import SocketPrograms
 /// (a macvlan or ipvlan on an uplink, a veth to a third namespace, a tap fed by a relay)
 /// keeps it held at its cgroup, with the reason for status.
 public enum ContainerFinder {
-    /// The namespaces found before, by cookie: the id this namespace gives each and its
-    /// profile. The programs keep only the last process that made a socket in a namespace,
-    /// which may be gone a moment later (a DNS lookup's); the namespace is known by its id
-    /// for as long as it answers by it.
+    /// The namespaces found before, by cookie: the id this namespace gives each, its
+    /// profile and the cgroup its process was in. The programs keep only the last process
+    /// that made a socket in a namespace, which may be gone a moment later (a DNS lookup's);
+    /// the namespace is known by its id for as long as it answers by it.
     public struct Memory: Sendable {
-        var known: [UInt64: (namespace: Int32, profile: String)] = [:]
+        var known: [UInt64: Place] = [:]
+
+        struct Place {
+            var namespace: Int32
+            var profile: String
+            var cgroup: String?
+        }
 
         public init() {}
 
         /// A namespace an earlier vpnd let out, where it said it is (the profile by name).
         public mutating func remember(_ cookie: UInt64, namespace: Int32, profile: String) {
-            if known[cookie] == nil { known[cookie] = (namespace, profile) }
+            if known[cookie] == nil { known[cookie] = Place(namespace: namespace, profile: profile) }
         }
     }
 
     /// Every seen namespace of a profile's: by its last process while that lives in a
-    /// profile's cgroup, else as `memory` knows it. `profile(of:)`: the profile whose
-    /// cgroup holds the process now, or nil. The dump of our links comes first: it gives
-    /// each namespace a veth of ours reaches its id, which a process's namespace is then
-    /// asked by.
+    /// profile's cgroup, else as `memory` knows it. `cgroup(of:)`: the process's cgroup;
+    /// `profile(of:)`: the profile that cgroup is of, or nil. The dump of our links comes
+    /// first: it gives each namespace a veth of ours reaches its id, which a process's
+    /// namespace is then asked by.
     public static func find(_ seen: [ForeignNamespaces.Seen], netlink: Rtnetlink, memory: inout Memory,
-                            profile: (Int32) -> String?) -> [ContainerNamespace] {
+                            cgroup: (Int32) -> String?, profile: (String) -> String?) -> [ContainerNamespace] {
         let hostLinks = (try? netlink.links()) ?? []
         var found: [ContainerNamespace] = []
-        var known: [UInt64: (namespace: Int32, profile: String)] = [:]
+        var known: [UInt64: Memory.Place] = [:]
         for seen in seen {
             var place = memory.known[seen.cookie]
             // The process's namespace now, which is the cookie's unless the process moved:
             // only root moves a process to a namespace with links of its own, and then at
             // worst routes a namespace of a member that root built.
-            if seen.process > 0, kill(seen.process, 0) == 0, let name = profile(seen.process) {
+            if seen.process > 0, kill(seen.process, 0) == 0, let path = cgroup(seen.process), let name = profile(path) {
                 if let id = (try? netlink.namespaceID(ofProcess: seen.process)) ?? nil {
-                    place = (id, name)
+                    place = Memory.Place(namespace: id, profile: name, cgroup: path)
                 } else {
-                    found.append(ContainerNamespace(cookie: seen.cookie, profile: name, state: classify(namespace: nil, inside: [], hostLinks: hostLinks).state))
+                    found.append(ContainerNamespace(cookie: seen.cookie, profile: name, state: classify(namespace: nil, inside: [], hostLinks: hostLinks).state,
+                                                    cgroup: path))
                     continue
                 }
             }
@@ -54,7 +61,8 @@ public enum ContainerFinder {
             guard let place, let inside = try? netlink.links(inNamespace: place.namespace) else { continue }
             known[seen.cookie] = place
             let (state, bridges) = classify(namespace: place.namespace, inside: inside, hostLinks: hostLinks)
-            found.append(ContainerNamespace(cookie: seen.cookie, profile: place.profile, state: state, bridges: bridges, namespace: place.namespace))
+            found.append(ContainerNamespace(cookie: seen.cookie, profile: place.profile, state: state, bridges: bridges,
+                                            namespace: place.namespace, cgroup: place.cgroup))
         }
         memory.known = known
         return found

@@ -58,9 +58,8 @@ final class MachineFacts: RuntimeFactsSource {
         if !seen.isEmpty {
             let profiles = policy.profiles.map { ($0.name, $0.cgroupPath(parent: cgroupParent)) }
                 + facts.joinedCgroups.map { ($0.value.profile, $0.key) }
-            facts.containers = ContainerFinder.find(seen, netlink: netlink, memory: &containers) { pid in
-                guard let cgroup = CgroupHierarchy.cgroup(ofProcess: pid) else { return nil }
-                return profiles.first { cgroup == $0.1 || cgroup.hasPrefix($0.1 + "/") }?.0
+            facts.containers = ContainerFinder.find(seen, netlink: netlink, memory: &containers, cgroup: CgroupHierarchy.cgroup(ofProcess:)) { cgroup in
+                profiles.first { cgroup == $0.1 || cgroup.hasPrefix($0.1 + "/") }?.0
             }
         }
         return facts

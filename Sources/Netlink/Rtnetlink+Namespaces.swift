@@ -54,4 +54,13 @@ extension Rtnetlink {
         message.put(Self.targetNamespace, u32: UInt32(bitPattern: namespace))
         return try netlink.dump(message, operation: "list the links of network namespace \(namespace)").compactMap(Self.decodeLink)
     }
+
+    /// The addresses of the namespace with id `namespace`, as its links hold them. The kernel
+    /// reads IFA_TARGET_NETNSID only from a socket with strict checking, which this one has.
+    public func addresses(inNamespace namespace: Int32) throws -> [InterfaceAddress] {
+        let message = NetlinkMessage(type: UInt16(RTM_GETADDR), flags: 0)
+        message.putFamilyHeader(ifaddrmsg())
+        message.put(UInt16(cint(IFA_TARGET_NETNSID)), u32: UInt32(bitPattern: namespace))
+        return try netlink.dump(message, operation: "list the addresses of network namespace \(namespace)").compactMap(Self.decodeAddress)
+    }
 }

@@ -268,14 +268,16 @@ public final class Rtnetlink {
     public func addresses() throws -> [InterfaceAddress] {
         let message = NetlinkMessage(type: UInt16(RTM_GETADDR), flags: 0)
         message.putFamilyHeader(ifaddrmsg())
-        return try netlink.dump(message, operation: "list addresses").compactMap { reply -> InterfaceAddress? in
-            let header = reply.familyHeader(as: ifaddrmsg.self)
-            let attributes = reply.attributes(familyHeaderSize: MemoryLayout<ifaddrmsg>.size)
-            let bytes = attributes[UInt16(cint(IFA_LOCAL))] ?? attributes[UInt16(cint(IFA_ADDRESS))]
-            guard let address = bytes.flatMap({ IPAddress(bytes: $0) }),
-                  let prefix = IPPrefix(address: address, length: Int(header.ifa_prefixlen)) else { return nil }
-            return InterfaceAddress(interfaceIndex: Int32(bitPattern: header.ifa_index), prefix: prefix)
-        }
+        return try netlink.dump(message, operation: "list addresses").compactMap(Self.decodeAddress)
+    }
+
+    static func decodeAddress(_ reply: NetlinkReply) -> InterfaceAddress? {
+        let header = reply.familyHeader(as: ifaddrmsg.self)
+        let attributes = reply.attributes(familyHeaderSize: MemoryLayout<ifaddrmsg>.size)
+        let bytes = attributes[UInt16(cint(IFA_LOCAL))] ?? attributes[UInt16(cint(IFA_ADDRESS))]
+        guard let address = bytes.flatMap({ IPAddress(bytes: $0) }),
+              let prefix = IPPrefix(address: address, length: Int(header.ifa_prefixlen)) else { return nil }
+        return InterfaceAddress(interfaceIndex: Int32(bitPattern: header.ifa_index), prefix: prefix)
     }
 
     /// Adds an address (no-op if it is already there).

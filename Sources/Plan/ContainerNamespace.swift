@@ -6,11 +6,15 @@ public struct ContainerNamespace: Hashable, Sendable {
     /// The profile of the cgroup its process is in.
     public var profile: String
     public var state: State
-    /// Its id in vpnd's network namespace (nil: it has none).
+    /// Its id in vpnd's network namespace (nil: it has none): `ip netns list-id`, a host
+    /// end's `link-netnsid`.
     public var namespace: Int32?
     /// The bridge each routed host end is a port of, by the end's name (none: a veth of its
     /// own, routed by its name; a port: marked by the bridge's rules, routed by the mark).
     public var bridges: [String: String] = [:]
+    /// The cgroup of the last process that made a socket there, when vpnd last saw it live
+    /// (what names a runtime's container: ContainerName).
+    public var cgroup: String?
 
     public enum State: Hashable, Sendable {
         /// It reaches the host by these veths (their host ends' names) alone, each one of its
@@ -20,11 +24,12 @@ public struct ContainerNamespace: Hashable, Sendable {
         case held(why: String)
     }
 
-    public init(cookie: UInt64, profile: String, state: State, bridges: [String: String] = [:], namespace: Int32? = nil) {
+    public init(cookie: UInt64, profile: String, state: State, bridges: [String: String] = [:], namespace: Int32? = nil, cgroup: String? = nil) {
         self.cookie = cookie
         self.profile = profile
         self.state = state
         self.bridges = bridges
         self.namespace = namespace
+        self.cgroup = cgroup
     }
 }
