@@ -38,6 +38,11 @@ public struct ControlResponse: Codable, Hashable, Sendable {
     public var status: StatusReport?
     public var profiles: [ProfileSummary]?
     public var members: [MemberReport]?
+    /// With `members`: the profiles' network namespaces (containers), routed and held, and
+    /// their forward.interfaces (absent from an older vpnd).
+    public var routedNamespaces: [RoutedNamespaceReport]?
+    public var heldNamespaces: [HeldNamespaceReport]?
+    public var forwardInterfaces: [String: [ForwardInterfaceReport]]?
     /// A launch's answer (exec): what vpnexec warns of before it execs.
     public var launch: LaunchReport?
 
@@ -160,6 +165,11 @@ public struct ProfileStatus: Codable, Hashable, Sendable {
     public var trusted: TrustedStatus?
     /// Multihop: the entry profile that carries this profile's transport (HopStatus).
     public var via: HopStatus?
+    /// Its `forward.interfaces`, by name (absent: none).
+    public var forwardInterfaces: [ForwardInterfaceReport]?
+    /// Its routed containers' and forward.interfaces' DNS queries no proxy answers, dropped
+    /// (absent while it has none of either).
+    public var containerDNSDropped: Traffic?
 
     /// What identifies the profile and its tunnel; members and traffic start at zero and are
     /// set by name.
@@ -254,6 +264,14 @@ public struct HeldNamespaceReport: Codable, Hashable, Sendable {
     public var profile: String?
     /// Why it is not routed (what of it does not lead to the host), when vpnd looked.
     public var reason: String?
+    /// The id vpnd's namespace gives it (`ip netns list-id`), where it has one.
+    public var namespaceID: Int32?
+    /// What its cgroup names it (ContainerName).
+    public var runtime: String?
+    public var name: String?
+    /// Its addresses, as its interfaces hold them (IPv6 link-local left out), where vpnd
+    /// can ask it (it has an id).
+    public var addresses: [String]?
 
     public init(cookie: UInt64, packets: UInt64, pid: Int32? = nil, cgroup: String? = nil, profile: String? = nil, reason: String? = nil) {
         self.cookie = cookie
@@ -274,12 +292,51 @@ public struct RoutedNamespaceReport: Codable, Hashable, Sendable {
     public var interfaces: [String]
     /// The bridges those of them that are ports belong to.
     public var bridges: [String]
+    /// The id vpnd's namespace gives it: `ip netns list-id`, and the `link-netnsid` of its
+    /// veths' host ends in `ip -d link` (its inode is not vpnd's to read: that takes ptrace
+    /// access to its processes, whose capabilities exceed vpnd's).
+    public var namespaceID: Int32?
+    /// The cgroup of the last process vpnd saw make a socket there, and what that names it
+    /// (ContainerName: "docker", "podman", "machine", "container", "unit").
+    public var cgroup: String?
+    public var runtime: String?
+    public var name: String?
+    /// Its addresses, as its interfaces hold them (IPv6 link-local left out).
+    public var addresses: [String]?
+    /// What it sent and received across its interfaces: the counters of their host ends
+    /// (forwarded into the tunnel, its DNS and neighbour discovery included).
+    public var sent: Traffic?
+    public var received: Traffic?
+    /// Packets its cgroup's egress dropped before it was routed (or while it was held).
+    public var heldPackets: UInt64?
 
     public init(cookie: UInt64, profile: String, interfaces: [String], bridges: [String] = []) {
         self.cookie = cookie
         self.profile = profile
         self.interfaces = interfaces
         self.bridges = bridges
+    }
+}
+
+/// An interface of a profile's `forward.interfaces` (a VM's bridge or tap): whether it is
+/// there, and what crossed it.
+public struct ForwardInterfaceReport: Codable, Hashable, Sendable {
+    /// `state`'s values: what arrives on it is the profile's; it is there but down; there is
+    /// none of that name (yet: the rules wait for it by name).
+    public static let routed = "routed", down = "down", missing = "missing"
+
+    public var interface: String
+    public var state: String
+    /// What arrived on it (forwarded into the tunnel, or to the proxy) and left by it: its
+    /// own counters; absent while it is missing.
+    public var received: Traffic?
+    public var sent: Traffic?
+
+    public init(interface: String, state: String, received: Traffic? = nil, sent: Traffic? = nil) {
+        self.interface = interface
+        self.state = state
+        self.received = received
+        self.sent = sent
     }
 }
 

@@ -1,5 +1,6 @@
 import BuildVersion
 import Cgroups
+import Containers
 import Control
 import DNS
 import Glibc
@@ -61,27 +62,56 @@ extension Daemon {
     /// last process that made a socket there while it lives.
     /// A routed one is not among them, whatever it had dropped before it was let out.
     func heldNamespaces() -> [HeldNamespaceReport] {
-        let containers = Dictionary((appliedFacts?.containers ?? []).map { ($0.cookie, $0.state) }, uniquingKeysWith: { a, _ in a })
+        let containers = Dictionary((appliedFacts?.containers ?? []).map { ($0.cookie, $0) }, uniquingKeysWith: { a, _ in a })
         return applier.foreignNamespaces().filter { $0.packets > 0 }.sorted { $0.cookie < $1.cookie }.compactMap { seen in
             var reason: String?
-            switch containers[seen.cookie] {
+            let container = containers[seen.cookie]
+            switch container?.state {
             case .routed: return nil
             case let .held(why): reason = why
             case nil: reason = nil
             }
             let pid = seen.process > 0 && kill(seen.process, 0) == 0 ? seen.process : nil
-            return HeldNamespaceReport(cookie: seen.cookie, packets: seen.packets, pid: pid,
-                                       cgroup: pid.flatMap { CgroupHierarchy.cgroup(ofProcess: $0) }, reason: reason)
+            var held = HeldNamespaceReport(cookie: seen.cookie, packets: seen.packets, pid: pid,
+                                           cgroup: pid.flatMap { CgroupHierarchy.cgroup(ofProcess: $0) } ?? container?.cgroup, reason: reason)
+            held.namespaceID = container?.namespace
+            let name = held.cgroup.flatMap(ContainerName.init(cgroup:))
+            held.runtime = name?.runtime
+            held.name = name?.name
+            held.addresses = container?.namespace.flatMap(namespaceAddresses)
+            return held
         }
     }
 
-    /// For status: the members' namespaces the last apply routed.
+    /// For status: the members' namespaces the last apply routed, with what names them and
+    /// their addresses (their traffic is StatusBuilder's, from the links).
     func routedNamespaces() -> [RoutedNamespaceReport] {
-        (appliedFacts?.containers ?? []).sorted { $0.cookie < $1.cookie }.compactMap { container in
+        let held = Dictionary(applier.foreignNamespaces().map { ($0.cookie, $0.packets) }, uniquingKeysWith: max)
+        return (appliedFacts?.containers ?? []).sorted { $0.cookie < $1.cookie }.compactMap { container in
             guard case let .routed(interfaces) = container.state else { return nil }
-            return RoutedNamespaceReport(cookie: container.cookie, profile: container.profile, interfaces: interfaces,
-                                         bridges: Array(Set(container.bridges.values)).sorted())
+            var routed = RoutedNamespaceReport(cookie: container.cookie, profile: container.profile, interfaces: interfaces,
+                                               bridges: Array(Set(container.bridges.values)).sorted())
+            routed.namespaceID = container.namespace
+            routed.cgroup = container.cgroup
+            let name = container.cgroup.flatMap(ContainerName.init(cgroup:))
+            routed.runtime = name?.runtime
+            routed.name = name?.name
+            routed.addresses = container.namespace.flatMap(namespaceAddresses)
+            routed.heldPackets = held[container.cookie] ?? 0
+            return routed
         }
+    }
+
+    /// A namespace's addresses but its loopback's and IPv6 link-local ones (nil: it does not
+    /// answer by that id now).
+    private func namespaceAddresses(_ id: Int32) -> [String]? {
+        guard let addresses = try? rtnl.addresses(inNamespace: id) else { return nil }
+        return addresses.filter { address in
+            let bytes = address.prefix.address.bytes
+            let loopback = address.prefix.isIPv4 ? bytes.first == 127 : bytes == [UInt8](repeating: 0, count: 15) + [1]
+            let linkLocal = !address.prefix.isIPv4 && bytes[0] == 0xfe && bytes[1] & 0xc0 == 0x80
+            return !loopback && !linkLocal
+        }.map(\.prefix.description)
     }
 
     /// For status: where members' queries arrive, for how many profiles.

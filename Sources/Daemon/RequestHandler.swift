@@ -116,7 +116,7 @@ final class RequestHandler {
             case .profiles:
                 return ControlResponse(ok: true, profiles: try profileSummaries(for: peer))
             case let .members(name):
-                return ControlResponse(ok: true, members: try members(of: name, for: peer))
+                return try membersAnswer(of: name, for: peer)
             case .status:
                 return ControlResponse(ok: true, status: statusView(try answers.status(), for: peer))
             case .plan:

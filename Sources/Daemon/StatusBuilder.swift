@@ -152,6 +152,29 @@ struct StatusBuilder {
         return dropped
     }
 
+    /// A profile's forward.interfaces: there and up (what arrives is routed), down, or
+    /// missing, with what crossed each (nil: it lists none).
+    func forwardInterfaces(_ profile: Profile) -> [ForwardInterfaceReport]? {
+        guard !profile.forwardInterfaces.isEmpty else { return nil }
+        return profile.forwardInterfaces.map { name in
+            guard let link = links.first(where: { $0.name == name }) else { return ForwardInterfaceReport(interface: name, state: ForwardInterfaceReport.missing) }
+            let counts = link.statistics
+            return ForwardInterfaceReport(interface: name, state: link.isUp ? ForwardInterfaceReport.routed : ForwardInterfaceReport.down,
+                                          received: Traffic(packets: counts.rxPackets, bytes: counts.rxBytes),
+                                          sent: Traffic(packets: counts.txPackets, bytes: counts.txBytes))
+        }
+    }
+
+    /// A routed namespace's traffic from its veths' host ends: what they received is what
+    /// it sent.
+    func withTraffic(_ routed: RoutedNamespaceReport) -> RoutedNamespaceReport {
+        var routed = routed
+        let ends = links.filter { routed.interfaces.contains($0.name) }
+        routed.sent = Traffic(packets: ends.reduce(0) { $0 + $1.statistics.rxPackets }, bytes: ends.reduce(0) { $0 + $1.statistics.rxBytes })
+        routed.received = Traffic(packets: ends.reduce(0) { $0 + $1.statistics.txPackets }, bytes: ends.reduce(0) { $0 + $1.statistics.txBytes })
+        return routed
+    }
+
     /// "up", "down" (exists, administratively down or no carrier) or "missing".
     static func tunnelState(_ link: Link?) -> String {
         link.map { $0.isUp && $0.isRunning ? "up" : "down" } ?? "missing"
@@ -206,6 +229,8 @@ struct StatusBuilder {
             status.joinedCgroups = parts.joinedCgroups
             status.trusted = parts.trusted
             status.via = hopStatus(profile)
+            status.forwardInterfaces = forwardInterfaces(profile)
+            status.containerDNSDropped = counters[ContainerRules.dnsCounter(profile.name)].map { Traffic(packets: $0.packets, bytes: $0.bytes) }
             return status
         }
         var report = StatusReport(version: daemon.version, daemonPID: daemon.pid, policyDirectory: daemon.policyDirectory,
@@ -236,7 +261,7 @@ struct StatusBuilder {
             held.profile = held.cgroup.flatMap { cgroup in profiles.first { UnguardedRules.holds(cgroup, in: [$0.cgroup] + $0.joinedCgroups) }?.name }
             return held
         }
-        report.routedNamespaces = daemon.routedNamespaces
+        report.routedNamespaces = daemon.routedNamespaces.map(withTraffic)
         report.dnsSteering = daemon.dnsSteering
         report.executableRules = daemon.executableRules
         return report

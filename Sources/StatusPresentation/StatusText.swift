@@ -20,9 +20,6 @@ public enum StatusText {
             if let sandbox = report.sandbox { lines.append("sandbox: \(sandbox)") }
             lines.append("sockets born marked: \(birthMarks(report.birthMarks))")
         }
-        for routed in report.routedNamespaces {
-            lines.append("container: profile \(routed.profile), network namespace \(routed.cookie), routed into the tunnel from \(routed.interfaces.joined(separator: ", "))\(routed.bridges.isEmpty ? "" : " (on \(routed.bridges.joined(separator: ", ")))"); its DNS over UDP is the profile's, over TCP dropped")
-        }
         // Steering that is off refuses every member's query: a warning, not an internal.
         if let steering = report.dnsSteering, verbose || steering.state != DNSSteeringStatus.routed {
             lines.append("DNS steering: \(dnsSteering(steering))")
@@ -37,7 +34,7 @@ public enum StatusText {
         if report.profiles.isEmpty { lines.append("no profiles") }
         for profile in report.profiles {
             if !lines.isEmpty { lines.append("") }
-            lines += self.profile(profile, verbose: verbose, now: now)
+            lines += self.profile(profile, routed: report.routedNamespaces.filter { $0.profile == profile.name }, verbose: verbose, now: now)
         }
         lines += hostCounters(report, verbose: verbose)
         return lines.joined(separator: "\n") + "\n"
@@ -56,15 +53,44 @@ public enum StatusText {
         }
         for held in report.heldNamespaces {
             let who = held.pid.map { "pid \($0)" + (held.cgroup.map { " in \($0)" } ?? "") } ?? "no process of it left"
-            lines.append("HELD: \(held.profile.map { "profile \($0), " } ?? "")network namespace \(held.cookie) (\(who)): \(Plural.count(held.packets, "packet")) dropped; "
+            let name = held.runtime.flatMap { runtime in held.name.map { "\(runtime) \($0), " } } ?? ""
+            lines.append("HELD: \(held.profile.map { "profile \($0), " } ?? "")\(name)network namespace \(held.cookie) (\(who)): \(Plural.count(held.packets, "packet")) dropped; "
                          + "a member's socket in a network namespace of its own (a container) that is not routed into the tunnel"
                          + (held.reason.map { " (\($0))" } ?? "") + ", so what it sends outside its loopback is dropped")
         }
         return lines
     }
 
+    /// A profile's containers, a row each (what names it, where it comes in, its addresses,
+    /// what it sent and received), its forward.interfaces, and where their DNS goes.
+    static func containers(_ profile: ProfileStatus, routed: [RoutedNamespaceReport]) -> [String] {
+        var lines: [String] = []
+        for container in routed {
+            let name = container.runtime.flatMap { runtime in container.name.map { "\(runtime) \($0), " } } ?? ""
+            let bridges = container.bridges.isEmpty ? "" : " (on \(container.bridges.joined(separator: ", ")))"
+            let addresses = (container.addresses ?? []).isEmpty ? "" : "; " + (container.addresses ?? []).joined(separator: ", ")
+            let sent = container.sent.map { "; sent \(traffic($0))" } ?? "", received = container.received.map { ", received \(traffic($0))" } ?? ""
+            let held = (container.heldPackets ?? 0) > 0 ? "; \(Plural.count(container.heldPackets ?? 0, "packet")) held before it was routed" : ""
+            lines.append("  container \(name)network namespace \(container.cookie): routed from \(container.interfaces.joined(separator: ", "))\(bridges)\(addresses)\(sent)\(received)\(held)")
+        }
+        for forward in profile.forwardInterfaces ?? [] {
+            switch forward.state {
+            case ForwardInterfaceReport.missing:
+                lines.append("  forward   \(forward.interface): missing (what arrives on it once it is there is the profile's)")
+            default:
+                let counts = [forward.received.map { "received \(traffic($0))" }, forward.sent.map { "sent \(traffic($0))" }].compactMap { $0 }
+                lines.append("  forward   \(forward.interface): \(forward.state)" + (counts.isEmpty ? "" : "; " + counts.joined(separator: ", ")))
+            }
+        }
+        if !lines.isEmpty {
+            let dropped = profile.containerDNSDropped.map { ($0.packets > 0 ? "; \(traffic($0)) dropped" : "") } ?? ""
+            lines.append("  their DNS to the profile's proxy over UDP, over TCP dropped\(dropped)")
+        }
+        return lines
+    }
+
     /// One profile: its tunnel and how it connects, members, traffic, holes and DNS.
-    static func profile(_ profile: ProfileStatus, verbose: Bool, now: Double) -> [String] {
+    static func profile(_ profile: ProfileStatus, routed: [RoutedNamespaceReport] = [], verbose: Bool, now: Double) -> [String] {
         let killswitch = "killswitch \(profile.killswitch ? "on" : "off")"
         var lines = ["profile \(profile.name): " + (verbose ? "mark \(hex(profile.mark)), table \(profile.table), " : "") + killswitch]
         let addresses = profile.tunnel.addresses.isEmpty ? "" : " (" + profile.tunnel.addresses.joined(separator: ", ") + ")"
@@ -77,6 +103,7 @@ public enum StatusText {
         if let wg = profile.tunnel.wireguard { lines += wireguard(wg, verbose: verbose, now: now) }
         let cgroups = verbose ? " in " + ([profile.cgroup] + profile.joinedCgroups).joined(separator: ", ") : ""
         lines.append("  members   \(Plural.count(profile.members, "process", "processes"))\(cgroups)")
+        lines += containers(profile, routed: routed)
         lines.append("  sent      \(traffic(profile.sent)); through the tunnel \(traffic(profile.throughTunnel))")
         lines.append("  received  \(traffic(profile.received))")
         lines.append("  dropped   \(traffic(profile.droppedByKillswitch)) by the killswitch")

@@ -65,6 +65,9 @@ import Testing
                                                                searchDomains: ["home.example"], ssid: "home"),
                                         heldBy: "entry", heldByAction: "block")
         profile.via = HopStatus(entry: "entry", entryInterface: "vx-entry", entryState: "up", carried: Traffic(packets: 7, bytes: 1036))
+        profile.forwardInterfaces = [ForwardInterfaceReport(interface: "virbr1", state: ForwardInterfaceReport.routed, received: Traffic(packets: 10, bytes: 1200),
+                                                            sent: Traffic(packets: 11, bytes: 1300))]
+        profile.containerDNSDropped = Traffic(packets: 2, bytes: 120)
         var report = StatusReport(version: "1.2.3", daemonPID: 42, policyDirectory: "/etc/vpnexec/policy.d", cgroupRoot: "/sys/fs/cgroup", profiles: [profile])
         report.lastReload = ReloadStatus(outcome: ReloadStatus.refused, time: 1_700_000_200, lastApplied: 1_700_000_100)
         (report.unknownCgroupRefusals, report.refusedConnections, report.learnedRoutesPutBack) = (1, 2, 3)
@@ -76,9 +79,15 @@ import Testing
         (report.bypassMoves, report.bypassRefused, report.bypassed) = (4, 5, Traffic(packets: 6, bytes: 360))
         report.heldCgroups = [HeldCgroupReport(cgroup: "vpn.slice/vpn-work.slice/held.scope", profile: "work", missing: ["vx_create"],
                                                reason: "Operation not permitted")]
-        report.heldNamespaces = [HeldNamespaceReport(cookie: 4097, packets: 12, pid: 4242, cgroup: "vpn.slice/vpn-work.slice/podman.scope", profile: "work",
-                                                     reason: "its veth's host end veth1 is a bridge port (not routed yet)")]
-        report.routedNamespaces = [RoutedNamespaceReport(cookie: 4099, profile: "work", interfaces: ["ve-box"], bridges: ["podman0"])]
+        var held = HeldNamespaceReport(cookie: 4097, packets: 12, pid: 4242, cgroup: "vpn.slice/vpn-work.slice/machine-lab.scope", profile: "work",
+                                       reason: "its interface mv0 (macvlan) does not lead to the host")
+        (held.namespaceID, held.runtime, held.name, held.addresses) = (2, "machine", "lab", ["198.51.100.50/24"])
+        report.heldNamespaces = [held]
+        var routed = RoutedNamespaceReport(cookie: 4099, profile: "work", interfaces: ["ve-box"], bridges: ["podman0"])
+        (routed.namespaceID, routed.cgroup, routed.runtime, routed.name) = (3, "vpn.slice/vpn-work.slice/libpod-4f1c2d3e5a6b.scope", "podman", "4f1c2d3e5a6b")
+        (routed.addresses, routed.sent, routed.received, routed.heldPackets) = (["10.88.0.2/16", "fd88::2/64"], Traffic(packets: 9, bytes: 900),
+                                                                                Traffic(packets: 8, bytes: 1600), 4)
+        report.routedNamespaces = [routed]
         (report.droppedHeld, report.droppedStaleMarks, report.socketProgramsPutBack) = (Traffic(packets: 1, bytes: 60), Traffic(packets: 2, bytes: 120), 7)
         report.systemProfile = "work"
         var rules = ExecutableRulesStatus(enforcement: ExecutableRulesStatus.beforeExec, answerDeadlineMilliseconds: 1000)

@@ -113,4 +113,38 @@ import TrustedFiles
         #expect(report.birthMarks.map(\.profile) == [nil, "exit", "work"] && report.birthMarks.allSatisfy { $0.state == BirthMarkReport.marked })
         #expect(report.lastReload?.outcome == "refused" && report.lastReload?.lastApplied == 1_700_000_100)
     }
+
+    /// A profile's forward.interfaces (there and up, down, missing) and a routed container's
+    /// traffic come from the links' counters; its containers' dropped DNS from its counter.
+    @Test func containersAndForwardInterfacesFromTheLinks() throws {
+        let policy = try Policy.parse([PolicySource(path: "/etc/vpnexec/policy.d/10-work.toml", text: """
+            [profile.work]
+            tunnel.interface = "wg0"
+            dns = ["10.64.0.1"]
+            forward.interfaces = ["virbr1", "tap0", "br-lab"]
+
+            """)], resolver: SystemNameResolver())
+        func link(_ index: Int32, _ name: String, up: Bool, rx: UInt64, tx: UInt64) -> Link {
+            var statistics = Link.Statistics()
+            (statistics.rxPackets, statistics.rxBytes, statistics.txPackets, statistics.txBytes) = (rx, rx * 100, tx, tx * 100)
+            return Link(index: index, name: name, isUp: up, isRunning: up, mtu: 1500, statistics: statistics)
+        }
+        let links = [link(7, "wg0", up: true, rx: 1, tx: 1), link(8, "virbr1", up: true, rx: 5, tx: 6), link(9, "tap0", up: false, rx: 0, tx: 0),
+                     link(10, "ve-a", up: true, rx: 3, tx: 4), link(11, "ve-b", up: true, rx: 10, tx: 20)]
+        let counter = ContainerRules.dnsCounter("work")
+        let builder = StatusBuilder(policy: policy, cgroupParent: "vpn.slice", counters: [counter: NftCounter(name: counter, packets: 2, bytes: 120)],
+                                    links: links, addresses: [])
+        var parts = StatusBuilder.Parts(version: "1", pid: 1, policyDirectory: "/p", cgroupRoot: "/c")
+        parts.routedNamespaces = [RoutedNamespaceReport(cookie: 9, profile: "work", interfaces: ["ve-a", "ve-b"])]
+        let report = builder.report(parts) { _ in StatusBuilder.ProfileParts() }
+        let work = try #require(report.profiles.first)
+        #expect(work.forwardInterfaces == [
+            ForwardInterfaceReport(interface: "br-lab", state: "missing"),
+            ForwardInterfaceReport(interface: "tap0", state: "down", received: Traffic.zero, sent: Traffic.zero),
+            ForwardInterfaceReport(interface: "virbr1", state: "routed", received: Traffic(packets: 5, bytes: 500), sent: Traffic(packets: 6, bytes: 600)),
+        ], "by name, as the policy holds them")
+        #expect(work.containerDNSDropped == Traffic(packets: 2, bytes: 120))
+        let routed = try #require(report.routedNamespaces.first)
+        #expect(routed.sent == Traffic(packets: 13, bytes: 1300) && routed.received == Traffic(packets: 24, bytes: 2400), "what the host ends received it sent")
+    }
 }

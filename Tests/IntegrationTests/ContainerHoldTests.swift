@@ -25,10 +25,11 @@ import Testing
         defer { cleanup.run() }
         // A VM stand-in: a namespace of no profile's behind a veth the policy names
         // (forward.interfaces; the scenario's names are vx<tag>..., its tunnel's vx<tag>t1).
+        // One more that is not there (yet): status says so.
         let vmInterface = { (tunnel: String) in "vx\(tunnel.dropFirst(2).dropLast(2))vh" }
         let s = try Scenario(cleanup: cleanup, policy: { interfaces in
             "[profile.work]\ntunnel.interface = \"\(interfaces[0])\"\ndns = [\"10.99.1.1\"]\nbypass.domains = [\"bypass.example\"]\n"
-                + "forward.interfaces = [\"\(vmInterface(interfaces[0]))\"]\n"
+                + "forward.interfaces = [\"\(vmInterface(interfaces[0]))\", \"\(vmInterface(interfaces[0]).dropLast())z\"]\n"
         })
         let resolver = try TunnelResolver(s, cleanup: cleanup, records: ["--host-record=bypass.example,192.0.2.90"])
         let tag = s.net.tag
@@ -80,9 +81,18 @@ import Testing
         for namespace in [routed, bridged, macvlan] {
             controls.append(try BackgroundProcess(namespace.enter + ["python3", s.probe, "udp-loop", Topology.service4, "9002"], cleanup: cleanup))
         }
+        // The routed namespace's members in a cgroup below the profile's as docker's systemd
+        // driver names it (`docker run --cgroup-parent=vpn-work.slice`): status names it by it.
+        let before = try s.daemon.status()
+        let profileCgroup = try #require(before.cgroupRoot.flatMap { root in before.profiles.first.map { root + "/" + $0.cgroup } })
+        let containerID = String((tag + String(repeating: "0123456789abcdef", count: 4)).filter(\.isHexDigit).lowercased().prefix(64))
+        let dockerCgroup = profileCgroup + "/docker-\(containerID).scope"
+        try FileManager.default.createDirectory(atPath: dockerCgroup, withIntermediateDirectories: false)
+        cleanup.add("remove the docker-like cgroup") { _ = try? Command.status(["rmdir", dockerCgroup]) }
         var members: [BackgroundProcess] = []
         for target in [Topology.service4, Topology.service6] {
-            members.append(try BackgroundProcess(try s.daemon.vpnexec(profile: "work", routed.enter + ["python3", s.probe, "udp-loop", target, "8080"]), cleanup: cleanup))
+            members.append(try BackgroundProcess(try s.daemon.vpnexec(profile: "work", ["sh", "-c", "echo $$ > \(dockerCgroup)/cgroup.procs && exec \"$@\"", "sh"]
+                + routed.enter + ["python3", s.probe, "udp-loop", target, "8080"]), cleanup: cleanup))
             members.append(try BackgroundProcess(try s.daemon.vpnexec(profile: "work", bridged.enter + ["python3", s.probe, "udp-loop", target, "8080"]), cleanup: cleanup))
         }
         // The VM's processes are no members: its interface makes them the profile's.
@@ -108,20 +118,54 @@ import Testing
         #expect(route.profile == "work" && route.interfaces == ["vx\(tag)kh"], "\(route)")
         let port = try #require(status.routedNamespaces.first { !$0.bridges.isEmpty })
         #expect(port.profile == "work" && port.interfaces == ["vx\(tag)jh"] && port.bridges == [bridge], "\(port)")
-        let text = try s.daemon.vpnctl(["status"]).stdout
-        #expect(text.contains("container: profile work, network namespace \(route.cookie), routed into the tunnel from vx\(tag)kh;")
-                && text.contains("network namespace \(port.cookie), routed into the tunnel from vx\(tag)jh (on \(bridge))"), "\(text)")
+        // What names each (the docker cgroup; nothing for a process vpnexec placed), its
+        // addresses as its namespace holds them, its namespace id as `ip -d link` shows it for
+        // the host end, what it sent across its veth.
+        let shortID = String(containerID.prefix(12))
+        #expect(route.runtime == "docker" && route.name == shortID && route.cgroup?.hasSuffix("/docker-\(containerID).scope") == true, "\(route)")
+        #expect(route.addresses == ["10.98.0.2/24", "fd98::2/64"] && port.addresses == ["10.97.0.2/24", "fd97::2/64"], "\(route) \(port)")
+        #expect(port.runtime == nil && port.name == nil, "\(port)")
+        let linkNSID = try s.net.client.run(["ip", "-d", "-j", "link", "show", "vx\(tag)kh"])
+        #expect(route.namespaceID.map { linkNSID.contains("\"link_netnsid\":\($0)") } == true, "\(String(describing: route.namespaceID)): \(linkNSID)")
+        #expect((route.sent?.packets ?? 0) > 20 && (port.sent?.packets ?? 0) > 20 && route.heldPackets != nil, "\(route) \(port)")
         // The VM's, by forward.interfaces: from the tunnel's addresses, v4 and v6.
         try eventually("the VM's datagrams through the tunnel, v4 and v6") {
             vmService.count("udp \(s.tunnel.clientAddress4)") > 10 && vmService.count("udp \(s.tunnel.clientAddress6)") > 10
         }
+        let vmStates = try s.daemon.status().profiles.first?.forwardInterfaces?.map { "\($0.interface) \($0.state) \($0.received.map { $0.packets > 10 } ?? false)" }
+        #expect(vmStates == ["vx\(tag)vh routed true", "vx\(tag)vz missing false"], "\(String(describing: vmStates))")
+        // One row each under the profile, in status; a row each in `vpnctl members`; the rules
+        // they add in `vpnctl plan`.
+        let text = try s.daemon.vpnctl(["status"]).stdout
+        for row in ["  container docker \(shortID), network namespace \(route.cookie): routed from vx\(tag)kh; 10.98.0.2/24, fd98::2/64; sent ",
+                    "  container network namespace \(port.cookie): routed from vx\(tag)jh (on \(bridge)); 10.97.0.2/24, fd97::2/64; sent ",
+                    "  forward   vx\(tag)vh: routed; received ", "  forward   vx\(tag)vz: missing"] {
+            #expect(text.contains(row), "\(row)\n\(text)")
+        }
+        let json = try JSONSerialization.jsonObject(with: Data(try s.daemon.vpnctl(["status", "--json"]).stdout.utf8)) as? [String: Any]
+        let routedJSON = (json?["routedNamespaces"] as? [[String: Any]])?.first { ($0["cookie"] as? Int).map(UInt64.init) == route.cookie }
+        #expect(routedJSON?["runtime"] as? String == "docker" && routedJSON?["addresses"] as? [String] == ["10.98.0.2/24", "fd98::2/64"]
+                && (routedJSON?["sent"] as? [String: Any])?["bytes"] != nil, "\(String(describing: routedJSON))")
+        let listed = try s.daemon.vpnctl(["members", "-p", "work"]).stdout
+        let rows = listed.split(separator: "\n").map { $0.split(separator: " ", omittingEmptySubsequences: true).joined(separator: " ") }
+        for row in ["NAMESPACE PROFILE CONTAINER STATE INTERFACES ADDRESSES TRAFFIC",
+                    "\(route.cookie) work docker \(shortID) routed vx\(tag)kh 10.98.0.2/24,fd98::2/64 sent ",
+                    "\(port.cookie) work - routed vx\(tag)jh on \(bridge) 10.97.0.2/24,fd97::2/64 sent ",
+                    "- work forward.interfaces routed vx\(tag)vh - received ", "- work forward.interfaces missing vx\(tag)vz - -"] {
+            #expect(rows.contains { $0.hasPrefix(row) }, "\(row)\n\(listed)")
+        }
+        let plan = try s.daemon.vpnctl(["plan"]).stdout
+        #expect(plan.contains("chain containers_in") && plan.contains("iifname \"vx\(tag)kh\" meta mark set")
+                && plan.contains("iifname \"vx\(tag)jh\" meta mark set") && plan.contains("iifname \"vx\(tag)vh\" meta mark set"), "\(plan)")
         // Held: the macvlan one, with why.
         try eventually("the hold to count the macvlan namespace's datagrams") {
             (try s.daemon.status().heldNamespaces.first?.packets ?? 0) > 20
         }
         let held = try #require(try s.daemon.status().heldNamespaces.first)
-        #expect(held.profile == "work" && held.reason == "its interface mv0 (macvlan) does not lead to the host", "\(held)")
+        #expect(held.profile == "work" && held.reason == "its interface mv0 (macvlan) does not lead to the host" && held.addresses == ["198.51.100.50/24"], "\(held)")
         #expect(try s.daemon.vpnctl(["status"]).stdout.contains("HELD: profile work, network namespace \(held.cookie)"))
+        #expect(try s.daemon.vpnctl(["members"]).stdout.split(separator: "\n").map { $0.split(separator: " ").joined(separator: " ") }
+            .contains { $0.hasPrefix("\(held.cookie) work - held - 198.51.100.50/24 ") && $0.contains("packets dropped: its interface mv0 (macvlan)") })
 
         // The routed one's DNS over UDP, to the host's address on its veth and to a public
         // resolver, v4 and v6, as glibc asks (a connected socket: the answer must come from
@@ -149,7 +193,7 @@ import Testing
             let tcp = try ask("tcp", server, "www.corp.example")
             #expect(tcp.status != 0, "a container's TCP query to \(server) is dropped: \(tcp.stdout)\(tcp.stderr)")
         }
-        #expect(try s.daemon.vpnctl(["status"]).stdout.contains("its DNS over UDP is the profile's"))
+        #expect(try s.daemon.vpnctl(["status"]).stdout.contains("  their DNS to the profile's proxy over UDP, over TCP dropped; "))
         // A query from the LAN side with a steering address as its source (one of the
         // host's own in IPv6; the steering program takes it from any interface now) is not
         // the profile's (it has no mark): the profile's resolver never hears of it.
