@@ -35,6 +35,13 @@ final class NetlinkMessage {
         value.withUnsafeBytes { mnl_attr_put(header, type, $0.count, $0.baseAddress) }
     }
 
+    /// An attribute holding the attributes `body` puts.
+    func nest(_ type: UInt16, _ body: () -> Void) {
+        let start = mnl_attr_nest_start(header, type)
+        body()
+        mnl_attr_nest_end(header, start)
+    }
+
     /// A payload that is one of the kernel's fixed structs (fib_rule_port_range...), copied as
     /// it is in memory: the uapi structs are host byte order and have no padding to leak.
     func put<T>(_ type: UInt16, value: T) {
