@@ -167,8 +167,8 @@ public struct ProfileStatus: Codable, Hashable, Sendable {
     public var via: HopStatus?
     /// Its `forward.interfaces`, by name (absent: none).
     public var forwardInterfaces: [ForwardInterfaceReport]?
-    /// Its routed containers' and forward.interfaces' DNS queries no proxy answers, dropped
-    /// (absent while it has none of either).
+    /// Its routed containers' and forward.interfaces' DNS queries dropped because its DNS is
+    /// not served (absent while it has none of either).
     public var containerDNSDropped: Traffic?
 
     /// What identifies the profile and its tunnel; members and traffic start at zero and are

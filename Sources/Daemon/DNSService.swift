@@ -48,6 +48,9 @@ final class DNSService {
     private let steering: DNSSteeringPoint?
     /// Who made a steered TCP connection (nil: none is taken, each is closed).
     private let diag = try? SocketDiag()
+    /// What made one that no socket of this namespace made: a routed container's, its source
+    /// translated to the steering address by ContainerRules (nil: none such is taken).
+    private let conntrack = try? Conntrack()
     /// The resolver for each steering key.
     private var byKey: [UInt32: String] = [:]
 
@@ -82,8 +85,19 @@ final class DNSService {
             guard let peer = SocketAddress.peer(of: connection), let local = SocketAddress.local(of: connection),
                   let key = DNSSteering.key(of: peer.address), let name = byKey[key], let resolver = resolvers[name] else { continue }
             let mark = (try? diag?.markOfTCPConnection(from: peer.address, port: peer.port, to: local.address, port: local.port)) ?? nil
-            resolver.steeredConnection(connection, mark: mark)
+            resolver.steeredConnection(connection, mark: mark, fromContainer: mark == nil && fromContainer(peer: peer, local: local))
         }
+    }
+
+    /// A steered connection no socket here made is a routed container's (or a forward
+    /// interface's) when the kernel translated its source to the steering address it comes
+    /// from: only ContainerRules' input-hook NAT does, and only for what arrives on a way of
+    /// the profile that address names. A local process bound to that address (whose socket
+    /// went: reset, closed) or a packet from the LAN with it as its source (IPv6's is no
+    /// martian) has no translation.
+    private func fromContainer(peer: SocketAddress, local: SocketAddress) -> Bool {
+        guard let entry = (try? conntrack?.tcpConnection(replyFrom: local.address, port: local.port, to: peer.address, port: peer.port)) ?? nil else { return false }
+        return entry.sourceTranslated && entry.originalSource != peer.address
     }
 
     /// A burst from the steering socket, each query to the resolver of the profile its
@@ -316,11 +330,11 @@ final class ProfileResolver {
     func performPending() { perform() }
 
     /// A TCP connection the steering listener took for this profile (DNSService passes it
-    /// by its source address), with the mark of the socket that made it: one of another
-    /// mark (a socket bound to the address by hand, another profile's member) is closed and
-    /// counted, as a datagram with another mark is.
-    func steeredConnection(_ connection: consuming FileDescriptor, mark: UInt32?) {
-        guard steered.accepts(mark) else {
+    /// by its source address), with the mark of the socket that made it, or made by a routed
+    /// container of the profile: one of another mark (a socket bound to the address by hand,
+    /// another profile's member) is closed and counted, as a datagram with another mark is.
+    func steeredConnection(_ connection: consuming FileDescriptor, mark: UInt32?, fromContainer: Bool = false) {
+        guard fromContainer || steered.accepts(mark) else {
             proxy.dropForeignQuery()
             return
         }

@@ -11,17 +11,20 @@ import Policy
 /// cookie in the programs' let-out map (SocketProgramPlan: `namespacesLetOut`), which
 /// follows these rules in the apply.
 ///
-/// Its DNS over UDP, to whatever address it asks (the host's address on the veth, a public
-/// resolver), is the profile proxy's as a member's is: a rule for the mark, the veth and
-/// port 53 selects the profile's DNS table (DNSRouting), so it is delivered on this host,
-/// where the input hook gives it the profile's steering address as its source (source NAT)
-/// before any socket is looked up, and the steering program hands it to the proxy by that
-/// address. The answer goes back from the address asked, the NAT undone. A query no proxy
-/// takes is refused as a member's is (DNSRouting.steeredQueryGuards), so no resolver of
-/// the host answers it from outside the tunnel. Over TCP (the proxy learns a member's
-/// connection from its socket, which a container's is not in this namespace) and for a
-/// profile whose DNS is not served (a trusted network's `disconnect`), a container's
-/// queries to port 53 are dropped and counted before routing.
+/// Its DNS, UDP and TCP, to whatever address it asks (the host's address on the veth, a
+/// public resolver), is the profile proxy's as a member's is: a rule for the mark, the veth,
+/// the transport and port 53 selects the profile's DNS table (DNSRouting), so it is
+/// delivered on this host, where the input hook gives it the profile's steering address as
+/// its source (source NAT) before any socket is looked up, and the steering program hands it
+/// to the proxy by that address. The answer goes back from the address asked, the NAT
+/// undone. A query no proxy takes is refused as a member's is
+/// (DNSRouting.steeredQueryGuards), so no resolver of the host answers it from outside the
+/// tunnel. The proxy takes a member's TCP connection by the mark of the socket that made
+/// it; a container's socket is not in this namespace, so it takes one no socket here made
+/// when the kernel's connection tracking says this NAT translated its source (DNSService):
+/// no local process and no packet from elsewhere gets that translation. For a profile
+/// whose DNS is not served (a trusted network's `disconnect`), a container's queries to
+/// port 53 are dropped and counted before routing.
 ///
 /// `forward.interfaces` (a VM's bridge or tap, a LAN segment the host routes for) are ways in
 /// of the same kind as a container's own veth, by the policy: what arrives on them is the
@@ -40,7 +43,7 @@ public enum ContainerRules {
     static let dnsNATChain = "containers_dns_nat"
     static let dnsGuardChain = "containers_dns"
 
-    /// The counter of a profile's containers' DNS queries dropped.
+    /// The counter of a profile's containers' DNS queries dropped (its DNS not served).
     public static func dnsCounter(_ profile: String) -> String { "\(profile)_container_dns" }
 
     static func add(_ policy: Policy, facts: RuntimeFacts, to table: inout NftTable) {
@@ -52,11 +55,11 @@ public enum ContainerRules {
             let counter = dnsCounter(profile.name)
             let served = SocketProgramPlan.servesDNS(profile, facts: facts)
             if counted.insert(counter).inserted {
-                table.counters.append(NftCounter(name: counter, comment: "profile \(profile.name): containers' DNS queries no proxy answers (TCP, or DNS not served), dropped"))
+                table.counters.append(NftCounter(name: counter, comment: "profile \(profile.name): containers' DNS queries no proxy answers (DNS not served), dropped"))
                 // By the mark alone, not on `lo` (where members' own steered queries pass with
                 // the same mark): with br_netfilter loaded (docker), prerouting names a
                 // bridge's port, not the bridge.
-                drops += (served ? [.tcp] : NftTransport.allCases).map { transport in
+                drops += (served ? [] : NftTransport.allCases).map { transport in
                     NftRule([.markMatch(mask: policy.routing.markMask, value: profile.mark.value, negated: false), .inputInterfaceName("lo", negated: true),
                              .destinationPort(transport, 53), .namedCounter(counter), .verdict(.drop)])
                 }
@@ -71,11 +74,13 @@ public enum ContainerRules {
             }
             masquerades.append(NftRule(from + [.outputInterfaceName(profile.tunnel.interfaceName, negated: false), .masquerade]))
             guard served else { continue }
-            let query = from + [.destinationPort(.udp, 53)]
-            queryNAT += [false, true].filter { !$0 || facts.loopbackIPv6 }.map { ipv6 in
-                NftRule(query + [.sourceNAT(DNSRouting.steeringAddress(profile, ipv6: ipv6))])
+            for transport in NftTransport.allCases {
+                let query = from + [.destinationPort(transport, 53)]
+                queryNAT += [false, true].filter { !$0 || facts.loopbackIPv6 }.map { ipv6 in
+                    NftRule(query + [.sourceNAT(DNSRouting.steeringAddress(profile, ipv6: ipv6))])
+                }
+                queryGuards.append(NftRule(query + [.verdict(.goto(DNSRouting.steeredChain))]))
             }
-            queryGuards.append(NftRule(query + [.verdict(.goto(DNSRouting.steeredChain))]))
         }
         guard !counted.isEmpty else { return }
         table.chains += [

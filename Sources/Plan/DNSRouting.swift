@@ -41,7 +41,7 @@ import Routing
 /// they go on to the profile's table and into the tunnel. Port 853 over UDP (DNS over QUIC)
 /// is `prohibit` where EncryptedDNSRules refuses it: a send fails at once with EACCES (over
 /// TCP the connect program refuses it). Only locally made packets match (`iif lo`), and a
-/// routed container's UDP queries by the veth they arrive on (ContainerRules).
+/// routed container's queries by the veth they arrive on (ContainerRules).
 public enum DNSRouting {
     static let udp: UInt8 = 17, tcp: UInt8 = 6
 
@@ -80,11 +80,13 @@ public enum DNSRouting {
             [udp, tcp].map { query(priority, mark: mark, mask: mask, $0, port: 53, .lookup, table: profile.dnsTable) }
                 + (EncryptedDNSRules.refuses(profile, in: policy) ? [query(priority, mark: mark, mask: mask, udp, port: EncryptedDNSRules.port, .prohibit)] : [])
         }
-        // A routed container's UDP queries, as they arrive on its veth (ContainerRules).
+        // A routed container's queries, UDP and TCP, as they arrive on its veth (ContainerRules).
         let containers = served.flatMap { profile in
-            ContainerRules.interfaces(of: profile, facts: facts).map { interface in
-                RoutingRule(ipv4: ipv4, priority: Priority.members, mark: profile.mark.value, mask: routing.markMask | routing.proxyMark,
-                            table: profile.dnsTable, protocolNumber: vpnexecRouteProtocol, inputInterface: interface, ipProtocol: udp, destinationPorts: 53...53)
+            ContainerRules.interfaces(of: profile, facts: facts).flatMap { interface in
+                [udp, tcp].map { transport in
+                    RoutingRule(ipv4: ipv4, priority: Priority.members, mark: profile.mark.value, mask: routing.markMask | routing.proxyMark,
+                                table: profile.dnsTable, protocolNumber: vpnexecRouteProtocol, inputInterface: interface, ipProtocol: transport, destinationPorts: 53...53)
+                }
             }
         }
         let members = served.flatMap { queries($0, Priority.members, mark: $0.mark.value, mask: routing.markMask | routing.proxyMark) } + containers

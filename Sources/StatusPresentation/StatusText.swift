@@ -84,7 +84,7 @@ public enum StatusText {
         }
         if !lines.isEmpty {
             let dropped = profile.containerDNSDropped.map { ($0.packets > 0 ? "; \(traffic($0)) dropped" : "") } ?? ""
-            lines.append("  their DNS to the profile's proxy over UDP, over TCP dropped\(dropped)")
+            lines.append("  their DNS to the profile's proxy, UDP and TCP\(dropped)")
         }
         return lines
     }

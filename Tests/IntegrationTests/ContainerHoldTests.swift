@@ -11,8 +11,10 @@ import Testing
 /// `--network-veth`, podman and docker set up), it is routed: what arrives on the veth's
 /// host end gets the profile's mark, goes into the tunnel from the tunnel's address (v4 and
 /// v6), goes on through a restart of vpnd (killed and started again), and is held by the
-/// killswitch with the tunnel down and with vpnd killed; its DNS
-/// over UDP is answered by the profile's proxy, over TCP dropped. Joined by a bridge port
+/// killswitch with the tunnel down and with vpnd killed; its DNS, UDP and TCP, is answered
+/// by the profile's proxy (and a local non-member bound to the steering address does not
+/// pass for it). Status, `vpnctl members` and `vpnctl plan` show each namespace, its name,
+/// addresses and traffic. Joined by a bridge port
 /// (the bridge table marks what arrives on the port) it is routed the same way. A VM
 /// stand-in (a namespace of no profile's) behind an interface the policy lists in
 /// `forward.interfaces` is the profile's the same way. With a macvlan on the uplink (which
@@ -28,10 +30,10 @@ import Testing
         // One more that is not there (yet): status says so.
         let vmInterface = { (tunnel: String) in "vx\(tunnel.dropFirst(2).dropLast(2))vh" }
         let s = try Scenario(cleanup: cleanup, policy: { interfaces in
-            "[profile.work]\ntunnel.interface = \"\(interfaces[0])\"\ndns = [\"10.99.1.1\"]\nbypass.domains = [\"bypass.example\"]\n"
+            "[profile.work]\ntunnel.interface = \"\(interfaces[0])\"\ndns = [\"10.99.1.1\"]\nbypass.domains = [\"bypass.example\", \"tcp.bypass.example\"]\n"
                 + "forward.interfaces = [\"\(vmInterface(interfaces[0]))\", \"\(vmInterface(interfaces[0]).dropLast())z\"]\n"
         })
-        let resolver = try TunnelResolver(s, cleanup: cleanup, records: ["--host-record=bypass.example,192.0.2.90"])
+        let resolver = try TunnelResolver(s, cleanup: cleanup, records: ["--host-record=bypass.example,192.0.2.90", "--host-record=tcp.bypass.example,192.0.2.91"])
         let tag = s.net.tag
         // Routed: a veth of its own, and a veth whose host end is a bridge's port (podman's
         // and docker's default network). Held: a macvlan on the uplink (what it sends would
@@ -167,11 +169,11 @@ import Testing
         #expect(try s.daemon.vpnctl(["members"]).stdout.split(separator: "\n").map { $0.split(separator: " ").joined(separator: " ") }
             .contains { $0.hasPrefix("\(held.cookie) work - held - 198.51.100.50/24 ") && $0.contains("packets dropped: its interface mv0 (macvlan)") })
 
-        // The routed one's DNS over UDP, to the host's address on its veth and to a public
-        // resolver, v4 and v6, as glibc asks (a connected socket: the answer must come from
-        // the address asked): the profile's proxy answers, through the tunnel, with its domain
-        // rules (bypass.example's address learned for bypass.domains before the answer). Over
-        // TCP: dropped and counted. Nothing on port 53 on the physical link.
+        // The routed one's DNS, UDP and TCP, to the host's address on its veth and to a
+        // public resolver, v4 and v6, as glibc asks (a connected socket: the answer must come
+        // from the address asked): the profile's proxy answers, through the tunnel, with its
+        // domain rules (a bypass.domains name's address learned before the answer, over each).
+        // Nothing on port 53 on the physical link.
         let dnsq = try PythonScript.write("dnsq.py", cleanup: cleanup)
         func ask(_ transport: String, _ server: String, _ name: String, _ type: String = "A") throws -> CommandResult {
             try Command.status(try s.daemon.vpnexec(profile: "work", routed.enter + ["timeout", "3", "python3", dnsq, transport, server, name, type]))
@@ -189,11 +191,34 @@ import Testing
         #expect(bypassed.stdout.trimmed == "192.0.2.90", "\(bypassed.stdout)\(bypassed.stderr)")
         #expect(try s.net.client.run(["nft", "list", "set", "inet", "vpnexec", "bypass_dns4_work"]).contains("192.0.2.90"), "the set filled")
         #expect(resolver.queries.contains { $0.contains("www.corp.example from \(s.tunnel.clientAddress4)") }, "through the tunnel: \(resolver.queries)")
-        for server in ["10.98.0.1", "192.0.2.53"] {
+        for server in ["10.98.0.1", "192.0.2.53", "fd98::1", "2001:db8::53"] {
             let tcp = try ask("tcp", server, "www.corp.example")
-            #expect(tcp.status != 0, "a container's TCP query to \(server) is dropped: \(tcp.stdout)\(tcp.stderr)")
+            #expect(tcp.stdout.trimmed == "192.0.2.82", "a container's TCP query to \(server): \(tcp.stdout)\(tcp.stderr)")
         }
-        #expect(try s.daemon.vpnctl(["status"]).stdout.contains("  their DNS to the profile's proxy over UDP, over TCP dropped; "))
+        for (namespace, server) in [(bridged, "10.97.0.1"), (vm, "fd95::1")] {
+            let prefix = namespace === vm ? vm.enter : try s.daemon.vpnexec(profile: "work", namespace.enter)
+            let answer = try Command.status(prefix + ["timeout", "3", "python3", dnsq, "tcp", server, "www.corp.example"])
+            #expect(answer.stdout.trimmed == "192.0.2.82", "a TCP query to \(server): \(answer.stdout)\(answer.stderr)")
+        }
+        let bypassedTCP = try ask("tcp", "192.0.2.53", "tcp.bypass.example")
+        #expect(bypassedTCP.stdout.trimmed == "192.0.2.91", "\(bypassedTCP.stdout)\(bypassedTCP.stderr)")
+        #expect(try s.net.client.run(["nft", "list", "set", "inet", "vpnexec", "bypass_dns4_work"]).contains("192.0.2.91"), "the set filled over TCP")
+        #expect(resolver.queries.contains { $0.contains("tcp.bypass.example from \(s.tunnel.clientAddress4)") }, "through the tunnel: \(resolver.queries)")
+        #expect(try s.daemon.vpnctl(["status"]).stdout.contains("  their DNS to the profile's proxy, UDP and TCP"))
+        // A local non-member cannot pass for a container: a TCP connection to the steering
+        // listener from the profile's steering address, its socket reset as soon as its query
+        // is sent (so that no socket of it is left to be asked about), is not the profile's.
+        let listenerPort = try #require(try s.net.client.run(["ss", "-ltnH", "src", "127.77.0.0"]).split(separator: "\n").first
+            .flatMap { $0.split(separator: " ").first { $0.hasPrefix("127.77.0.0:") } }.flatMap { Int($0.split(separator: ":").last ?? "") })
+        let natRules = try s.net.client.run(["nft", "list", "chain", "inet", "vpnexec", "containers_dns_nat"])
+        let steering = try #require(natRules.split(whereSeparator: { $0 == " " || $0 == "\n" }).first { $0.hasPrefix("127.77.0.") }.map(String.init), "\(natRules)")
+        let squat = "import socket,struct; q=struct.pack('!HHHHHH',9,0x100,1,0,0,0)+b'\\x05squat\\x07example\\x00'+struct.pack('!HH',1,1)\n"
+            + "for _ in range(5):\n s=socket.socket(); s.bind(('\(steering)', 0)); s.connect(('127.77.0.0', \(listenerPort))); s.send(struct.pack('!H', len(q))+q)\n"
+            + " s.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack('ii', 1, 0)); s.close()"
+        try s.net.client.run(["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", "/usr/bin/python3", "-c", squat])
+        // The capture's port-53 control: a non-member's TCP query from the macvlan namespace,
+        // which nothing of ours routes.
+        _ = try Command.status(macvlan.enter + ["timeout", "3", "python3", dnsq, "tcp", "192.0.2.53", "control.example"])
         // A query from the LAN side with a steering address as its source (one of the
         // host's own in IPv6; the steering program takes it from any interface now) is not
         // the profile's (it has no mark): the profile's resolver never hears of it.
@@ -203,8 +228,9 @@ import Testing
         try s.net.wan.run(["python3", "-c", spoof])
         Thread.sleep(forTimeInterval: 1)
         #expect(!resolver.queries.contains { $0.contains("spoof.example") }, "a spoofed steering source reached the proxy: \(resolver.queries)")
+        #expect(!resolver.queries.contains { $0.contains("squat.example") }, "a local non-member's reset connection reached the proxy: \(resolver.queries)")
         let counters = try s.net.client.run(["nft", "list", "counter", "inet", "vpnexec", "work_container_dns"])
-        #expect(!counters.contains("packets 0 "), "\(counters)")
+        #expect(counters.contains("packets 0 "), "none dropped: \(counters)")
 
         // Its own loopback: a member's TCP connection there works.
         let listener = try BackgroundProcess(routed.enter + ["socat", "TCP4-LISTEN:7000,bind=127.0.0.1,reuseaddr,fork", "EXEC:echo here"], cleanup: cleanup)
@@ -241,7 +267,8 @@ import Testing
         for control in controls { control.stop() }
         let clear = try capture.packets("udp port 8080 or udp port 8081 or udp port 8082")
         #expect(clear.isEmpty, "a member's datagrams in the clear: \(clear.count): \(clear.prefix(3)) … \(clear.suffix(2))")
-        #expect(try capture.packets("port 53 and not src host fd7f:4d::1").isEmpty, "a container's DNS in the clear")
+        #expect(try capture.packets("port 53 and not src host fd7f:4d::1 and not host 198.51.100.50").isEmpty, "a container's DNS in the clear")
+        #expect(try capture.count("tcp dst port 53 and src host 198.51.100.50") > 0, "the capture sees the non-member's TCP query from the macvlan namespace")
         // (A non-member in a routed namespace is the profile's too, once the namespace is: its
         // datagrams leave in the clear only until then.)
         #expect(try capture.count("udp port 9002 and src host 198.51.100.50") > 20, "the capture sees the non-member's datagrams from the macvlan namespace")

@@ -4,9 +4,10 @@ import Plan
 import Policy
 import Testing
 
-/// A routed container's veth makes what arrives on it the profile's: DNS dropped and
-/// counted first, then the mark before routing, masquerade into the tunnel; its cookie is
-/// let out of its cgroup. A held one, or one of a profile the policy lacks, gets nothing.
+/// A routed container's veth makes what arrives on it the profile's: the mark before
+/// routing, masquerade into the tunnel, its DNS (UDP and TCP) to the proxy, or dropped and
+/// counted where the profile's DNS is not served; its cookie is let out of its cgroup. A
+/// held one, or one of a profile the policy lacks, gets nothing.
 @Suite struct ContainerRulesTests {
     let policy = Policy(profiles: [profile("work", tunnel: "wg0", index: 1), profile("home", tunnel: "tun0", index: 2)])
 
@@ -28,23 +29,23 @@ import Testing
         let marks = try #require(state.nft.chain(named: "containers_in"))
         #expect(marks.base == NftBaseChain(kind: .filter, hook: .prerouting, priority: NftBaseChain.mangle))
         let a = NftStatement.inputInterfaceName("ve-a", negated: false), b = NftStatement.inputInterfaceName("ve-b", negated: false)
-        let drop: [NftStatement] = [.namedCounter("home_container_dns"), .verdict(.drop)]
-        let home = NftStatement.markMatch(mask: 0x7f00_0000, value: 0x0200_0000, negated: false)
-        #expect(marks.rules.map(\.statements) == [
-            [a, .setMark(0x0200_0000)], [b, .setMark(0x0200_0000)],
-            [home, .inputInterfaceName("lo", negated: true), .destinationPort(.tcp, 53)] + drop,
-        ], "the marks, then TCP DNS dropped by the mark; UDP DNS goes on to the proxy")
-        // UDP DNS: routed to the profile's DNS table by the veth, its source the profile's
-        // steering address on input, then only a proxy's socket takes it.
-        let udp = { (from: NftStatement) in [from, NftStatement.destinationPort(.udp, 53)] }
-        #expect(state.nft.chain(named: "containers_dns_nat")?.rules.map(\.statements) == [
-            udp(a) + [.sourceNAT(IPAddress("127.77.0.2")!)], udp(a) + [.sourceNAT(IPAddress("fd7f:4d::2")!)],
-            udp(b) + [.sourceNAT(IPAddress("127.77.0.2")!)], udp(b) + [.sourceNAT(IPAddress("fd7f:4d::2")!)],
-        ])
+        #expect(marks.rules.map(\.statements) == [[a, .setMark(0x0200_0000)], [b, .setMark(0x0200_0000)]],
+                "the marks; its DNS, UDP and TCP, goes on to the proxy")
+        // DNS, UDP and TCP: routed to the profile's DNS table by the veth, its source the
+        // profile's steering address on input, then only a proxy's socket takes it.
+        let query = { (from: NftStatement, transport: NftTransport) in [from, NftStatement.destinationPort(transport, 53)] }
+        #expect(state.nft.chain(named: "containers_dns_nat")?.rules.map(\.statements) == [a, b].flatMap { from in
+            [NftTransport.tcp, .udp].flatMap { transport in
+                [query(from, transport) + [.sourceNAT(IPAddress("127.77.0.2")!)], query(from, transport) + [.sourceNAT(IPAddress("fd7f:4d::2")!)]]
+            }
+        })
         #expect(state.nft.chain(named: "containers_dns_nat")?.base == NftBaseChain(kind: .nat, hook: .input, priority: NftBaseChain.srcnat))
-        #expect(state.nft.chain(named: "containers_dns")?.rules.map(\.statements) == [udp(a) + [.verdict(.goto("steered_dns"))], udp(b) + [.verdict(.goto("steered_dns"))]])
+        #expect(state.nft.chain(named: "containers_dns")?.rules.map(\.statements) == [a, b].flatMap { from in
+            [NftTransport.tcp, .udp].map { query(from, $0) + [.verdict(.goto("steered_dns"))] }
+        })
         let veth = state.rules.filter { $0.inputInterface == "ve-a" }
-        #expect(veth.count == 2 && veth.allSatisfy { $0.table == 7302 + 131_072 && $0.ipProtocol == 17 && $0.destinationPorts == 53...53 }, "\(veth)")
+        #expect(veth.count == 4 && veth.allSatisfy { $0.table == 7302 + 131_072 && $0.destinationPorts == 53...53 }
+                && Set(veth.compactMap(\.ipProtocol)) == [6, 17], "\(veth)")
         #expect(state.bridgeNft == nil, "no bridge port, no bridge table")
         let nat = try #require(state.nft.chain(named: "containers_nat"))
         #expect(nat.base == NftBaseChain(kind: .nat, hook: .postrouting, priority: NftBaseChain.srcnat - 1))
@@ -71,7 +72,7 @@ import Testing
         let from: [NftStatement] = [.inputInterfaceName("podman0", negated: false), .markMatch(mask: 0x7f00_0000, value: 0x0100_0000, negated: false)]
         #expect(state.nft.chain(named: "containers_nat")?.rules.map(\.statements) == [from + [.outputInterfaceName("wg0", negated: false), .masquerade]])
         #expect(state.nft.chain(named: "containers_in")?.rules.contains { $0.statements.contains(.setMark(0x0100_0000)) } == false)
-        #expect(state.rules.filter { $0.inputInterface == "podman0" }.count == 2, "one UDP DNS rule a family for the bridge")
+        #expect(state.rules.filter { $0.inputInterface == "podman0" }.count == 4, "one DNS rule a family and transport for the bridge")
         let workIndex = try #require(policy.profiles.first { $0.name == "work" }?.index)
         #expect(state.namespacesLetOut == [9: ForeignNamespaces.Place(namespace: 5, profileIndex: workIndex), 12: ForeignNamespaces.Place(namespace: 6, profileIndex: workIndex)])
         #expect(PlanText.render(state).contains("table bridge vpnexec {"))
@@ -85,7 +86,23 @@ import Testing
         let vm = NftStatement.inputInterfaceName("virbr1", negated: false)
         #expect(state.nft.chain(named: "containers_in")?.rules.first?.statements == [vm, .setMark(0x0100_0000)])
         #expect(state.nft.chain(named: "containers_nat")?.rules.map(\.statements) == [[vm, .outputInterfaceName("wg0", negated: false), .masquerade]])
-        #expect(state.rules.filter { $0.inputInterface == "virbr1" }.count == 2)
+        #expect(state.rules.filter { $0.inputInterface == "virbr1" }.count == 4)
         #expect(state.namespacesLetOut.isEmpty && state.bridgeNft == nil)
+    }
+
+    /// A profile whose DNS is not served (a trusted network's `disconnect`): its containers'
+    /// queries, UDP and TCP, are dropped and counted by the mark, before routing; none goes to
+    /// a proxy.
+    @Test func withoutItsDNSServedAContainersQueriesAreDropped() throws {
+        var policy = self.policy
+        policy.profiles[0].forwardInterfaces = ["virbr1"]
+        var facts = RuntimeFacts(cgroupIDs: ["vpn.slice/vpn-work.slice": 101])
+        facts.trusted = ["work": TrustedVerdict(action: .disconnect)]
+        let state = Planner.plan(policy, facts: facts)
+        let work = NftStatement.markMatch(mask: 0x7f00_0000, value: 0x0100_0000, negated: false)
+        #expect(state.nft.chain(named: "containers_in")?.rules.map(\.statements).dropFirst() == [NftTransport.tcp, .udp].map { transport in
+            [work, .inputInterfaceName("lo", negated: true), .destinationPort(transport, 53), .namedCounter("work_container_dns"), .verdict(.drop)]
+        }[...])
+        #expect(state.nft.chain(named: "containers_dns_nat") == nil && !state.rules.contains { $0.inputInterface == "virbr1" })
     }
 }

@@ -62,7 +62,7 @@ import Testing
         #expect(listed.contains("oifname vmap @tunnel_loops") && listed.contains("iifname vmap @inbound_tunnels"), "\(listed)")
         #expect(try NftCLI.cgroupKeys(in: namespace, set: "listen_level_2") == ids.values.sorted())
         #expect(listed.contains("iifname \"ve-box\" meta mark set 0x02000000")
-                && listed.contains("meta mark & 0x7f000000 == 0x02000000 iifname != \"lo\" tcp dport 53 counter name \"p2_container_dns\" drop")
+                && listed.contains("iifname \"ve-box\" tcp dport 53 snat ip to 127.77.0.2")
                 && listed.contains("iifname \"ve-box\" udp dport 53 snat ip to 127.77.0.2")
                 && listed.contains("iifname \"ve-box\" oifname \"wg2\" masquerade")
                 && listed.contains("iifname \"podman0\" meta mark & 0x7f000000 == 0x04000000 oifname \"wg4\" masquerade"), "\(listed)")

@@ -36,7 +36,7 @@ import Testing
               container network namespace 4100: routed from ve-box; 3 packets held before it was routed
               forward   virbr1: routed; received 10 packets, 2.0 KiB, sent 1 packet, 60 B
               forward   br-lab: missing (what arrives on it once it is there is the profile's)
-              their DNS to the profile's proxy over UDP, over TCP dropped; 2 packets, 120 B dropped
+              their DNS to the profile's proxy, UDP and TCP; 2 packets, 120 B dropped
               sent      1 packet, 60 B
             """), "\(text)")
         #expect(!StatusText.render(StatusTextTests.report(), now: StatusTextTests.now).contains("container"), "no rows without containers")
