@@ -458,11 +458,14 @@ public final class Daemon {
                            hold: { [tunnels] in tunnels.hold(interface: $0, up: $1) },
                            joined: { [unowned self] in followDemand($0) },
                            heldTunnel: { [unowned self] profile in
-                               // The links are read only where something can hold members; links that
-                               // cannot be read say nothing (no warning).
+                               // The tunnel's link is asked for by name (not a dump of every link: a
+                               // launch pays for it), only where something can hold members; a link
+                               // that cannot be read says nothing (no warning).
                                let trusted = trustedState.verdicts[profile.name]?.verdict.action
-                               guard profile.killswitch || trusted == .block, let links = try? rtnl.links() else { return nil }
-                               return LaunchTunnel.held(profile, link: links.first { $0.name == profile.tunnel.interfaceName },
+                               guard profile.killswitch || trusted == .block else { return nil }
+                               let link: Link?
+                               do { link = try rtnl.link(named: profile.tunnel.interfaceName) } catch { return nil }
+                               return LaunchTunnel.held(profile, link: link,
                                                  phase: tunnels.demandState(interface: profile.tunnel.interfaceName)?.phase,
                                                  trusted: trusted)
                            }))
