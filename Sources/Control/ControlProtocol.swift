@@ -322,8 +322,9 @@ public struct RoutedNamespaceReport: Codable, Hashable, Sendable {
 /// there, and what crossed it.
 public struct ForwardInterfaceReport: Codable, Hashable, Sendable {
     /// `state`'s values: what arrives on it is the profile's; it is there but down; there is
-    /// none of that name (yet: the rules wait for it by name).
-    public static let routed = "routed", down = "down", missing = "missing"
+    /// none of that name (yet: the rules wait for it by name); it carries a default route of
+    /// the host's (the uplink), so nothing of it is the profile's.
+    public static let routed = "routed", down = "down", missing = "missing", uplink = "uplink"
 
     public var interface: String
     public var state: String

@@ -14,6 +14,7 @@ extension Daemon {
     func statusReport() throws -> StatusReport {
         var builder = StatusBuilder(policy: policy, cgroupParent: options.cgroupParent, counters: try applier.counters(),
                                     links: try rtnl.links(), addresses: try rtnl.addresses())
+        builder.uplinks = appliedFacts?.uplinks ?? []
         builder.setSize = { [applier] set, ipv4 in (try? applier.elements(of: set, ipv4: ipv4).count) ?? 0 }
         builder.programs = (applier.socketProgramsAttached ?? []).compactMap { [applier] attachment in applier.socketStorage(of: attachment).map { (attachment, $0) } }
         let parts = StatusBuilder.Parts(version: String(cString: vpnexec_build_version()), pid: getpid(), policyDirectory: options.policyDirectory,

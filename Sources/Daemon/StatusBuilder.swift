@@ -70,6 +70,8 @@ struct StatusBuilder {
     var setSize: (_ set: String, _ ipv4: Bool) -> Int = { _, _ in 0 }
     /// The socket programs' attachments and what they hold (settings and counters).
     var programs: [(SocketProgramAttachment, SocketStorage)] = []
+    /// The host's uplinks as the last facts had them (forward.interfaces refuses them).
+    var uplinks: Set<String> = []
 
     func traffic(_ name: String) -> Traffic {
         Traffic(packets: counters[name]?.packets ?? 0, bytes: counters[name]?.bytes ?? 0)
@@ -159,7 +161,8 @@ struct StatusBuilder {
         return profile.forwardInterfaces.map { name in
             guard let link = links.first(where: { $0.name == name }) else { return ForwardInterfaceReport(interface: name, state: ForwardInterfaceReport.missing) }
             let counts = link.statistics
-            return ForwardInterfaceReport(interface: name, state: link.isUp ? ForwardInterfaceReport.routed : ForwardInterfaceReport.down,
+            let state = uplinks.contains(name) ? ForwardInterfaceReport.uplink : link.isUp ? ForwardInterfaceReport.routed : ForwardInterfaceReport.down
+            return ForwardInterfaceReport(interface: name, state: state,
                                           received: Traffic(packets: counts.rxPackets, bytes: counts.rxBytes),
                                           sent: Traffic(packets: counts.txPackets, bytes: counts.txBytes))
         }

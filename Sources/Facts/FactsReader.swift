@@ -21,6 +21,9 @@ public struct FactsReader {
     /// The DNS servers the host holds for an interface (LinkResolversReader), read for the
     /// tunnels of profiles without `dns` that are not built-in; nil: not read.
     public var linkResolvers: ((_ interface: String, _ link: Link?) -> LinkResolvers?)?
+    /// The interface indexes of the main table's default routes (IPv4 and IPv6), read when
+    /// a profile lists forward.interfaces; nil: not read.
+    public var defaultRouteInterfaces: (() throws -> [Int32])?
 
     public init(hierarchy: CgroupHierarchy?, links: @escaping () throws -> [Link], addresses: @escaping () throws -> [InterfaceAddress]) {
         self.hierarchy = hierarchy
@@ -31,6 +34,7 @@ public struct FactsReader {
     /// With rtnetlink for links and addresses.
     public init(hierarchy: CgroupHierarchy?, netlink: Rtnetlink) {
         self.init(hierarchy: hierarchy, links: netlink.links, addresses: netlink.addresses)
+        defaultRouteInterfaces = { try (netlink.defaultRoutes(ipv4: true) + netlink.defaultRoutes(ipv4: false)).map(\.interfaceIndex) }
     }
 
     /// `groups`: a user's groups (the user database), to decide which unit cgroups join.
@@ -79,6 +83,10 @@ public struct FactsReader {
         if let network, policy.profiles.contains(where: { !$0.trusted.isEmpty }) { facts.trusted = TrustedEvaluator.verdicts(policy, network()) }
         let wanted = Set(policy.profiles.map(\.tunnel.interfaceName))
         let all = try links()
+        if let defaultRouteInterfaces, policy.profiles.contains(where: { !$0.forwardInterfaces.isEmpty }) {
+            let indexes = Set(try defaultRouteInterfaces())
+            facts.uplinks = Set(all.filter { indexes.contains($0.index) }.map(\.name))
+        }
         for link in all where wanted.contains(link.name) { facts.links[link.name] = link }
         facts.loopbackIPv6 = all.first { $0.name == "lo" }?.ipv6 ?? true
         if let transports {

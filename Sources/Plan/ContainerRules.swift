@@ -115,7 +115,7 @@ public enum ContainerRules {
         var seen: Set<[String]> = []
         var ways: [(Profile, String, Way)] = []
         for profile in policy.profiles {
-            for interface in profile.forwardInterfaces where seen.insert([profile.name, interface]).inserted {
+            for interface in profile.forwardInterfaces where !facts.uplinks.contains(interface) && seen.insert([profile.name, interface]).inserted {
                 ways.append((profile, "forward.interfaces of profile \(profile.name)", .veth(interface)))
             }
         }
@@ -155,7 +155,7 @@ public enum ContainerRules {
     /// Where the profile's routed containers' packets come in (the veths of their own, the
     /// bridges): what the DNS rules match as `iif`.
     static func interfaces(of profile: Profile, facts: RuntimeFacts) -> [String] {
-        var interfaces = profile.forwardInterfaces
+        var interfaces = profile.forwardInterfaces.filter { !facts.uplinks.contains($0) }
         for container in facts.containers where container.profile == profile.name {
             guard case let .routed(ends) = container.state else { continue }
             for end in ends {

@@ -97,6 +97,10 @@ public struct RuntimeFacts: Hashable, Sendable {
     public var leftBehind: [String: UInt64] = [:]
     /// Members' network namespaces other than vpnd's (Containers), routed or held.
     public var containers: [ContainerNamespace] = []
+    /// The interfaces of the main table's default routes (IPv4 and IPv6), read when a
+    /// profile lists forward.interfaces: a listed uplink is refused (what arrives from the
+    /// internet, replies to the host's own connections included, would go into the tunnel).
+    public var uplinks: Set<String> = []
     /// The DNS servers the host holds for the interfaces of profiles without `dns`, by
     /// interface (ProfileResolvers): not planned from, but read with the rest each pass, as
     /// they may come after the interface.

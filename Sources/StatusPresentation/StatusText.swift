@@ -77,6 +77,8 @@ public enum StatusText {
             switch forward.state {
             case ForwardInterfaceReport.missing:
                 lines.append("  forward   \(forward.interface): missing (what arrives on it once it is there is the profile's)")
+            case ForwardInterfaceReport.uplink:
+                lines.append("  forward   \(forward.interface): REFUSED: it carries the host's default route (what arrives from the internet would go into the tunnel); list the VM's bridge or tap")
             default:
                 let counts = [forward.received.map { "received \(traffic($0))" }, forward.sent.map { "sent \(traffic($0))" }].compactMap { $0 }
                 lines.append("  forward   \(forward.interface): \(forward.state)" + (counts.isEmpty ? "" : "; " + counts.joined(separator: ", ")))

@@ -31,7 +31,7 @@ import Testing
         let vmInterface = { (tunnel: String) in "vx\(tunnel.dropFirst(2).dropLast(2))vh" }
         let s = try Scenario(cleanup: cleanup, policy: { interfaces in
             "[profile.work]\ntunnel.interface = \"\(interfaces[0])\"\ndns = [\"10.99.1.1\"]\nbypass.domains = [\"bypass.example\", \"tcp.bypass.example\"]\n"
-                + "forward.interfaces = [\"\(vmInterface(interfaces[0]))\", \"\(vmInterface(interfaces[0]).dropLast())z\"]\n"
+                + "forward.interfaces = [\"\(vmInterface(interfaces[0]))\", \"\(vmInterface(interfaces[0]).dropLast())z\", \"\(vmInterface(interfaces[0]).dropLast(2))u\"]\n"
         })
         let resolver = try TunnelResolver(s, cleanup: cleanup, records: ["--host-record=bypass.example,192.0.2.90", "--host-record=tcp.bypass.example,192.0.2.91"])
         let tag = s.net.tag
@@ -135,13 +135,15 @@ import Testing
             vmService.count("udp \(s.tunnel.clientAddress4)") > 10 && vmService.count("udp \(s.tunnel.clientAddress6)") > 10
         }
         let vmStates = try s.daemon.status().profiles.first?.forwardInterfaces?.map { "\($0.interface) \($0.state) \($0.received.map { $0.packets > 10 } ?? false)" }
-        #expect(vmStates == ["vx\(tag)vh routed true", "vx\(tag)vz missing false"], "\(String(describing: vmStates))")
+        // The uplink listed too: refused (the capture's controls below, seen there in the
+        // clear, say that nothing arriving on it went into the tunnel either).
+        #expect(vmStates == ["vx\(tag)u uplink true", "vx\(tag)vh routed true", "vx\(tag)vz missing false"], "\(String(describing: vmStates))")
         // One row each under the profile, in status; a row each in `vpnctl members`; the rules
         // they add in `vpnctl plan`.
         let text = try s.daemon.vpnctl(["status"]).stdout
         for row in ["  container docker \(shortID), network namespace \(route.cookie): routed from vx\(tag)kh; 10.98.0.2/24, fd98::2/64; sent ",
                     "  container network namespace \(port.cookie): routed from vx\(tag)jh (on \(bridge)); 10.97.0.2/24, fd97::2/64; sent ",
-                    "  forward   vx\(tag)vh: routed; received ", "  forward   vx\(tag)vz: missing"] {
+                    "  forward   vx\(tag)vh: routed; received ", "  forward   vx\(tag)vz: missing", "  forward   vx\(tag)u: REFUSED: it carries the host's default route"] {
             #expect(text.contains(row), "\(row)\n\(text)")
         }
         let json = try JSONSerialization.jsonObject(with: Data(try s.daemon.vpnctl(["status", "--json"]).stdout.utf8)) as? [String: Any]

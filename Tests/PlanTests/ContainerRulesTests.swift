@@ -90,6 +90,20 @@ import Testing
         #expect(state.namespacesLetOut.isEmpty && state.bridgeNft == nil)
     }
 
+    /// A listed interface that carries the host's default route (the uplink) is no way in:
+    /// what arrives from the internet, replies to the host's own connections included,
+    /// would go into the tunnel.
+    @Test func anUplinkInForwardInterfacesIsRefused() throws {
+        var policy = self.policy
+        policy.profiles[0].forwardInterfaces = ["eth0", "virbr1"]
+        var facts = RuntimeFacts(cgroupIDs: ["vpn.slice/vpn-work.slice": 101])
+        facts.uplinks = ["eth0"]
+        let state = Planner.plan(policy, facts: facts)
+        let marked = state.nft.chain(named: "containers_in")?.rules.compactMap { $0.statements.first } ?? []
+        #expect(marked == [.inputInterfaceName("virbr1", negated: false)], "\(marked)")
+        #expect(!state.rules.contains { $0.inputInterface == "eth0" } && !PlanText.render(state).contains("\"eth0\""))
+    }
+
     /// A profile whose DNS is not served (a trusted network's `disconnect`): its containers'
     /// queries, UDP and TCP, are dropped and counted by the mark, before routing; none goes to
     /// a proxy.
