@@ -5,6 +5,7 @@ import Descriptors
 import Cgroups
 import Glibc
 import Monotonic
+import Names
 import Netlink
 import Nftables
 import Plan
@@ -17,6 +18,8 @@ enum DNSClient: Hashable {
     /// `asked`: the address a steered query was sent to, which its answer comes from.
     case udp(socket: DescriptorNumber, from: SocketAddress, asked: IPAddress? = nil)
     case tcp(connection: DescriptorNumber)
+    /// A lookup of a member's that came over resolved's varlink interface (NameServer).
+    case local(Int)
 }
 
 /// The profiles' DNS proxies, at the edge: members' queries arrive routed to the host with
@@ -57,7 +60,14 @@ final class DNSService {
         var steered: SteeredQueries
     }
 
-    init(loop: EventLoop, applier: any KernelApplying, log: Log, steering: DNSSteeringPoint?) {
+    /// Where each profile's varlink server listens (nil: names are not followed here).
+    private let resolveDirectory: String?
+    private var nameServers: [String: NameServer] = [:]
+    /// Whether a process (by pid) is a member of the profile, for its varlink server.
+    var admit: (_ profile: String, _ pid: Int32) -> Bool = { _, _ in false }
+
+    init(loop: EventLoop, applier: any KernelApplying, log: Log, steering: DNSSteeringPoint?, resolveDirectory: String? = nil) {
+        self.resolveDirectory = resolveDirectory
         self.loop = loop
         self.applier = applier
         self.log = log
@@ -149,6 +159,7 @@ final class DNSService {
                 log.error("DNS proxy of profile \(name) did not start: \(error); \(Self.refused)")
             }
         }
+        configureNames(policy)
         byKey = Dictionary(resolvers.keys.compactMap { name in built[name].map { ($0.steered.key, name) } }, uniquingKeysWith: { a, _ in a })
         failures = failures.filter { wanted[$0.key] != nil }
         if let steering {
@@ -162,6 +173,35 @@ final class DNSService {
             }
         }
     }
+
+    /// A varlink server for each profile at the path its cgroups' programs send members'
+    /// resolved connects to; its calls go to whichever resolver the profile has now.
+    private func configureNames(_ policy: Policy) {
+        guard let resolveDirectory else { return }
+        var wanted: [String: String] = [:]
+        for profile in policy.profiles {
+            if let path = ResolveSocketPath.path(directory: resolveDirectory, profile: profile.name, index: profile.index) { wanted[profile.name] = path }
+        }
+        for (name, server) in nameServers where wanted[name] != server.path {
+            server.close()
+            nameServers[name] = nil
+        }
+        for (name, path) in wanted.sorted(by: { $0.key < $1.key }) where nameServers[name] == nil {
+            do {
+                let server = try NameServer(path: path, loop: loop) { [unowned self] query, answer in
+                    guard let resolver = resolvers[name] else { return answer(nil) }
+                    resolver.localQuery(query, answer)
+                }
+                server.admit = { [unowned self] pid in admit(name, pid) }
+                nameServers[name] = server
+            } catch {
+                log.error("names of profile \(name): \(error); its members' lookups through systemd-resolved fail over to DNS (nsswitch's next source)")
+            }
+        }
+    }
+
+    func nameCounters(of profile: String) -> NameServer.Counters? { nameServers[profile]?.counters }
+    func nameSocket(of profile: String) -> String? { nameServers[profile]?.path }
 
     /// What members get from a proxy that is not there (DNSRouting.steeredQueryGuards).
     static let refused = "members' DNS queries are refused (none leaves)"
@@ -179,6 +219,8 @@ final class DNSService {
     }
 
     func closeAll() {
+        for server in nameServers.values { server.close() }
+        nameServers = [:]
         for resolver in resolvers.values { resolver.close() }
         resolvers = [:]
         built = [:]
@@ -314,6 +356,21 @@ final class ProfileResolver {
     }
 
     func performPending() { perform() }
+
+    private var localWaiters: [Int: ([UInt8]?) -> Void] = [:]
+    private var nextLocal = 0
+
+    /// A lookup from the profile's varlink server, as a member's port-53 query: the same
+    /// servers, lists and sets, its addresses added before `answer` has the reply. Without
+    /// a reply in 10 s (the proxy drops some), `answer` has nil.
+    func localQuery(_ query: [UInt8], _ answer: @escaping ([UInt8]?) -> Void) {
+        nextLocal += 1
+        let id = nextLocal
+        localWaiters[id] = answer
+        loop.after(.seconds(10)) { [weak self] in self?.localWaiters.removeValue(forKey: id)?(nil) }
+        proxy.query(query, from: .local(id), over: .udp, now: .now(), into: &actions)
+        perform()
+    }
 
     /// A TCP connection the steering listener took for this profile (DNSService passes it
     /// by its source address), with the mark of the socket that made it: one of another
@@ -510,6 +567,10 @@ final class ProfileResolver {
 
     /// A UDP reply joins `queue`; a TCP one is written to its connection.
     private func reply(_ response: [UInt8], to client: DNSClient, queue: inout DatagramQueue) {
+        if case let .local(id) = client {
+            localWaiters.removeValue(forKey: id)?(response.isEmpty ? nil : response)
+            return
+        }
         guard !response.isEmpty else { return }
         switch client {
         case let .udp(fd, from, asked):
@@ -518,6 +579,7 @@ final class ProfileResolver {
             guard let framed = DNSTCPFraming.frame(response), tcpClients[fd] != nil else { return }
             tcpClients[fd]?.outbox += framed
             flushClient(fd)
+        case .local: return
         }
     }
 }
