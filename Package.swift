@@ -99,7 +99,7 @@ let package = Package(
         .testTarget(name: "CgroupsTests", dependencies: ["Cgroups", "NetTestSupport", "SocketPrograms", "Descriptors", "BPF", "CLinux", "Addresses"]),
         .testTarget(name: "WireGuardTests", dependencies: ["WireGuard", "Addresses"]),
         .testTarget(name: "DNSTests", dependencies: ["DNS", "Addresses"]),
-        .testTarget(name: "NamesTests", dependencies: ["Names", "DNS", "Addresses"]),
+        .testTarget(name: "NamesTests", dependencies: ["Names", "DNS", "Addresses", "Descriptors"]),
         .testTarget(name: "MonotonicTests", dependencies: ["Monotonic"]),
         .testTarget(name: "DescriptorsTests", dependencies: ["Descriptors"]),
         .testTarget(name: "WireGuardDeviceTests", dependencies: ["WireGuardDevice", "WireGuard", "Addresses", "Descriptors"]),
