@@ -116,7 +116,7 @@ public final class Daemon {
         if let resolveDirectory { mkdir(resolveDirectory, 0o755) }
         if let failure = namesFailure {
             log.warning("members' lookups through systemd-resolved (nss-resolve) and nscd are not followed on this kernel, they leave outside the profile: \(failure); "
-                + "Linux 6.7 or later follows them, else put `dns` before `resolve` on the hosts line of /etc/nsswitch.conf and stop nscd")
+                + "Linux 6.7 or later follows them, else take resolve off the hosts line of /etc/nsswitch.conf (hosts: files dns) and stop nscd")
         }
         // Its program needs CAP_BPF and its port 53 CAP_NET_BIND_SERVICE: before the drop. It
         // lives as long as vpnd; a query routed to a proxy while none runs is refused

@@ -28,7 +28,7 @@ extension StatusText {
         guard let names = d.names else { return [] }
         if let failure = names.failure {
             return ["  names     lookups through systemd-resolved and nscd are NOT followed on this host (\(failure)): they leave outside the profile; "
-                + "put `dns` before `resolve` on /etc/nsswitch.conf's hosts line and stop nscd, or use Linux 6.7 or later"]
+                + "take resolve off /etc/nsswitch.conf's hosts line (hosts: files dns) and stop nscd, or use Linux 6.7 or later"]
         }
         return ["  names     lookups through systemd-resolved answered here: \(Plural.count(names.calls, "call")), \(names.errors) with an error; nscd refused \(Plural.count(names.nscdRefused, "time"))"]
     }

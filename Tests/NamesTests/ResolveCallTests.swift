@@ -146,3 +146,23 @@ final class ResolveLookupTests: XCTestCase {
                        name("1.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.8.b.d.0.1.0.0.2.ip6.arpa"))
     }
 }
+
+final class NameFollowingCheckTests: XCTestCase {
+    func testHostsSources() {
+        XCTAssertEqual(NameFollowingCheck.hostsSources("passwd: files\nhosts:  files mymachines resolve [!UNAVAIL=return] dns myhostname # comment\n"),
+                       ["files", "mymachines", "resolve", "dns", "myhostname"])
+        XCTAssertEqual(NameFollowingCheck.hostsSources("# hosts: resolve\nhosts\t:\tfiles dns\n"), ["files", "dns"])
+        XCTAssertEqual(NameFollowingCheck.hostsSources("passwd: files\n"), [])
+    }
+
+    func testWarnsOnlyWhereTheKernelCannotFollow() {
+        let fedora = "hosts: files myhostname resolve [!UNAVAIL=return] dns\n"
+        XCTAssertEqual(NameFollowingCheck.warnings(followed: true, nsswitch: fedora, nscdRunning: true), [])
+        let warnings = NameFollowingCheck.warnings(followed: false, nsswitch: fedora, nscdRunning: true)
+        XCTAssertEqual(warnings.count, 2)
+        XCTAssertTrue(warnings[0].hasPrefix("warning: /etc/nsswitch.conf's hosts line names resolve:") && warnings[0].hasSuffix("(hosts: files dns)"), warnings[0])
+        XCTAssertTrue(warnings[1].hasPrefix("warning: nscd runs:"), warnings[1])
+        XCTAssertEqual(NameFollowingCheck.warnings(followed: false, nsswitch: "hosts: files dns\n", nscdRunning: false), [])
+        XCTAssertEqual(NameFollowingCheck.warnings(followed: false, nsswitch: nil, nscdRunning: false), [])
+    }
+}

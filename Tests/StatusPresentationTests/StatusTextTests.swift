@@ -108,7 +108,7 @@ import Testing
         #expect(StatusText.render(report, now: Self.now).contains("  names     lookups through systemd-resolved answered here: 3 calls, 1 with an error; nscd refused 1 time\n"))
         report.profiles[0].dns?.names = NamesStatus(socket: nil, failure: "the kernel has no bpf_sock_addr_set_sun_path")
         #expect(StatusText.render(report, now: Self.now).contains("  names     lookups through systemd-resolved and nscd are NOT followed on this host "
-            + "(the kernel has no bpf_sock_addr_set_sun_path): they leave outside the profile; put `dns` before `resolve` on /etc/nsswitch.conf's hosts line and stop nscd, or use Linux 6.7 or later\n"))
+            + "(the kernel has no bpf_sock_addr_set_sun_path): they leave outside the profile; take resolve off /etc/nsswitch.conf's hosts line (hosts: files dns) and stop nscd, or use Linux 6.7 or later\n"))
     }
 
     /// A tunnel that is not there holds members at connect(), before any packet: said, as the
