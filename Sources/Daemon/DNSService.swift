@@ -62,9 +62,8 @@ final class DNSService {
 
     /// Where each profile's varlink server listens (nil: names are not followed here).
     private let resolveDirectory: String?
-    private var nameServers: [String: NameServer] = [:]
-    /// Whether a process (by pid) is a member of the profile, for its varlink server.
-    var admit: (_ profile: String, _ pid: Int32) -> Bool = { _, _ in false }
+    /// The profiles' varlink servers (nil where names are not followed).
+    private(set) var names: ProfileNameServers?
 
     init(loop: EventLoop, applier: any KernelApplying, log: Log, steering: DNSSteeringPoint?, resolveDirectory: String? = nil) {
         self.resolveDirectory = resolveDirectory
@@ -72,6 +71,12 @@ final class DNSService {
         self.applier = applier
         self.log = log
         self.steering = steering
+        if resolveDirectory != nil {
+            names = ProfileNameServers(loop: loop) { [unowned self] profile, query, answer in
+                guard let resolver = resolvers[profile] else { return answer(nil) }
+                resolver.localQuery(query, answer)
+            }
+        }
         for fd in [steering?.socket.number, steering?.socket6.number].compactMap({ $0 }) {
             loop.watch(fd) { [unowned self] _ in receiveSteeredQueries(fd) }
         }
@@ -175,33 +180,17 @@ final class DNSService {
     }
 
     /// A varlink server for each profile at the path its cgroups' programs send members'
-    /// resolved connects to; its calls go to whichever resolver the profile has now.
+    /// resolved connects to (ProfileNameServers).
     private func configureNames(_ policy: Policy) {
-        guard let resolveDirectory else { return }
-        var wanted: [String: String] = [:]
-        for profile in policy.profiles {
-            if let path = ResolveSocketPath.path(directory: resolveDirectory, profile: profile.name, index: profile.index) { wanted[profile.name] = path }
-        }
-        for (name, server) in nameServers where wanted[name] != server.path {
-            server.close()
-            nameServers[name] = nil
-        }
-        for (name, path) in wanted.sorted(by: { $0.key < $1.key }) where nameServers[name] == nil {
-            do {
-                let server = try NameServer(path: path, loop: loop) { [unowned self] query, answer in
-                    guard let resolver = resolvers[name] else { return answer(nil) }
-                    resolver.localQuery(query, answer)
-                }
-                server.admit = { [unowned self] pid in admit(name, pid) }
-                nameServers[name] = server
-            } catch {
-                log.error("names of profile \(name): \(error); its members' lookups through systemd-resolved fail over to DNS (nsswitch's next source)")
-            }
+        guard let names, let resolveDirectory else { return }
+        let wanted = ResolveSocketPath.paths(directory: resolveDirectory, profiles: policy.profiles.map { ($0.name, $0.index) })
+        for (name, failure) in names.configure(wanted).sorted(by: { $0.key < $1.key }) {
+            log.error("names of profile \(name): \(failure); its members' lookups through systemd-resolved fail (nss-resolve answers UNAVAIL, nsswitch's next source is asked)")
         }
     }
 
-    func nameCounters(of profile: String) -> NameServer.Counters? { nameServers[profile]?.counters }
-    func nameSocket(of profile: String) -> String? { nameServers[profile]?.path }
+    func nameCounters(of profile: String) -> NameServer.Counters? { names?.server(of: profile)?.counters }
+    func nameSocket(of profile: String) -> String? { names?.server(of: profile)?.path }
 
     /// What members get from a proxy that is not there (DNSRouting.steeredQueryGuards).
     static let refused = "members' DNS queries are refused (none leaves)"
@@ -219,8 +208,7 @@ final class DNSService {
     }
 
     func closeAll() {
-        for server in nameServers.values { server.close() }
-        nameServers = [:]
+        names?.closeAll()
         for resolver in resolvers.values { resolver.close() }
         resolvers = [:]
         built = [:]

@@ -235,9 +235,7 @@ public final class Daemon {
         machineFacts.foreignNamespaces = { [applier] in applier.foreignNamespaces() }
         machineFacts.resolveSockets = { [resolveDirectory] policy in
             guard let resolveDirectory else { return [:] }
-            return Dictionary(policy.profiles.compactMap { profile in
-                ResolveSocketPath.path(directory: resolveDirectory, profile: profile.name, index: profile.index).map { (profile.name, $0) }
-            }, uniquingKeysWith: { a, _ in a })
+            return ResolveSocketPath.paths(directory: resolveDirectory, profiles: policy.profiles.map { ($0.name, $0.index) })
         }
         reconciler.prepare = { [unowned self] _ in try ensureCgroups() }
         reconciler.reconcileTunnels = { [unowned self] in reconcileTunnels() }
@@ -401,7 +399,7 @@ public final class Daemon {
         try executables.start(loop: loop, hierarchy: hierarchy) { [unowned self] in executables.refresh(policy, parent: options.cgroupParent) }
         self.loop = loop
         dns = DNSService(loop: loop, applier: applier, log: log, steering: dnsSteering, resolveDirectory: resolveDirectory)
-        dns?.admit = { [unowned self] name, pid in
+        dns?.names?.admit = { [unowned self] name, pid in
             guard let profile = policy.profile(named: name), let cgroup = CgroupHierarchy.cgroup(ofProcess: pid) else { return false }
             return reconciler.memberCgroups(of: profile, parent: options.cgroupParent).contains { cgroup == $0 || cgroup.hasPrefix($0 + "/") }
         }

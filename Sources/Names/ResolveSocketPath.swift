@@ -10,4 +10,10 @@ public enum ResolveSocketPath {
         }
         return nil
     }
+
+    /// Each profile's (name, index) with a path that fits.
+    public static func paths(directory: String, profiles: [(name: String, index: UInt32)]) -> [String: String] {
+        Dictionary(profiles.compactMap { profile in path(directory: directory, profile: profile.name, index: profile.index).map { (profile.name, $0) } },
+                   uniquingKeysWith: { a, _ in a })
+    }
 }
