@@ -72,9 +72,9 @@ final class DNSService {
         self.log = log
         self.steering = steering
         if resolveDirectory != nil {
-            names = ProfileNameServers(loop: loop) { [unowned self] profile, query, answer in
+            names = ProfileNameServers(loop: loop) { [unowned self] profile, query, overTCP, answer in
                 guard let resolver = resolvers[profile] else { return answer(nil) }
-                resolver.localQuery(query, answer)
+                resolver.localQuery(query, overTCP: overTCP, answer)
             }
         }
         for fd in [steering?.socket.number, steering?.socket6.number].compactMap({ $0 }) {
@@ -351,12 +351,12 @@ final class ProfileResolver {
     /// A lookup from the profile's varlink server, as a member's port-53 query: the same
     /// servers, lists and sets, its addresses added before `answer` has the reply. Without
     /// a reply in 10 s (the proxy drops some), `answer` has nil.
-    func localQuery(_ query: [UInt8], _ answer: @escaping ([UInt8]?) -> Void) {
+    func localQuery(_ query: [UInt8], overTCP: Bool, _ answer: @escaping ([UInt8]?) -> Void) {
         nextLocal += 1
         let id = nextLocal
         localWaiters[id] = answer
         loop.after(.seconds(10)) { [weak self] in self?.localWaiters.removeValue(forKey: id)?(nil) }
-        proxy.query(query, from: .local(id), over: .udp, now: .now(), into: &actions)
+        proxy.query(query, from: .local(id), over: overTCP ? .tcp : .udp, now: .now(), into: &actions)
         perform()
     }
 

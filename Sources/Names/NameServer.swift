@@ -22,9 +22,9 @@ public protocol NameServerLoop: AnyObject {
 /// most `VarlinkReader.maxMessage`, a connection at most `idleSeconds` without a call;
 /// what breaks these or the protocol is counted and closed.
 public final class NameServer {
-    /// Sends one DNS query through the profile's proxy; `answer` is called once, with the
-    /// reply's bytes or nil.
-    public typealias Ask = (_ query: [UInt8], _ answer: @escaping ([UInt8]?) -> Void) -> Void
+    /// Sends one DNS query through the profile's proxy (over TCP upstream when asked: a
+    /// truncated answer's retry); `answer` is called once, with the reply's bytes or nil.
+    public typealias Ask = (_ query: [UInt8], _ overTCP: Bool, _ answer: @escaping ([UInt8]?) -> Void) -> Void
 
     public struct Counters: Hashable, Sendable {
         public var calls: UInt64 = 0
@@ -188,14 +188,16 @@ public final class NameServer {
             let lookup = ResolveLookup(call)
             guard lookup.reply == nil else { return finish(fd, generation: connection.generation, lookup) }
             let shared = LookupBox(lookup)
-            for (index, query) in lookup.queries.enumerated() {
-                ask(query) { [weak self] answer in
-                    shared.lookup.receive(answer, for: index)
+            let generation = connection.generation
+            func send(_ index: Int, overTCP: Bool) {
+                ask(lookup.queries[index], overTCP) { [weak self] answer in
+                    if shared.lookup.receive(answer, for: index) { return send(index, overTCP: true) }
                     guard let self, shared.lookup.reply != nil, !shared.done else { return }
                     shared.done = true
-                    finish(fd, generation: connection.generation, shared.lookup)
+                    finish(fd, generation: generation, shared.lookup)
                 }
             }
+            for index in lookup.queries.indices { send(index, overTCP: false) }
         }
     }
 

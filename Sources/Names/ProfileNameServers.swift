@@ -2,7 +2,7 @@
 /// moved and closed as the policy changes; each call goes to whatever resolver the profile
 /// has now (`resolve`), so a rebuilt proxy does not close a member's connection.
 public final class ProfileNameServers {
-    public typealias Resolve = (_ profile: String, _ query: [UInt8], _ answer: @escaping ([UInt8]?) -> Void) -> Void
+    public typealias Resolve = (_ profile: String, _ query: [UInt8], _ overTCP: Bool, _ answer: @escaping ([UInt8]?) -> Void) -> Void
 
     private let loop: NameServerLoop
     private let resolve: Resolve
@@ -25,7 +25,7 @@ public final class ProfileNameServers {
         var failures: [String: String] = [:]
         for (name, path) in wanted.sorted(by: { $0.key < $1.key }) where servers[name] == nil {
             do {
-                let server = try NameServer(path: path, loop: loop) { [unowned self] query, answer in resolve(name, query, answer) }
+                let server = try NameServer(path: path, loop: loop) { [unowned self] query, overTCP, answer in resolve(name, query, overTCP, answer) }
                 server.admit = { [unowned self] pid in admit(name, pid) }
                 servers[name] = server
             } catch {

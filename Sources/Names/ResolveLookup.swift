@@ -18,6 +18,7 @@ public struct ResolveLookup: Sendable {
     public private(set) var queries: [[UInt8]] = []
     private var answers: [[UInt8]?]
     private var received: [Bool]
+    private var retried: [Bool]
     /// Set at once for what needs no query, or once every query is answered.
     public private(set) var reply: Result<JSONValue, VarlinkError>?
 
@@ -53,25 +54,37 @@ public struct ResolveLookup: Sendable {
         }
         answers = Array(repeating: nil, count: queries.count)
         received = Array(repeating: false, count: queries.count)
+        retried = Array(repeating: false, count: queries.count)
     }
 
     /// The answer to query `index` (nil: none came, or the proxy dropped it). The reply is
-    /// made once every query has had its answer.
-    public mutating func receive(_ answer: [UInt8]?, for index: Int) {
-        guard reply == nil, answers.indices.contains(index), !received[index] else { return }
+    /// made once every query has had its answer. A truncated answer (TC) is not taken, once:
+    /// true says to ask that query again over TCP.
+    @discardableResult
+    public mutating func receive(_ answer: [UInt8]?, for index: Int) -> Bool {
+        guard reply == nil, answers.indices.contains(index), !received[index] else { return false }
+        if let answer, !retried[index], DNSHeader(of: answer)?.isTruncated == true {
+            retried[index] = true
+            return true
+        }
         answers[index] = answer
         received[index] = true
-        guard received.allSatisfy({ $0 }) else { return }
+        guard received.allSatisfy({ $0 }) else { return false }
         switch call {
         case let .hostname(query): reply = Self.hostnameReply(query, answers)
         case .address: reply = Self.addressReply(answers[0])
         }
+        return false
     }
+
+    /// What a UDP answer may hold (RFC 9715's 1232 bytes, DNS Flag Day 2020): above the
+    /// 512 bytes of a query without EDNS, so that a name with many addresses fits.
+    static let payloadSize: UInt16 = 1232
 
     static func query(_ name: DomainName, type: DNSRecordType, id: UInt16) -> [UInt8] {
         var header = DNSHeader(id: id)
         header.recursionDesired = true
-        return DNSMessage(header: header, questions: [DNSQuestion(name: name, type: type)]).encoded()
+        return DNSMessage(header: header, questions: [DNSQuestion(name: name, type: type)], edns: EDNS(udpPayloadSize: payloadSize)).encoded()
     }
 
     /// in-addr.arpa / ip6.arpa (RFC 1035 3.5, RFC 3596 2.5).

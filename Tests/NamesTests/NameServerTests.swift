@@ -49,7 +49,7 @@ final class NameServerTests: XCTestCase {
         let loop = SteppedLoop()
         var asked: [[UInt8]] = []
         let path = directory + "/resolve/work"
-        let server = try NameServer(path: path, loop: loop) { query, answer in
+        let server = try NameServer(path: path, loop: loop) { query, _, answer in
             asked.append(query)
             var message = try! DNSMessage(parsing: query)
             message.header.isResponse = true

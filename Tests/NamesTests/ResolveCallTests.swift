@@ -125,6 +125,18 @@ final class ResolveLookupTests: XCTestCase {
         XCTAssertEqual(failure(nothing), .noSuchResourceRecord)
     }
 
+    /// Queries offer 1232 bytes (EDNS); a truncated answer is asked again over TCP, once.
+    func testTruncatedAnswersAreAskedAgainOverTCP() throws {
+        var lookup = ResolveLookup(.hostname(.init(name: "many.test", family: .ipv4)))
+        XCTAssertEqual(try DNSMessage(parsing: lookup.queries[0]).edns?.udpPayloadSize, 1232)
+        var truncated = try DNSMessage(parsing: answer(to: lookup.queries[0], []))
+        truncated.header.isTruncated = true
+        XCTAssertTrue(lookup.receive(truncated.encoded(), for: 0), "ask again over TCP")
+        XCTAssertNil(lookup.reply)
+        XCTAssertFalse(lookup.receive(truncated.encoded(), for: 0), "once: the second truncated answer is taken")
+        XCTAssertEqual(failure(lookup), .noSuchResourceRecord)
+    }
+
     func testAnsweredLocally() throws {
         let literal = ResolveLookup(.hostname(.init(name: "192.0.2.1")))
         XCTAssertTrue(literal.queries.isEmpty)
