@@ -181,5 +181,18 @@ final class NscdCache {
         let names = try #require(try s.daemon.status().profiles[0].dns?.names)
         #expect(names.socket == "/tmp/vx-\(s.net.tag)/resolve/work" && names.failure == nil, "\(names)")
         #expect(names.redirected >= 5 && names.calls >= 5 && names.answered >= 5 && names.nscdRefused >= 1 && names.refused == 1, "\(names)")
+
+        // vpnd killed: the program still sends the member's connect to the profile's socket,
+        // where no one answers; the lookup fails, and nothing goes to resolved or the link.
+        let slice = "\(try TestCgroups.cgroupRoot())/\(s.daemon.cgroupParent)/vpn-work.slice"
+        s.daemon.process?.kill9()
+        let held = try Capture(on: s.net.clientUplink, in: s.net.client, filter: "port 53", cleanup: cleanup)
+        let failed = try Command.status(s.net.client.enter + ["sh", "-c", "echo $$ > \(slice)/cgroup.procs && exec \"$@\"", "member"]
+            + resolved.enter + ["getent", "hosts", "other.corp.example"])
+        #expect(failed.status != 0 && failed.stdout.isEmpty, "no answer while vpnd is down: \(failed.stdout)\(failed.stderr)")
+        let stillResolved = try Command.status(s.net.client.enter + resolved.enter + ["getent", "hosts", "tunneled.example"])
+        #expect(stillResolved.stdout.hasPrefix("192.0.2.99 "), "a non-member's lookup is resolved's: \(stillResolved.stdout)\(stillResolved.stderr)")
+        #expect(try held.packets("udp port 53 and host 198.51.100.1").count > 0, "the non-member's, seen (control)")
+        #expect(try held.packets().allSatisfy { !$0.contains("other.corp.example") }, "the member's name nowhere on the link while vpnd is down")
     }
 }
