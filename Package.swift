@@ -55,6 +55,10 @@ let package = Package(
         // path runs without runtime generic metadata lookups.
         .target(name: "DNS", dependencies: ["Addresses", "Monotonic"], swiftSettings: [.unsafeFlags(["-cross-module-optimization"])]),
 
+        // Names follow the app: systemd-resolved's varlink calls (io.systemd.Resolve) read and
+        // answered through a profile's DNS proxy, and the server a member's calls are sent to.
+        .target(name: "Names", dependencies: ["Addresses", "CLinux", "DNS", "Descriptors"]),
+
         // Effects: the kernel behind typed Swift.
         .target(name: "Netlink", dependencies: ["CNetlink", "Addresses", "Descriptors", "Nftables", "Routing"]),
         // One owner per open descriptor, and the errno of a failed call as a typed error.
@@ -71,7 +75,7 @@ let package = Package(
         .target(name: "WireGuardDevice", dependencies: ["WireGuard", "CLinux", "Addresses", "Descriptors", "HexDigits", "Monotonic", "Netlink", "Routing"]),
         // Members' network namespaces (containers): how each reaches the host.
         .target(name: "Containers", dependencies: ["Netlink", "Plan", "Routing", "SocketPrograms"]),
-        .target(name: "Daemon", dependencies: ["Containers", "Launch", "Addresses", "BuildVersion", "Descriptors", "HexDigits", "Monotonic", "ServiceSupport", "CCap", "DNS", "CLinux", "CSystemd", "Cgroups", "Control", "Facts", "TrustedFiles", "Netlink", "Nftables", "Plan", "Policy", "Routing", "TunnelFiles", "WireGuard", "WireGuardDevice"]),
+        .target(name: "Daemon", dependencies: ["Containers", "Launch", "Names", "Addresses", "BuildVersion", "Descriptors", "HexDigits", "Monotonic", "ServiceSupport", "CCap", "DNS", "CLinux", "CSystemd", "Cgroups", "Control", "Facts", "TrustedFiles", "Netlink", "Nftables", "Plan", "Policy", "Routing", "TunnelFiles", "WireGuard", "WireGuardDevice"]),
 
         // Executables: thin commands over the libraries.
         .executableTarget(name: "vpnd", dependencies: ["BuildVersion", "Daemon", "ServiceSupport", "Control", "Launch", "Policy", "TrustedFiles", .product(name: "ArgumentParser", package: "swift-argument-parser")]),
@@ -80,7 +84,7 @@ let package = Package(
         .executableTarget(name: "vpnexec", dependencies: ["BuildVersion", "Launch", "Descriptors", "CLinux"],
                           linkerSettings: [.unsafeFlags(["-static-executable"])]),
         .executableTarget(name: "vpn-server", dependencies: ["BuildVersion", "Addresses", "HexDigits", "Descriptors", "WireGuard", "WireGuardDevice", "ServiceSupport", "Netlink", "Nftables", "Plan", "CSystemd", "CLinux", .product(name: "ArgumentParser", package: "swift-argument-parser")]),
-        .executableTarget(name: "vpnctl", dependencies: ["BuildVersion", "Control", "Launch", "StatusPresentation", "Descriptors", "Facts", "HexDigits", "Plan", "Policy", "Suggestions", "TrustedFiles", "TunnelFiles", "Cgroups", "Netlink", .product(name: "ArgumentParser", package: "swift-argument-parser")]),
+        .executableTarget(name: "vpnctl", dependencies: ["BuildVersion", "Names", "SocketPrograms", "Control", "Launch", "StatusPresentation", "Descriptors", "Facts", "HexDigits", "Plan", "Policy", "Suggestions", "TrustedFiles", "TunnelFiles", "Cgroups", "Netlink", .product(name: "ArgumentParser", package: "swift-argument-parser")]),
 
         // Tests. NetTestSupport builds namespaces, runs tools and cleans up after them.
         .target(name: "NetTestSupport", dependencies: ["CLinux", "Cgroups"], path: "Tests/NetTestSupport"),
@@ -95,6 +99,7 @@ let package = Package(
         .testTarget(name: "CgroupsTests", dependencies: ["Cgroups", "NetTestSupport", "SocketPrograms", "Descriptors", "BPF", "CLinux", "Addresses"]),
         .testTarget(name: "WireGuardTests", dependencies: ["WireGuard", "Addresses"]),
         .testTarget(name: "DNSTests", dependencies: ["DNS", "Addresses"]),
+        .testTarget(name: "NamesTests", dependencies: ["Names", "DNS", "Addresses", "Descriptors"]),
         .testTarget(name: "MonotonicTests", dependencies: ["Monotonic"]),
         .testTarget(name: "DescriptorsTests", dependencies: ["Descriptors"]),
         .testTarget(name: "WireGuardDeviceTests", dependencies: ["WireGuardDevice", "WireGuard", "Addresses", "Descriptors"]),

@@ -17,6 +17,7 @@ public struct BPFAssembler: Sendable {
 
     public struct Failure: Error, CustomStringConvertible, Sendable {
         public var description: String
+        public init(description: String) { self.description = description }
     }
 
     private enum Item: Sendable {
@@ -134,6 +135,12 @@ public struct BPFAssembler: Sendable {
 
     public mutating func call(_ helper: BPFHelper) {
         emit(BPFCode.jmp | BPFCode.call, .r0, immediate: helper.rawValue)
+    }
+
+    /// A kernel function (kfunc) by the id of its BTF record in the running kernel's
+    /// vmlinux BTF (`KernelTypes`): arguments in r1-r5, result in r0, as a helper.
+    public mutating func callKernelFunction(_ id: Int32) {
+        emit(BPFCode.jmp | BPFCode.call, .r0, BPFRegister(rawValue: BPFCode.pseudoKernelFunctionCall)!, immediate: id)
     }
 
     /// return value

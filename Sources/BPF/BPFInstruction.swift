@@ -47,6 +47,8 @@ enum BPFCode {
     static let ja: UInt8 = 0x00, jeq: UInt8 = 0x10, jne: UInt8 = 0x50, call: UInt8 = 0x80, exit: UInt8 = 0x90, jlt: UInt8 = 0xa0
     /// `src_reg` of a 64-bit immediate load that names a map by descriptor.
     static let pseudoMapDescriptor: UInt8 = 1
+    /// `src_reg` of a call whose immediate is a kfunc's BTF id in vmlinux (BPF_PSEUDO_KFUNC_CALL).
+    static let pseudoKernelFunctionCall: UInt8 = 2
 }
 
 /// Sizes of a memory access.

@@ -38,9 +38,14 @@ public final class SocketProgramSet {
             throw Failure("assembling \(name)", code: EINVAL, detail: error.description)
         }
         let bytes = code.flatMap(\.bytes)
+        // Without a log first: the verifier's log of a long program overflows the buffer
+        // (ENOSPC) even when the program passes; asked again with it only to say why not.
         var log = [CChar](repeating: 0, count: 16384)
-        let loaded = bytes.withUnsafeBytes {
-            vx_bpf_prog_load(type, attachType, $0.baseAddress, UInt32(code.count), name, &log, UInt32(log.count))
+        var loaded = bytes.withUnsafeBytes { vx_bpf_prog_load(type, attachType, $0.baseAddress, UInt32(code.count), name, nil, 0) }
+        if loaded < 0 {
+            loaded = bytes.withUnsafeBytes {
+                vx_bpf_prog_load(type, attachType, $0.baseAddress, UInt32(code.count), name, &log, UInt32(log.count))
+            }
         }
         guard loaded >= 0 else {
             throw Failure("bpf: loading \(what) \(name)", code: errno,
@@ -100,13 +105,41 @@ public final class SocketProgramSet {
                                                                             ForeignNamespaces.seenValueSize, ForeignNamespaces.entries, "vx_netns_seen"))
         } catch { throw Failure(error) }
         let namespaces = ForeignNamespaces.Maps(allowed: allowedNamespaces.raw, seen: seenNamespaces.raw)
-        for program in SocketProgram.inUse {
+        for program in SocketProgram.inUse where program != .unixConnect {
             let loaded = try Self.load(program.name, type: program.programType, attachType: program.attachType, what: "the socket program") {
                 () throws(BPFAssembler.Failure) in try program.code(storage: storage.raw, known: known.raw, namespaces: namespaces, depth: parentDepth)
             }
             ids[program] = vx_bpf_prog_id(loaded.raw)
             programs[program] = owned.insert(loaded)
         }
+        // Names follow the app where the kernel has the Unix-socket hooks (6.7); without
+        // them everything else still holds, and status says what is not covered.
+        do throws(Failure) {
+            let types: NameFollowingTypes
+            do { types = try NameFollowingTypes(btf: Self.kernelBTF()) } catch {
+                throw Failure("reading the kernel's types (/sys/kernel/btf/vmlinux)", code: ENOENT, detail: error.description)
+            }
+            let program = SocketProgram.unixConnect
+            let loaded = try Self.load(program.name, type: program.programType, attachType: program.attachType, what: "the socket program") {
+                () throws(BPFAssembler.Failure) in try program.code(storage: storage.raw, names: types)
+            }
+            ids[program] = vx_bpf_prog_id(loaded.raw)
+            programs[program] = owned.insert(loaded)
+        } catch {
+            namesFailure = error.description
+        }
+    }
+
+    /// Why members' lookups through resolved's varlink socket and nscd are not followed on
+    /// this kernel (nil: they are).
+    public private(set) var namesFailure: String?
+
+    /// Whether a cgroup can be given `SocketSettings.resolveSocket`.
+    public var followsNames: Bool { programs[.unixConnect] != nil }
+
+    static func kernelBTF() -> [UInt8] {
+        guard let file = try? FileDescriptor.open("/sys/kernel/btf/vmlinux", O_RDONLY | O_CLOEXEC) else { return [] }
+        return file.readToEnd()
     }
 
     /// Which of these programs the kernel has attached to the cgroup itself now (not what
@@ -142,13 +175,15 @@ public final class SocketProgramSet {
     }
 
     public func attach(_ program: SocketProgram, to cgroup: borrowing FileDescriptor, path: String) throws(Failure) {
-        guard vx_bpf_prog_attach(programs[program]!.raw, cgroup.raw, program.attachType) == 0 else {
+        guard let loaded = programs[program] else { throw Failure("attaching \(program.name) to \(path)", code: EOPNOTSUPP, detail: namesFailure ?? "not loaded") }
+        guard vx_bpf_prog_attach(loaded.raw, cgroup.raw, program.attachType) == 0 else {
             throw Failure("bpf: attaching \(program.name) to \(path)")
         }
     }
 
     public func detach(_ program: SocketProgram, from cgroup: borrowing FileDescriptor, path: String) throws(Failure) {
-        guard vx_bpf_prog_detach(programs[program]!.raw, cgroup.raw, program.attachType) == 0 else {
+        guard let loaded = programs[program] else { return }
+        guard vx_bpf_prog_detach(loaded.raw, cgroup.raw, program.attachType) == 0 else {
             throw Failure("bpf: detaching \(program.name) from \(path)")
         }
     }
@@ -163,6 +198,8 @@ public final class SocketProgramSet {
             value.guardDrops = counters.guardDrops
             value.socketRefusals = counters.socketRefusals
             value.encryptedDNSRefusals = counters.encryptedDNSRefusals
+            value.namesRedirected = counters.namesRedirected
+            value.nscdRefused = counters.nscdRefused
         }
         let bytes = value.bytes + [UInt8](repeating: 0, count: max(0, storageSize - SocketStorage.size))
         var key = id

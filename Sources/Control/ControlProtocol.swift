@@ -224,10 +224,38 @@ public struct DNSStatus: Codable, Hashable, Sendable {
     public var sharedAddresses: UInt64 = 0
     /// The live ones, most recent first, at most a few.
     public var sharedNow: [SharedAddressReport] = []
+    /// Members' lookups that do not go to port 53 (NamesStatus); absent from an older vpnd.
+    public var names: NamesStatus?
 
     /// What the proxy asks; the lists and counts start empty and are set by name.
     public init(servers: [String]) {
         self.servers = servers
+    }
+}
+
+/// Names follow the app: members' lookups through systemd-resolved's varlink socket (what
+/// nss-resolve calls) and nscd's socket.
+public struct NamesStatus: Codable, Hashable, Sendable {
+    /// Where vpnd answers the profile's members' resolved lookups; absent where they are not
+    /// followed (`failure`).
+    public var socket: String?
+    /// Why members' lookups through resolved and nscd are not followed on this host (a
+    /// kernel before 6.7): they leave outside the profile.
+    public var failure: String?
+    /// Members' connects to resolved's socket sent to `socket` (the kernel's count).
+    public var redirected: UInt64 = 0
+    /// Members' connects to nscd's socket refused (glibc then resolves by itself).
+    public var nscdRefused: UInt64 = 0
+    /// Calls read on `socket`, answered with addresses or names, answered with an error,
+    /// and connections closed for breaking the protocol or its bounds.
+    public var calls: UInt64 = 0
+    public var answered: UInt64 = 0
+    public var errors: UInt64 = 0
+    public var refused: UInt64 = 0
+
+    public init(socket: String?, failure: String? = nil) {
+        self.socket = socket
+        self.failure = failure
     }
 }
 

@@ -5,6 +5,7 @@ import Descriptors
 import Cgroups
 import Glibc
 import Monotonic
+import Names
 import Netlink
 import Nftables
 import Plan
@@ -17,6 +18,8 @@ enum DNSClient: Hashable {
     /// `asked`: the address a steered query was sent to, which its answer comes from.
     case udp(socket: DescriptorNumber, from: SocketAddress, asked: IPAddress? = nil)
     case tcp(connection: DescriptorNumber)
+    /// A lookup of a member's that came over resolved's varlink interface (NameServer).
+    case local(Int)
 }
 
 /// The profiles' DNS proxies, at the edge: members' queries arrive routed to the host with
@@ -60,11 +63,23 @@ final class DNSService {
         var steered: SteeredQueries
     }
 
-    init(loop: EventLoop, applier: any KernelApplying, log: Log, steering: DNSSteeringPoint?) {
+    /// Where each profile's varlink server listens (nil: names are not followed here).
+    private let resolveDirectory: String?
+    /// The profiles' varlink servers (nil where names are not followed).
+    private(set) var names: ProfileNameServers?
+
+    init(loop: EventLoop, applier: any KernelApplying, log: Log, steering: DNSSteeringPoint?, resolveDirectory: String? = nil) {
+        self.resolveDirectory = resolveDirectory
         self.loop = loop
         self.applier = applier
         self.log = log
         self.steering = steering
+        if resolveDirectory != nil {
+            names = ProfileNameServers(loop: loop) { [unowned self] profile, query, overTCP, answer in
+                guard let resolver = resolvers[profile] else { return answer(nil) }
+                resolver.localQuery(query, overTCP: overTCP, answer)
+            }
+        }
         for fd in [steering?.socket.number, steering?.socket6.number].compactMap({ $0 }) {
             loop.watch(fd) { [unowned self] _ in receiveSteeredQueries(fd) }
         }
@@ -163,6 +178,7 @@ final class DNSService {
                 log.error("DNS proxy of profile \(name) did not start: \(error); \(Self.refused)")
             }
         }
+        configureNames(policy)
         byKey = Dictionary(resolvers.keys.compactMap { name in built[name].map { ($0.steered.key, name) } }, uniquingKeysWith: { a, _ in a })
         failures = failures.filter { wanted[$0.key] != nil }
         if let steering {
@@ -176,6 +192,19 @@ final class DNSService {
             }
         }
     }
+
+    /// A varlink server for each profile at the path its cgroups' programs send members'
+    /// resolved connects to (ProfileNameServers).
+    private func configureNames(_ policy: Policy) {
+        guard let names, let resolveDirectory else { return }
+        let wanted = ResolveSocketPath.paths(directory: resolveDirectory, profiles: policy.profiles.map { ($0.name, $0.index) })
+        for (name, failure) in names.configure(wanted).sorted(by: { $0.key < $1.key }) {
+            log.error("names of profile \(name): \(failure); its members' lookups through systemd-resolved fail (nss-resolve answers UNAVAIL, nsswitch's next source is asked)")
+        }
+    }
+
+    func nameCounters(of profile: String) -> NameServer.Counters? { names?.server(of: profile)?.counters }
+    func nameSocket(of profile: String) -> String? { names?.server(of: profile)?.path }
 
     /// What members get from a proxy that is not there (DNSRouting.steeredQueryGuards).
     static let refused = "members' DNS queries are refused (none leaves)"
@@ -193,6 +222,7 @@ final class DNSService {
     }
 
     func closeAll() {
+        names?.closeAll()
         for resolver in resolvers.values { resolver.close() }
         resolvers = [:]
         built = [:]
@@ -328,6 +358,21 @@ final class ProfileResolver {
     }
 
     func performPending() { perform() }
+
+    private var localWaiters: [Int: ([UInt8]?) -> Void] = [:]
+    private var nextLocal = 0
+
+    /// A lookup from the profile's varlink server, as a member's port-53 query: the same
+    /// servers, lists and sets, its addresses added before `answer` has the reply. Without
+    /// a reply in 10 s (the proxy drops some), `answer` has nil.
+    func localQuery(_ query: [UInt8], overTCP: Bool, _ answer: @escaping ([UInt8]?) -> Void) {
+        nextLocal += 1
+        let id = nextLocal
+        localWaiters[id] = answer
+        loop.after(.seconds(10)) { [weak self] in self?.localWaiters.removeValue(forKey: id)?(nil) }
+        proxy.query(query, from: .local(id), over: overTCP ? .tcp : .udp, now: .now(), into: &actions)
+        perform()
+    }
 
     /// A TCP connection the steering listener took for this profile (DNSService passes it
     /// by its source address), with the mark of the socket that made it, or made by a routed
@@ -524,6 +569,10 @@ final class ProfileResolver {
 
     /// A UDP reply joins `queue`; a TCP one is written to its connection.
     private func reply(_ response: [UInt8], to client: DNSClient, queue: inout DatagramQueue) {
+        if case let .local(id) = client {
+            localWaiters.removeValue(forKey: id)?(response.isEmpty ? nil : response)
+            return
+        }
         guard !response.isEmpty else { return }
         switch client {
         case let .udp(fd, from, asked):
@@ -532,6 +581,7 @@ final class ProfileResolver {
             guard let framed = DNSTCPFraming.frame(response), tcpClients[fd] != nil else { return }
             tcpClients[fd]?.outbox += framed
             flushClient(fd)
+        case .local: return
         }
     }
 }

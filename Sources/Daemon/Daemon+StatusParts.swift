@@ -49,6 +49,13 @@ extension Daemon {
         parts.resolvers = resolvers[profile.name]
         if let proxy = dns?.counters(of: profile.name) {
             parts.dns = proxy
+            if let namesFailure {
+                parts.names = NamesStatus(socket: nil, failure: namesFailure)
+            } else if let counters = dns?.nameCounters(of: profile.name), let socket = dns?.nameSocket(of: profile.name) {
+                var names = NamesStatus(socket: socket)
+                (names.calls, names.answered, names.errors, names.refused) = (counters.calls, counters.answered, counters.errors, counters.refused)
+                parts.names = names
+            }
             let now = MonotonicInstant.now()
             parts.sharedNow = (dns?.sharedAddresses(of: profile.name) ?? []).map {
                 SharedAddressReport(address: $0.address.description, bypassed: String($0.bypassed.description.dropLast()),

@@ -7,6 +7,7 @@ import CSystemd
 import Facts
 import Glibc
 import Monotonic
+import Names
 import Netlink
 import Nftables
 import Plan
@@ -54,6 +55,10 @@ public final class Daemon {
     let dnsSteering: DNSSteeringPoint?
     /// Why there is none (for status).
     let dnsSteeringFailure: String?
+    /// Where the profiles' varlink servers listen (nil: members' lookups through resolved
+    /// and nscd are not followed, `namesFailure` says why).
+    let resolveDirectory: String?
+    let namesFailure: String?
     /// Where the profile tunnels' own transports are learned (TransportRules keeps them out).
     var transportReader: TransportReader {
         var reader = TransportReader(wireguard: WireGuardSocketReader(directory: options.wireguardSocketDirectory))
@@ -104,6 +109,15 @@ public final class Daemon {
         // The members' namespaces the earlier vpnd routed: found by the first apply, so a
         // container keeps going through the restart.
         let earlierPlaces = socketPrograms.takeOver(adopted)
+        let socketDirectory = String(options.socketPath[..<(options.socketPath.lastIndex(of: "/") ?? options.socketPath.startIndex)])
+        namesFailure = socketPrograms.namesFailure
+        resolveDirectory = socketPrograms.followsNames && !options.oneshot ? (socketDirectory.isEmpty ? "." : socketDirectory) + "/resolve" : nil
+        // Made before the sandbox, which lets vpnd make sockets there but no directory.
+        if let resolveDirectory { mkdir(resolveDirectory, 0o755) }
+        if let failure = namesFailure {
+            log.warning("members' lookups through systemd-resolved (nss-resolve) and nscd are not followed on this kernel, they leave outside the profile: \(failure); "
+                + "Linux 6.7 or later follows them, else take resolve off the hosts line of /etc/nsswitch.conf (hosts: files dns) and stop nscd")
+        }
         // Its program needs CAP_BPF and its port 53 CAP_NET_BIND_SERVICE: before the drop. It
         // lives as long as vpnd; a query routed to a proxy while none runs is refused
         // (DNSRouting.steeredQueryGuards).
@@ -128,7 +142,6 @@ public final class Daemon {
         let policy = loaded.policy
         if !options.oneshot { try executables.checkEnforceable(policy) }
         tunnels = BuiltInTunnels(log: log, uapiDirectory: options.wireguardSocketDirectory)
-        let socketDirectory = String(options.socketPath[..<(options.socketPath.lastIndex(of: "/") ?? options.socketPath.startIndex)])
         lock = try NamespaceLock(directory: socketDirectory.isEmpty ? "." : socketDirectory)
         let kernelNetlink = try Rtnetlink()
         let kernel = try KernelApplier(programs: SocketProgramAttacher(programs: socketPrograms, hierarchy: hierarchy, adopted: adopted))
@@ -220,6 +233,10 @@ public final class Daemon {
         }
         machineFacts.unguarded = { [applier] in applier.unguardedCgroups }
         machineFacts.foreignNamespaces = { [applier] in applier.foreignNamespaces() }
+        machineFacts.resolveSockets = { [resolveDirectory] policy in
+            guard let resolveDirectory else { return [:] }
+            return ResolveSocketPath.paths(directory: resolveDirectory, profiles: policy.profiles.map { ($0.name, $0.index) })
+        }
         reconciler.prepare = { [unowned self] _ in try ensureCgroups() }
         reconciler.reconcileTunnels = { [unowned self] in reconcileTunnels() }
         reconciler.onApplied = { [unowned self] facts, before in noteApplied(facts, before: before) }
@@ -381,7 +398,11 @@ public final class Daemon {
         // After the signals are blocked (SignalChannel): its threads must not take them.
         try executables.start(loop: loop, hierarchy: hierarchy) { [unowned self] in executables.refresh(policy, parent: options.cgroupParent) }
         self.loop = loop
-        dns = DNSService(loop: loop, applier: applier, log: log, steering: dnsSteering)
+        dns = DNSService(loop: loop, applier: applier, log: log, steering: dnsSteering, resolveDirectory: resolveDirectory)
+        dns?.names?.admit = { [unowned self] name, pid in
+            guard let profile = policy.profile(named: name), let cgroup = CgroupHierarchy.cgroup(ofProcess: pid) else { return false }
+            return reconciler.memberCgroups(of: profile, parent: options.cgroupParent).contains { cgroup == $0 || cgroup.hasPrefix($0 + "/") }
+        }
         defer { dns?.closeAll() }
         // Something may have changed between applying and listening.
         _ = monitor.drain()

@@ -2,6 +2,7 @@ import CLinux
 import Descriptors
 import Glibc
 import Monotonic
+import Names
 
 /// vpnd's one thread: descriptors registered with their handlers, and timers. Handlers
 /// run one at a time in the loop, so daemon state needs no locks; nothing in a handler
@@ -130,3 +131,6 @@ final class EventLoop {
         }
     }
 }
+
+/// The varlink servers of Names run on this loop.
+extension EventLoop: NameServerLoop {}

@@ -34,6 +34,8 @@ final class MachineFacts: RuntimeFactsSource {
     var unguarded: () -> [String: UnguardedCgroup] = { [:] }
     /// The members' network namespaces other than vpnd's that the socket programs saw.
     var foreignNamespaces: () -> [ForeignNamespaces.Seen] = { [] }
+    /// Each profile's resolve socket (empty where names are not followed).
+    var resolveSockets: (Policy) -> [String: String] = { _ in [:] }
 
     init(hierarchy: CgroupHierarchy, netlink: Rtnetlink, cgroupParent: String) {
         self.hierarchy = hierarchy
@@ -54,6 +56,7 @@ final class MachineFacts: RuntimeFactsSource {
             }
         }
         earlierPlaces = [:]
+        facts.resolveSockets = resolveSockets(policy)
         let seen = foreignNamespaces()
         if !seen.isEmpty {
             let profiles = policy.profiles.map { ($0.name, $0.cgroupPath(parent: cgroupParent)) }

@@ -59,6 +59,8 @@ struct StatusBuilder {
         var sharedNow: [SharedAddressReport] = []
         /// Whom its proxy asks, and where they came from (nil: its `dns`).
         var resolvers: ProfileResolvers?
+        /// Its members' lookups through resolved and nscd (nil: neither followed nor said).
+        var names: NamesStatus?
     }
 
     let policy: Policy
@@ -115,6 +117,12 @@ struct StatusBuilder {
         status.encryptedDNSRefused = memberStorage(profile).reduce(0) { $0 + $1.encryptedDNSRefusals }
         status.sharedAddresses = counters.sharedAddresses
         status.sharedNow = parts.sharedNow
+        if var names = parts.names {
+            let storage = memberStorage(profile)
+            names.redirected = storage.reduce(0) { $0 + $1.namesRedirected }
+            names.nscdRefused = storage.reduce(0) { $0 + $1.nscdRefused }
+            status.names = names
+        }
         return status
     }
 

@@ -105,6 +105,9 @@ public struct RuntimeFacts: Hashable, Sendable {
     /// interface (ProfileResolvers): not planned from, but read with the rest each pass, as
     /// they may come after the interface.
     public var linkResolvers: [String: LinkResolvers] = [:]
+    /// Profile -> the socket where vpnd answers its members' lookups through resolved's
+    /// varlink interface (empty where the kernel cannot send them there, before 6.7).
+    public var resolveSockets: [String: String] = [:]
 
     public struct JoinedCgroup: Hashable, Sendable {
         public var profile: String

@@ -47,6 +47,9 @@ public struct UnguardedCgroup: Hashable, Sendable {
 ///   programs, or the bypass mark set by a member with CAP_NET_RAW) is dropped at the
 ///   cgroup's egress, counted (`guardMarks`); so is one of a socket made in another network
 ///   namespace (a container of the profile), but on its own loopback (`guardNamespace`).
+/// - A connect to systemd-resolved's varlink socket goes to the profile's (vpnd answers its
+///   members' nss-resolve lookups through their proxy), one to nscd's is refused
+///   (`NameFollowing`), where the kernel has the Unix-socket hooks (`resolveSockets`).
 /// - Port 853 is refused at connect() where domain rules apply (EncryptedDNSRules), before
 ///   any packet exists. Its DNS, UDP and TCP, is routed to the proxy (DNSRouting).
 /// - The bypass slice gives the bypass mark (no profile's table routes it).
@@ -103,7 +106,8 @@ enum SocketProgramPlan {
 
     static func member(_ profile: Profile, policy: Policy, facts: RuntimeFacts) -> SocketSettings {
         SocketSettings(mark: profile.mark.value, mask: policy.routing.markMask, guardMarks: policy.profiles.map(\.mark.value),
-                       refuseEncryptedDNS: servesDNS(profile, facts: facts) && EncryptedDNSRules.refuses(profile, in: policy), guardNamespace: true)
+                       refuseEncryptedDNS: servesDNS(profile, facts: facts) && EncryptedDNSRules.refuses(profile, in: policy), guardNamespace: true,
+                       resolveSocket: servesDNS(profile, facts: facts) ? facts.resolveSockets[profile.name] : nil)
     }
 
     /// The cgroups along the parent, when every level of its path was read (without the

@@ -16,11 +16,14 @@ public enum SocketProgram: String, CaseIterable, Hashable, Sendable {
     case pathGuard = "pathguard"
     case egress
     case connect4, connect6, sendmsg4, sendmsg6, recvmsg4, recvmsg6, getpeername4, getpeername6
+    /// connect() of a Unix socket (Linux 6.7): a member's lookups through resolved's
+    /// varlink socket sent to its profile's, and nscd's socket refused (`NameFollowing`).
+    case unixConnect = "unixconnect"
 
     /// What vpnd loads and attaches. The other kinds are what older vpnds attached (the
     /// DNS rewrite at sendmsg and connect, its restore at recvmsg and getpeername): they
     /// remain known so that a restarted vpnd recognises and detaches them.
-    public static let inUse: [SocketProgram] = [.socketCreate, .pathGuard, .egress, .connect4, .connect6]
+    public static let inUse: [SocketProgram] = [.socketCreate, .pathGuard, .egress, .connect4, .connect6, .unixConnect]
 
     /// `enum bpf_prog_type`.
     public var programType: UInt32 {
@@ -44,6 +47,7 @@ public enum SocketProgram: String, CaseIterable, Hashable, Sendable {
         case .recvmsg6: 20
         case .getpeername4: 29 // BPF_CGROUP_INET4_GETPEERNAME
         case .getpeername6: 30
+        case .unixConnect: 49 // BPF_CGROUP_UNIX_CONNECT
         }
     }
 
@@ -61,8 +65,9 @@ public enum SocketProgram: String, CaseIterable, Hashable, Sendable {
     /// The program's instructions (for a kind in `inUse`), for the maps it uses: the cgroup
     /// storage with each cgroup's `SocketStorage`, the cgroups along the parent's path
     /// (`PathGuard`, `depth` levels of it), the network namespaces vpnd lets out and those
-    /// seen (`ForeignNamespaces`).
-    public func code(storage: Int32, known: Int32 = -1, namespaces: ForeignNamespaces.Maps = .none, depth: Int = 1) throws(BPFAssembler.Failure) -> [BPFInstruction] {
+    /// seen (`ForeignNamespaces`); the kernel's types the unix-connect program needs.
+    public func code(storage: Int32, known: Int32 = -1, namespaces: ForeignNamespaces.Maps = .none, depth: Int = 1,
+                     names: NameFollowingTypes? = nil) throws(BPFAssembler.Failure) -> [BPFInstruction] {
         var code = BPFAssembler()
         // r6 = the context, r7 = this cgroup's storage (never null for cgroup storage).
         code.move(.r6, .r1)
@@ -74,6 +79,9 @@ public enum SocketProgram: String, CaseIterable, Hashable, Sendable {
         case .socketCreate: Self.socketCreate(&code, seen: namespaces.seen)
         case .pathGuard: Self.pathGuard(&code, known: known, depth: depth)
         case .egress: Self.egress(&code, namespaces: namespaces)
+        case .unixConnect:
+            guard let names else { throw BPFAssembler.Failure(description: "the unix-connect program needs the kernel's types") }
+            NameFollowing.unixConnect(&code, types: names)
         default: Self.refuseEncryptedDNS(&code)
         }
         return try code.assemble()
@@ -334,7 +342,7 @@ public enum SocketProgram: String, CaseIterable, Hashable, Sendable {
     }
 
     /// *(u64 *)(storage + offset) += 1
-    private static func count(_ code: inout BPFAssembler, _ offset: Int) {
+    static func count(_ code: inout BPFAssembler, _ offset: Int) {
         code.move(.r1, 1)
         code.atomicAdd(.r1, to: .r7, offset)
     }

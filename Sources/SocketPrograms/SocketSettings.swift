@@ -38,9 +38,14 @@ public struct SocketSettings: Hashable, Sendable {
     /// outside the tunnel. Its loopback stays, but for DNS (port 53), which a resolver of
     /// the host's (docker's embedded one) would answer outside the tunnel.
     public var guardNamespace: Bool
+    /// Names follow the app (`NameFollowing`): a connect to resolved's varlink socket goes
+    /// to this socket of vpnd's (the profile's), and one to nscd's is refused. Nil: neither.
+    /// At most `SocketStorage.resolveSocketSize - 1` bytes.
+    public var resolveSocket: String?
 
     public init(mark: UInt32, mask: UInt32, requireMark: Bool = false, guardMarks: [UInt32]? = nil,
-                refuseEncryptedDNS: Bool = false, unmarkedOnly: Bool = false, guardPath: Bool = false, guardNamespace: Bool = false) {
+                refuseEncryptedDNS: Bool = false, unmarkedOnly: Bool = false, guardPath: Bool = false, guardNamespace: Bool = false,
+                resolveSocket: String? = nil) {
         self.mark = mark
         self.mask = mask
         self.requireMark = requireMark
@@ -49,6 +54,7 @@ public struct SocketSettings: Hashable, Sendable {
         self.unmarkedOnly = unmarkedOnly
         self.guardPath = guardPath
         self.guardNamespace = guardNamespace
+        self.resolveSocket = resolveSocket
     }
 
     /// Which programs a cgroup with these settings needs.
@@ -57,11 +63,12 @@ public struct SocketSettings: Hashable, Sendable {
         if guardPath { programs.append(.pathGuard) }
         if guardMarks != nil || guardNamespace { programs.append(.egress) }
         if refuseEncryptedDNS { programs += [.connect4, .connect6] }
+        if resolveSocket != nil { programs.append(.unixConnect) }
         return programs
     }
 }
 
-/// The storage value as the programs read it: 80 bytes.
+/// The storage value as the programs read it: 160 bytes.
 ///
 ///     0 mark u32 | 4 mask u32 | 8 flags u32 | 12 unused u16 (once the DNS rewrite's port)
 ///     14 the mask's shift u8 | 15 unused | 16 packets dropped by the guard u64
@@ -69,7 +76,9 @@ public struct SocketSettings: Hashable, Sendable {
 ///     48 the guard's marks: a bit per mark index (the mark under the mask, shifted down)
 ///     u64 for 0-63 | 56 u64 for 64-127 | 64 the id of vpnd's cgroup root u64
 ///     72 packets of another network namespace dropped u64
-/// (An earlier vpnd's value of 72 bytes reads with the last counter 0.)
+///     80 the profile's resolve socket, NUL-padded (64 bytes) | 144 connects to resolved's
+///     socket sent there u64 | 152 connects to nscd's refused u64
+/// (An earlier vpnd's value of 72 or 80 bytes reads with the fields after it 0.)
 ///
 /// The counters are the kernel's (atomic adds): vpnd reads them for status. The owner is
 /// the cookie of the network namespace of the vpnd that attached (SO_NETNS_COOKIE): the
@@ -77,13 +86,14 @@ public struct SocketSettings: Hashable, Sendable {
 /// left, and no other's. The cgroup root is the one vpnd sees (in a container, the
 /// container's, whose depth in the kernel's tree the path guard finds by it).
 public struct SocketStorage: Hashable, Sendable {
-    public static let size = 80
+    public static let size = 160
+    public static let resolveSocketSize = 64
     /// What every version's storage holds at least: the fields up to the owner's cookie.
     public static let sizeWithOwner = Offset.owner + 8
     enum Offset {
         static let mark = 0, mask = 4, flags = 8, shift = 14
         static let guardDrops = 16, socketRefusals = 24, encryptedDNSRefusals = 32, owner = 40, guardMarks = 48, root = 64
-        static let foreignDrops = 72
+        static let foreignDrops = 72, resolveSocket = 80, namesRedirected = 144, nscdRefused = 152
     }
 
     struct Flags: OptionSet {
@@ -95,6 +105,7 @@ public struct SocketStorage: Hashable, Sendable {
         static let unmarkedOnly = Flags(rawValue: 16)
         static let guardPath = Flags(rawValue: 32)
         static let guardNamespace = Flags(rawValue: 64)
+        static let followNames = Flags(rawValue: 128)
     }
 
     public var settings: SocketSettings
@@ -105,6 +116,8 @@ public struct SocketStorage: Hashable, Sendable {
     public var socketRefusals: UInt64 = 0
     public var encryptedDNSRefusals: UInt64 = 0
     public var foreignDrops: UInt64 = 0
+    public var namesRedirected: UInt64 = 0
+    public var nscdRefused: UInt64 = 0
 
     public init(settings: SocketSettings, owner: UInt64) {
         self.settings = settings
@@ -121,6 +134,10 @@ public struct SocketStorage: Hashable, Sendable {
         if settings.unmarkedOnly { flags.insert(.unmarkedOnly) }
         if settings.guardPath { flags.insert(.guardPath) }
         if settings.guardNamespace { flags.insert(.guardNamespace) }
+        if let path = settings.resolveSocket {
+            flags.insert(.followNames)
+            for (index, byte) in path.utf8.prefix(Self.resolveSocketSize - 1).enumerated() { bytes[Offset.resolveSocket + index] = byte }
+        }
         Self.put(UInt64(settings.mark), 4, at: Offset.mark, in: &bytes)
         Self.put(UInt64(settings.mask), 4, at: Offset.mask, in: &bytes)
         Self.put(UInt64(flags.rawValue), 4, at: Offset.flags, in: &bytes)
@@ -128,6 +145,8 @@ public struct SocketStorage: Hashable, Sendable {
         Self.put(socketRefusals, 8, at: Offset.socketRefusals, in: &bytes)
         Self.put(encryptedDNSRefusals, 8, at: Offset.encryptedDNSRefusals, in: &bytes)
         Self.put(foreignDrops, 8, at: Offset.foreignDrops, in: &bytes)
+        Self.put(namesRedirected, 8, at: Offset.namesRedirected, in: &bytes)
+        Self.put(nscdRefused, 8, at: Offset.nscdRefused, in: &bytes)
         Self.put(owner, 8, at: Offset.owner, in: &bytes)
         Self.put(root, 8, at: Offset.root, in: &bytes)
         let shift = UInt32(settings.mask.trailingZeroBitCount & 31)
@@ -153,13 +172,20 @@ public struct SocketStorage: Hashable, Sendable {
                                   requireMark: flags.contains(.requireMark), guardMarks: flags.contains(.guardMark) ? marks : nil,
                                   refuseEncryptedDNS: flags.contains(.refuseEncryptedDNS),
                                   unmarkedOnly: flags.contains(.unmarkedOnly), guardPath: flags.contains(.guardPath),
-                                  guardNamespace: flags.contains(.guardNamespace))
+                                  guardNamespace: flags.contains(.guardNamespace),
+                                  resolveSocket: flags.contains(.followNames) ? Self.path(bytes, at: Offset.resolveSocket) : nil)
         owner = Self.get(bytes, 8, at: Offset.owner)
         root = Self.get(bytes, 8, at: Offset.root)
         guardDrops = Self.get(bytes, 8, at: Offset.guardDrops)
         socketRefusals = Self.get(bytes, 8, at: Offset.socketRefusals)
         encryptedDNSRefusals = Self.get(bytes, 8, at: Offset.encryptedDNSRefusals)
         foreignDrops = Self.get(bytes, 8, at: Offset.foreignDrops)
+        namesRedirected = Self.get(bytes, 8, at: Offset.namesRedirected)
+        nscdRefused = Self.get(bytes, 8, at: Offset.nscdRefused)
+    }
+
+    private static func path(_ bytes: [UInt8], at offset: Int) -> String {
+        String(decoding: bytes[offset..<(offset + resolveSocketSize)].prefix { $0 != 0 }, as: UTF8.self)
     }
 
     private static func put(_ value: UInt64, _ width: Int, at offset: Int, in bytes: inout [UInt8]) {

@@ -21,4 +21,15 @@ extension StatusText {
         }
         return lines
     }
+
+    /// Members' lookups through systemd-resolved (nss-resolve) and nscd: answered through the
+    /// proxy, or said to leave where the kernel cannot send them there.
+    static func names(_ d: DNSStatus) -> [String] {
+        guard let names = d.names else { return [] }
+        if let failure = names.failure {
+            return ["  names     lookups through systemd-resolved and nscd are NOT followed on this host (\(failure)): they leave outside the profile; "
+                + "take resolve off /etc/nsswitch.conf's hosts line (hosts: files dns) and stop nscd, or use Linux 6.7 or later"]
+        }
+        return ["  names     lookups through systemd-resolved answered here: \(Plural.count(names.calls, "call")), \(names.errors) with an error; nscd refused \(Plural.count(names.nscdRefused, "time"))"]
+    }
 }

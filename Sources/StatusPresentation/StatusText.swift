@@ -230,6 +230,7 @@ public enum StatusText {
             lines.append("  learned   " + d.setSizes.named.map { "\($0.0) \($0.1)" }.joined(separator: ", "))
         }
         lines += encryptedAndShared(d)
+        lines += names(d)
         return lines
     }
 

@@ -185,6 +185,7 @@ struct VPNCtl: ParsableCommand {
                 for line in resolvers.lines { print(line) }
                 // Valid, but likely not what was meant: said, not refused.
                 for warning in policy.bypassExecutablesWarnings { print(warning) }
+                for warning in NamesCheck.run() { print(warning) }
             } catch {
                 VPNCtl.failReading(error)
             }

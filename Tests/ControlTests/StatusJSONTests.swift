@@ -41,6 +41,8 @@ import Testing
         dns.encryptedDNSRefused = 3
         dns.sharedAddresses = 1
         dns.sharedNow = [SharedAddressReport(address: "198.51.100.30", bypassed: "bankshare.test", tunneled: "corp.test", secondsLeft: 59)]
+        dns.names = NamesStatus(socket: "/run/vpnexec/resolve/work", failure: "the kernel has no bpf_sock_addr_set_sun_path")
+        (dns.names!.redirected, dns.names!.nscdRefused, dns.names!.calls, dns.names!.answered, dns.names!.errors, dns.names!.refused) = (6, 1, 6, 5, 1, 0)
         tunnel.transport = TransportStatus(source: "built-in", udpPort: 51820, owner: 0, pid: 42, fwmark: "0x7f000000",
                                            endpoints: ["203.0.113.2:51821"], guardedUDPPorts: [51820], guardedTCPPorts: [443],
                                            detail: "vpnd's own engine", loopDropped: Traffic(packets: 2, bytes: 296))

@@ -63,6 +63,23 @@ import Testing
         #expect(settings == SocketSettings(mark: 0x0100_0000, mask: mask, guardMarks: [0x0100_0000], guardNamespace: true))
     }
 
+    /// Where vpnd follows names (resolveSockets, on 6.7+): a member's cgroups, joined ones
+    /// too, send its resolved lookups to the profile's socket; the parent, the bypass slice
+    /// and a profile stepping aside on a trusted network do not.
+    @Test func membersFollowTheirNames() {
+        let work = profile("work", tunnel: "wg0", index: 1)
+        var facts = RuntimeFacts(cgroupIDs: ["vpn.slice/vpn-work.slice": 101], cgroupsAlongParent: ["vpn.slice": 100])
+        facts.joinedCgroups["user.slice/vpn-work.slice"] = RuntimeFacts.JoinedCgroup(profile: "work", id: 200)
+        facts.resolveSockets = ["work": "/run/vpnexec/resolve/work"]
+        let attachments = Planner.plan(Policy(profiles: [work]), facts: facts).socketPrograms
+        #expect(attachments.filter { $0.settings.resolveSocket == "/run/vpnexec/resolve/work" }.map(\.cgroup) == ["user.slice/vpn-work.slice", "vpn.slice/vpn-work.slice"])
+        #expect(attachments.first { $0.cgroup == "vpn.slice/vpn-work.slice" }?.settings.programs == [.socketCreate, .egress, .unixConnect])
+        #expect(attachments.first { $0.cgroup == "vpn.slice" }?.settings.resolveSocket == nil)
+        facts.trusted["work"] = TrustedVerdict(action: .disconnect, rule: 1)
+        #expect(Planner.plan(Policy(profiles: [work]), facts: facts).socketPrograms.allSatisfy { $0.settings.resolveSocket == nil },
+                "on a trusted network the host's resolver answers, as for port 53")
+    }
+
     /// The programs' data as the kernel reads it: what vpnd writes is what it reads back.
     @Test func storageRoundTrips() {
         let settings = SocketSettings(mark: 0x0100_0000, mask: mask, requireMark: false, guardMarks: [0x0100_0000, 0x0500_0000],
@@ -80,6 +97,14 @@ import Testing
         #expect(bytes[48] == 0b0010_0010, "a bit per profile's mark index (1 and 5)")
         #expect(SocketStorage(bytes: bytes) == storage)
         #expect(SocketStorage(bytes: Array(bytes.dropLast())) == nil)
+
+        var names = SocketStorage(settings: SocketSettings(mark: 0x0100_0000, mask: mask, resolveSocket: "/run/vpnexec/resolve/work"), owner: 1)
+        (names.namesRedirected, names.nscdRefused) = (5, 2)
+        let written = names.bytes
+        #expect(written[8] == 128, "flags: follow names")
+        #expect(Array(written[80..<106]) == Array("/run/vpnexec/resolve/work\0".utf8), "the path at 80, NUL-padded to 64 bytes")
+        #expect(written[144] == 5 && written[152] == 2)
+        #expect(SocketStorage(bytes: written) == names)
     }
 }
 

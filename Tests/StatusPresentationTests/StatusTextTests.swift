@@ -97,6 +97,20 @@ import Testing
         #expect(StatusText.render(found, now: Self.now).contains("  dns       proxy: resolvers 10.64.0.1 (from the tunnel's wg-quick file /etc/vpnexec/work.conf); answered 12"))
     }
 
+    /// Members' lookups through resolved and nscd: what vpnd answered, or that they leave
+    /// where the kernel cannot follow them (with what to do).
+    @Test func namesSayWhereLookupsThroughResolvedGo() {
+        var report = Self.report()
+        #expect(!StatusText.render(report, now: Self.now).contains("  names "))
+        var names = NamesStatus(socket: "/run/vpnexec/resolve/work")
+        (names.calls, names.errors, names.nscdRefused) = (3, 1, 1)
+        report.profiles[0].dns?.names = names
+        #expect(StatusText.render(report, now: Self.now).contains("  names     lookups through systemd-resolved answered here: 3 calls, 1 with an error; nscd refused 1 time\n"))
+        report.profiles[0].dns?.names = NamesStatus(socket: nil, failure: "the kernel has no bpf_sock_addr_set_sun_path")
+        #expect(StatusText.render(report, now: Self.now).contains("  names     lookups through systemd-resolved and nscd are NOT followed on this host "
+            + "(the kernel has no bpf_sock_addr_set_sun_path): they leave outside the profile; take resolve off /etc/nsswitch.conf's hosts line (hosts: files dns) and stop nscd, or use Linux 6.7 or later\n"))
+    }
+
     /// A tunnel that is not there holds members at connect(), before any packet: said, as the
     /// count cannot show it.
     @Test func aMissingTunnelSaysWhatMembersGet() {
