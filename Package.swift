@@ -45,7 +45,7 @@ let package = Package(
         .target(name: "Plan", dependencies: ["Policy", "Nftables", "Routing", "Addresses", "HexDigits", "SocketPrograms"]),
         // What vpnexec needs to ask for a launch, without Foundation (a launch pays for every
         // library a client starts with): the socket exchange, its two messages, the warnings.
-        .target(name: "Launch", dependencies: ["CLinux", "Addresses", "Descriptors"]),
+        .target(name: "Launch", dependencies: ["CLinux", "Addresses", "Descriptors", "JSON"]),
         .target(name: "Control", dependencies: ["CLinux", "Addresses", "Descriptors", "HexDigits", "Launch"]),
         // `vpnctl status` for people: the report in lines, internals only when asked.
         .target(name: "StatusPresentation", dependencies: ["Control", "HexDigits"]),
@@ -57,7 +57,9 @@ let package = Package(
 
         // Names follow the app: systemd-resolved's varlink calls (io.systemd.Resolve) read and
         // answered through a profile's DNS proxy, and the server a member's calls are sent to.
-        .target(name: "Names", dependencies: ["Addresses", "CLinux", "DNS", "Descriptors"]),
+        // JSON as values, read and written without Foundation (the names server, vpnexec).
+        .target(name: "JSON"),
+        .target(name: "Names", dependencies: ["Addresses", "CLinux", "DNS", "Descriptors", "JSON"]),
 
         // Effects: the kernel behind typed Swift.
         .target(name: "Netlink", dependencies: ["CNetlink", "Addresses", "Descriptors", "Nftables", "Routing"]),
@@ -99,13 +101,13 @@ let package = Package(
         .testTarget(name: "CgroupsTests", dependencies: ["Cgroups", "NetTestSupport", "SocketPrograms", "Descriptors", "BPF", "CLinux", "Addresses"]),
         .testTarget(name: "WireGuardTests", dependencies: ["WireGuard", "Addresses"]),
         .testTarget(name: "DNSTests", dependencies: ["DNS", "Addresses"]),
-        .testTarget(name: "NamesTests", dependencies: ["Names", "DNS", "Addresses", "Descriptors"]),
+        .testTarget(name: "NamesTests", dependencies: ["Names", "JSON", "DNS", "Addresses", "Descriptors"]),
         .testTarget(name: "MonotonicTests", dependencies: ["Monotonic"]),
         .testTarget(name: "DescriptorsTests", dependencies: ["Descriptors"]),
         .testTarget(name: "WireGuardDeviceTests", dependencies: ["WireGuardDevice", "WireGuard", "Addresses", "Descriptors"]),
         .testTarget(name: "DaemonTests", dependencies: ["Daemon", "Launch", "Descriptors", "DNS", "Monotonic", "Facts", "ServiceSupport", "TrustedFiles", "Plan", "Policy", "Nftables", "Netlink", "Routing", "Addresses", "TunnelFiles", "NetTestSupport"]),
         .testTarget(name: "ContainersTests", dependencies: ["Containers", "Plan", "Routing"]),
-        .testTarget(name: "ControlTests", dependencies: ["Control", "Launch", "Addresses"], exclude: ["Fixtures"]),
+        .testTarget(name: "ControlTests", dependencies: ["Control", "Launch", "JSON", "Addresses"], exclude: ["Fixtures"]),
         .testTarget(name: "StatusPresentationTests", dependencies: ["StatusPresentation", "Control"]),
         .testTarget(name: "IntegrationTests", dependencies: ["NetTestSupport", "Control"]),
     ]

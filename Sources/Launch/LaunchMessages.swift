@@ -1,11 +1,13 @@
+import JSON
+
 /// vpnexec's side of the control protocol (ControlRequest.exec and .bypass, the answer's
 /// `ok`, `message` and `launch`), written and read without Foundation: the same bytes
 /// Control's JSON coding makes and reads (ControlTests hold them to it).
 public enum LaunchMessages {
     /// `{"exec":{"profile":NAME}}`, or `{"bypass":{}}` for nil, and the newline.
     public static func request(profile: String?) -> [UInt8] {
-        let text = profile.map { "{\"exec\":{\"profile\":\(jsonString($0))}}" } ?? "{\"bypass\":{}}"
-        return Array(text.utf8) + [UInt8(ascii: "\n")]
+        let request: JSONValue = profile.map { .object([("exec", .object([("profile", .string($0))]))]) } ?? .object([("bypass", .object([]))])
+        return Array(request.encoded.utf8) + [UInt8(ascii: "\n")]
     }
 
     /// What vpnexec reads of vpnd's answer.
@@ -23,7 +25,7 @@ public enum LaunchMessages {
 
     public static func answer(_ line: [UInt8]) throws(ControlClientError) -> Answer {
         let value: JSONValue
-        do { value = try JSONReader.parse(line) } catch { throw ControlConnection.notUnderstood("\(error)") }
+        do { value = try JSONValue(parsing: line) } catch { throw ControlConnection.notUnderstood("\(error)") }
         guard let ok = value["ok"]?.bool else { throw ControlConnection.notUnderstood("no key \"ok\"") }
         let message = value["message"]?.string
         guard let launch = value["launch"], !launch.isNull else { return Answer(ok: ok, message: message, launch: nil) }

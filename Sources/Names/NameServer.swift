@@ -1,6 +1,7 @@
 import CLinux
 import Descriptors
 import Glibc
+import JSON
 
 /// What the server needs of vpnd's event loop (the Daemon's `EventLoop` provides it).
 public protocol NameServerLoop: AnyObject {

@@ -1,5 +1,6 @@
 import Addresses
 import DNS
+import JSON
 
 /// A call of systemd-resolved's varlink interface `io.systemd.Resolve` as nss-resolve (and
 /// other clients of /run/systemd/resolve/io.systemd.Resolve) makes it, read from one

@@ -1,5 +1,6 @@
 import Addresses
 import DNS
+import JSON
 
 /// One call answered: the DNS queries it takes (A and AAAA for a name, by the family asked;
 /// PTR for an address), and, once their answers are in, the reply resolved would give.

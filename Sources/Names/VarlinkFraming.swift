@@ -1,3 +1,5 @@
+import JSON
+
 /// Varlink's framing on a stream socket: each message is one JSON object followed by a NUL
 /// byte. A message longer than `maxMessage` (nss-resolve's calls are a few hundred bytes)
 /// ends the connection rather than growing a buffer for whoever writes without end.

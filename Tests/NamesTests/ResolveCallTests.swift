@@ -2,6 +2,7 @@ import Addresses
 import DNS
 import Names
 import XCTest
+import JSON
 
 final class ResolveCallTests: XCTestCase {
     private func read(_ text: String) -> Result<ResolveCall, VarlinkError> { ResolveCall.read(Array(text.utf8)) }

@@ -1,4 +1,5 @@
-/// JSON as values (RFC 8259), read from bytes a member's process wrote: the reader is
+/// JSON as values (RFC 8259), read from bytes another process wrote (a member's varlink
+/// call to the names server; vpnd's answer to vpnexec, which links no Foundation): the reader is
 /// bounded (message size by the framing, nesting here), refuses what the RFC does not allow
 /// rather than guessing, and keeps an object's keys in order, a repeated key refused
 /// (which of two a reader takes is where parsers disagree). Numbers are kept as integers
@@ -46,6 +47,11 @@ public enum JSONValue: Hashable, Sendable {
         guard case let .object(members) = self else { return nil }
         return members.first { $0.key == key }?.value
     }
+
+    public var string: String? { if case let .string(value) = self { value } else { nil } }
+    public var bool: Bool? { if case let .bool(value) = self { value } else { nil } }
+    public var array: [JSONValue]? { if case let .array(values) = self { values } else { nil } }
+    public var isNull: Bool { if case .null = self { true } else { false } }
 
     public struct ParseError: Error, Hashable, Sendable, CustomStringConvertible {
         public var description: String
