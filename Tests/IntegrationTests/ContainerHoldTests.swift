@@ -177,31 +177,23 @@ import Testing
         // domain rules (a bypass.domains name's address learned before the answer, over each).
         // Nothing on port 53 on the physical link.
         let dnsq = try PythonScript.write("dnsq.py", cleanup: cleanup)
-        func ask(_ transport: String, _ server: String, _ name: String, _ type: String = "A") throws -> CommandResult {
-            try Command.status(try s.daemon.vpnexec(profile: "work", routed.enter + ["timeout", "3", "python3", dnsq, transport, server, name, type]))
-        }
-        for server in ["10.98.0.1", "192.0.2.53", "fd98::1"] {
-            let answer = try ask("udp-connected", server, "www.corp.example")
-            #expect(answer.stdout.trimmed == "192.0.2.82", "a container's query to \(server): \(answer.stdout)\(answer.stderr)")
-        }
-        for (namespace, server) in [(bridged, "10.97.0.1"), (bridged, "fd97::1"), (vm, "10.95.0.1")] {
+        /// A query from `namespace` (the VM's by no profile's process, the others' by a member).
+        func ask(_ transport: String, _ server: String, _ name: String, from namespace: NetworkNamespace? = nil) throws -> CommandResult {
+            let namespace = namespace ?? routed
             let prefix = namespace === vm ? vm.enter : try s.daemon.vpnexec(profile: "work", namespace.enter)
-            let answer = try Command.status(prefix + ["timeout", "3", "python3", dnsq, "udp-connected", server, "www.corp.example"])
-            #expect(answer.stdout.trimmed == "192.0.2.82", "a container's query to \(server): \(answer.stdout)\(answer.stderr)")
+            return try Command.status(prefix + ["timeout", "3", "python3", dnsq, transport, server, name])
+        }
+        for (namespace, transport, server) in [(routed, "udp-connected", "10.98.0.1"), (routed, "udp-connected", "192.0.2.53"), (routed, "udp-connected", "fd98::1"),
+                                               (bridged, "udp-connected", "10.97.0.1"), (bridged, "udp-connected", "fd97::1"), (vm, "udp-connected", "10.95.0.1"),
+                                               (routed, "tcp", "10.98.0.1"), (routed, "tcp", "192.0.2.53"), (routed, "tcp", "fd98::1"), (routed, "tcp", "2001:db8::53"),
+                                               (bridged, "tcp", "10.97.0.1"), (vm, "tcp", "fd95::1")] {
+            let answer = try ask(transport, server, "www.corp.example", from: namespace)
+            #expect(answer.stdout.trimmed == "192.0.2.82", "a container's query over \(transport) to \(server): \(answer.stdout)\(answer.stderr)")
         }
         let bypassed = try ask("udp", "10.98.0.1", "bypass.example")
         #expect(bypassed.stdout.trimmed == "192.0.2.90", "\(bypassed.stdout)\(bypassed.stderr)")
         #expect(try s.net.client.run(["nft", "list", "set", "inet", "vpnexec", "bypass_dns4_work"]).contains("192.0.2.90"), "the set filled")
         #expect(resolver.queries.contains { $0.contains("www.corp.example from \(s.tunnel.clientAddress4)") }, "through the tunnel: \(resolver.queries)")
-        for server in ["10.98.0.1", "192.0.2.53", "fd98::1", "2001:db8::53"] {
-            let tcp = try ask("tcp", server, "www.corp.example")
-            #expect(tcp.stdout.trimmed == "192.0.2.82", "a container's TCP query to \(server): \(tcp.stdout)\(tcp.stderr)")
-        }
-        for (namespace, server) in [(bridged, "10.97.0.1"), (vm, "fd95::1")] {
-            let prefix = namespace === vm ? vm.enter : try s.daemon.vpnexec(profile: "work", namespace.enter)
-            let answer = try Command.status(prefix + ["timeout", "3", "python3", dnsq, "tcp", server, "www.corp.example"])
-            #expect(answer.stdout.trimmed == "192.0.2.82", "a TCP query to \(server): \(answer.stdout)\(answer.stderr)")
-        }
         let bypassedTCP = try ask("tcp", "192.0.2.53", "tcp.bypass.example")
         #expect(bypassedTCP.stdout.trimmed == "192.0.2.91", "\(bypassedTCP.stdout)\(bypassedTCP.stderr)")
         #expect(try s.net.client.run(["nft", "list", "set", "inet", "vpnexec", "bypass_dns4_work"]).contains("192.0.2.91"), "the set filled over TCP")
