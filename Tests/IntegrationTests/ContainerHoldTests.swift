@@ -11,7 +11,7 @@ import Testing
 /// `--network-veth`, podman and docker set up), it is routed: what arrives on the veth's
 /// host end gets the profile's mark, goes into the tunnel from the tunnel's address (v4 and
 /// v6), goes on through a restart of vpnd (killed and started again), and is held by the
-/// killswitch with the tunnel down and with vpnd killed; its DNS, UDP and TCP, is answered
+/// killswitch with the tunnel down, with vpnd killed and with the tunnel deleted; its DNS, UDP and TCP, is answered
 /// by the profile's proxy (and a local non-member bound to the steering address does not
 /// pass for it). Status, `vpnctl members` and `vpnctl plan` show each namespace, its name,
 /// addresses and traffic. Joined by a bridge port
@@ -252,10 +252,13 @@ import Testing
             s.services.count("udp \(s.tunnel.clientAddress6)") > afterRestart + 20
         }
 
-        // Tunnel down, then vpnd killed: the routed namespace's datagrams go nowhere.
+        // Tunnel down, then vpnd killed, then the tunnel deleted: the routed namespaces'
+        // datagrams go nowhere.
         try s.tunnel.setClientLink(up: false)
         Thread.sleep(forTimeInterval: 2)
         s.daemon.process?.kill9()
+        Thread.sleep(forTimeInterval: 2)
+        try s.net.client.run(["ip", "link", "del", s.tunnel.clientInterface])
         Thread.sleep(forTimeInterval: 2)
         for member in members { member.stop() }
         for control in controls { control.stop() }
