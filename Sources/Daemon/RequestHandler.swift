@@ -121,7 +121,8 @@ final class RequestHandler {
                 return ControlResponse(ok: true, status: statusView(try answers.status(), for: peer))
             case .plan:
                 let (state, facts) = try reconciler.preview(from: policyDirectory)
-                let names = Dictionary(facts.links.values.map { ($0.index, $0.name) }, uniquingKeysWith: { a, _ in a })
+                // Every interface by name (loopback's routes too), not only the tunnels' links.
+                let names = Dictionary(((try? answers.links()) ?? Array(facts.links.values)).map { ($0.index, $0.name) }, uniquingKeysWith: { a, _ in a })
                 return ControlResponse(ok: true, message: TrustedEvaluator.planHeader(facts) + PlanText.render(state, interfaceNames: names))
             case .reload:
                 if let refusal = Authorization.checkRoot(peer, action: "reload the policy") { return .failure(refusal.description) }

@@ -20,7 +20,10 @@ enum LocalPlan {
         transports.holders = { interface, _ in TunnelHolder.scanHere().filter { $0.interface == interface } }
         transports.sockets = { (try? SocketDiag().sockets()) ?? [] }
         reader.transports = transports.transport(of:link:)
-        if let netlink { reader.network = NetworkFactsReader(netlink: netlink).read }
+        if let netlink {
+            reader.network = NetworkFactsReader(netlink: netlink).read
+            reader.defaultRouteInterfaces = { try (netlink.defaultRoutes(ipv4: true) + netlink.defaultRoutes(ipv4: false)).map(\.interfaceIndex) }
+        }
         var header: [String] = []
         let tunnelFiles: [String: TunnelFiles.Loaded]
         do {
@@ -33,7 +36,8 @@ enum LocalPlan {
         var memory = TunnelNetworkMemory()
         let facts = try reader.read(policy, cgroupParent: cgroupParent, tunnelFiles: tunnelFiles, memory: &memory)
         header += notKnownHere(policy)
-        let names = Dictionary(facts.links.values.map { ($0.index, $0.name) }, uniquingKeysWith: { a, _ in a })
+        // Every interface by name (loopback's routes too), not only the tunnels the facts hold.
+        let names = Dictionary(((try? netlink?.links()) ?? Array(facts.links.values)).map { ($0.index, $0.name) }, uniquingKeysWith: { a, _ in a })
         return header.map { "# \($0)\n" }.joined() + TrustedEvaluator.planHeader(facts)
             + PlanText.render(Planner.plan(policy, facts: facts), interfaceNames: names)
     }

@@ -41,6 +41,11 @@ import Testing
         let online = try daemon.vpnctl(["plan"])
         #expect(online.status == 0, "\(online.stderr)")
         #expect(networkLines(online.stdout) == fromFile)
+        // Routes and addresses name their interfaces (the steering routes' loopback too), both
+        // ways: no `dev #1` that `ip` would not take.
+        for plan in [offline.stdout, online.stdout] {
+            #expect(!plan.contains("dev #") && plan.contains(" dev lo "), "\(plan)")
+        }
 
         // A built-in tunnel added on disk, not yet reloaded: vpnd's `vpnctl plan` is what the
         // reload will apply, its networks from its file included.
