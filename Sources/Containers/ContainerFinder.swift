@@ -51,7 +51,7 @@ public enum ContainerFinder {
             // The process's namespace now, which is the cookie's unless the process moved:
             // only root moves a process to a namespace with links of its own, and then at
             // worst routes a namespace of a member that root built.
-            if seen.process > 0, kill(seen.process, 0) == 0, let path = cgroup(seen.process), let name = profile(path) {
+            if isAlive(seen.process), let path = cgroup(seen.process), let name = profile(path) {
                 if let id = (try? netlink.namespaceID(ofProcess: seen.process)) ?? nil {
                     place = Memory.Place(namespace: id, profile: name, cgroup: path)
                 } else {
@@ -99,6 +99,12 @@ public enum ContainerFinder {
         }
         guard !routed.isEmpty else { return (.held(why: "it has no interface but loopback"), [:]) }
         return (.routed(interfaces: routed), bridges)
+    }
+
+    /// Whether process `pid` (> 0) exists. vpnd keeps no CAP_KILL: probing another user's
+    /// process (a rootless container's) fails with EPERM, which says it exists.
+    public static func isAlive(_ pid: Int32) -> Bool {
+        pid > 0 && (kill(pid, 0) == 0 || errno == EPERM)
     }
 
     /// A namespace's loopback is always its first interface.

@@ -79,7 +79,7 @@ extension Daemon {
             case let .held(why): reason = why
             case nil: reason = nil
             }
-            let pid = seen.process > 0 && kill(seen.process, 0) == 0 ? seen.process : nil
+            let pid = ContainerFinder.isAlive(seen.process) ? seen.process : nil
             var held = HeldNamespaceReport(cookie: seen.cookie, packets: seen.packets, pid: pid,
                                            cgroup: pid.flatMap { CgroupHierarchy.cgroup(ofProcess: $0) } ?? container?.cgroup, reason: reason)
             held.namespaceID = container?.namespace
