@@ -32,7 +32,7 @@ import Testing
             chmod(directory, 0o700)
         }
         chmod(base, 0o755)
-        try Self.image(root: root, tar: base + "/image.tar")
+        try BusyboxImage.write(root: root, tar: base + "/image.tar")
         // /dev/net/tun is root's alone here (mode 0600, no udev to make it 0666 as Debian's
         // rules do): the user's slirp4netns opens a node of its own, bound over it in a mount
         // namespace of podman's alone.
@@ -113,7 +113,7 @@ import Testing
         let base = "/tmp/vx-\(s.net.tag)-podman"
         cleanup.add("remove \(base)") { try? FileManager.default.removeItem(atPath: base) }
         try FileManager.default.createDirectory(atPath: base, withIntermediateDirectories: true)
-        try Self.image(root: base + "/root", tar: base + "/image.tar")
+        try BusyboxImage.write(root: base + "/root", tar: base + "/image.tar")
         let status = try s.daemon.status()
         let profileCgroup = try #require(status.profiles.first?.cgroup)
         let podman = s.net.client.enter + ["podman", "--root", base + "/storage", "--runroot", base + "/run", "--tmpdir", base + "/tmp",
@@ -171,18 +171,6 @@ import Testing
             return status != nil
         }
         return (status ?? -1, (try? String(contentsOfFile: name + ".log", encoding: .utf8)) ?? "")
-    }
-
-    /// The image's root: busybox and the applets used, and its tar file.
-    static func image(root: String, tar: String) throws {
-        try FileManager.default.createDirectory(atPath: root + "/bin", withIntermediateDirectories: true)
-        try FileManager.default.createDirectory(atPath: root + "/etc", withIntermediateDirectories: true)
-        try FileManager.default.copyItem(atPath: "/bin/busybox", toPath: root + "/bin/busybox")
-        for applet in ["sh", "nc", "nslookup", "timeout", "sleep", "seq"] {
-            try FileManager.default.createSymbolicLink(atPath: root + "/bin/" + applet, withDestinationPath: "busybox")
-        }
-        try Command.run(["tar", "-C", root, "-cf", tar, "."])
-        chmod(tar, 0o644)
     }
 }
 
