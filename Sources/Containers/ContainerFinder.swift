@@ -8,9 +8,12 @@ import SocketPrograms
 /// the socket programs saw (a socket made there, by which process) and the interfaces on
 /// both sides. A namespace is routed when every interface it has but loopback is a veth
 /// whose other end is ours (on its own, or a bridge's port): then all it sends to the world
-/// arrives here on those ends, where ContainerRules makes it the profile's. Anything else
-/// (a macvlan or ipvlan on an uplink, a veth to a third namespace, a tap fed by a relay)
-/// keeps it held at its cgroup, with the reason for status.
+/// arrives here on those ends, where ContainerRules makes it the profile's. A namespace
+/// whose every interface but loopback is a TUN/TAP device (rootless podman's slirp4netns or
+/// pasta) is relayed: what it sends reaches only the process reading each device, which
+/// sends it on with sockets of its own, a member's when that process is one; it is let out
+/// with no rule of ours. Anything else (a macvlan or ipvlan on an uplink, a veth to a third
+/// namespace, a TAP beside a veth) keeps it held at its cgroup, with the reason for status.
 public enum ContainerFinder {
     /// The namespaces found before, by cookie: the id this namespace gives each, its
     /// profile and the cgroup its process was in. The programs keep only the last process
@@ -48,7 +51,7 @@ public enum ContainerFinder {
             // The process's namespace now, which is the cookie's unless the process moved:
             // only root moves a process to a namespace with links of its own, and then at
             // worst routes a namespace of a member that root built.
-            if seen.process > 0, kill(seen.process, 0) == 0, let path = cgroup(seen.process), let name = profile(path) {
+            if isAlive(seen.process), let path = cgroup(seen.process), let name = profile(path) {
                 if let id = (try? netlink.namespaceID(ofProcess: seen.process)) ?? nil {
                     place = Memory.Place(namespace: id, profile: name, cgroup: path)
                 } else {
@@ -68,14 +71,21 @@ public enum ContainerFinder {
         return found
     }
 
-    /// Pure: routed by the host ends of its veths (with the bridge each is a port of), or
-    /// held and why. `namespace`: the id this namespace gives it (nil: none, no link of ours
-    /// reaches it).
+    /// Pure: routed by the host ends of its veths (with the bridge each is a port of),
+    /// relayed by its TUN/TAP devices alone, or held and why. `namespace`: the id this
+    /// namespace gives it (nil: none, no link of ours reaches it).
     public static func classify(namespace: Int32?, inside: [Link], hostLinks: [Link]) -> (state: ContainerNamespace.State, bridges: [String: String]) {
         guard let namespace else { return (.held(why: "no interface of it reaches the host"), [:]) }
+        let interfaces = inside.sorted(by: { $0.index < $1.index }).filter { !isLoopback($0) }
+        // Only TUN/TAP devices: a packet sent there is read by whoever holds the device's
+        // descriptor and goes no further in the kernel (docs/limitations.md: that process is
+        // trusted as any a member hands data to is).
+        if !interfaces.isEmpty, interfaces.allSatisfy({ $0.kind == "tun" }) {
+            return (.relayed(interfaces: interfaces.map(\.name)), [:])
+        }
         let ends = hostLinks.filter { $0.kind == "veth" && $0.peerNamespace == namespace }
         var routed: [String] = [], bridges: [String: String] = [:]
-        for link in inside.sorted(by: { $0.index < $1.index }) where !isLoopback(link) {
+        for link in interfaces {
             guard link.kind == "veth", let end = ends.first(where: { $0.peerIndex == link.index }) else {
                 return (.held(why: "its interface \(link.name) (\(link.kind ?? "a device")) does not lead to the host"), [:])
             }
@@ -89,6 +99,12 @@ public enum ContainerFinder {
         }
         guard !routed.isEmpty else { return (.held(why: "it has no interface but loopback"), [:]) }
         return (.routed(interfaces: routed), bridges)
+    }
+
+    /// Whether process `pid` (> 0) exists. vpnd keeps no CAP_KILL: probing another user's
+    /// process (a rootless container's) fails with EPERM, which says it exists.
+    public static func isAlive(_ pid: Int32) -> Bool {
+        pid > 0 && (kill(pid, 0) == 0 || errno == EPERM)
     }
 
     /// A namespace's loopback is always its first interface.

@@ -126,6 +126,8 @@ public struct StatusReport: Codable, Hashable, Sendable {
     public var heldNamespaces: [HeldNamespaceReport] = []
     /// Members' network namespaces routed into their profile's tunnel by their veths.
     public var routedNamespaces: [RoutedNamespaceReport] = []
+    /// Members' network namespaces let out to the processes reading their TUN/TAP devices.
+    public var relayedNamespaces: [RelayedNamespaceReport] = []
     /// System mode: the profile of every process placed nowhere else.
     public var systemProfile: String?
     /// How the executable lists are enforced (when the policy has any).
@@ -366,6 +368,22 @@ public struct ForwardInterfaceReport: Codable, Hashable, Sendable {
         self.state = state
         self.received = received
         self.sent = sent
+    }
+}
+
+/// A member's network namespace (a rootless podman container) whose interfaces but loopback
+/// are TUN/TAP devices alone: what it sends goes to the process reading them (slirp4netns,
+/// pasta), which sends it on with sockets of its own, tunneled as a member's when it is one.
+public struct RelayedNamespaceReport: Codable, Hashable, Sendable {
+    public var cookie: UInt64
+    public var profile: String
+    /// Its TUN/TAP devices, by their names in it.
+    public var interfaces: [String]
+
+    public init(cookie: UInt64, profile: String, interfaces: [String]) {
+        self.cookie = cookie
+        self.profile = profile
+        self.interfaces = interfaces
     }
 }
 

@@ -11,6 +11,7 @@ extension StatusReport {
         view.heldCgroups = heldCgroups.filter { $0.profile.map(usable.contains) ?? false }
         view.heldNamespaces = heldNamespaces.filter { $0.profile.map(usable.contains) ?? false }
         view.routedNamespaces = routedNamespaces.filter { usable.contains($0.profile) }
+        view.relayedNamespaces = relayedNamespaces.filter { usable.contains($0.profile) }
         view.systemProfile = systemProfile.flatMap { usable.contains($0) ? $0 : nil }
         return view
     }

@@ -25,7 +25,7 @@ extension Daemon {
                                         bypassRefused: executables.bypassRefused,
                                         executableRules: executables.status(policy),
                                         unguarded: applier.unguardedCgroups, leftBehind: appliedFacts?.leftBehind ?? [:],
-                                        heldNamespaces: heldNamespaces(), routedNamespaces: routedNamespaces(), socketProgramsPutBack: applier.socketProgramsPutBack)
+                                        heldNamespaces: heldNamespaces(), routedNamespaces: routedNamespaces(), relayedNamespaces: relayedNamespaces(), socketProgramsPutBack: applier.socketProgramsPutBack)
         let resolvers = profileResolvers()
         return builder.report(parts) { [counters = builder.counters] in statusParts($0, counters: counters, resolvers: resolvers) }
     }
@@ -75,11 +75,11 @@ extension Daemon {
             var reason: String?
             let container = containers[seen.cookie]
             switch container?.state {
-            case .routed: return nil
+            case .routed, .relayed: return nil
             case let .held(why): reason = why
             case nil: reason = nil
             }
-            let pid = seen.process > 0 && kill(seen.process, 0) == 0 ? seen.process : nil
+            let pid = ContainerFinder.isAlive(seen.process) ? seen.process : nil
             var held = HeldNamespaceReport(cookie: seen.cookie, packets: seen.packets, pid: pid,
                                            cgroup: pid.flatMap { CgroupHierarchy.cgroup(ofProcess: $0) } ?? container?.cgroup, reason: reason)
             held.namespaceID = container?.namespace
@@ -120,6 +120,14 @@ extension Daemon {
             let linkLocal = !address.prefix.isIPv4 && bytes[0] == 0xfe && bytes[1] & 0xc0 == 0x80
             return !loopback && !linkLocal
         }.map(\.prefix.description)
+    }
+
+    /// For status: the members' namespaces the last apply let out to their TUN/TAP relays.
+    func relayedNamespaces() -> [RelayedNamespaceReport] {
+        (appliedFacts?.containers ?? []).sorted { $0.cookie < $1.cookie }.compactMap { container in
+            guard case let .relayed(interfaces) = container.state else { return nil }
+            return RelayedNamespaceReport(cookie: container.cookie, profile: container.profile, interfaces: interfaces)
+        }
     }
 
     /// For status: where members' queries arrive, for how many profiles.

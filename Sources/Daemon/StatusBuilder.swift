@@ -33,6 +33,7 @@ struct StatusBuilder {
         /// Members' network namespaces other than vpnd's with packets dropped.
         var heldNamespaces: [HeldNamespaceReport] = []
         var routedNamespaces: [RoutedNamespaceReport] = []
+        var relayedNamespaces: [RelayedNamespaceReport] = []
         var socketProgramsPutBack = 0
     }
 
@@ -273,6 +274,7 @@ struct StatusBuilder {
             return held
         }
         report.routedNamespaces = daemon.routedNamespaces.map(withTraffic)
+        report.relayedNamespaces = daemon.relayedNamespaces
         report.dnsSteering = daemon.dnsSteering
         report.executableRules = daemon.executableRules
         return report

@@ -1,5 +1,6 @@
 /// A member's network namespace other than vpnd's, as vpnd found it (Containers): whose it
-/// is, and whether it is routed into the profile's tunnel or held at its cgroup.
+/// is, and whether it is routed into the profile's tunnel, relayed by a process in userspace,
+/// or held at its cgroup.
 public struct ContainerNamespace: Hashable, Sendable {
     /// The namespace's cookie (what the socket programs see).
     public var cookie: UInt64
@@ -20,6 +21,11 @@ public struct ContainerNamespace: Hashable, Sendable {
         /// It reaches the host by these veths (their host ends' names) alone, each one of its
         /// own or a bridge's port: routed.
         case routed(interfaces: [String])
+        /// Its interfaces but loopback are TUN/TAP devices alone (their names in it), read by
+        /// a process in userspace (rootless podman's slirp4netns or pasta) that sends what it
+        /// reads with sockets of its own: let out, with no rule of ours. Those sockets are a
+        /// member's, marked and held by the killswitch, when the relay runs in the profile.
+        case relayed(interfaces: [String])
         /// Held at its cgroup's egress, and why (for status).
         case held(why: String)
     }

@@ -166,12 +166,14 @@ public enum ContainerRules {
         return interfaces
     }
 
-    /// The namespaces whose rules this plan holds: their cookies may leave their cgroups,
-    /// each kept with where it is (what a restarted vpnd finds it by).
+    /// The namespaces whose rules this plan holds, and those relayed (which need none):
+    /// their cookies may leave their cgroups, each kept with where it is (what a restarted
+    /// vpnd finds it by).
     static func letOut(_ policy: Policy, facts: RuntimeFacts) -> [UInt64: ForeignNamespaces.Place] {
         var places: [UInt64: ForeignNamespaces.Place] = [:]
         for container in facts.containers {
-            guard case .routed = container.state, let namespace = container.namespace,
+            if case .held = container.state { continue }
+            guard let namespace = container.namespace,
                   let profile = policy.profiles.first(where: { $0.name == container.profile }) else { continue }
             places[container.cookie] = ForeignNamespaces.Place(namespace: namespace, profileIndex: profile.index)
         }

@@ -34,7 +34,8 @@ public enum StatusText {
         if report.profiles.isEmpty { lines.append("no profiles") }
         for profile in report.profiles {
             if !lines.isEmpty { lines.append("") }
-            lines += self.profile(profile, routed: report.routedNamespaces.filter { $0.profile == profile.name }, verbose: verbose, now: now)
+            lines += self.profile(profile, routed: report.routedNamespaces.filter { $0.profile == profile.name },
+                                  relayed: report.relayedNamespaces.filter { $0.profile == profile.name }, verbose: verbose, now: now)
         }
         lines += hostCounters(report, verbose: verbose)
         return lines.joined(separator: "\n") + "\n"
@@ -63,7 +64,7 @@ public enum StatusText {
 
     /// A profile's containers, a row each (what names it, where it comes in, its addresses,
     /// what it sent and received), its forward.interfaces, and where their DNS goes.
-    static func containers(_ profile: ProfileStatus, routed: [RoutedNamespaceReport]) -> [String] {
+    static func containers(_ profile: ProfileStatus, routed: [RoutedNamespaceReport], relayed: [RelayedNamespaceReport] = []) -> [String] {
         var lines: [String] = []
         for container in routed {
             let name = container.runtime.flatMap { runtime in container.name.map { "\(runtime) \($0), " } } ?? ""
@@ -72,6 +73,10 @@ public enum StatusText {
             let sent = container.sent.map { "; sent \(traffic($0))" } ?? "", received = container.received.map { ", received \(traffic($0))" } ?? ""
             let held = (container.heldPackets ?? 0) > 0 ? "; \(Plural.count(container.heldPackets ?? 0, "packet")) held before it was routed" : ""
             lines.append("  container \(name)network namespace \(container.cookie): routed from \(container.interfaces.joined(separator: ", "))\(bridges)\(addresses)\(sent)\(received)\(held)")
+        }
+        for container in relayed {
+            lines.append("  container network namespace \(container.cookie): relayed by the process reading its \(container.interfaces.joined(separator: ", ")) (slirp4netns, pasta): "
+                         + "it leaves as that process's own connections, through the tunnel when that process is in the profile")
         }
         for forward in profile.forwardInterfaces ?? [] {
             switch forward.state {
@@ -92,7 +97,7 @@ public enum StatusText {
     }
 
     /// One profile: its tunnel and how it connects, members, traffic, holes and DNS.
-    static func profile(_ profile: ProfileStatus, routed: [RoutedNamespaceReport] = [], verbose: Bool, now: Double) -> [String] {
+    static func profile(_ profile: ProfileStatus, routed: [RoutedNamespaceReport] = [], relayed: [RelayedNamespaceReport] = [], verbose: Bool, now: Double) -> [String] {
         let killswitch = "killswitch \(profile.killswitch ? "on" : "off")"
         var lines = ["profile \(profile.name): " + (verbose ? "mark \(hex(profile.mark)), table \(profile.table), " : "") + killswitch]
         let addresses = profile.tunnel.addresses.isEmpty ? "" : " (" + profile.tunnel.addresses.joined(separator: ", ") + ")"
@@ -105,7 +110,7 @@ public enum StatusText {
         if let wg = profile.tunnel.wireguard { lines += wireguard(wg, verbose: verbose, now: now) }
         let cgroups = verbose ? " in " + ([profile.cgroup] + profile.joinedCgroups).joined(separator: ", ") : ""
         lines.append("  members   \(Plural.count(profile.members, "process", "processes"))\(cgroups)")
-        lines += containers(profile, routed: routed)
+        lines += containers(profile, routed: routed, relayed: relayed)
         lines.append("  sent      \(traffic(profile.sent)); through the tunnel \(traffic(profile.throughTunnel))")
         lines.append("  received  \(traffic(profile.received))")
         lines.append("  dropped   \(traffic(profile.droppedByKillswitch)) by the killswitch")

@@ -3,8 +3,9 @@ import Plan
 import Routing
 import Testing
 
-/// How a member's namespace reaches the host decides whether it is routed: only when all
-/// it has but loopback are veths whose other ends are ours and no bridge's ports.
+/// How a member's namespace reaches the host decides whether it is routed (all it has but
+/// loopback are veths whose other ends are ours, on their own or a bridge's ports), relayed
+/// (TUN/TAP devices alone) or held.
 struct ContainerFinderTests {
     static func link(_ index: Int32, _ name: String, kind: String?, peer: Int32? = nil, namespace: Int32? = nil, master: Int32? = nil) -> Link {
         var link = Link(index: index, name: name, isUp: true, isRunning: true, mtu: 1500)
@@ -35,9 +36,22 @@ struct ContainerFinderTests {
         // A veth whose other end is in a third namespace (index 2 there is not ours).
         #expect(ContainerFinder.classify(namespace: 3, inside: [lo, Self.link(5, "side", kind: "veth", peer: 2)], hostLinks: host).state
             == .held(why: "its interface side (veth) does not lead to the host"))
-        #expect(ContainerFinder.classify(namespace: 3, inside: [lo, Self.link(2, "tap0", kind: "tun")], hostLinks: host).state
+        // A TAP beside a veth: neither routed nor relayed alone.
+        #expect(ContainerFinder.classify(namespace: 3, inside: [lo, Self.link(2, "host0", kind: "veth", peer: 7), Self.link(3, "tap0", kind: "tun")], hostLinks: host).state
             == .held(why: "its interface tap0 (tun) does not lead to the host"))
+        // A macvtap writes to its lower device, not to a descriptor.
+        #expect(ContainerFinder.classify(namespace: 3, inside: [lo, Self.link(3, "tap0", kind: "tun"), Self.link(2, "mvt0", kind: "macvtap", peer: 2)], hostLinks: host).state
+            == .held(why: "its interface mvt0 (macvtap) does not lead to the host"))
         #expect(ContainerFinder.classify(namespace: 3, inside: [lo], hostLinks: host).state == .held(why: "it has no interface but loopback"))
+    }
+
+    /// slirp4netns's tap0, pasta's tap named after the host's interface, one more TUN: each is
+    /// read by a process, which alone sends on what it reads.
+    @Test func tunAndTapDevicesAloneAreRelayed() {
+        let found = ContainerFinder.classify(namespace: 5, inside: [Self.link(3, "tun1", kind: "tun"), lo, Self.link(2, "tap0", kind: "tun")], hostLinks: host)
+        #expect(found.state == .relayed(interfaces: ["tap0", "tun1"]) && found.bridges.isEmpty)
+        #expect(ContainerFinder.classify(namespace: nil, inside: [lo, Self.link(2, "tap0", kind: "tun")], hostLinks: host).state
+            == .held(why: "no interface of it reaches the host"))
     }
 
     @Test func aBridgePortIsRoutedWithItsBridge() {

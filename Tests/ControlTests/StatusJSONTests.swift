@@ -90,6 +90,7 @@ import Testing
         (routed.addresses, routed.sent, routed.received, routed.heldPackets) = (["10.88.0.2/16", "fd88::2/64"], Traffic(packets: 9, bytes: 900),
                                                                                 Traffic(packets: 8, bytes: 1600), 4)
         report.routedNamespaces = [routed]
+        report.relayedNamespaces = [RelayedNamespaceReport(cookie: 4101, profile: "work", interfaces: ["tap0"])]
         (report.droppedHeld, report.droppedStaleMarks, report.socketProgramsPutBack) = (Traffic(packets: 1, bytes: 60), Traffic(packets: 2, bytes: 120), 7)
         report.systemProfile = "work"
         var rules = ExecutableRulesStatus(enforcement: ExecutableRulesStatus.beforeExec, answerDeadlineMilliseconds: 1000)

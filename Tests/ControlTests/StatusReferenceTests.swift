@@ -141,12 +141,15 @@ import Testing
         report.heldCgroups.append(HeldCgroupReport(cgroup: "vpn.slice/vpn-gone.slice", profile: nil, missing: [], reason: "its profile (gone) was removed"))
         report.heldNamespaces.append(HeldNamespaceReport(cookie: 4098, packets: 3, pid: 4243, cgroup: "vpn.slice/vpn-home.slice/app.scope", profile: "home"))
         report.routedNamespaces.append(RoutedNamespaceReport(cookie: 4100, profile: "home", interfaces: ["ve-home"]))
+        report.relayedNamespaces = [RelayedNamespaceReport(cookie: 4101, profile: "work", interfaces: ["tap0"]),
+                                    RelayedNamespaceReport(cookie: 4102, profile: "home", interfaces: ["tap0"])]
         let view = report.forUser(usable: ["home"])
         #expect(view.profiles.map(\.name) == ["home"] && view.birthMarks.map(\.profile) == ["home"] && view.heldCgroups.isEmpty)
-        #expect(view.heldNamespaces.map(\.cookie) == [4098] && view.routedNamespaces.map(\.cookie) == [4100], "work's namespaces are not this user's")
+        #expect(view.heldNamespaces.map(\.cookie) == [4098] && view.routedNamespaces.map(\.cookie) == [4100]
+                && view.relayedNamespaces.map(\.cookie) == [4102], "work's namespaces are not this user's")
         #expect(view.systemProfile == nil, "system mode's profile is work, which this user may not use")
         let json = try #require(try JSONSerialization.jsonObject(with: Data(ControlCoding.encode(view))) as? [String: Any])
-        #expect(Set(json.keys) == ["schema", "version", "daemonPID", "profiles", "birthMarks", "heldCgroups", "heldNamespaces", "routedNamespaces"], "\(json.keys.sorted())")
+        #expect(Set(json.keys) == ["schema", "version", "daemonPID", "profiles", "birthMarks", "heldCgroups", "heldNamespaces", "routedNamespaces", "relayedNamespaces"], "\(json.keys.sorted())")
         // Its metrics: the profile's, and no host-wide family.
         let families = Self.families(MetricsText.render(view, now: 1_700_000_300)).keys
         #expect(!families.contains("vpnexec_bypass_moves_total") && !families.contains("vpnexec_last_reload_successful") && families.contains("vpnexec_profile_members"))

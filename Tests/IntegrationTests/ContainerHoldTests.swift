@@ -20,7 +20,12 @@ import Testing
 /// `forward.interfaces` is the profile's the same way. With a macvlan on the uplink (which
 /// no host routing would see) a member's namespace is held at its cgroup's egress:
 /// dropped, counted, status says why, while a non-member there is seen on the physical link
-/// (the control). Its own loopback works.
+/// (the control). Its own loopback works. With slirp4netns's tap alone (rootless podman's
+/// network), started in the profile as podman starts it, the namespace is relayed: let out
+/// to the tap, whose reader's own connections are the member's, through the tunnel (v4 and
+/// v6, its DNS answered by the profile's proxy) and held with it; the same relay started
+/// outside the profile sends in the clear (the control, and the limit docs/limitations.md
+/// states).
 @Suite(.serialized) struct ContainerHoldTests {
     @Test func aMembersNamespaceIsRoutedByItsVethOrHeld() throws {
         let cleanup = Cleanup()
@@ -42,6 +47,12 @@ import Testing
         let bridged = try NetworkNamespace("vx\(tag)j", cleanup: cleanup)
         let macvlan = try NetworkNamespace("vx\(tag)m", cleanup: cleanup)
         let vm = try NetworkNamespace("vx\(tag)v", cleanup: cleanup)
+        // Relayed: slirp4netns in the client namespace, a member; and one that is none.
+        let relayed = try NetworkNamespace("vx\(tag)r", cleanup: cleanup)
+        let strayRelayed = try NetworkNamespace("vx\(tag)x", cleanup: cleanup)
+        let slirp = ["slirp4netns", "--configure", "--mtu=65520", "--enable-ipv6", "--disable-host-loopback", "--netns-type=path"]
+        let relay = try BackgroundProcess(try s.daemon.vpnexec(profile: "work", slirp + [relayed.path, "tap0"]), cleanup: cleanup)
+        let strayRelay = try BackgroundProcess(s.net.client.enter + slirp + [strayRelayed.path, "tap0"], cleanup: cleanup)
         #expect(vmInterface(s.tunnel.clientInterface) == "vx\(tag)vh")
         let bridge = "vx\(tag)br"
         try s.net.client.run(["ip", "link", "add", bridge, "type", "bridge"])
@@ -76,7 +87,9 @@ import Testing
         // The held namespace's members send to a service of their own: it must see nothing.
         let vmService = try Services(in: s.net.server, addresses: [Topology.service4, Topology.service6], port: 8082, cleanup: cleanup)
         let heldService = try Services(in: s.net.server, addresses: [Topology.service4, Topology.service6], port: 8081, cleanup: cleanup)
-        let capture = try Capture(on: s.net.clientUplink, in: s.net.client, filter: "udp port 8080 or udp port 8081 or udp port 8082 or udp port 9002 or port 53", cleanup: cleanup)
+        let relayedService = try Services(in: s.net.server, addresses: [Topology.service4, Topology.service6], port: 8083, cleanup: cleanup)
+        let capture = try Capture(on: s.net.clientUplink, in: s.net.client,
+                                  filter: "udp port 8080 or udp port 8081 or udp port 8082 or udp port 8083 or udp port 9002 or udp port 9003 or port 53", cleanup: cleanup)
         // The control: a non-member in each namespace, masqueraded out (from a routed one only
         // until it is routed: the namespace is the profile's, whoever sends).
         var controls: [BackgroundProcess] = []
@@ -91,6 +104,7 @@ import Testing
         let dockerCgroup = profileCgroup + "/docker-\(containerID).scope"
         try FileManager.default.createDirectory(atPath: dockerCgroup, withIntermediateDirectories: false)
         cleanup.add("remove the docker-like cgroup") { _ = try? Command.status(["rmdir", dockerCgroup]) }
+        controls.append(try BackgroundProcess(strayRelayed.enter + ["python3", s.probe, "udp-loop", Topology.service4, "9003"], cleanup: cleanup))
         var members: [BackgroundProcess] = []
         for target in [Topology.service4, Topology.service6] {
             members.append(try BackgroundProcess(try s.daemon.vpnexec(profile: "work", ["sh", "-c", "echo $$ > \(dockerCgroup)/cgroup.procs && exec \"$@\"", "sh"]
@@ -102,12 +116,15 @@ import Testing
             members.append(try BackgroundProcess(vm.enter + ["python3", s.probe, "udp-loop", target, "8082"], cleanup: cleanup))
         }
         members.append(try BackgroundProcess(try s.daemon.vpnexec(profile: "work", macvlan.enter + ["python3", s.probe, "udp-loop", Topology.service4, "8081"]), cleanup: cleanup))
+        for target in [Topology.service4, Topology.service6] {
+            members.append(try BackgroundProcess(try s.daemon.vpnexec(profile: "work", relayed.enter + ["python3", s.probe, "udp-loop", target, "8083"]), cleanup: cleanup))
+        }
 
         // Routed, both: the service sees the tunnel's addresses, v4 and v6.
         do {
             try eventually("the routed namespaces' datagrams through the tunnel, v4 and v6") {
                 try s.services.count("udp \(s.tunnel.clientAddress4)") > 20 && s.services.count("udp \(s.tunnel.clientAddress6)") > 20
-                    && s.daemon.status().routedNamespaces.count == 2
+                    && s.daemon.status().routedNamespaces.count == 2 && s.daemon.status().relayedNamespaces.count == 1
             }
         } catch {
             let json = (try? s.daemon.vpnctl(["status", "--json"]).stdout) ?? ""
@@ -130,6 +147,16 @@ import Testing
         let linkNSID = try s.net.client.run(["ip", "-d", "-j", "link", "show", "vx\(tag)kh"])
         #expect(route.namespaceID.map { linkNSID.contains("\"link_netnsid\":\($0)") } == true, "\(String(describing: route.namespaceID)): \(linkNSID)")
         #expect((route.sent?.packets ?? 0) > 20 && (port.sent?.packets ?? 0) > 20 && route.heldPackets != nil, "\(route) \(port)")
+        // The relayed one: its relay's connections are the member's, from the tunnel's
+        // addresses (slirp4netns gives IPv6 by a router advertisement, a moment later).
+        try eventually("the relayed namespace's datagrams through the tunnel, v4 and v6") {
+            relayedService.count("udp \(s.tunnel.clientAddress4)") > 10 && relayedService.count("udp \(s.tunnel.clientAddress6)") > 10
+        }
+        #expect(Set(relayedService.seen()) == ["udp \(s.tunnel.clientAddress4)", "udp \(s.tunnel.clientAddress6)"], "\(Set(relayedService.seen()))")
+        let relayedStatus = try #require(try s.daemon.status().relayedNamespaces.first)
+        #expect(relayedStatus.profile == "work" && relayedStatus.interfaces == ["tap0"], "\(relayedStatus)")
+        let relayedText = try s.daemon.vpnctl(["status"]).stdout
+        #expect(relayedText.contains("  container network namespace \(relayedStatus.cookie): relayed by the process reading its tap0"), "\(relayedText)")
         // The VM's, by forward.interfaces: from the tunnel's addresses, v4 and v6.
         try eventually("the VM's datagrams through the tunnel, v4 and v6") {
             vmService.count("udp \(s.tunnel.clientAddress4)") > 10 && vmService.count("udp \(s.tunnel.clientAddress6)") > 10
@@ -186,7 +213,9 @@ import Testing
         for (namespace, transport, server) in [(routed, "udp-connected", "10.98.0.1"), (routed, "udp-connected", "192.0.2.53"), (routed, "udp-connected", "fd98::1"),
                                                (bridged, "udp-connected", "10.97.0.1"), (bridged, "udp-connected", "fd97::1"), (vm, "udp-connected", "10.95.0.1"),
                                                (routed, "tcp", "10.98.0.1"), (routed, "tcp", "192.0.2.53"), (routed, "tcp", "fd98::1"), (routed, "tcp", "2001:db8::53"),
-                                               (bridged, "tcp", "10.97.0.1"), (vm, "tcp", "fd95::1")] {
+                                               (bridged, "tcp", "10.97.0.1"), (vm, "tcp", "fd95::1"),
+                                               // The relayed one asks slirp4netns's resolver, which asks the host's as the member.
+                                               (relayed, "udp-connected", "10.0.2.3")] {
             let answer = try ask(transport, server, "www.corp.example", from: namespace)
             #expect(answer.stdout.trimmed == "192.0.2.82", "a container's query over \(transport) to \(server): \(answer.stdout)\(answer.stderr)")
         }
@@ -262,13 +291,16 @@ import Testing
         Thread.sleep(forTimeInterval: 2)
         for member in members { member.stop() }
         for control in controls { control.stop() }
-        let clear = try capture.packets("udp port 8080 or udp port 8081 or udp port 8082")
+        relay.stop()
+        strayRelay.stop()
+        let clear = try capture.packets("udp port 8080 or udp port 8081 or udp port 8082 or udp port 8083")
         #expect(clear.isEmpty, "a member's datagrams in the clear: \(clear.count): \(clear.prefix(3)) … \(clear.suffix(2))")
         #expect(try capture.packets("port 53 and not src host fd7f:4d::1 and not host 198.51.100.50").isEmpty, "a container's DNS in the clear")
         #expect(try capture.count("tcp dst port 53 and src host 198.51.100.50") > 0, "the capture sees the non-member's TCP query from the macvlan namespace")
         // (A non-member in a routed namespace is the profile's too, once the namespace is: its
         // datagrams leave in the clear only until then.)
         #expect(try capture.count("udp port 9002 and src host 198.51.100.50") > 20, "the capture sees the non-member's datagrams from the macvlan namespace")
+        #expect(try capture.count("udp port 9003") > 20, "the capture sees what a relay outside the profile sends")
         #expect(heldService.seen().isEmpty, "the held namespace's datagrams did not go anywhere: \(heldService.seen().prefix(3))")
     }
 }

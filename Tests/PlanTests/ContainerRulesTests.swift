@@ -119,4 +119,16 @@ import Testing
         }[...])
         #expect(state.nft.chain(named: "containers_dns_nat") == nil && !state.rules.contains { $0.inputInterface == "virbr1" })
     }
+
+    /// A relayed namespace (slirp4netns's or pasta's tap alone) is let out with no rule: what
+    /// it sends reaches only its relay, whose own sockets are a member's or not.
+    @Test func aRelayedNamespaceIsLetOutWithNoRule() {
+        var facts = RuntimeFacts(cgroupIDs: ["vpn.slice/vpn-work.slice": 101])
+        facts.containers = [ContainerNamespace(cookie: 9, profile: "work", state: .relayed(interfaces: ["tap0"]), namespace: 7),
+                            ContainerNamespace(cookie: 10, profile: "gone", state: .relayed(interfaces: ["tap0"]), namespace: 8)]
+        let state = Planner.plan(policy, facts: facts)
+        #expect(state.namespacesLetOut == [9: ForeignNamespaces.Place(namespace: 7, profileIndex: policy.profiles[0].index)], "only one of a profile the policy has")
+        #expect(!state.nft.chains.contains { $0.base?.hook == .prerouting || $0.base?.kind == .nat } && state.bridgeNft == nil)
+        #expect(state.rules == Planner.plan(policy, facts: RuntimeFacts(cgroupIDs: ["vpn.slice/vpn-work.slice": 101])).rules)
+    }
 }

@@ -74,6 +74,16 @@ import Testing
         #expect(verbose[0].hasPrefix("vpnd pid 42") && verbose[1].hasPrefix("HELD: profile work"))
     }
 
+    /// A relayed container, under its profile after the members: its tap and who carries it on.
+    @Test func aRelayedContainerSaysWhoCarriesIt() {
+        var report = Self.report()
+        report.relayedNamespaces = [RelayedNamespaceReport(cookie: 4101, profile: "work", interfaces: ["tap0"])]
+        let lines = StatusText.render(report, now: Self.now).split(separator: "\n").map(String.init)
+        let members = lines.firstIndex { $0.hasPrefix("  members ") } ?? -1
+        #expect(members >= 0 && lines[members + 1] == "  container network namespace 4101: relayed by the process reading its tap0 (slirp4netns, pasta): "
+                + "it leaves as that process's own connections, through the tunnel when that process is in the profile", "\(lines)")
+    }
+
     /// A profile whose proxy has no resolvers: an error with the fix near the top (members'
     /// names do not resolve), and the proxy's line points at it. Resolvers that came from
     /// the tunnel say from where.
