@@ -2,7 +2,7 @@ import Testing
 import TOML
 
 /// Parsing must stay linear: each shape of document is parsed at two sizes,
-/// and four times the input may not take anywhere near sixteen times as long.
+/// and eight times the input may not take anywhere near sixty-four times as long.
 @Suite struct PerformanceTests {
     /// Documents of roughly `scale` elements, one per stress shape.
     static let shapes: [(String, @Sendable (Int) -> String)] = [
@@ -32,20 +32,22 @@ import TOML
     @Test(arguments: shapes.map(\.0))
     func scalesLinearly(shape: String) throws {
         let make = try #require(Self.shapes.first { $0.0 == shape }?.1)
-        let small = Array(make(5_000).utf8)
+        let small = Array(make(2_500).utf8)
         let large = Array(make(20_000).utf8)
-        // Best of three, alternating sizes, to keep the other tests running
-        // in parallel from skewing one side of the ratio.
+        // Best of three (five of the cheap small one), alternating sizes, to keep the other
+        // tests running beside it from skewing one side of the ratio.
         var smallTime = Double.infinity
         var largeTime = Double.infinity
-        for _ in 0..<3 {
+        for round in 0..<5 {
             smallTime = min(smallTime, try Self.time(small))
-            largeTime = min(largeTime, try Self.time(large))
+            if round < 3 { largeTime = min(largeTime, try Self.time(large)) }
         }
         let ratio = largeTime / max(smallTime, 1e-6)
         print("\(shape): \(small.count) bytes in \(smallTime * 1000) ms, \(large.count) bytes in \(largeTime * 1000) ms (ratio \(ratio))")
-        // Linear gives about 4; quadratic would give about 16.
-        #expect(ratio < 10, "\(shape): 4x the input took \(ratio)x the time")
+        // Linear gives about 8; quadratic would give about 64. The bound sits far from both,
+        // so that a loaded machine (a ratio of 10.9 where 4 was linear, with CI beside it)
+        // does not fail it and a quadratic parser still does.
+        #expect(ratio < 24, "\(shape): 8x the input took \(ratio)x the time")
     }
 
     @Test func aPolicySizedDocumentParsesQuickly() throws {
