@@ -61,6 +61,8 @@ public enum BPFHelper: Int32, Sendable {
     case mapLookupElement = 1
     case mapUpdateElement = 2
     case getCurrentPidTgid = 14
+    case skbCgroupID = 79
+    case getCurrentCgroupID = 80
     case skbLoadBytes = 26
     case getSocketCookie = 46
     case socketRelease = 86

@@ -272,9 +272,14 @@ public final class SocketProgramSet {
     public func takeOver(_ adopted: AdoptedSocketPrograms) -> [UInt64: ForeignNamespaces.Place] {
         var places: [UInt64: ForeignNamespaces.Place] = [:]
         for map in adopted.earlierSeenMaps {
-            for entry in Self.entries(of: map.raw, valueSize: ForeignNamespaces.seenValueSize) {
+            var (type, keySize, valueSize) = (UInt32(0), UInt32(0), UInt32(0))
+            var name = [CChar](repeating: 0, count: 17)
+            guard vx_bpf_map_info(map.raw, &type, &keySize, &valueSize, &name) == 0 else { continue }
+            for entry in Self.entries(of: map.raw, valueSize: valueSize) {
                 var key = entry.key
-                _ = entry.value.withUnsafeBytes { vx_bpf_map_update(seenNamespaces.raw, &key, $0.baseAddress) }
+                // An earlier vpnd's shorter value, its cgroup unknown (0).
+                let value = entry.value + [UInt8](repeating: 0, count: max(0, Int(ForeignNamespaces.seenValueSize) - entry.value.count))
+                _ = value.withUnsafeBytes { vx_bpf_map_update(seenNamespaces.raw, &key, $0.baseAddress) }
             }
         }
         for map in adopted.earlierLetOutMaps {
@@ -459,7 +464,7 @@ public final class AdoptedSocketPrograms {
         var name = [CChar](repeating: 0, count: 17)
         guard vx_bpf_map_info(map, &type, &keySize, &valueSize, &name) == 0, keySize == ForeignNamespaces.keySize else { return nil }
         switch (text(name), type, valueSize) {
-        case ("vx_netns_seen", ForeignNamespaces.seenType, ForeignNamespaces.seenValueSize): return true
+        case ("vx_netns_seen", ForeignNamespaces.seenType, ForeignNamespaces.seenValueSize), ("vx_netns_seen", ForeignNamespaces.seenType, 16): return true
         // (4 bytes: a vpnd's from before the value said where the namespace is.)
         case ("vx_netns_out", ForeignNamespaces.allowedType, ForeignNamespaces.allowedValueSize), ("vx_netns_out", ForeignNamespaces.allowedType, 4): return false
         default: return nil

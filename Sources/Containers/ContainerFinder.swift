@@ -41,11 +41,21 @@ public enum ContainerFinder {
     /// `profile(of:)`: the profile that cgroup is of, or nil. The dump of our links comes
     /// first: it gives each namespace a veth of ours reaches its id, which a process's
     /// namespace is then asked by.
+    ///
+    /// A namespace whose last process is gone and that vpnd never knew (a container whose
+    /// sockets are all brief: a lookup in a loop) is looked for in the cgroup that process
+    /// was in (`cgroupPath(of:)` by id, `processes(in:)`): taken when it is the only
+    /// namespace other than vpnd's and those known that the cgroup's processes are in, for
+    /// the only such cookie of that cgroup. A wrong pairing (the cookie's namespace gone, a
+    /// new one there) routes a namespace of that profile's processes all the same and lets
+    /// out a cookie no socket has any more: nothing leaves outside the tunnel.
     public static func find(_ seen: [ForeignNamespaces.Seen], netlink: Rtnetlink, memory: inout Memory,
-                            cgroup: (Int32) -> String?, profile: (String) -> String?) -> [ContainerNamespace] {
+                            cgroup: (Int32) -> String?, profile: (String) -> String?,
+                            cgroupPath: (UInt64) -> String? = { _ in nil }, processes: (String) -> [Int32] = { _ in [] }) -> [ContainerNamespace] {
         let hostLinks = (try? netlink.links()) ?? []
         var found: [ContainerNamespace] = []
         var known: [UInt64: Memory.Place] = [:]
+        var unplaced: [ForeignNamespaces.Seen] = []
         for seen in seen {
             var place = memory.known[seen.cookie]
             // The process's namespace now, which is the cookie's unless the process moved:
@@ -60,12 +70,27 @@ public enum ContainerFinder {
                     continue
                 }
             }
+            guard let place else {
+                unplaced.append(seen)
+                continue
+            }
             // A namespace that no longer answers by its id is gone.
-            guard let place, let inside = try? netlink.links(inNamespace: place.namespace) else { continue }
+            guard let inside = try? netlink.links(inNamespace: place.namespace) else { continue }
             known[seen.cookie] = place
             let (state, bridges) = classify(namespace: place.namespace, inside: inside, hostLinks: hostLinks)
             found.append(ContainerNamespace(cookie: seen.cookie, profile: place.profile, state: state, bridges: bridges,
                                             namespace: place.namespace, cgroup: place.cgroup))
+        }
+        let own = (try? netlink.namespaceID(ofProcess: getpid())) ?? nil
+        for (id, entries) in Dictionary(grouping: unplaced.filter { $0.cgroup != 0 }, by: \.cgroup) where entries.count == 1 {
+            guard let path = cgroupPath(id), let name = profile(path) else { continue }
+            let namespaces = Set(processes(path).compactMap { (try? netlink.namespaceID(ofProcess: $0)) ?? nil })
+                .subtracting(known.values.map(\.namespace)).subtracting(own.map { [$0] } ?? [])
+            guard namespaces.count == 1, let namespace = namespaces.first, let inside = try? netlink.links(inNamespace: namespace) else { continue }
+            let place = Memory.Place(namespace: namespace, profile: name, cgroup: path)
+            known[entries[0].cookie] = place
+            let (state, bridges) = classify(namespace: namespace, inside: inside, hostLinks: hostLinks)
+            found.append(ContainerNamespace(cookie: entries[0].cookie, profile: name, state: state, bridges: bridges, namespace: namespace, cgroup: path))
         }
         memory.known = known
         return found

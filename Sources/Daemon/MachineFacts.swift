@@ -43,6 +43,16 @@ final class MachineFacts: RuntimeFactsSource {
         self.cgroupParent = cgroupParent
     }
 
+    /// The cgroup with this id (its inode) in the profiles' subtrees, if it is there.
+    static func path(ofCgroup id: UInt64, under roots: [String], in hierarchy: CgroupHierarchy) -> String? {
+        var pending = roots
+        while let path = pending.popLast() {
+            if hierarchy.id(of: path) == id { return path }
+            pending += hierarchy.children(of: path).map { path + "/" + $0 }
+        }
+        return nil
+    }
+
     func facts(for policy: Policy, tunnelFiles: [String: TunnelFiles.Loaded]) throws -> RuntimeFacts {
         var reader = FactsReader(hierarchy: hierarchy, netlink: netlink)
         reader.transports = transports(Set(tunnelFiles.keys))
@@ -61,9 +71,12 @@ final class MachineFacts: RuntimeFactsSource {
         if !seen.isEmpty {
             let profiles = policy.profiles.map { ($0.name, $0.cgroupPath(parent: cgroupParent)) }
                 + facts.joinedCgroups.map { ($0.value.profile, $0.key) }
-            facts.containers = ContainerFinder.find(seen, netlink: netlink, memory: &containers, cgroup: CgroupHierarchy.cgroup(ofProcess:)) { cgroup in
-                profiles.first { cgroup == $0.1 || cgroup.hasPrefix($0.1 + "/") }?.0
-            }
+            let hierarchy = hierarchy
+            facts.containers = ContainerFinder.find(seen, netlink: netlink, memory: &containers, cgroup: CgroupHierarchy.cgroup(ofProcess:),
+                                                    profile: { cgroup in profiles.first { cgroup == $0.1 || cgroup.hasPrefix($0.1 + "/") }?.0 },
+                                                    cgroupPath: { id in Self.path(ofCgroup: id, under: profiles.map(\.1), in: hierarchy) },
+                                                    processes: { hierarchy.processes(in: $0) })
+
         }
         return facts
     }

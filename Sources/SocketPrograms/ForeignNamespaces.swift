@@ -20,14 +20,16 @@ public enum ForeignNamespaces {
 
     /// Key: the namespace's cookie (u64). `allowed`'s value a `Place` (the programs only
     /// look the key up); `seen`'s `Value`.
-    public static let keySize: UInt32 = 8, allowedValueSize: UInt32 = 8, seenValueSize: UInt32 = 16
+    public static let keySize: UInt32 = 8, allowedValueSize: UInt32 = 8, seenValueSize: UInt32 = 24
     /// A hash map (allowed) and an LRU hash (seen: the oldest go first).
     public static let allowedType: UInt32 = 1, seenType: UInt32 = 9
     public static let entries: UInt32 = 1024
 
-    /// `seen`'s value: packets dropped u64 | the last process (tgid) that made a socket u64.
+    /// `seen`'s value: packets dropped u64 | the last process (tgid) that made a socket u64 |
+    /// the cgroup (id) of that process, or of the first packet dropped u64. An earlier vpnd's
+    /// value has no cgroup (16 bytes).
     enum Value {
-        static let packets = 0, process = 8
+        static let packets = 0, process = 8, cgroup = 16
     }
 
     /// What a namespace let out is, kept with it in `allowed`: its id in vpnd's network
@@ -61,18 +63,23 @@ public enum ForeignNamespaces {
         public var packets: UInt64
         /// The last process that made a socket there (0: none seen since vpnd attached).
         public var process: Int32
+        /// That process's cgroup, by id (0: not known): where vpnd looks for the namespace
+        /// once the process is gone (a container whose sockets are all brief).
+        public var cgroup: UInt64
 
-        public init(cookie: UInt64, packets: UInt64, process: Int32) {
+        public init(cookie: UInt64, packets: UInt64, process: Int32, cgroup: UInt64 = 0) {
             self.cookie = cookie
             self.packets = packets
             self.process = process
+            self.cgroup = cgroup
         }
 
-        /// From the map's value bytes.
+        /// From the map's value bytes (an earlier vpnd's 16, without the cgroup).
         public init?(cookie: UInt64, value: [UInt8]) {
-            guard value.count == Int(ForeignNamespaces.seenValueSize) else { return nil }
+            guard value.count == Int(ForeignNamespaces.seenValueSize) || value.count == 16 else { return nil }
             let word = { (offset: Int) in (0..<8).reduce(UInt64(0)) { $0 | UInt64(value[offset + $1]) << (8 * UInt64($1)) } }
-            self.init(cookie: cookie, packets: word(Value.packets), process: Int32(truncatingIfNeeded: word(Value.process)))
+            self.init(cookie: cookie, packets: word(Value.packets), process: Int32(truncatingIfNeeded: word(Value.process)),
+                      cgroup: value.count > Value.cgroup ? word(Value.cgroup) : 0)
         }
     }
 }

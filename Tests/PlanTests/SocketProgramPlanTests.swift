@@ -139,6 +139,9 @@ import Testing
         let value: [UInt8] = [3, 1, 0, 0, 0, 0, 0, 0, 0xd2, 0x04, 0, 0, 0, 0, 0, 0]
         #expect(ForeignNamespaces.Seen(cookie: 5671, value: value) == ForeignNamespaces.Seen(cookie: 5671, packets: 259, process: 1234))
         #expect(ForeignNamespaces.Seen(cookie: 1, value: Array(value.dropLast())) == nil)
+        // Now with the cgroup (an earlier vpnd's 16 bytes above read with none).
+        let withCgroup = value + [0x39, 0x30, 0, 0, 0, 0, 0, 0]
+        #expect(ForeignNamespaces.Seen(cookie: 5671, value: withCgroup) == ForeignNamespaces.Seen(cookie: 5671, packets: 259, process: 1234, cgroup: 12345))
     }
 
     /// `allowed`'s value: the namespace's id, then its profile's index, little-endian; an
