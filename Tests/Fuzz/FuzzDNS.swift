@@ -1,5 +1,6 @@
 import Addresses
 import DNS
+import Names
 
 /// libFuzzer entry for the DNS core (scripts/fuzz builds it with -sanitize=fuzzer,address).
 /// Every input is, in turn: a message to parse (whatever is accepted must encode and parse
@@ -40,6 +41,8 @@ private var actions: [DNSProxyAction<Int>] = []
 @_cdecl("LLVMFuzzerTestOneInput")
 public func fuzz(_ data: UnsafePointer<UInt8>, _ size: Int) -> Int32 {
     let bytes = Array(UnsafeBufferPointer(start: data, count: size))
+    // A member's varlink call to its profile's names server, as nss-resolve would frame it.
+    _ = ResolveCall.read(bytes)
     if let message = try? DNSMessage(parsing: bytes) {
         guard let again = try? DNSMessage(parsing: message.encoded()), again == message else {
             fatalError("a parsed message does not survive encoding: \(message)")

@@ -61,7 +61,7 @@ final class ResolveCallTests: XCTestCase {
     func testJSON() throws {
         XCTAssertEqual(try JSONValue(parsing: Array(#" {"a": [1, -2, 2.5, true, null, "\u00e9\ud83d\ude00"]} "#.utf8)),
                        .object([("a", .array([.integer(1), .integer(-2), .double(2.5), .bool(true), .null, .string("é😀")]))]))
-        for bad in ["", "{", "[1,]", "01", "\"\u{01}\"", "\"\\ud800\"", "{\"a\":1}x", "tru", "1.", "-"] {
+        for bad in ["", "{", "[1,]", "01", "\"\u{01}\"", "\"\\ud800\"", "{\"a\":1}x", "tru", "1.", "-", "1e999", "-1e400"] {
             XCTAssertThrowsError(try JSONValue(parsing: Array(bad.utf8)), bad)
         }
     }
