@@ -239,3 +239,20 @@ extension ControlResponse {
     /// The message, "" when there is none.
     var text: String { message ?? "" }
 }
+
+/// `vpnctl explain`: a user asks about its own processes and the profiles it may use.
+extension RequestHandlerTests {
+    @Test func explainingAnotherUsersProcessIsRefused() throws {
+        let serving = try makeServing(try PolicyFolder(Self.work))
+        let answer = serving.handler.handle(.explain(pid: Self.me, profile: nil), from: try caller(uid: 4711))
+        #expect(!answer.ok)
+        #expect(answer.message?.contains("may explain only its own processes") == true)
+    }
+
+    @Test func explainingAProfileTheUserMayNotUseIsRefusedNamingTheRule() throws {
+        let serving = try makeServing(try PolicyFolder(Self.work))
+        let answer = serving.handler.handle(.explain(pid: nil, profile: "work"), from: try caller(uid: 4712))
+        #expect(!answer.ok)
+        #expect(answer.message?.contains("may not use profile \"work\"") == true)
+    }
+}
