@@ -1,11 +1,10 @@
 import Addresses
 import Control
-import Glibc
 import Netlink
 
 /// `vpnctl explain`: Explainer's account, with what the kernel's routing does now with the
-/// cgroup's mark (RTM_GETROUTE, as `ip route get ADDRESS mark M`) and whether the process
-/// lives in another network namespace.
+/// cgroup's mark (RTM_GETROUTE, as `ip route get ADDRESS mark M`) and the executable list
+/// that placed it, if one did.
 extension Daemon {
     /// Documentation addresses (RFC 5737, RFC 3849): routed as any address of the internet,
     /// never anyone's.
@@ -24,19 +23,12 @@ extension Daemon {
             route.throughTunnel = route.interface != nil && route.interface == explanation.tunnel?.interface
             return route
         }
-        if let pid, explanation.namespace == nil, let theirs = Self.networkNamespace(of: "/proc/\(pid)/ns/net"),
-           theirs != Self.networkNamespace(of: "/proc/self/ns/net") {
-            explanation.namespace = ExplainedNamespace(state: ExplainedNamespace.unknown)
+        // Which program it runs is the inspector's to read (/proc/PID/exe is guarded like
+        // ptrace, and vpnd's Landlock domain forbids that for processes outside it).
+        if let pid, policy.listsExecutables, let executable = executables.follower?.reader.executable(of: pid),
+           let rule = Explainer.executableRule(executable, placement: explanation.placement, profile: explanation.profile, policy: policy) {
+            explanation.rule = rule
         }
         return explanation
-    }
-
-    /// "net:[INODE]"; nil where it cannot be read (another user's process while vpnd lacks
-    /// ptrace access to it).
-    static func networkNamespace(of path: String) -> String? {
-        var buffer = [CChar](repeating: 0, count: 64)
-        let count = readlink(path, &buffer, buffer.count - 1)
-        guard count > 0 else { return nil }
-        return String(decoding: buffer[..<count].map { UInt8(bitPattern: $0) }, as: UTF8.self)
     }
 }

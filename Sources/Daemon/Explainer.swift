@@ -68,6 +68,23 @@ enum Explainer {
         return (Explanation.outside, nil, "no profile: not in a profile's cgroup, the bypass slice or a joined unit")
     }
 
+    /// A program of an executable list that the process runs, which is why vpnd placed it
+    /// (or would have: a process started in its profile already stays), with the list's
+    /// file:line; nil when its program is in no list that leads where it is. Pure.
+    static func executableRule(_ executable: String, placement: String, profile name: String?, policy: Policy) -> String? {
+        func at(_ profile: Profile) -> String { profile.executableLocations[executable].map { " (\($0))" } ?? "" }
+        switch placement {
+        case Explanation.profileCgroup:
+            guard let profile = name.flatMap(policy.profile(named:)), profile.routeExecutables.contains(executable) else { return nil }
+            return "it runs \(executable), in profile \(profile.name)'s route.executables\(at(profile)): vpnd moves whoever runs it into the profile"
+        case Explanation.bypass:
+            guard let profile = policy.profiles.first(where: { $0.bypassExecutables.contains(executable) }) else { return nil }
+            return "it runs \(executable), in profile \(profile.name)'s bypass.executables\(at(profile)): vpnd moves it out of the profiles when its user may bypass"
+        default:
+            return nil
+        }
+    }
+
     /// The socket programs' settings of the cgroup or the nearest cgroup above it that has
     /// them (the kernel runs an ancestor's programs for its descendants).
     static func birthMark(of cgroup: String, in marks: [BirthMarkReport]) -> BirthMarkReport? {

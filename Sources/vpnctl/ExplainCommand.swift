@@ -39,11 +39,32 @@ extension VPNCtl {
                 return
             }
             guard var explanation = try connection.send(.explain(pid: pid, profile: profile)).explanation else { throw ExitCode(1) }
+            if let pid, explanation.namespace == nil, let namespace = Self.foreignNamespace(of: pid) {
+                explanation.namespace = namespace
+            }
             if let probe, let profile {
                 explanation.probe = ProbeConnect.launch(probe, profile: profile, socket: connection.socketPath,
                                                         tunnelAddresses: explanation.tunnel?.addresses ?? [])
             }
             print(json ? String(decoding: ControlCoding.encode(explanation), as: UTF8.self) : ExplainText.render(explanation), terminator: "")
+        }
+
+        /// A network namespace other than vpnctl's, read here: the link is guarded like ptrace,
+        /// which the caller has for its own processes and vpnd (in its Landlock domain) has
+        /// for none outside it. Unreadable (another user's process, for root's vpnctl never):
+        /// nothing said.
+        static func foreignNamespace(of pid: Int32) -> ExplainedNamespace? {
+            guard let theirs = link("/proc/\(pid)/ns/net"), let ours = link("/proc/self/ns/net"), theirs != ours else { return nil }
+            var namespace = ExplainedNamespace(state: ExplainedNamespace.unknown)
+            namespace.reason = "\(theirs), not vpnctl's \(ours)"
+            return namespace
+        }
+
+        static func link(_ path: String) -> String? {
+            var buffer = [CChar](repeating: 0, count: 256)
+            let count = readlink(path, &buffer, buffer.count - 1)
+            guard count > 0 else { return nil }
+            return String(decoding: buffer[..<count].map { UInt8(bitPattern: $0) }, as: UTF8.self)
         }
     }
 }

@@ -135,3 +135,17 @@ extension ExplainerTests {
         #expect(explanation.dns.failure?.contains("no resolvers") == true)
     }
 }
+
+extension ExplainerTests {
+    /// A process that runs a listed program is where that list sends it: the rule names the
+    /// list and its file:line; a program of no list, or a list that leads elsewhere, says nothing.
+    @Test func anExecutableListNamesItsEntry() throws {
+        let policy = try Self.policy("\nroute.executables = [\"/usr/bin/curl\"]\nbypass.executables = [\"/usr/bin/ssh\"]\n")
+        let routed = Explainer.executableRule("/usr/bin/curl", placement: Explanation.profileCgroup, profile: "work", policy: policy)
+        #expect(routed?.hasPrefix("it runs /usr/bin/curl, in profile work's route.executables (/etc/vpnexec/policy.d/10-work.toml:7:") == true, "\(routed ?? "nil")")
+        let bypassed = Explainer.executableRule("/usr/bin/ssh", placement: Explanation.bypass, profile: nil, policy: policy)
+        #expect(bypassed?.contains("in profile work's bypass.executables (/etc/vpnexec/policy.d/10-work.toml:8:") == true, "\(bypassed ?? "nil")")
+        #expect(Explainer.executableRule("/usr/bin/ssh", placement: Explanation.profileCgroup, profile: "work", policy: policy) == nil)
+        #expect(Explainer.executableRule("/usr/bin/vim", placement: Explanation.profileCgroup, profile: "work", policy: policy) == nil)
+    }
+}

@@ -4,7 +4,8 @@ import NetTestSupport
 import Testing
 
 /// `vpnctl explain` against what the far end sees: for a member, a bypassed process and a
-/// non-member, the source address and interface explain gives (the kernel's route lookup
+/// non-member (and a listed bypass program, named by its list's entry), the source address
+/// and interface explain gives (the kernel's route lookup
 /// with the process's mark) are those the service saw from that very process, IPv4 and
 /// IPv6; `explain -p work --probe` connects from inside the profile and gets the tunnel's
 /// address.
@@ -22,12 +23,16 @@ import Testing
             """)
         try s.daemon.start()
         let vpnexec = try Binaries.path("vpnexec")
+        // Killed at the end: a SIGTERM the sleeps would take two seconds each to end here.
+        var started: [BackgroundProcess] = []
+        defer { started.forEach { $0.kill9() } }
 
         /// A process that connects over IPv4 and IPv6 (its children, in its cgroup), prints
         /// the sources the service saw, then waits to be explained.
         func process(through prefix: [String]) throws -> (pid: Int32, seen: [String]) {
             let script = "python3 \(s.probe) tcp \(Topology.service4) 8080; python3 \(s.probe) tcp \(Topology.service6) 8080; exec sleep 30"
             let running = try BackgroundProcess(s.net.client.enter + prefix + ["sh", "-c", script], cleanup: cleanup)
+            started.append(running)
             try eventually("both connections of \(prefix.first ?? "a plain process")") { running.output.split(separator: "\n").count >= 2 || !running.isRunning }
             return (running.pid, running.output.split(separator: "\n").map { String($0).trimmed })
         }
@@ -57,12 +62,40 @@ import Testing
         #expect(sources(bypassExplained) == bypass.seen, "\(bypassExplained.routes)")
         #expect(bypassExplained.routes.allSatisfy { !$0.throughTunnel && $0.interface == s.net.clientUplink })
 
+        // A bypass.executables program started in the profile: moved out by vpnd, and
+        // explain names the list's entry.
+        let script = """
+            import subprocess, time
+            for _ in range(50):
+                if "vpn-bypass.slice" in open("/proc/self/cgroup").read(): break
+                time.sleep(0.1)
+            for host in ("\(Topology.service4)", "\(Topology.service6)"):
+                print(subprocess.run(["python3", "\(s.probe)", "tcp", host, "8080"], capture_output=True, text=True).stdout.strip(), flush=True)
+            time.sleep(30)
+            """
+        let listed = try BackgroundProcess(s.net.client.enter + [vpnexec, "--socket", s.daemon.socketPath, "-p", "work", "--", bypassed, "-c", script],
+                                           cleanup: cleanup)
+        started.append(listed)
+        try eventually("both connections of the listed program") { listed.output.split(separator: "\n").count >= 2 || !listed.isRunning }
+        #expect(listed.output.split(separator: "\n").map { String($0) } == [Topology.clientAddress4, Topology.clientAddress6], "\(listed.output)")
+        let listedExplained = try explain([String(listed.pid)])
+        #expect(listedExplained.placement == Explanation.bypass && listedExplained.rule.contains("it runs \(bypassed), in profile work's bypass.executables ("),
+                "\(listedExplained.rule)")
+        #expect(sources(listedExplained) == [Topology.clientAddress4, Topology.clientAddress6], "\(listedExplained.routes)")
+
         let plain = try process(through: [])
         #expect(plain.seen == [Topology.clientAddress4, Topology.clientAddress6])
         let plainExplained = try explain([String(plain.pid)])
         #expect(plainExplained.placement == Explanation.outside && plainExplained.mark == nil)
         #expect(sources(plainExplained) == plain.seen, "\(plainExplained.routes)")
         #expect(plainExplained.dns.port53 == ExplainedDNS.host)
+
+        // A process in a network namespace of its own (the server's, here): said, with both.
+        let elsewhere = try BackgroundProcess(s.net.server.enter + ["sleep", "30"], cleanup: cleanup)
+        started.append(elsewhere)
+        let elsewhereExplained = try explain([String(elsewhere.pid)])
+        #expect(elsewhereExplained.namespace?.state == ExplainedNamespace.unknown && elsewhereExplained.namespace?.reason?.contains("not vpnctl's net:[") == true,
+                "\(String(describing: elsewhereExplained.namespace))")
 
         let probed = try explain(["-p", "work", "--probe", "\(Topology.service4):8080"])
         #expect(probed.pid == nil && probed.placement == Explanation.profileCgroup)
