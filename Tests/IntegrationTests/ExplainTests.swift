@@ -97,6 +97,16 @@ import Testing
         #expect(elsewhereExplained.namespace?.state == ExplainedNamespace.unknown && elsewhereExplained.namespace?.reason?.contains("not vpnctl's net:[") == true,
                 "\(String(describing: elsewhereExplained.namespace))")
 
+        // A user explains its own processes only: root's member is refused, its own sleep not.
+        let user = try TestUser("vxe\(s.net.tag)", cleanup: cleanup)
+        let refused = try s.daemon.vpnctl(user: user.name, ["explain", String(member.pid)])
+        #expect(refused.status == 1 && refused.stderr.contains("may explain only its own processes"), "\(refused.stderr)")
+        let own = try BackgroundProcess(s.daemon.asUser(user.name) + ["sleep", "30"], cleanup: cleanup)
+        started.append(own)
+        let ownExplained = try s.daemon.vpnctl(user: user.name, ["explain", String(own.pid)])
+        #expect(ownExplained.status == 0 && ownExplained.stdout.hasPrefix("pid \(own.pid) (sleep 30) is in no profile; IPv4 goes direct via \(s.net.clientUplink) from \(Topology.clientAddress4);"),
+                "\(ownExplained.stdout)\(ownExplained.stderr)")
+
         let probed = try explain(["-p", "work", "--probe", "\(Topology.service4):8080"])
         #expect(probed.pid == nil && probed.placement == Explanation.profileCgroup)
         #expect(probed.probe?.localAddress == s.tunnel.clientAddress4 && probed.probe?.connected == true && probed.probe?.tunnelAddress == true,
