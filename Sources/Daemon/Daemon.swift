@@ -490,7 +490,7 @@ public final class Daemon {
                                                  phase: tunnels.demandState(interface: profile.tunnel.interfaceName)?.phase,
                                                  trusted: trusted)
                            },
-                           explain: { [unowned self] in try explanation(cgroup: $0, pid: $1) }))
+                           explain: { [unowned self] in try explanation(cgroup: $0, pid: $1, uid: $2) }))
     }
 
     /// `vpnctl teardown --remove-killswitch`: everything of ours out of the kernel, then vpnd exits.

@@ -18,12 +18,12 @@ extension RequestHandler {
             guard peer.uid == 0 || owner == peer.uid else {
                 throw RequestFailure("process \(pid) belongs to uid \(owner); \(peer.userName) may explain only its own processes (root may explain any)")
             }
-            var explanation = try answers.explain(cgroup, pid)
+            var explanation = try answers.explain(cgroup, pid, owner)
             explanation.command = command
             return explanation
         case let (nil, name?):
             let profile = try profileForUse(name, by: peer)
-            return try answers.explain(profile.cgroupPath(parent: cgroupParent), nil)
+            return try answers.explain(profile.cgroupPath(parent: cgroupParent), nil, peer.uid)
         default:
             throw RequestFailure("explain takes a process id or a profile, not both")
         }

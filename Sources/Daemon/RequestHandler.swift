@@ -28,8 +28,8 @@ final class RequestHandler {
         /// The profile's tunnel, when its killswitch holds members because it is not there
         /// (LaunchTunnel).
         var heldTunnel: (Profile) -> HeldTunnel?
-        /// What the kernel does with the traffic of a process in `cgroup` (Daemon+Explain).
-        var explain: (_ cgroup: String, _ pid: Int32?) throws -> Explanation = { _, _ in throw RequestFailure("this vpnd cannot explain") }
+        /// What the kernel does with the traffic of a process of `uid` in `cgroup` (Daemon+Explain).
+        var explain: (_ cgroup: String, _ pid: Int32?, _ uid: UInt32) throws -> Explanation = { _, _, _ in throw RequestFailure("this vpnd cannot explain") }
     }
 
     let reconciler: Reconciler
