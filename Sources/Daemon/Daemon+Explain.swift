@@ -13,7 +13,9 @@ extension Daemon {
     /// As a socket of `uid` would be routed (rules may match a uid range).
     func explanation(cgroup: String, pid: Int32?, uid: UInt32) throws -> Explanation {
         let status = try statusReport()
-        var explanation = Explainer.explain(cgroup: cgroup, pid: pid, policy: policy, cgroupParent: options.cgroupParent, status: status)
+        // A container's namespace has an id here (its veths' peers, or vpnd asked when it held it).
+        let namespaceID = pid.flatMap { try? rtnl.assignedNamespaceID(ofProcess: $0) }
+        var explanation = Explainer.explain(cgroup: cgroup, pid: pid, namespaceID: namespaceID, policy: policy, cgroupParent: options.cgroupParent, status: status)
         let names = Dictionary(try rtnl.links().map { ($0.index, $0.name) }, uniquingKeysWith: { a, _ in a })
         let mark = explanation.mark.flatMap { UInt32($0.dropFirst(2), radix: 16) }
         explanation.routes = try Self.explainDestinations.map { destination in

@@ -7,7 +7,9 @@ import Policy
 /// socket programs' marks, the tunnels, the proxies, the containers). The route lookups are
 /// the caller's (Daemon+Explain): this part is pure, for tests (ExplainerTests).
 enum Explainer {
-    static func explain(cgroup: String, pid: Int32?, policy: Policy, cgroupParent: String, status: StatusReport) -> Explanation {
+    /// `namespaceID`: the id vpnd's namespace gives the process's network namespace, where
+    /// it has one (vpnd's own has none).
+    static func explain(cgroup: String, pid: Int32?, namespaceID: Int32? = nil, policy: Policy, cgroupParent: String, status: StatusReport) -> Explanation {
         let (placement, profileName, rule) = attribute(cgroup, policy: policy, cgroupParent: cgroupParent,
                                                       joinedCgroups: status.profiles.map { ($0.name, $0.joinedCgroups) })
         let profile = profileName.flatMap { name in status.profiles.first { $0.name == name } }
@@ -37,7 +39,7 @@ enum Explainer {
             exceptions.routeDomains = profile.dns?.routeDomainCount ?? 0
             explanation.exceptions = exceptions
         }
-        explanation.namespace = container(of: cgroup, status: status)
+        explanation.namespace = namespaceID.map { container($0, status: status) }
         return explanation
     }
 
@@ -115,20 +117,21 @@ enum Explainer {
         return dns
     }
 
-    /// A container of a profile, by the cgroup vpnd saw make sockets in its namespace.
-    static func container(of cgroup: String, status: StatusReport) -> ExplainedNamespace? {
-        if let routed = status.routedNamespaces.first(where: { $0.cgroup == cgroup }) {
+    /// The network namespace vpnd's numbers `id`: a container of a profile it routes or
+    /// holds, or one it does not know (a veth of ours reaches it, or someone asked).
+    static func container(_ id: Int32, status: StatusReport) -> ExplainedNamespace {
+        if let routed = status.routedNamespaces.first(where: { $0.namespaceID == id }) {
             var namespace = ExplainedNamespace(state: ExplainedNamespace.routed)
-            namespace.namespaceID = routed.namespaceID
+            namespace.namespaceID = id
             namespace.interfaces = routed.interfaces
             return namespace
         }
-        if let held = status.heldNamespaces.first(where: { $0.cgroup == cgroup }) {
-            var namespace = ExplainedNamespace(state: ExplainedNamespace.held)
-            namespace.namespaceID = held.namespaceID
+        var namespace = ExplainedNamespace(state: ExplainedNamespace.unknown)
+        namespace.namespaceID = id
+        if let held = status.heldNamespaces.first(where: { $0.namespaceID == id }) {
+            namespace.state = ExplainedNamespace.held
             namespace.reason = held.reason
-            return namespace
         }
-        return nil
+        return namespace
     }
 }

@@ -39,7 +39,11 @@ extension VPNCtl {
                 return
             }
             guard var explanation = try connection.send(.explain(pid: pid, profile: profile)).explanation else { throw ExitCode(1) }
-            if let pid, explanation.namespace == nil, let namespace = Self.foreignNamespace(of: pid) {
+            // vpnd knows a namespace by the id its own gives it; one with none, and what it
+            // is, vpnctl can say for the caller's own processes.
+            if let pid, explanation.namespace?.state ?? ExplainedNamespace.unknown == ExplainedNamespace.unknown,
+               explanation.namespace?.reason == nil, var namespace = Self.foreignNamespace(of: pid) {
+                namespace.namespaceID = explanation.namespace?.namespaceID
                 explanation.namespace = namespace
             }
             if let probe, let profile {

@@ -113,14 +113,23 @@ import Testing
         #expect(explanation.dns.namesNotFollowed == failure)
     }
 
-    @Test func aRoutedContainerIsNamedByItsCgroup() throws {
+    /// A container is known by the id vpnd's namespace gives its namespace, not by its
+    /// cgroup (a plain member may share the profile's cgroup with a container's process).
+    @Test func aContainerIsKnownByItsNamespaceID() throws {
         var status = Self.status()
         var routed = RoutedNamespaceReport(cookie: 9, profile: "work", interfaces: ["veth-c1"])
-        routed.cgroup = "vpn.slice/vpn-work.slice/docker-abc.scope"
-        status.routedNamespaces = [routed]
-        let explanation = try Self.explain("vpn.slice/vpn-work.slice/docker-abc.scope", status: status)
-        #expect(explanation.namespace?.state == ExplainedNamespace.routed)
-        #expect(explanation.namespace?.interfaces == ["veth-c1"])
+        (routed.cgroup, routed.namespaceID) = ("vpn.slice/vpn-work.slice", 3)
+        var held = HeldNamespaceReport(cookie: 10, packets: 5, cgroup: "vpn.slice/vpn-work.slice", profile: "work", reason: "its interface mv0 (macvlan) does not lead to the host")
+        held.namespaceID = 4
+        (status.routedNamespaces, status.heldNamespaces) = ([routed], [held])
+        let policy = try Self.policy()
+        func namespace(_ id: Int32?) -> ExplainedNamespace? {
+            Explainer.explain(cgroup: "vpn.slice/vpn-work.slice", pid: 42, namespaceID: id, policy: policy, cgroupParent: "vpn.slice", status: status).namespace
+        }
+        #expect(namespace(nil) == nil, "vpnd's own namespace")
+        #expect(namespace(3)?.state == ExplainedNamespace.routed && namespace(3)?.interfaces == ["veth-c1"])
+        #expect(namespace(4)?.state == ExplainedNamespace.held && namespace(4)?.reason?.contains("macvlan") == true)
+        #expect(namespace(5)?.state == ExplainedNamespace.unknown && namespace(5)?.namespaceID == 5)
     }
 }
 
