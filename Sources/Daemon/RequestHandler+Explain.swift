@@ -19,6 +19,8 @@ extension RequestHandler {
                 throw RequestFailure("process \(pid) belongs to uid \(owner); \(peer.userName) may explain only its own processes (root may explain any)")
             }
             var explanation = try answers.explain(cgroup, pid, owner)
+            // The daemon reads by pid too (its program, its namespace's id): still this process.
+            guard process.isAlive else { throw RequestFailure("no process \(pid)") }
             explanation.command = command
             return explanation
         case let (nil, name?):
