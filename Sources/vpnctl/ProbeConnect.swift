@@ -30,9 +30,9 @@ enum ProbeConnect {
         let fd = socket(family, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
         guard fd >= 0 else { return "error: socket: \(String(cString: strerror(errno)))" }
         defer { close(fd) }
-        // A connect that no one answers still chose its source: give up after 5 s.
-        var limit = timeval(tv_sec: 5, tv_usec: 0)
-        setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &limit, socklen_t(MemoryLayout<timeval>.size))
+        // Non-blocking: the kernel picks the source as the connect starts, read before a
+        // refusal resets it; the answer is waited for 5 s at most.
+        _ = fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK)
         var storage = sockaddr_storage()
         let length = withUnsafeMutableBytes(of: &storage) { raw -> socklen_t in
             let bytes = endpoint.address.bytes
@@ -51,19 +51,30 @@ enum ProbeConnect {
             withUnsafeBytes(of: address) { raw.copyMemory(from: $0) }
             return socklen_t(MemoryLayout<sockaddr_in6>.size)
         }
-        let connected = withUnsafePointer(to: &storage) {
+        let started = withUnsafePointer(to: &storage) {
             $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, length) }
         } == 0
-        let why = connected ? "" : String(cString: strerror(errno))
+        var why = started || errno == EINPROGRESS ? "" : String(cString: strerror(errno))
         var local = sockaddr_storage()
         var localLength = socklen_t(MemoryLayout<sockaddr_storage>.size)
         let named = withUnsafeMutablePointer(to: &local) {
             $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(fd, $0, &localLength) }
         } == 0
-        guard named, let address = localAddress(local), !address.bytes.allSatisfy({ $0 == 0 }) else {
-            return "error: " + (connected ? "no local address" : why)
+        if !started, why.isEmpty {
+            var wait = pollfd(fd: fd, events: Int16(POLLOUT), revents: 0)
+            if poll(&wait, 1, 5000) <= 0 {
+                why = "no answer within 5 s"
+            } else {
+                var failure: Int32 = 0
+                var size = socklen_t(MemoryLayout<Int32>.size)
+                getsockopt(fd, SOL_SOCKET, SO_ERROR, &failure, &size)
+                if failure != 0 { why = String(cString: strerror(failure)) }
+            }
         }
-        return "local \(address) " + (connected ? "connected" : "failed: \(why)")
+        guard named, let address = localAddress(local), !address.bytes.allSatisfy({ $0 == 0 }) else {
+            return "error: " + (why.isEmpty ? "no local address" : why)
+        }
+        return "local \(address) " + (why.isEmpty ? "connected" : "failed: \(why)")
     }
 
     static func localAddress(_ storage: sockaddr_storage) -> IPAddress? {
