@@ -30,7 +30,7 @@ extension VPNCtl {
             if probeConnect != nil { return }
             if (pid == nil) == (profile == nil) { throw ValidationError("give a process id or -p NAME") }
             if probe != nil, profile == nil { throw ValidationError("--probe needs -p NAME (it starts a process in the profile)") }
-            if let probe, ProbeConnect.target(probe) == nil { throw ValidationError("--probe wants ADDRESS:PORT ([ADDRESS]:PORT for IPv6), not \"\(probe)\"") }
+            if let probe, ExplainedProbe.target(probe) == nil { throw ValidationError("--probe wants ADDRESS:PORT ([ADDRESS]:PORT for IPv6), not \"\(probe)\"") }
         }
 
         func run() throws {

@@ -6,26 +6,10 @@ import Glibc
 /// places the child in the profile as any launch), the child connects and prints the local
 /// address the kernel gave its socket, and the parent compares it with the tunnel's.
 enum ProbeConnect {
-    /// "ADDRESS:PORT" or "[IPv6]:PORT". Pure.
-    static func target(_ text: String) -> Endpoint? {
-        let host: Substring, port: Substring
-        if text.hasPrefix("["), let close = text.firstIndex(of: "]"), text[text.index(after: close)...].hasPrefix(":") {
-            host = text[text.index(after: text.startIndex)..<close]
-            port = text[text.index(close, offsetBy: 2)...]
-        } else if let colon = text.lastIndex(of: ":"), !text[..<colon].contains(":") {
-            host = text[..<colon]
-            port = text[text.index(after: colon)...]
-        } else {
-            return nil
-        }
-        guard let address = IPAddress(host), let number = UInt16(port), number > 0 else { return nil }
-        return Endpoint(address: address, port: number)
-    }
-
     /// The child's one line: "local ADDRESS connected", "local ADDRESS failed: WHY", or
     /// "error: WHY" (no socket or no local address).
     static func run(_ text: String) -> String {
-        guard let endpoint = target(text) else { return "error: not ADDRESS:PORT: \(text)" }
+        guard let endpoint = ExplainedProbe.target(text) else { return "error: not ADDRESS:PORT: \(text)" }
         let family = endpoint.address.isIPv4 ? AF_INET : AF_INET6
         let fd = socket(family, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
         guard fd >= 0 else { return "error: socket: \(String(cString: strerror(errno)))" }
@@ -99,29 +83,8 @@ enum ProbeConnect {
         case let .failure(why):
             probe.error = why.description
         case let .success(output):
-            return parse(output, into: probe, tunnelAddresses: tunnelAddresses)
+            return probe.reading(output, tunnelAddresses: tunnelAddresses)
         }
-        return probe
-    }
-
-    /// The child's line, compared with the tunnel's addresses ("10.99.1.2/32"). Pure.
-    static func parse(_ output: String, into probe: ExplainedProbe, tunnelAddresses: [String]) -> ExplainedProbe {
-        var probe = probe
-        let line = output.split(separator: "\n").last(where: { $0.hasPrefix("local ") || $0.hasPrefix("error: ") }).map(String.init) ?? ""
-        guard line.hasPrefix("local ") else {
-            probe.error = line.isEmpty ? "the probe printed nothing (vpnexec refused? see above)" : String(line.dropFirst("error: ".count))
-            return probe
-        }
-        let words = line.dropFirst("local ".count).split(separator: " ", maxSplits: 1)
-        guard let first = words.first, let address = IPAddress(first) else {
-            probe.error = "the probe said \"\(line)\""
-            return probe
-        }
-        probe.localAddress = address.description
-        let rest = words.count > 1 ? String(words[1]) : ""
-        probe.connected = rest == "connected"
-        if rest.hasPrefix("failed: ") { probe.error = String(rest.dropFirst("failed: ".count)) }
-        probe.tunnelAddress = tunnelAddresses.contains { $0.split(separator: "/").first.flatMap { IPAddress($0) } == address }
         return probe
     }
 
