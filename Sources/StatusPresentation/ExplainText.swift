@@ -104,7 +104,7 @@ public enum ExplainText {
             return "a container's, HELD: what it sends outside its loopback is dropped" + (namespace.reason.map { " (\($0))" } ?? "")
         default:
             return "not vpnd's" + (namespace.reason.map { " (\($0))" } ?? "") + (namespace.namespaceID.map { ", id \($0) in vpnd's" } ?? "")
-                + ", a container vpnd has not seen make a socket: the routes above are vpnd's namespace's, not its own"
+                + ": neither routed nor held by its veths as vpnd numbers it (a relayed one is known by its relay, `vpnctl members`); the routes above are vpnd's namespace's, not its own"
         }
     }
 
