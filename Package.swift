@@ -86,7 +86,7 @@ let package = Package(
         .executableTarget(name: "vpnexec", dependencies: ["BuildVersion", "Launch", "Descriptors", "CLinux"],
                           linkerSettings: [.unsafeFlags(["-static-executable"])]),
         .executableTarget(name: "vpn-server", dependencies: ["BuildVersion", "Addresses", "HexDigits", "Descriptors", "WireGuard", "WireGuardDevice", "ServiceSupport", "Netlink", "Nftables", "Plan", "CSystemd", "CLinux", .product(name: "ArgumentParser", package: "swift-argument-parser")]),
-        .executableTarget(name: "vpnctl", dependencies: ["BuildVersion", "Names", "SocketPrograms", "Control", "Launch", "StatusPresentation", "Descriptors", "Facts", "HexDigits", "Plan", "Policy", "Suggestions", "TrustedFiles", "TunnelFiles", "Cgroups", "Netlink", .product(name: "ArgumentParser", package: "swift-argument-parser")]),
+        .executableTarget(name: "vpnctl", dependencies: ["Addresses", "BuildVersion", "Names", "SocketPrograms", "Control", "Launch", "StatusPresentation", "Descriptors", "Facts", "HexDigits", "Plan", "Policy", "Suggestions", "TrustedFiles", "TunnelFiles", "Cgroups", "Netlink", .product(name: "ArgumentParser", package: "swift-argument-parser")]),
 
         // Tests. NetTestSupport builds namespaces, runs tools and cleans up after them.
         .target(name: "NetTestSupport", dependencies: ["CLinux", "Cgroups"], path: "Tests/NetTestSupport"),

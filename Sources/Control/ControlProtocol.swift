@@ -30,6 +30,10 @@ public enum ControlRequest: Codable, Hashable, Sendable {
     /// Take a profile's built-in tunnel down and hold it down (members held by the
     /// killswitch, no handshake even with traffic) until `tunnelUp` or a reload.
     case tunnelDown(profile: String)
+    /// What the kernel does with a process's traffic (`pid`), or with a new process's of a
+    /// profile (`profile`): the caller's own processes only, and profiles it may use
+    /// (Explanation).
+    case explain(pid: Int32?, profile: String?)
 }
 
 public struct ControlResponse: Codable, Hashable, Sendable {
@@ -45,9 +49,12 @@ public struct ControlResponse: Codable, Hashable, Sendable {
     public var forwardInterfaces: [String: [ForwardInterfaceReport]]?
     /// A launch's answer (exec): what vpnexec warns of before it execs.
     public var launch: LaunchReport?
+    /// `explain`'s answer.
+    public var explanation: Explanation?
 
     public init(ok: Bool, message: String? = nil, status: StatusReport? = nil, profiles: [ProfileSummary]? = nil, members: [MemberReport]? = nil,
-                launch: LaunchReport? = nil) {
+                launch: LaunchReport? = nil, explanation: Explanation? = nil) {
+        self.explanation = explanation
         self.ok = ok
         self.message = message
         self.status = status

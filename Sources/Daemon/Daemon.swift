@@ -489,7 +489,8 @@ public final class Daemon {
                                return LaunchTunnel.held(profile, link: link,
                                                  phase: tunnels.demandState(interface: profile.tunnel.interfaceName)?.phase,
                                                  trusted: trusted)
-                           }))
+                           },
+                           explain: { [unowned self] in try explanation(cgroup: $0, pid: $1, uid: $2) }))
     }
 
     /// `vpnctl teardown --remove-killswitch`: everything of ours out of the kernel, then vpnd exits.

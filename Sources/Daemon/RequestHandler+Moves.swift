@@ -56,7 +56,7 @@ extension RequestHandler {
     /// A process held by a pidfd opened before any check and verified alive after them (the
     /// checks were about this process, not one that took its pid), if the caller may move
     /// it at all: its own, or any for root.
-    private func ownProcess(_ pid: Int32, of peer: Peer) throws -> ProcessHandle {
+    func ownProcess(_ pid: Int32, of peer: Peer) throws -> ProcessHandle {
         let process = try ProcessHandle.open(pid: pid)
         let owner = process.realUID()
         guard process.isAlive, let owner else { throw RequestFailure("no process \(pid)") }

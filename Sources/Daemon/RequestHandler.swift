@@ -28,6 +28,8 @@ final class RequestHandler {
         /// The profile's tunnel, when its killswitch holds members because it is not there
         /// (LaunchTunnel).
         var heldTunnel: (Profile) -> HeldTunnel?
+        /// What the kernel does with the traffic of a process of `uid` in `cgroup` (Daemon+Explain).
+        var explain: (_ cgroup: String, _ pid: Int32?, _ uid: UInt32) throws -> Explanation = { _, _, _ in throw RequestFailure("this vpnd cannot explain") }
     }
 
     let reconciler: Reconciler
@@ -131,6 +133,8 @@ final class RequestHandler {
                 return try holdTunnel(name, up: true, by: peer)
             case let .tunnelDown(name):
                 return try holdTunnel(name, up: false, by: peer)
+            case let .explain(pid, name):
+                return ControlResponse(ok: true, explanation: try explanation(pid: pid, profile: name, for: peer))
             case .down:
                 if let refusal = Authorization.checkRoot(peer, action: "take vpnexec down") { return .failure(refusal.description) }
                 return try answers.down()

@@ -17,9 +17,10 @@ public struct RouteLookup: Hashable, Sendable {
 }
 
 extension Rtnetlink {
-    /// The route a packet to `destination` with `mark` takes; nil when there is none
-    /// (network or host unreachable).
-    public func lookup(_ destination: IPAddress, mark: UInt32?) throws -> RouteLookup? {
+    /// The route a packet to `destination` with `mark` takes, sent by a socket of `uid` (for
+    /// rules that match a uid range; nil: the caller's); nil when there is none (network or
+    /// host unreachable).
+    public func lookup(_ destination: IPAddress, mark: UInt32?, uid: UInt32? = nil) throws -> RouteLookup? {
         let message = NetlinkMessage(type: UInt16(RTM_GETROUTE), flags: 0)
         var header = rtmsg()
         header.rtm_family = UInt8(destination.isIPv4 ? AF_INET : AF_INET6)
@@ -27,6 +28,7 @@ extension Rtnetlink {
         message.putFamilyHeader(header)
         message.put(UInt16(cint(RTA_DST)), bytes: destination.bytes)
         if let mark { message.put(UInt16(cint(RTA_MARK)), u32: mark) }
+        if let uid { message.put(UInt16(cint(RTA_UID)), u32: uid) }
         let replies: [NetlinkReply]
         do {
             replies = try netlink.request(message, operation: "look up the route to \(destination)")

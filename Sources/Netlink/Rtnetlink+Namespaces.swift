@@ -30,7 +30,10 @@ extension Rtnetlink {
         return try assignedNamespaceID(ofProcess: pid)
     }
 
-    private func assignedNamespaceID(ofProcess pid: Int32) throws -> Int32? {
+    /// The id this namespace gives the network namespace of process `pid`, if it has one
+    /// (asking gives none): nil for this namespace itself, for one no link of ours reaches
+    /// and nobody asked about, and where the process is gone.
+    public func assignedNamespaceID(ofProcess pid: Int32) throws -> Int32? {
         let message = NetlinkMessage(type: Self.getNamespaceID, flags: 0)
         message.putFamilyHeader(rtgenmsg(rtgen_family: UInt8(AF_UNSPEC)))
         message.put(Self.processAttribute, u32: UInt32(bitPattern: pid))

@@ -54,7 +54,7 @@ struct VPNCtl: ParsableCommand {
         abstract: "Status and control of vpnd.",
         version: "vpnctl \(String(cString: vpnexec_build_version()))",
         subcommands: [Status.self, Profiles.self, Members.self, Metrics.self, PlanCommand.self, Reload.self, Check.self, Move.self,
-                      Desktop.self, Up.self, Down.self, Teardown.self],
+                      Desktop.self, Explain.self, Up.self, Down.self, Teardown.self],
         // `vpnctl` alone shows the profiles' state, as `wg` and `nmcli` do; --help the commands.
         defaultSubcommand: Status.self)
 

@@ -39,14 +39,15 @@ import Launch
     /// A handler over the folder's policy, applied once; the test's process in `cgroup`.
     /// `status`: the daemon's report, made from the policy in force (none: not this test's).
     func makeServing(_ folder: PolicyFolder, ids: [String: UInt64] = [RequestHandlerTests.workCgroup: 101], cgroup: String = RequestHandlerTests.session,
-                     status: ((Policy) throws -> StatusReport)? = nil) throws -> Serving {
+                     status: ((Policy) throws -> StatusReport)? = nil,
+                     explain: ((String, Int32?, UInt32) throws -> Explanation)? = nil) throws -> Serving {
         let cgroups = FakeCgroups(ids: ids, facts: RuntimeFacts(links: ["wg0": Link(index: 7, name: "wg0", isUp: true, isRunning: true, mtu: 1420)]))
         cgroups.processes[Self.me] = cgroup
         let applier = FakeKernelApplier()
         let reconciler = Reconciler(policy: try LoadedPolicy(directory: folder.path, reader: .plain), applier: applier, facts: cgroups, reader: .plain)
         try reconciler.applyPolicy()
         let asked = Asked()
-        let answers = RequestHandler.Answers(
+        var answers = RequestHandler.Answers(
             status: {
                 guard let status else { throw RequestFailure("status: not this test's") }
                 return try status(reconciler.policy)
@@ -57,6 +58,7 @@ import Launch
             hold: { asked.holds.append(($0, $1)); return true },
             joined: { asked.joined.append($0.name) },
             heldTunnel: { _ in nil })
+        if let explain { answers.explain = explain }
         let handler = RequestHandler(reconciler: reconciler, cgroups: cgroups, policyDirectory: folder.path,
                                      cgroupParent: "vpn.slice", log: Log(minimum: .error), answers: answers)
         handler.systemdManagesCgroups = true
@@ -238,4 +240,39 @@ import Launch
 extension ControlResponse {
     /// The message, "" when there is none.
     var text: String { message ?? "" }
+}
+
+/// `vpnctl explain`: a user asks about its own processes and the profiles it may use.
+extension RequestHandlerTests {
+    @Test func explainingAnotherUsersProcessIsRefused() throws {
+        let serving = try makeServing(try PolicyFolder(Self.work))
+        let answer = serving.handler.handle(.explain(pid: Self.me, profile: nil), from: try caller(uid: 4711))
+        #expect(!answer.ok)
+        #expect(answer.message?.contains("may explain only its own processes") == true)
+    }
+
+    @Test func explainingAProfileTheUserMayNotUseIsRefusedNamingTheRule() throws {
+        let serving = try makeServing(try PolicyFolder(Self.work))
+        let answer = serving.handler.handle(.explain(pid: nil, profile: "work"), from: try caller(uid: 4712))
+        #expect(!answer.ok)
+        #expect(answer.message?.contains("may not use profile \"work\"") == true)
+    }
+
+    /// Root's, and a user's for its own process: the daemon is asked about the process's
+    /// cgroup as /proc has it, with its owner's uid (its route is looked up as that user's);
+    /// a profile's with the caller's uid.
+    @Test func explainAsksAboutTheProcessesCgroupWithItsOwnersUID() throws {
+        var asked: [(String, Int32?, UInt32)] = []
+        let serving = try makeServing(try PolicyFolder(Self.work), explain: { cgroup, pid, uid in
+            asked.append((cgroup, pid, uid))
+            return Explanation(pid: pid, cgroup: cgroup, placement: Explanation.outside, rule: "-", dns: ExplainedDNS(port53: ExplainedDNS.host))
+        })
+        let mine = serving.handler.handle(.explain(pid: Self.me, profile: nil), from: try caller(uid: 0))
+        #expect(mine.ok && mine.explanation?.cgroup == CgroupHierarchy.cgroup(ofProcess: Self.me) && mine.explanation?.command?.isEmpty == false, "\(mine)")
+        let profile = serving.handler.handle(.explain(pid: nil, profile: "work"), from: try caller(uid: 4711))
+        #expect(profile.ok && profile.explanation?.cgroup == Self.workCgroup, "\(profile)")
+        #expect(asked.map(\.1) == [Self.me, nil] && asked.map(\.2) == [getuid(), 4711])
+        let both = serving.handler.handle(.explain(pid: Self.me, profile: "work"), from: try caller(uid: 0))
+        #expect(!both.ok)
+    }
 }

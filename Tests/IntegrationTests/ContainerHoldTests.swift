@@ -1,3 +1,4 @@
+import Control
 import Foundation
 import NetTestSupport
 import Testing
@@ -118,7 +119,8 @@ import Testing
         for target in [Topology.service4, Topology.service6] {
             members.append(try BackgroundProcess(vm.enter + ["python3", s.probe, "udp-loop", target, "8082"], cleanup: cleanup))
         }
-        members.append(try BackgroundProcess(try s.daemon.vpnexec(profile: "work", macvlan.enter + ["python3", s.probe, "udp-loop", Topology.service4, "8081"]), cleanup: cleanup))
+        let macvlanMember = try BackgroundProcess(try s.daemon.vpnexec(profile: "work", macvlan.enter + ["python3", s.probe, "udp-loop", Topology.service4, "8081"]), cleanup: cleanup)
+        members.append(macvlanMember)
         for target in [Topology.service4, Topology.service6] {
             members.append(try BackgroundProcess(try s.daemon.vpnexec(profile: "work", relayed.enter + ["python3", s.probe, "udp-loop", target, "8083"]), cleanup: cleanup))
         }
@@ -172,6 +174,16 @@ import Testing
         let relayedText = try s.daemon.vpnctl(["status"]).stdout
         #expect(relayedText.contains("  container network namespace \(relayedStatus.cookie): relayed by the process reading its tap0"), "\(relayedText)")
         try eventually("the brief namespace's datagrams through the tunnel") { briefService.count("udp \(s.tunnel.clientAddress4)") > 3 }
+        // `vpnctl explain` for the routed container's process: its namespace, known by the id
+        // vpnd's gives it, and the tunnel's addresses the service saw from it.
+        func explained(_ pid: Int32) throws -> Explanation {
+            try ControlCoding.decode(Explanation.self, from: Array(try s.daemon.vpnctl(["explain", "--json", String(pid)]).stdout.utf8))
+        }
+        let inRouted = try explained(members[0].pid)
+        #expect(inRouted.namespace?.state == ExplainedNamespace.routed && inRouted.namespace?.interfaces == ["vx\(tag)kh"]
+                && inRouted.namespace?.namespaceID == route.namespaceID, "\(String(describing: inRouted.namespace))")
+        #expect(inRouted.routes.map(\.source) == [s.tunnel.clientAddress4, s.tunnel.clientAddress6] && inRouted.cgroup.hasSuffix("/docker-\(containerID).scope"),
+                "\(inRouted.routes) \(inRouted.cgroup)")
         // The VM's, by forward.interfaces: from the tunnel's addresses, v4 and v6.
         try eventually("the VM's datagrams through the tunnel, v4 and v6") {
             vmService.count("udp \(s.tunnel.clientAddress4)") > 10 && vmService.count("udp \(s.tunnel.clientAddress6)") > 10
@@ -210,6 +222,8 @@ import Testing
         let held = try #require(try s.daemon.status().heldNamespaces.first)
         #expect(held.profile == "work" && held.reason == "its interface mv0 (macvlan) does not lead to the host" && held.addresses == ["198.51.100.50/24"], "\(held)")
         #expect(try s.daemon.vpnctl(["status"]).stdout.contains("HELD: profile work, network namespace \(held.cookie)"))
+        let inHeld = try explained(macvlanMember.pid)
+        #expect(inHeld.namespace?.state == ExplainedNamespace.held && inHeld.namespace?.reason == held.reason, "\(String(describing: inHeld.namespace))")
         #expect(try s.daemon.vpnctl(["members"]).stdout.split(separator: "\n").map { $0.split(separator: " ").joined(separator: " ") }
             .contains { $0.hasPrefix("\(held.cookie) work - held - 198.51.100.50/24 ") && $0.contains("packets dropped: its interface mv0 (macvlan)") })
 

@@ -1,3 +1,4 @@
+import Control
 import Foundation
 import NetTestSupport
 import Testing
@@ -71,6 +72,14 @@ import Testing
                 && refused.stderr.contains("allows user \(allowed.name)"), "\(refused.stderr)")
         #expect(try s.daemon.status().systemProfile == "work")
         #expect(try s.daemon.vpnctl(["status"]).stdout.contains("system mode: every process outside the profiles' cgroups and vpn-bypass.slice is in profile work"))
+        // `vpnctl explain` of a plain process: system mode's, routed into the tunnel from its
+        // addresses (those the service saw above), though its sockets carry no mark.
+        let idle = try BackgroundProcess(s.net.client.enter + ["sleep", "30"], cleanup: cleanup)
+        let explained = try ControlCoding.decode(Explanation.self, from: Array(try s.daemon.vpnctl(["explain", "--json", String(idle.pid)]).stdout.utf8))
+        idle.kill9()
+        #expect(explained.placement == Explanation.system && explained.profile == "work" && explained.mark == nil
+                && explained.routes.map(\.source) == [s.tunnel.clientAddress4, s.tunnel.clientAddress6] && explained.routes.allSatisfy(\.throughTunnel),
+                "\(explained)")
 
         // The tunnel down: the plain process and its DNS are held, the bypassed one is not.
         let capture = try Capture(on: s.net.clientUplink, in: s.net.client, filter: "udp port 8080 or udp port 9002", cleanup: cleanup)
