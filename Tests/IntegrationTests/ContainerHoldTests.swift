@@ -251,6 +251,17 @@ import Testing
         let bypassed = try ask("udp", "10.98.0.1", "bypass.example")
         #expect(bypassed.stdout.trimmed == "192.0.2.90", "\(bypassed.stdout)\(bypassed.stderr)")
         #expect(try s.net.client.run(["nft", "list", "set", "inet", "vpnexec", "bypass_dns4_work"]).contains("192.0.2.90"), "the set filled")
+        // And the container's connection to that address goes direct, as a host member's
+        // does: the service sees the physical address (the runtime's NAT), not the tunnel's.
+        try s.net.server.run(["ip", "addr", "add", "192.0.2.90/32", "dev", "lo"])
+        try s.net.wan.run(["ip", "route", "add", "192.0.2.90/32", "via", Topology.serverUplink4])
+        let bypassService = try Services(in: s.net.server, addresses: ["192.0.2.90"], port: 8085, cleanup: cleanup)
+        let toBypassed = "import socket; s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM); [s.sendto(b'x', ('192.0.2.90', 8085)) for _ in range(3)]"
+        try eventually("the container's datagrams to a bypassed name's address") {
+            _ = try? Command.status(try s.daemon.vpnexec(profile: "work", routed.enter + ["python3", "-c", toBypassed]))
+            return !bypassService.seen().isEmpty
+        }
+        #expect(bypassService.seen().allSatisfy { $0 == "udp \(Topology.clientAddress4)" }, "direct, from the physical address: \(bypassService.seen())")
         #expect(resolver.queries.contains { $0.contains("www.corp.example from \(s.tunnel.clientAddress4)") }, "through the tunnel: \(resolver.queries)")
         let bypassedTCP = try ask("tcp", "192.0.2.53", "tcp.bypass.example")
         #expect(bypassedTCP.stdout.trimmed == "192.0.2.91", "\(bypassedTCP.stdout)\(bypassedTCP.stderr)")
