@@ -107,8 +107,10 @@ final class TunnelResolver: @unchecked Sendable {
         let refused = try Command.status(try s.daemon.vpnexec(profile: "work", ["python3", dnsq, "udp", "127.0.0.53", "bank.example"]))
         #expect(refused.stdout.trimmed == "RCODE 2", "SERVFAIL while the tunnel is down: \(refused.stdout)\(refused.stderr)")
         // The kernel refuses the proxy's forward at once (no route), so the SERVFAIL comes
-        // without waiting out the proxy's 2 s timeout twice; a margin of seconds either way.
-        #expect(Date().timeIntervalSince(askedAt) < 1.9, "the SERVFAIL waited for the proxy's timeouts")
+        // without waiting out the proxy's 2 s timeout twice (4 s); the bound sits half a
+        // second below that, far above a launch and a query on a loaded machine (2.4 s seen
+        // against an earlier bound of 1.9).
+        #expect(Date().timeIntervalSince(askedAt) < 3.5, "the SERVFAIL waited for the proxy's timeouts")
         let leaked = try capture.packets("src host \(Topology.clientAddress4) and not (udp and dst port 53 and dst host 192.0.2.53 and src port 0)")
         let control = try capture.count("udp and dst host 192.0.2.53")
         #expect(control >= 1, "the capture sees a non-member's query to 192.0.2.53")
