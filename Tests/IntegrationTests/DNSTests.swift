@@ -15,6 +15,7 @@ final class TunnelResolver: @unchecked Sendable {
 
     /// In `server`, which has the addresses 10.99.1.1 and fd99:1::1.
     init(in server: NetworkNamespace, cleanup: Cleanup, records: [String] = []) throws {
+        Self.sweep()
         log = NSTemporaryDirectory() + "vx-\(uniqueTag())-dnsmasq.log"
         let pidFile = NSTemporaryDirectory() + "vx-\(uniqueTag())-dnsmasq.pid"
         cleanup.add("remove \(log)") { [log] in try? FileManager.default.removeItem(atPath: log) }
@@ -31,11 +32,30 @@ final class TunnelResolver: @unchecked Sendable {
         cleanup.add("stop dnsmasq") {
             // SIGKILL: the test runner's children inherit SIGTERM blocked (seen: every
             // dnsmasq of a run outlived it).
-            if let pid = (try? String(contentsOfFile: pidFile, encoding: .utf8)).flatMap({ Int32($0.trimmed) }) { kill(pid, SIGKILL) }
+            if let pid = (try? String(contentsOfFile: pidFile, encoding: .utf8)).flatMap({ Int32($0.trimmed) }) {
+                kill(pid, SIGKILL)
+                Self.owners.forget("dnsmasq-\(pid)")
+            }
             try? FileManager.default.removeItem(atPath: pidFile)
         }
         try eventually("dnsmasq to listen on 10.99.1.1:53") {
             try server.run(["ss", "-lunH"]).contains("10.99.1.1:53")
+        }
+        // A run killed before its cleanup leaves dnsmasq running, a daemon of no namespace
+        // that lives: recorded, so that the next run stops it.
+        if let pid = (try? String(contentsOfFile: pidFile, encoding: .utf8)).flatMap({ Int32($0.trimmed) }) { try Self.owners.record("dnsmasq-\(pid)") }
+    }
+
+    static let owners = TestOwners("daemons")
+
+    /// Stops the dnsmasq of every run that is gone (its pid still dnsmasq's with one of our
+    /// pid files: a pid taken since by another process is left alone).
+    static func sweep() {
+        owners.sweep { name in
+            guard name.hasPrefix("dnsmasq-"), let pid = Int32(name.dropFirst("dnsmasq-".count)),
+                  let command = try? String(contentsOfFile: "/proc/\(pid)/cmdline", encoding: .utf8),
+                  command.hasPrefix("dnsmasq\0--pid-file=" + NSTemporaryDirectory() + "vx-") else { return }
+            kill(pid, SIGKILL)
         }
     }
 
