@@ -93,7 +93,7 @@ import Testing
         // up for it, and the VM's datagrams reach the service through it.
         let vmSender = try BackgroundProcess(vm.enter + ["python3", probe, "udp-loop", Topology.service4, "8082"], cleanup: cleanup)
         try eventually("the VM's datagrams through the entry", seconds: 10) { vmService.count("udp 10.63.0.2") > 3 }
-        vmSender.stop()
+        vmSender.kill9()
         let byPacket = try demand("entry")
         #expect(byPacket?.reason == "a packet was routed into the tunnel (to \(Topology.service4))", "\(String(describing: byPacket))")
         #expect(Set(vmService.seen()) == ["udp 10.63.0.2"], "\(Set(vmService.seen()))")
