@@ -7,8 +7,11 @@ import Testing
 /// server (ExitBehindServer). The exit's first member brings the exit up, whose transport,
 /// routed into the entry's TUN, brings the entry up; the entry stays up while the exit runs,
 /// even with the exit silent (its file has no keepalive, its member sends nothing), and goes
-/// down only after the exit did; the client's physical link carries nothing but UDP to and
-/// from the entry server throughout.
+/// down only after the exit did. Down again, a packet forwarded from a VM stand-in (a
+/// namespace of no profile's behind a veth the entry lists in `forward.interfaces`) is
+/// demand as a member's own packet is: it brings the entry up and goes through it, from the
+/// tunnel's address. The client's physical link carries nothing but UDP to and from the
+/// entry server throughout.
 @Suite(.serialized) struct MultihopOnDemandTests {
     @Test func anExitBringsItsOnDemandEntryUpAndKeepsItUp() throws {
         let cleanup = Cleanup()
@@ -18,6 +21,17 @@ import Testing
         let exit = try ExitBehindServer(net, cleanup: cleanup)
         let entryInterface = "vx\(net.tag)i", exitInterface = "vx\(net.tag)o"
         let daemon = try DaemonHarness(topology: net, policy: "", cleanup: cleanup)
+        // The VM stand-in: its own namespace behind a veth, no process of it a member.
+        let vm = try NetworkNamespace("vx\(net.tag)v", cleanup: cleanup)
+        let vmInterface = "vx\(net.tag)vh"
+        try Command.run(["ip", "link", "add", vmInterface, "netns", net.client.name, "type", "veth", "peer", "name", "eth0", "netns", vm.name])
+        try net.client.run(["ip", "addr", "add", "10.95.0.1/24", "dev", vmInterface])
+        try net.client.run(["ip", "link", "set", vmInterface, "up"])
+        try vm.run(["ip", "addr", "add", "10.95.0.2/24", "dev", "eth0"])
+        try vm.run(["ip", "link", "set", "eth0", "up"])
+        try vm.run(["ip", "route", "add", "default", "via", "10.95.0.1"])
+        try net.client.run(["sysctl", "-qw", "net.ipv4.ip_forward=1"])
+        let vmService = try Services(in: net.server, addresses: [Topology.service4], port: 8082, cleanup: cleanup)
         // The entry's own keepalives never count as traffic: they cannot keep it up.
         let entryConf = try BuiltInTunnelPeer(net: net, daemon: daemon, cleanup: cleanup, network: "10.63.0", keepalive: 1, file: "entry", serverName: "n").conf
         let exitConf = ServerScene.write(daemon, "exit", exit.clientFile)
@@ -26,6 +40,7 @@ import Testing
             tunnel = { wireguard = "\(entryConf)", interface = "\(entryInterface)" }
             on_demand = true
             idle = "3s"
+            forward.interfaces = ["\(vmInterface)"]
             [profile.exit]
             tunnel = { wireguard = "\(exitConf)", interface = "\(exitInterface)", via = "entry" }
             on_demand = true
@@ -73,6 +88,15 @@ import Testing
             return exitState == "down (on demand)" && entryState == "down (on demand)"
         }
         #expect(exitDownFirst && !entryDownFirst, "the entry stayed up while the exit ran, and went down after it")
+
+        // The VM's datagram, forwarded into the entry's TUN while it is down: the entry comes
+        // up for it, and the VM's datagrams reach the service through it.
+        let vmSender = try BackgroundProcess(vm.enter + ["python3", probe, "udp-loop", Topology.service4, "8082"], cleanup: cleanup)
+        try eventually("the VM's datagrams through the entry", seconds: 10) { vmService.count("udp 10.63.0.2") > 3 }
+        vmSender.kill9()
+        let byPacket = try demand("entry")
+        #expect(byPacket?.reason == "a packet was routed into the tunnel (to \(Topology.service4))", "\(String(describing: byPacket))")
+        #expect(Set(vmService.seen()) == ["udp 10.63.0.2"], "\(Set(vmService.seen()))")
 
         // And both come back for the next member.
         let again = try member()

@@ -1,3 +1,4 @@
+import Control
 import Foundation
 import NetTestSupport
 import Testing
@@ -42,11 +43,15 @@ import Testing
         print("failover: the second server served \(String(format: "%.1f", elapsed)) s after vpnd started")
     }
 
-    /// failover while in use: the first server dies under a sending member; WireGuard starts
-    /// a new handshake 15 s after data went unanswered (counted from the last packet the
-    /// server sent, which may be up to 10 s before it died: its passive keepalive), and
-    /// after 3 (the default) unanswered initiations, 15 s more, the second serves; nothing
-    /// went direct.
+    /// failover while in use, on demand, with a container: the tunnel is down until its first
+    /// member, a process in a container's network namespace (a veth with the runtime's NAT,
+    /// as ContainerHoldTests builds it) whose datagrams go through the first server from the
+    /// tunnel's address. Then the first server dies under it and a host member: WireGuard
+    /// starts a new handshake 15 s after data went unanswered (counted from the last packet
+    /// the server sent, which may be up to 10 s before it died: its passive keepalive), and
+    /// after 3 (the default) unanswered initiations, 15 s more, the second serves both, the
+    /// container no more than 3 s after the host member (the new tunnel's address, which its
+    /// masquerade gives once the old interface's NAT is gone); nothing went direct.
     @Test func aServerThatDiesInUseGivesWayToTheNext() throws {
         let cleanup = Cleanup()
         defer { cleanup.run() }
@@ -56,23 +61,38 @@ import Testing
         let (_, secondPublic) = try scene.server("m", port: 51972, subnet: 69)
         let first = scene.clientFile("first", subnet: 66, serverPublic: firstPublic, port: 51971)
         let second = scene.clientFile("second", subnet: 69, serverPublic: secondPublic, port: 51972)
-        try scene.policy(tunnel: "wireguard = [\"\(first)\", \"\(second)\"]")
+        try scene.policy(tunnel: "wireguard = [\"\(first)\", \"\(second)\"]", more: "on_demand = true\n")
+        let container = try scene.container("k", network: "10.98.0")
+        let containerService = try Services(in: net.server, addresses: [Topology.service4], port: 8081, cleanup: cleanup)
+        let capture = try LeakWatch(on: net.clientUplink, in: net.client, probe: probe, members: [8080, 8081], cleanup: cleanup)
         try daemon.start()
+        func demand() throws -> TunnelDemandStatus? { try daemon.status().profiles.first?.tunnel.demand }
+        let atStart = try demand()
+        #expect(atStart?.state == "down (on demand)", "\(String(describing: atStart))")
+        let inContainer = try scene.containerMember(container, port: 8081)
+        try eventually("the container's datagrams through the first server", seconds: 20) { containerService.count("udp 10.66.0.2") > 5 }
+        let cameUp = try demand()
+        #expect(cameUp?.reason == "a member appeared", "\(String(describing: cameUp))")
+        #expect(try daemon.status().routedNamespaces.map(\.interfaces) == [["vx\(net.tag)kh"]])
         let sender = try scene.sendingMember()
         try eventually("the member's datagrams through the first server", seconds: 20) { services.count("udp 10.66.0.2") > 5 }
-        let capture = try LeakWatch(on: net.clientUplink, in: net.client, probe: probe, cleanup: cleanup)
         firstServer.process.kill9()
         let killed = Date()
         try eventually("the member's datagrams through the second server", seconds: 60) { services.count("udp 10.69.0.2") > 5 }
         let elapsed = Date().timeIntervalSince(killed)
+        try eventually("the container's datagrams through the second server", seconds: 10) { containerService.count("udp 10.69.0.2") > 5 }
+        let containerElapsed = Date().timeIntervalSince(killed)
         sender.stop()
+        inContainer.kill9()
         let (leaked, control) = try capture.stop()
-        #expect(leaked.isEmpty, "member packets left in the clear while the tunnel switched: \(leaked.prefix(5))")
+        #expect(leaked.isEmpty, "member packets (the host's to 8080, the container's to 8081) left in the clear while the tunnel came up or switched: \(leaked.count): \(leaked.prefix(5))")
         #expect(control > 20, "the capture saw the non-member's datagrams")
+        #expect(Set(containerService.seen()) == ["udp 10.66.0.2", "udp 10.69.0.2"], "\(Set(containerService.seen()))")
         #expect(elapsed >= 19 && elapsed < 40, "switched \(elapsed) s after the server died: 15 s before a new handshake, then 3 unanswered at 5 s")
+        #expect(containerElapsed < elapsed + 3, "the container's datagrams through the second server \(containerElapsed) s after the server died, the host member's \(elapsed) s")
         let servers = try #require(try daemon.status().profiles.first?.tunnel.servers)
         #expect(servers.current == second && servers.reason == "server 1 stopped answering (3 initiations unanswered)", "\(servers)")
-        print("failover in use: the second server served \(String(format: "%.1f", elapsed)) s after the first died")
+        print("failover in use: the second server served \(String(format: "%.1f", elapsed)) s after the first died (the container: \(String(format: "%.1f", containerElapsed)) s)")
     }
 
     /// fastest: the first server sits behind a relay that holds each datagram 300 ms each

@@ -54,9 +54,10 @@ struct ServerScene {
         write(name, "[Interface]\nPrivateKey = \(clientKey)\nAddress = 10.\(subnet).0.2/24\n[Peer]\nPublicKey = \(serverPublic)\nEndpoint = \(Topology.serverUplink4):\(port)\nAllowedIPs = 0.0.0.0/0\n")
     }
 
-    /// Profile `work` with `tunnel = { TUNNEL, interface = ... }`; the tunnel's wg socket goes at the end.
-    func policy(tunnel: String) throws {
-        try daemon.writePolicy("[profile.work]\ntunnel = { \(tunnel), interface = \"\(interface)\" }\n")
+    /// Profile `work` with `tunnel = { TUNNEL, interface = ... }` and the profile's `more`
+    /// lines; the tunnel's wg socket goes at the end.
+    func policy(tunnel: String, more: String = "") throws {
+        try daemon.writePolicy("[profile.work]\ntunnel = { \(tunnel), interface = \"\(interface)\" }\n" + more)
         BuiltInTunnelPeer.removeSocketAtCleanup(interface, cleanup)
     }
 
@@ -73,6 +74,33 @@ struct ServerScene {
     /// The address the service sees for a member's TCP connection.
     func memberSees() throws -> String {
         try Command.run((try daemon.vpnexec(profile: "work", [])) + ["python3", probe, "tcp", Topology.service4, "8080"]).trimmed
+    }
+
+    /// A container's network namespace as nspawn `--network-veth`, podman and docker make
+    /// it: a veth to the client namespace (host end vx<tag><letter>h, `network`.1 there,
+    /// `network`.2 inside), the host forwarding, the runtime's NAT out of the uplink alone.
+    /// Its members are the profile's by their cgroup (`containerMember`), not by anything here.
+    func container(_ letter: String, network: String) throws -> NetworkNamespace {
+        let namespace = try NetworkNamespace("vx\(net.tag)\(letter)", cleanup: cleanup)
+        let host = "vx\(net.tag)\(letter)h"
+        try Command.run(["ip", "link", "add", host, "netns", net.client.name, "type", "veth", "peer", "name", "eth0", "netns", namespace.name])
+        try net.client.run(["ip", "addr", "add", "\(network).1/24", "dev", host])
+        try net.client.run(["ip", "link", "set", host, "up"])
+        try namespace.run(["ip", "addr", "add", "\(network).2/24", "dev", "eth0"])
+        try namespace.run(["ip", "link", "set", "eth0", "up"])
+        try namespace.run(["ip", "route", "add", "default", "via", "\(network).1"])
+        try net.client.run(["sysctl", "-qw", "net.ipv4.ip_forward=1"])
+        try NftCLI.apply("""
+            table inet vxtestnat {
+                chain out { type nat hook postrouting priority srcnat; oifname "\(net.clientUplink)" masquerade; }
+            }
+            """, in: net.client)
+        return namespace
+    }
+
+    /// A member of `work` in `container` sending UDP to the service's `port` all along.
+    func containerMember(_ container: NetworkNamespace, port: Int) throws -> BackgroundProcess {
+        try BackgroundProcess(try daemon.vpnexec(profile: "work", container.enter + ["python3", probe, "udp-loop", Topology.service4, String(port)]), cleanup: cleanup)
     }
 
     /// A member sending UDP to the service all along.
