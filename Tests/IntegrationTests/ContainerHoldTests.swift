@@ -24,9 +24,9 @@ import Testing
 /// (the control). Its own loopback works. With slirp4netns's tap alone (rootless podman's
 /// network), started in the profile as podman starts it, the namespace is relayed: let out
 /// to the tap, whose reader's own connections are the member's, through the tunnel (v4 and
-/// v6, its DNS answered by the profile's proxy) and held with it; the same relay started
-/// outside the profile sends in the clear (the control, and the limit docs/limitations.md
-/// states).
+/// v6, its DNS answered by the profile's proxy) and held with it, and status, `vpnctl
+/// members` and `vpnctl explain` name that relay by pid; the same relay started outside the
+/// profile sends in the clear (the control, and the limit docs/limitations.md states).
 @Suite(.serialized) struct ContainerHoldTests {
     @Test func aMembersNamespaceIsRoutedByItsVethOrHeld() throws {
         let cleanup = Cleanup()
@@ -124,6 +124,7 @@ import Testing
         for target in [Topology.service4, Topology.service6] {
             members.append(try BackgroundProcess(try s.daemon.vpnexec(profile: "work", relayed.enter + ["python3", s.probe, "udp-loop", target, "8083"]), cleanup: cleanup))
         }
+        let relayedMember = members[members.count - 1]
         // The brief namespace's shell makes no socket; each datagram is a new process's, gone
         // before vpnd looks. Its cgroup is its own (a container's scope).
         let briefCgroup = profileCgroup + "/brief-\(tag).scope"
@@ -170,9 +171,26 @@ import Testing
         }
         #expect(Set(relayedService.seen()) == ["udp \(s.tunnel.clientAddress4)", "udp \(s.tunnel.clientAddress6)"], "\(Set(relayedService.seen()))")
         let relayedStatus = try #require(try s.daemon.status().relayedNamespaces.first)
-        #expect(relayedStatus.profile == "work" && relayedStatus.interfaces == ["tap0"], "\(relayedStatus)")
+        #expect(relayedStatus.profile == "work" && relayedStatus.interfaces == ["tap0"] && relayedStatus.namespaceID != nil
+                && relayedStatus.addresses?.contains("10.0.2.100/24") == true, "\(relayedStatus)")
+        // Its relay, by pid, found by its command line (the namespace's file), in the profile.
+        #expect(relayedStatus.relay?.pid == relay.pid && relayedStatus.relay?.program == "slirp4netns" && relayedStatus.relay?.profile == "work",
+                "\(String(describing: relayedStatus.relay))")
         let relayedText = try s.daemon.vpnctl(["status"]).stdout
-        #expect(relayedText.contains("  container network namespace \(relayedStatus.cookie): relayed by the process reading its tap0"), "\(relayedText)")
+        #expect(relayedText.contains("  container network namespace \(relayedStatus.cookie): relayed: pid \(relay.pid) (slirp4netns) reads its tap0, in profile work: "
+                                     + "its sockets are that profile's member's"), "\(relayedText)")
+        // `vpnctl members` lists it, and `vpnctl explain` for a process in it says who relays it.
+        let relayedRow = try s.daemon.vpnctl(["members", "-p", "work"]).stdout.split(separator: "\n").map { $0.split(separator: " ").joined(separator: " ") }
+            .first { $0.hasPrefix("\(relayedStatus.cookie) work - relayed tap0 10.0.2.100/24") }
+        #expect(relayedRow?.hasSuffix(" by pid \(relay.pid) (slirp4netns), in profile work") == true, "\(String(describing: relayedRow))")
+        let listing = try ControlCoding.decode(ControlResponse.self, from: Array(try s.daemon.vpnctl(["members", "--json"]).stdout.utf8))
+        #expect(listing.relayedNamespaces?.map(\.cookie) == [relayedStatus.cookie] && listing.relayedNamespaces?.first?.relay?.pid == relay.pid,
+                "\(String(describing: listing.relayedNamespaces))")
+        let inRelayed = try ControlCoding.decode(Explanation.self, from: Array(try s.daemon.vpnctl(["explain", "--json", String(relayedMember.pid)]).stdout.utf8))
+        #expect(inRelayed.namespace?.state == ExplainedNamespace.relayed && inRelayed.namespace?.namespaceID == relayedStatus.namespaceID
+                && inRelayed.namespace?.interfaces == ["tap0"] && inRelayed.namespace?.relay?.pid == relay.pid, "\(String(describing: inRelayed.namespace))")
+        let relayedExplained = try s.daemon.vpnctl(["explain", String(relayedMember.pid)]).stdout
+        #expect(relayedExplained.contains("network namespace: a container's, relayed: pid \(relay.pid) (slirp4netns) reads its tap0, in profile work"), "\(relayedExplained)")
         try eventually("the brief namespace's datagrams through the tunnel") { briefService.count("udp \(s.tunnel.clientAddress4)") > 3 }
         // `vpnctl explain` for the routed container's process: its namespace, known by the id
         // vpnd's gives it, and the tunnel's addresses the service saw from it.
