@@ -411,16 +411,24 @@ public struct RelayedNamespaceReport: Codable, Hashable, Sendable {
 /// with sockets of its own: those are its profile's members' (through that profile's
 /// tunnel, held by its killswitch) or, in no profile, the host's.
 public struct RelayProcessReport: Codable, Hashable, Sendable {
+    /// `match`'s values: its command line names the namespace (by a process in it, or by a
+    /// file vpnd can open), or it is the only relay that can be the namespace's (its command
+    /// line names a file vpnd cannot see, as rootless podman's in its own mount namespace,
+    /// with its device and its user), and the namespace the only one it can be for.
+    public static let named = "named", alone = "alone"
+
     public var pid: Int32
     /// Its program's name ("slirp4netns", "pasta").
     public var program: String
+    public var match: String
     /// The profile its cgroup is in; absent: none (it sends as any process of the host).
     public var profile: String?
     public var cgroup: String?
 
-    public init(pid: Int32, program: String, profile: String? = nil, cgroup: String? = nil) {
+    public init(pid: Int32, program: String, match: String = RelayProcessReport.named, profile: String? = nil, cgroup: String? = nil) {
         self.pid = pid
         self.program = program
+        self.match = match
         self.profile = profile
         self.cgroup = cgroup
     }

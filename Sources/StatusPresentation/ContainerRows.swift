@@ -28,7 +28,8 @@ public enum ContainerRows {
     /// Its traffic is its relay's, counted nowhere of ours: the column says who relays it.
     static func row(_ container: RelayedNamespaceReport) -> [String] {
         let relay = container.relay.map { relay in
-            "by pid \(relay.pid) (\(relay.program)), " + (relay.profile.map { "in profile \($0)" } ?? "in NO profile: outside every tunnel")
+            "by pid \(relay.pid) (\(relay.program)" + (relay.match == RelayProcessReport.alone ? ", the only relay it can be" : "") + "), "
+                + (relay.profile.map { "in profile \($0)" } ?? "in NO profile: outside every tunnel")
         } ?? "by a process vpnd cannot name"
         return [String(container.cookie), container.profile, name(container.runtime, container.name), "relayed",
                 container.interfaces.joined(separator: ","), list(container.addresses), relay]

@@ -123,7 +123,7 @@ public enum ExplainText {
             return "what it sends to its \(devices) is read by a process vpnd cannot name (slirp4netns, pasta: none names this namespace on its command line) "
                 + "and leaves as that process's own connections, through the tunnel when that process is in the profile"
         }
-        let reader = "pid \(relay.pid) (\(relay.program)) reads its \(devices)"
+        let reader = "pid \(relay.pid) (\(relay.program))" + (relay.match == RelayProcessReport.alone ? ", the only relay it can be," : "") + " reads its \(devices)"
         guard let profile = relay.profile else {
             return reader + ", in NO profile: what it relays leaves as that process's own connections, outside every tunnel"
         }

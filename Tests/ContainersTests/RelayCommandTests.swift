@@ -32,19 +32,29 @@ import Testing
         #expect(RelayCommand.parse([]) == nil)
     }
 
-    /// The relay of a namespace: one naming it and one of its devices (any, for a command
-    /// line that names none), the lowest pid first.
-    @Test func theRelayOfANamespace() {
-        let relays = [
-            RelayFinder.Relay(pid: 30, command: RelayCommand(program: "slirp4netns", target: .process(1), interface: "tap0"), namespace: 5),
-            RelayFinder.Relay(pid: 20, command: RelayCommand(program: "slirp4netns", target: .process(2), interface: "tap0"), namespace: 6),
-            RelayFinder.Relay(pid: 10, command: RelayCommand(program: "slirp4netns", target: .process(3), interface: "tap9"), namespace: 5),
-            RelayFinder.Relay(pid: 40, command: RelayCommand(program: "pasta", target: .path("/run/netns/x"), interface: nil), namespace: 7),
-        ]
-        #expect(RelayFinder.relay(of: 5, interfaces: ["tap0"], among: relays)?.pid == 30)
-        #expect(RelayFinder.relay(of: 6, interfaces: ["tap0"], among: relays)?.pid == 20)
-        #expect(RelayFinder.relay(of: 7, interfaces: ["eth0"], among: relays)?.pid == 40)
-        #expect(RelayFinder.relay(of: 6, interfaces: ["tap1"], among: relays) == nil)
-        #expect(RelayFinder.relay(of: 8, interfaces: ["tap0"], among: relays) == nil)
+    /// The relay of each namespace: one naming it and one of its devices (any, for a
+    /// command line that names none), the lowest pid first; else the one relay whose
+    /// namespace vpnd cannot see that can be its (its device, its user), when that namespace
+    /// is the only one it can be for.
+    @Test func theRelayOfEachNamespace() {
+        func relay(_ pid: Int32, _ interface: String?, namespace: Int32? = nil, unseen: Bool = false, uid: UInt32? = 1000) -> RelayFinder.Relay {
+            RelayFinder.Relay(pid: pid, command: RelayCommand(program: "slirp4netns", target: .path("/run/user/1000/netns/n\(pid)"), interface: interface),
+                              namespace: namespace, unseen: unseen, uid: uid)
+        }
+        let named = [relay(30, "tap0", namespace: 5), relay(20, "tap0", namespace: 6), relay(10, "tap9", namespace: 5), relay(40, nil, namespace: 7)]
+        let paired = RelayFinder.pair([.init(namespace: 5, interfaces: ["tap0"], uid: 1000), .init(namespace: 6, interfaces: ["tap0"], uid: nil),
+                                       .init(namespace: 7, interfaces: ["eth0"], uid: nil), .init(namespace: 8, interfaces: ["tap1"], uid: nil)], relays: named)
+        #expect(paired.mapValues { "\($0.relay.pid) \($0.match)" } == [5: "30 named", 6: "20 named", 7: "40 named"])
+        // Rootless podman's: the file is podman's mount namespace's.
+        let podman = RelayFinder.Relayed(namespace: 9, interfaces: ["tap0"], uid: 1000)
+        #expect(RelayFinder.pair([podman], relays: [relay(50, "tap0", unseen: true)])[9].map { "\($0.relay.pid) \($0.match)" } == "50 alone")
+        #expect(RelayFinder.pair([podman], relays: [relay(50, "tap0", unseen: true), relay(51, "tap0", unseen: true)])[9] == nil, "two it can be")
+        #expect(RelayFinder.pair([podman], relays: [relay(50, "tap0", unseen: true, uid: 1001)])[9] == nil, "another user's")
+        #expect(RelayFinder.pair([podman], relays: [relay(50, "tap1", unseen: true)])[9] == nil, "another device")
+        #expect(RelayFinder.pair([podman], relays: [relay(50, "tap0")])[9] == nil, "a namespace vpnd sees, with no id: no member's")
+        #expect(RelayFinder.pair([podman, .init(namespace: 10, interfaces: ["tap0"], uid: nil)], relays: [relay(50, "tap0", unseen: true)]).isEmpty,
+                "one relay two namespaces can have")
+        #expect(RelayFinder.pair([podman, .init(namespace: 10, interfaces: ["tap0"], uid: nil)], relays: [relay(50, "tap0", unseen: true), relay(60, "tap0", namespace: 10)])
+            .mapValues { "\($0.relay.pid) \($0.match)" } == [9: "50 alone", 10: "60 named"], "the other named")
     }
 }

@@ -177,7 +177,8 @@ import Testing
         #expect(relayedStatus.profile == "work" && relayedStatus.interfaces == ["tap0"] && relayedStatus.namespaceID != nil
                 && relayedStatus.addresses?.contains("10.0.2.100/24") == true, "\(relayedStatus)")
         // Its relay, by pid, found by its command line (the namespace's file), in the profile.
-        #expect(relayedStatus.relay?.pid == relay.pid && relayedStatus.relay?.program == "slirp4netns" && relayedStatus.relay?.profile == "work",
+        #expect(relayedStatus.relay?.pid == relay.pid && relayedStatus.relay?.program == "slirp4netns" && relayedStatus.relay?.profile == "work"
+                && relayedStatus.relay?.match == RelayProcessReport.named,
                 "\(String(describing: relayedStatus.relay))")
         let relayedText = try s.daemon.vpnctl(["status"]).stdout
         #expect(relayedText.contains("  container network namespace \(relayedStatus.cookie): relayed: pid \(relay.pid) (slirp4netns) reads its tap0, in profile work: "
