@@ -396,8 +396,8 @@ public struct RelayedNamespaceReport: Codable, Hashable, Sendable {
     public var name: String?
     /// Its addresses, as its devices hold them (IPv6 link-local left out).
     public var addresses: [String]?
-    /// The process reading its devices, where its command line names the namespace
-    /// (RelayFinder: slirp4netns, pasta); absent when vpnd could not tell which.
+    /// The process reading its devices, where the relays' command lines tell which
+    /// (RelayFinder: slirp4netns, pasta; `match` says how); absent when they do not.
     public var relay: RelayProcessReport?
 
     public init(cookie: UInt64, profile: String, interfaces: [String]) {
