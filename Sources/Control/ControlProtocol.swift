@@ -42,9 +42,10 @@ public struct ControlResponse: Codable, Hashable, Sendable {
     public var status: StatusReport?
     public var profiles: [ProfileSummary]?
     public var members: [MemberReport]?
-    /// With `members`: the profiles' network namespaces (containers), routed and held, and
-    /// their forward.interfaces (absent from an older vpnd).
+    /// With `members`: the profiles' network namespaces (containers), routed, relayed and
+    /// held, and their forward.interfaces (absent from an older vpnd).
     public var routedNamespaces: [RoutedNamespaceReport]?
+    public var relayedNamespaces: [RelayedNamespaceReport]?
     public var heldNamespaces: [HeldNamespaceReport]?
     public var forwardInterfaces: [String: [ForwardInterfaceReport]]?
     /// A launch's answer (exec): what vpnexec warns of before it execs.
@@ -386,11 +387,50 @@ public struct RelayedNamespaceReport: Codable, Hashable, Sendable {
     public var profile: String
     /// Its TUN/TAP devices, by their names in it.
     public var interfaces: [String]
+    /// The id vpnd's namespace gives it (vpnd gives it one when it finds it).
+    public var namespaceID: Int32?
+    /// The cgroup of the last process vpnd saw make a socket there, and what that names it
+    /// (ContainerName).
+    public var cgroup: String?
+    public var runtime: String?
+    public var name: String?
+    /// Its addresses, as its devices hold them (IPv6 link-local left out).
+    public var addresses: [String]?
+    /// The process reading its devices, where the relays' command lines tell which
+    /// (RelayFinder: slirp4netns, pasta; `match` says how); absent when they do not.
+    public var relay: RelayProcessReport?
 
     public init(cookie: UInt64, profile: String, interfaces: [String]) {
         self.cookie = cookie
         self.profile = profile
         self.interfaces = interfaces
+    }
+}
+
+/// The process that reads a relayed namespace's TUN/TAP device and sends what it reads
+/// with sockets of its own: those are its profile's members' (through that profile's
+/// tunnel, held by its killswitch) or, in no profile, the host's.
+public struct RelayProcessReport: Codable, Hashable, Sendable {
+    /// `match`'s values: its command line names the namespace (by a process in it, or by a
+    /// file vpnd can open), or it is the only relay that can be the namespace's (its command
+    /// line names a file vpnd cannot see, as rootless podman's in its own mount namespace,
+    /// with its device and its user), and the namespace the only one it can be for.
+    public static let named = "named", alone = "alone"
+
+    public var pid: Int32
+    /// Its program's name ("slirp4netns", "pasta").
+    public var program: String
+    public var match: String
+    /// The profile its cgroup is in; absent: none (it sends as any process of the host).
+    public var profile: String?
+    public var cgroup: String?
+
+    public init(pid: Int32, program: String, match: String = RelayProcessReport.named, profile: String? = nil, cgroup: String? = nil) {
+        self.pid = pid
+        self.program = program
+        self.match = match
+        self.profile = profile
+        self.cgroup = cgroup
     }
 }
 

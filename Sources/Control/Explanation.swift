@@ -116,13 +116,16 @@ public struct ExplainedExceptions: Codable, Hashable, Sendable {
 }
 
 public struct ExplainedNamespace: Codable, Hashable, Sendable {
-    /// `state`'s values: routed into the tunnel by its veths, held (dropped), or seen by
-    /// vpnd as neither (its traffic then is what its own routes make of it).
-    public static let routed = "routed", held = "held", unknown = "unknown"
+    /// `state`'s values: routed into the tunnel by its veths, relayed by the process
+    /// reading its TUN/TAP devices (`interfaces`, their names in it), held (dropped), or
+    /// seen by vpnd as none of these (its traffic then is what its own routes make of it).
+    public static let routed = "routed", relayed = "relayed", held = "held", unknown = "unknown"
     public var state: String
     public var namespaceID: Int32?
     public var interfaces: [String] = []
     public var reason: String?
+    /// A relayed one's relay, where vpnd could tell which process it is.
+    public var relay: RelayProcessReport?
 
     public init(state: String) {
         self.state = state

@@ -7,6 +7,7 @@ import Glibc
 import Nftables
 import Plan
 import Policy
+import ServiceSupport
 
 /// `vpnctl status`: what StatusBuilder makes the report from, as the kernel and vpnd's
 /// running parts (tunnels, failover, DNS proxies, exec rules, trusted networks) have it now.
@@ -122,11 +123,46 @@ extension Daemon {
         }.map(\.prefix.description)
     }
 
-    /// For status: the members' namespaces the last apply let out to their TUN/TAP relays.
+    /// For status: the members' namespaces the last apply let out to their TUN/TAP relays,
+    /// with what names them, their addresses and the process relaying each where vpnd can
+    /// tell (RelayFinder), with the profile that process is in.
     func relayedNamespaces() -> [RelayedNamespaceReport] {
-        (appliedFacts?.containers ?? []).sorted { $0.cookie < $1.cookie }.compactMap { container in
+        let containers = (appliedFacts?.containers ?? []).sorted { $0.cookie < $1.cookie }
+        guard containers.contains(where: { if case .relayed = $0.state { true } else { false } }) else { return [] }
+        // A rootless user's namespace files are in its /run/user/UID, mode 0700.
+        let relays = RelayFinder.relays(netlink: rtnl, open: { path in
+            let fd = (try? Privileges.withDirectoryOverride { open(path, O_RDONLY | O_CLOEXEC) }) ?? -1
+            return fd < 0 ? nil : fd
+        })
+        let profiles = policy.profiles.map { ($0.name, $0.cgroupPath(parent: options.cgroupParent)) }
+            + (appliedFacts?.joinedCgroups ?? [:]).map { ($0.value.profile, $0.key) }
+        // The user of each: that of the last process that made a socket there while it lives,
+        // else the one user of its cgroup's processes (a rootless container's and its relay's).
+        let makers = Dictionary(applier.foreignNamespaces().map { ($0.cookie, $0.process) }, uniquingKeysWith: { a, _ in a })
+        let paired = RelayFinder.pair(containers.compactMap { container in
+            guard case let .relayed(interfaces) = container.state, let id = container.namespace else { return nil }
+            var uid = makers[container.cookie].flatMap { ContainerFinder.isAlive($0) ? ProcessHandle.realUID(of: $0) : nil }
+            if uid == nil, let cgroup = container.cgroup {
+                let users = Set(hierarchy.processes(in: cgroup).compactMap(ProcessHandle.realUID(of:)))
+                uid = users.count == 1 ? users.first : nil
+            }
+            return RelayFinder.Relayed(namespace: id, interfaces: interfaces, uid: uid)
+        }, relays: relays)
+        return containers.compactMap { container in
             guard case let .relayed(interfaces) = container.state else { return nil }
-            return RelayedNamespaceReport(cookie: container.cookie, profile: container.profile, interfaces: interfaces)
+            var relayed = RelayedNamespaceReport(cookie: container.cookie, profile: container.profile, interfaces: interfaces)
+            relayed.namespaceID = container.namespace
+            relayed.cgroup = container.cgroup
+            let name = container.cgroup.flatMap(ContainerName.init(cgroup:))
+            relayed.runtime = name?.runtime
+            relayed.name = name?.name
+            relayed.addresses = container.namespace.flatMap(namespaceAddresses)
+            if let id = container.namespace, let (relay, match) = paired[id].map({ ($0.relay, $0.match) }) {
+                let cgroup = CgroupHierarchy.cgroup(ofProcess: relay.pid)
+                let profile = cgroup.flatMap { cgroup in profiles.first { cgroup == $0.1 || cgroup.hasPrefix($0.1 + "/") }?.0 }
+                relayed.relay = RelayProcessReport(pid: relay.pid, program: relay.command.program, match: match.rawValue, profile: profile, cgroup: cgroup)
+            }
+            return relayed
         }
     }
 

@@ -117,13 +117,20 @@ enum Explainer {
         return dns
     }
 
-    /// The network namespace vpnd's numbers `id`: a container of a profile it routes or
-    /// holds, or one it does not know (a veth of ours reaches it, or someone asked).
+    /// The network namespace vpnd's numbers `id`: a container of a profile it routes, lets
+    /// out to its relay or holds, or one it does not know (a veth of ours reaches it, or someone asked).
     static func container(_ id: Int32, status: StatusReport) -> ExplainedNamespace {
         if let routed = status.routedNamespaces.first(where: { $0.namespaceID == id }) {
             var namespace = ExplainedNamespace(state: ExplainedNamespace.routed)
             namespace.namespaceID = id
             namespace.interfaces = routed.interfaces
+            return namespace
+        }
+        if let relayed = status.relayedNamespaces.first(where: { $0.namespaceID == id }) {
+            var namespace = ExplainedNamespace(state: ExplainedNamespace.relayed)
+            namespace.namespaceID = id
+            namespace.interfaces = relayed.interfaces
+            namespace.relay = relayed.relay
             return namespace
         }
         var namespace = ExplainedNamespace(state: ExplainedNamespace.unknown)

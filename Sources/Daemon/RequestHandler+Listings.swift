@@ -31,12 +31,13 @@ extension RequestHandler {
     }
 
     /// `vpnctl members`: the processes, then the profiles' network namespaces (containers,
-    /// routed and held) and forward.interfaces as status has them.
+    /// routed, relayed and held) and forward.interfaces as status has them.
     func membersAnswer(of name: String?, for peer: Peer) throws -> ControlResponse {
         var response = ControlResponse(ok: true, members: try members(of: name, for: peer))
         guard let status = try? statusView(answers.status(), for: peer) else { return response }
         let names = Set(name.map { [$0] } ?? usableProfiles(by: peer).map(\.name))
         response.routedNamespaces = status.routedNamespaces.filter { names.contains($0.profile) }
+        response.relayedNamespaces = status.relayedNamespaces.filter { names.contains($0.profile) }
         response.heldNamespaces = status.heldNamespaces.filter { $0.profile.map(names.contains) ?? false }
         response.forwardInterfaces = Dictionary(status.profiles.filter { names.contains($0.name) }.compactMap { profile in
             profile.forwardInterfaces.map { (profile.name, $0) }

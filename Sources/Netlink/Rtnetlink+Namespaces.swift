@@ -9,7 +9,7 @@ import Routing
 extension Rtnetlink {
     /// RTM_GETNSID and its attributes (linux/net_namespace.h, which glibc's headers lack).
     private static let getNamespaceID: UInt16 = 90, newNamespaceID: UInt16 = 88
-    private static let namespaceIDAttribute: UInt16 = 1, processAttribute: UInt16 = 2
+    private static let namespaceIDAttribute: UInt16 = 1, processAttribute: UInt16 = 2, fileAttribute: UInt16 = 3
     /// IFLA_TARGET_NETNSID: a request about the interfaces of another namespace.
     private static let targetNamespace: UInt16 = 46
 
@@ -43,6 +43,23 @@ extension Rtnetlink {
         } catch let error as NetlinkError where error.code == ESRCH {
             return nil
         }
+        for reply in replies where reply.type == Self.newNamespaceID {
+            let attributes = reply.attributes(familyHeaderSize: 4)
+            if let id = attributes.u32(Self.namespaceIDAttribute).map({ Int32(bitPattern: $0) }), id >= 0 { return id }
+        }
+        return nil
+    }
+
+    /// The id this namespace gives the network namespace `descriptor` refers to (an open
+    /// namespace file: /proc/PID/ns/net, a bind mount of it), if it has one (asking gives
+    /// none); nil for this namespace itself and one nobody numbered. Throws for a file that
+    /// is no network namespace's (EINVAL: an empty file where the bind mount is another
+    /// mount namespace's).
+    public func assignedNamespaceID(ofFile descriptor: Int32) throws -> Int32? {
+        let message = NetlinkMessage(type: Self.getNamespaceID, flags: 0)
+        message.putFamilyHeader(rtgenmsg(rtgen_family: UInt8(AF_UNSPEC)))
+        message.put(Self.fileAttribute, u32: UInt32(bitPattern: descriptor))
+        let replies = try netlink.request(message, operation: "get the network namespace id of a namespace file")
         for reply in replies where reply.type == Self.newNamespaceID {
             let attributes = reply.attributes(familyHeaderSize: 4)
             if let id = attributes.u32(Self.namespaceIDAttribute).map({ Int32(bitPattern: $0) }), id >= 0 { return id }

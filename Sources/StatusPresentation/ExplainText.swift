@@ -19,7 +19,7 @@ public enum ExplainText {
         lines.append("sockets' mark: " + (explanation.mark.map { "\($0) (the socket programs of \(explanation.markFrom.map { $0.isEmpty ? "/" : $0 } ?? "?"))" }
             ?? "none (routed as the host's)"))
         if let exceptions = explanation.exceptions { lines.append("exceptions: \(self.exceptions(exceptions))") }
-        if let namespace = explanation.namespace { lines.append("network namespace: \(self.namespace(namespace))") }
+        if let namespace = explanation.namespace { lines.append("network namespace: \(self.namespace(namespace, profile: explanation.profile))") }
         if let probe = explanation.probe { lines.append("probe: \(self.probe(probe, interface: explanation.tunnel?.interface))") }
         return lines.joined(separator: "\n") + "\n"
     }
@@ -48,6 +48,9 @@ public enum ExplainText {
             parts.append("DNS via the profile's proxy" + (explanation.dns.servers.isEmpty ? "" : " to \(explanation.dns.servers.joined(separator: ", "))"))
         } else if explanation.dns.port53 == ExplainedDNS.refused {
             parts.append("DNS refused")
+        }
+        if let relay = explanation.namespace?.relay, explanation.namespace?.state == ExplainedNamespace.relayed, relay.profile != explanation.profile {
+            parts.append("but its namespace's relay, pid \(relay.pid) (\(relay.program)), is in " + (relay.profile.map { "profile \($0)" } ?? "NO profile") + ": its traffic leaves as that one's")
         }
         if let killswitch = explanation.killswitch {
             parts.append(killswitch.holding ? "killswitch HOLDING it (tunnel \(killswitch.tunnelState))" : "killswitch \(killswitch.enabled ? "on" : "off")")
@@ -95,17 +98,36 @@ public enum ExplainText {
         ].joined(separator: ", ")
     }
 
-    static func namespace(_ namespace: ExplainedNamespace) -> String {
+    static func namespace(_ namespace: ExplainedNamespace, profile: String? = nil) -> String {
         switch namespace.state {
         case ExplainedNamespace.routed:
             return "a container's, routed into the tunnel by \(namespace.interfaces.joined(separator: ", "))"
                 + (namespace.namespaceID.map { " (id \($0))" } ?? "") + "; the routes above are vpnd's namespace's"
+        case ExplainedNamespace.relayed:
+            return "a container's, relayed: " + relayed(namespace.interfaces, namespace.relay) + (namespace.namespaceID.map { " (id \($0))" } ?? "")
+                + (namespace.relay.map { $0.profile != profile } ?? false
+                    ? "; the routes above are this profile's in vpnd's namespace, not the relay's" : "; the routes above are vpnd's namespace's, which the relay's sockets take")
         case ExplainedNamespace.held:
             return "a container's, HELD: what it sends outside its loopback is dropped" + (namespace.reason.map { " (\($0))" } ?? "")
         default:
             return "not vpnd's" + (namespace.reason.map { " (\($0))" } ?? "") + (namespace.namespaceID.map { ", id \($0) in vpnd's" } ?? "")
-                + ": neither routed nor held by its veths as vpnd numbers it (a relayed one is known by its relay, `vpnctl members`); the routes above are vpnd's namespace's, not its own"
+                + ": neither routed, relayed nor held as vpnd numbers it; the routes above are vpnd's namespace's, not its own"
         }
+    }
+
+    /// Who carries a relayed namespace's traffic, and as whose: what it sends to its devices
+    /// reaches only the process reading them, which sends it on with sockets of its own.
+    public static func relayed(_ interfaces: [String], _ relay: RelayProcessReport?) -> String {
+        let devices = interfaces.joined(separator: ", ")
+        guard let relay else {
+            return "what it sends to its \(devices) is read by a process vpnd cannot name (slirp4netns, pasta: none names this namespace on its command line) "
+                + "and leaves as that process's own connections, through the tunnel when that process is in the profile"
+        }
+        let reader = "pid \(relay.pid) (\(relay.program))" + (relay.match == RelayProcessReport.alone ? ", the only relay it can be," : "") + " reads its \(devices)"
+        guard let profile = relay.profile else {
+            return reader + ", in NO profile: what it relays leaves as that process's own connections, outside every tunnel"
+        }
+        return reader + ", in profile \(profile): its sockets are that profile's member's, through its tunnel and held by its killswitch"
     }
 
     /// A command line cut to what fits the first line.

@@ -75,8 +75,9 @@ public enum StatusText {
             lines.append("  container \(name)network namespace \(container.cookie): routed from \(container.interfaces.joined(separator: ", "))\(bridges)\(addresses)\(sent)\(received)\(held)")
         }
         for container in relayed {
-            lines.append("  container network namespace \(container.cookie): relayed by the process reading its \(container.interfaces.joined(separator: ", ")) (slirp4netns, pasta): "
-                         + "it leaves as that process's own connections, through the tunnel when that process is in the profile")
+            let name = container.runtime.flatMap { runtime in container.name.map { "\(runtime) \($0), " } } ?? ""
+            let addresses = (container.addresses ?? []).isEmpty ? "" : "; " + (container.addresses ?? []).joined(separator: ", ")
+            lines.append("  container \(name)network namespace \(container.cookie): relayed: \(ExplainText.relayed(container.interfaces, container.relay))\(addresses)")
         }
         for forward in profile.forwardInterfaces ?? [] {
             switch forward.state {

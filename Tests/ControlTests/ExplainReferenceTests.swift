@@ -19,6 +19,7 @@ import Testing
         explanation.exceptions = ExplainedExceptions()
         var namespace = ExplainedNamespace(state: ExplainedNamespace.routed)
         (namespace.namespaceID, namespace.interfaces, namespace.reason) = (3, ["veth0"], "none")
+        namespace.relay = RelayProcessReport(pid: 4300, program: "slirp4netns", profile: "work", cgroup: "vpn.slice/vpn-work.slice")
         explanation.namespace = namespace
         var probe = ExplainedProbe(target: "192.0.2.80:80")
         (probe.localAddress, probe.error) = ("10.99.1.2", "none")

@@ -90,7 +90,11 @@ import Testing
         (routed.addresses, routed.sent, routed.received, routed.heldPackets) = (["10.88.0.2/16", "fd88::2/64"], Traffic(packets: 9, bytes: 900),
                                                                                 Traffic(packets: 8, bytes: 1600), 4)
         report.routedNamespaces = [routed]
-        report.relayedNamespaces = [RelayedNamespaceReport(cookie: 4101, profile: "work", interfaces: ["tap0"])]
+        var relayed = RelayedNamespaceReport(cookie: 4101, profile: "work", interfaces: ["tap0"])
+        (relayed.namespaceID, relayed.cgroup, relayed.runtime, relayed.name) = (5, "vpn.slice/vpn-work.slice/libpod-9a8b7c6d5e4f.scope", "podman", "9a8b7c6d5e4f")
+        relayed.addresses = ["10.0.2.100/24"]
+        relayed.relay = RelayProcessReport(pid: 4300, program: "slirp4netns", profile: "work", cgroup: "vpn.slice/vpn-work.slice")
+        report.relayedNamespaces = [relayed]
         (report.droppedHeld, report.droppedStaleMarks, report.socketProgramsPutBack) = (Traffic(packets: 1, bytes: 60), Traffic(packets: 2, bytes: 120), 7)
         report.systemProfile = "work"
         var rules = ExecutableRulesStatus(enforcement: ExecutableRulesStatus.beforeExec, answerDeadlineMilliseconds: 1000)

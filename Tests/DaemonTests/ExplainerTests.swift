@@ -121,7 +121,9 @@ import Testing
         (routed.cgroup, routed.namespaceID) = ("vpn.slice/vpn-work.slice", 3)
         var held = HeldNamespaceReport(cookie: 10, packets: 5, cgroup: "vpn.slice/vpn-work.slice", profile: "work", reason: "its interface mv0 (macvlan) does not lead to the host")
         held.namespaceID = 4
-        (status.routedNamespaces, status.heldNamespaces) = ([routed], [held])
+        var relayed = RelayedNamespaceReport(cookie: 11, profile: "work", interfaces: ["tap0"])
+        (relayed.namespaceID, relayed.relay) = (6, RelayProcessReport(pid: 77, program: "slirp4netns", profile: "work", cgroup: "vpn.slice/vpn-work.slice"))
+        (status.routedNamespaces, status.heldNamespaces, status.relayedNamespaces) = ([routed], [held], [relayed])
         let policy = try Self.policy()
         func namespace(_ id: Int32?) -> ExplainedNamespace? {
             Explainer.explain(cgroup: "vpn.slice/vpn-work.slice", pid: 42, namespaceID: id, policy: policy, cgroupParent: "vpn.slice", status: status).namespace
@@ -130,6 +132,8 @@ import Testing
         #expect(namespace(3)?.state == ExplainedNamespace.routed && namespace(3)?.interfaces == ["veth-c1"])
         #expect(namespace(4)?.state == ExplainedNamespace.held && namespace(4)?.reason?.contains("macvlan") == true)
         #expect(namespace(5)?.state == ExplainedNamespace.unknown && namespace(5)?.namespaceID == 5)
+        #expect(namespace(6)?.state == ExplainedNamespace.relayed && namespace(6)?.interfaces == ["tap0"] && namespace(6)?.relay?.pid == 77,
+                "\(String(describing: namespace(6)))")
     }
 }
 

@@ -21,12 +21,14 @@ import Testing
 /// `forward.interfaces` is the profile's the same way. With a macvlan on the uplink (which
 /// no host routing would see) a member's namespace is held at its cgroup's egress:
 /// dropped, counted, status says why, while a non-member there is seen on the physical link
-/// (the control). Its own loopback works. With slirp4netns's tap alone (rootless podman's
+/// (the control). A profile's allow_lan and route.networks hold for a routed container as
+/// for a host member: the LAN direct, a route network (private too) through the tunnel. Its
+/// own loopback works. With slirp4netns's tap alone (rootless podman's
 /// network), started in the profile as podman starts it, the namespace is relayed: let out
 /// to the tap, whose reader's own connections are the member's, through the tunnel (v4 and
-/// v6, its DNS answered by the profile's proxy) and held with it; the same relay started
-/// outside the profile sends in the clear (the control, and the limit docs/limitations.md
-/// states).
+/// v6, its DNS answered by the profile's proxy) and held with it, and status, `vpnctl
+/// members` and `vpnctl explain` name that relay by pid; the same relay started outside the
+/// profile sends in the clear (the control, and the limit docs/limitations.md states).
 @Suite(.serialized) struct ContainerHoldTests {
     @Test func aMembersNamespaceIsRoutedByItsVethOrHeld() throws {
         let cleanup = Cleanup()
@@ -37,6 +39,7 @@ import Testing
         let vmInterface = { (tunnel: String) in "vx\(tunnel.dropFirst(2).dropLast(2))vh" }
         let s = try Scenario(cleanup: cleanup, policy: { interfaces in
             "[profile.work]\ntunnel.interface = \"\(interfaces[0])\"\ndns = [\"10.99.1.1\"]\nbypass.domains = [\"bypass.example\", \"tcp.bypass.example\"]\n"
+                + "allow_lan = true\nroute.networks = [\"10.77.0.0/24\", \"fd77::/64\"]\n"
                 + "forward.interfaces = [\"\(vmInterface(interfaces[0]))\", \"\(vmInterface(interfaces[0]).dropLast())z\", \"\(vmInterface(interfaces[0]).dropLast(2))u\"]\n"
         })
         let resolver = try TunnelResolver(s, cleanup: cleanup, records: ["--host-record=bypass.example,192.0.2.90", "--host-record=tcp.bypass.example,192.0.2.91"])
@@ -93,7 +96,7 @@ import Testing
         let heldService = try Services(in: s.net.server, addresses: [Topology.service4, Topology.service6], port: 8081, cleanup: cleanup)
         let relayedService = try Services(in: s.net.server, addresses: [Topology.service4, Topology.service6], port: 8083, cleanup: cleanup)
         let capture = try Capture(on: s.net.clientUplink, in: s.net.client,
-                                  filter: "udp port 8080 or udp port 8081 or udp port 8082 or udp port 8083 or udp port 8084 or udp port 9002 or udp port 9003 or port 53", cleanup: cleanup)
+                                  filter: "udp port 8080 or udp port 8081 or udp port 8082 or udp port 8083 or udp port 8084 or udp port 8086 or udp port 9002 or udp port 9003 or port 53", cleanup: cleanup)
         // The control: a non-member in each namespace, masqueraded out (from a routed one only
         // until it is routed: the namespace is the profile's, whoever sends).
         var controls: [BackgroundProcess] = []
@@ -124,6 +127,7 @@ import Testing
         for target in [Topology.service4, Topology.service6] {
             members.append(try BackgroundProcess(try s.daemon.vpnexec(profile: "work", relayed.enter + ["python3", s.probe, "udp-loop", target, "8083"]), cleanup: cleanup))
         }
+        let relayedMember = members[members.count - 1]
         // The brief namespace's shell makes no socket; each datagram is a new process's, gone
         // before vpnd looks. Its cgroup is its own (a container's scope).
         let briefCgroup = profileCgroup + "/brief-\(tag).scope"
@@ -170,9 +174,27 @@ import Testing
         }
         #expect(Set(relayedService.seen()) == ["udp \(s.tunnel.clientAddress4)", "udp \(s.tunnel.clientAddress6)"], "\(Set(relayedService.seen()))")
         let relayedStatus = try #require(try s.daemon.status().relayedNamespaces.first)
-        #expect(relayedStatus.profile == "work" && relayedStatus.interfaces == ["tap0"], "\(relayedStatus)")
+        #expect(relayedStatus.profile == "work" && relayedStatus.interfaces == ["tap0"] && relayedStatus.namespaceID != nil
+                && relayedStatus.addresses?.contains("10.0.2.100/24") == true, "\(relayedStatus)")
+        // Its relay, by pid, found by its command line (the namespace's file), in the profile.
+        #expect(relayedStatus.relay?.pid == relay.pid && relayedStatus.relay?.program == "slirp4netns" && relayedStatus.relay?.profile == "work"
+                && relayedStatus.relay?.match == RelayProcessReport.named,
+                "\(String(describing: relayedStatus.relay))")
         let relayedText = try s.daemon.vpnctl(["status"]).stdout
-        #expect(relayedText.contains("  container network namespace \(relayedStatus.cookie): relayed by the process reading its tap0"), "\(relayedText)")
+        #expect(relayedText.contains("  container network namespace \(relayedStatus.cookie): relayed: pid \(relay.pid) (slirp4netns) reads its tap0, in profile work: "
+                                     + "its sockets are that profile's member's"), "\(relayedText)")
+        // `vpnctl members` lists it, and `vpnctl explain` for a process in it says who relays it.
+        let relayedRow = try s.daemon.vpnctl(["members", "-p", "work"]).stdout.split(separator: "\n").map { $0.split(separator: " ").joined(separator: " ") }
+            .first { $0.hasPrefix("\(relayedStatus.cookie) work - relayed tap0 10.0.2.100/24") }
+        #expect(relayedRow?.hasSuffix(" by pid \(relay.pid) (slirp4netns), in profile work") == true, "\(String(describing: relayedRow))")
+        let listing = try ControlCoding.decode(ControlResponse.self, from: Array(try s.daemon.vpnctl(["members", "--json"]).stdout.utf8))
+        #expect(listing.relayedNamespaces?.map(\.cookie) == [relayedStatus.cookie] && listing.relayedNamespaces?.first?.relay?.pid == relay.pid,
+                "\(String(describing: listing.relayedNamespaces))")
+        let inRelayed = try ControlCoding.decode(Explanation.self, from: Array(try s.daemon.vpnctl(["explain", "--json", String(relayedMember.pid)]).stdout.utf8))
+        #expect(inRelayed.namespace?.state == ExplainedNamespace.relayed && inRelayed.namespace?.namespaceID == relayedStatus.namespaceID
+                && inRelayed.namespace?.interfaces == ["tap0"] && inRelayed.namespace?.relay?.pid == relay.pid, "\(String(describing: inRelayed.namespace))")
+        let relayedExplained = try s.daemon.vpnctl(["explain", String(relayedMember.pid)]).stdout
+        #expect(relayedExplained.contains("network namespace: a container's, relayed: pid \(relay.pid) (slirp4netns) reads its tap0, in profile work"), "\(relayedExplained)")
         try eventually("the brief namespace's datagrams through the tunnel") { briefService.count("udp \(s.tunnel.clientAddress4)") > 3 }
         // `vpnctl explain` for the routed container's process: its namespace, known by the id
         // vpnd's gives it, and the tunnel's addresses the service saw from it.
@@ -263,6 +285,31 @@ import Testing
         }
         #expect(bypassService.seen().allSatisfy { $0 == "udp \(Topology.clientAddress4)" }, "direct, from the physical address: \(bypassService.seen())")
         #expect(resolver.queries.contains { $0.contains("www.corp.example from \(s.tunnel.clientAddress4)") }, "through the tunnel: \(resolver.queries)")
+        // allow_lan and route.networks, as for a host member: the container's datagrams to a
+        // LAN host leave direct (the runtime's NAT gives them the host's LAN address), those
+        // to a route.networks network (private too) go through the tunnel, v4 and v6.
+        let wanSide = "vx\(tag)wc"
+        try s.net.client.run(["ip", "addr", "add", "10.200.0.2/24", "dev", s.net.clientUplink])
+        try s.net.client.run(["ip", "addr", "add", "fd20:200::2/64", "dev", s.net.clientUplink, "nodad"])
+        try s.net.wan.run(["ip", "addr", "add", "10.200.0.1/24", "dev", wanSide])
+        try s.net.wan.run(["ip", "addr", "add", "fd20:200::1/64", "dev", wanSide, "nodad"])
+        // The route network's host is reachable direct as well: a leak would show there
+        // from the host's address instead of failing.
+        for (address, via) in [("10.77.0.80", Topology.serverUplink4), ("fd77::80", Topology.serverUplink6)] {
+            try s.net.server.run(["ip", "addr", "add", address, "dev", "lo"] + (address.contains(":") ? ["nodad"] : []))
+            try s.net.wan.run(["ip", "route", "add", address, "via", via])
+        }
+        let lanService = try Services(in: s.net.wan, addresses: ["10.200.0.1", "fd20:200::1"], port: 8086, cleanup: cleanup)
+        let routeNetworkService = try Services(in: s.net.server, addresses: ["10.77.0.80", "fd77::80"], port: 8086, cleanup: cleanup)
+        let toLANAndRouted = "import socket\nfor a in ['10.200.0.1', 'fd20:200::1', '10.77.0.80', 'fd77::80']:\n"
+            + " s = socket.socket(socket.AF_INET6 if ':' in a else socket.AF_INET, socket.SOCK_DGRAM); [s.sendto(b'x', (a, 8086)) for _ in range(3)]"
+        try eventually("the container's datagrams to the LAN and to a route network, v4 and v6") {
+            _ = try? Command.status(try s.daemon.vpnexec(profile: "work", routed.enter + ["python3", "-c", toLANAndRouted]))
+            return Set(lanService.seen()).count >= 2 && Set(routeNetworkService.seen()).count >= 2
+        }
+        #expect(Set(lanService.seen()) == ["udp 10.200.0.2", "udp fd20:200::2"], "the LAN direct, from the host's LAN address: \(Set(lanService.seen()))")
+        #expect(Set(routeNetworkService.seen()) == ["udp \(s.tunnel.clientAddress4)", "udp \(s.tunnel.clientAddress6)"],
+                "route.networks through the tunnel: \(Set(routeNetworkService.seen()))")
         let bypassedTCP = try ask("tcp", "192.0.2.53", "tcp.bypass.example")
         #expect(bypassedTCP.stdout.trimmed == "192.0.2.91", "\(bypassedTCP.stdout)\(bypassedTCP.stderr)")
         #expect(try s.net.client.run(["nft", "list", "set", "inet", "vpnexec", "bypass_dns4_work"]).contains("192.0.2.91"), "the set filled over TCP")
@@ -342,6 +389,8 @@ import Testing
         // datagrams leave in the clear only until then.)
         #expect(try capture.count("udp port 9002 and src host 198.51.100.50") > 20, "the capture sees the non-member's datagrams from the macvlan namespace")
         #expect(try capture.count("udp port 9003") > 20, "the capture sees what a relay outside the profile sends")
+        #expect(try capture.count("udp dst port 8086 and dst net 10.200.0.0/24") > 0, "the capture sees the container's LAN datagrams")
+        #expect(try capture.packets("udp dst port 8086 and (dst host 10.77.0.80 or dst host fd77::80)").isEmpty, "a container's route.networks datagrams in the clear")
         #expect(heldService.seen().isEmpty, "the held namespace's datagrams did not go anywhere: \(heldService.seen().prefix(3))")
     }
 }

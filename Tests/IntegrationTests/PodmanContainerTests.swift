@@ -1,3 +1,4 @@
+import Control
 import Foundation
 import NetTestSupport
 import Testing
@@ -80,6 +81,11 @@ import Testing
         let status = try s.daemon.status()
         let relayed = try #require(status.relayedNamespaces.first, "\(status.heldNamespaces)")
         #expect(relayed.profile == "work" && relayed.interfaces == ["tap0"], "\(relayed)")
+        // Its relay: podman's slirp4netns, whose namespace file only podman's mount namespace
+        // has, named as the only relay it can be, in the profile.
+        let slirp = try Command.run(["pgrep", "-u", user.name, "-x", "slirp4netns"]).split(separator: "\n").compactMap { Int32($0) }
+        #expect(slirp.count == 1 && relayed.relay?.pid == slirp.first && relayed.relay?.match == RelayProcessReport.alone
+                && relayed.relay?.profile == "work", "\(String(describing: relayed.relay)), slirp4netns \(slirp)")
 
         // A lookup in it (podman exec) through slirp4netns's resolver (10.0.2.3) is the
         // profile's, answered by the tunnel's resolver.

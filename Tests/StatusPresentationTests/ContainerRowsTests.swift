@@ -44,11 +44,20 @@ import Testing
 
     @Test func membersHasARowPerContainerAndForwardInterface() {
         let report = Self.report()
-        let rows = ContainerRows.rows(profiles: ["work"], routed: report.routedNamespaces, held: report.heldNamespaces,
+        var relayed = RelayedNamespaceReport(cookie: 4102, profile: "work", interfaces: ["tap0"])
+        (relayed.runtime, relayed.name, relayed.addresses) = ("podman", "9a8b7c6d5e4f", ["10.0.2.100/24"])
+        relayed.relay = RelayProcessReport(pid: 4300, program: "slirp4netns", profile: "work")
+        var stray = RelayedNamespaceReport(cookie: 4103, profile: "work", interfaces: ["tap0"])
+        stray.relay = RelayProcessReport(pid: 4301, program: "pasta", match: RelayProcessReport.alone)
+        let unnamed = RelayedNamespaceReport(cookie: 4104, profile: "work", interfaces: ["tap0", "tap1"])
+        let rows = ContainerRows.rows(profiles: ["work"], routed: report.routedNamespaces, relayed: [relayed, stray, unnamed], held: report.heldNamespaces,
                                       forward: ["work": report.profiles[0].forwardInterfaces ?? []])
         #expect(rows == [
             ["4099", "work", "podman 4f1c2d3e5a6b", "routed", "veth3 on podman0", "10.88.0.2/16,fd88::2/64", "sent 900 B, received 1.6 KiB"],
             ["4100", "work", "-", "routed", "ve-box", "-", "sent 0 B, received 0 B"],
+            ["4102", "work", "podman 9a8b7c6d5e4f", "relayed", "tap0", "10.0.2.100/24", "by pid 4300 (slirp4netns), in profile work"],
+            ["4103", "work", "-", "relayed", "tap0", "-", "by pid 4301 (pasta, the only relay it can be), in NO profile: outside every tunnel"],
+            ["4104", "work", "-", "relayed", "tap0,tap1", "-", "by a process vpnd cannot name"],
             ["4101", "work", "machine lab", "held", "-", "198.51.100.50/24", "12 packets dropped: its interface mv0 (macvlan) does not lead to the host"],
             ["-", "work", "forward.interfaces", "routed", "virbr1", "-", "received 2.0 KiB, sent 60 B"],
             ["-", "work", "forward.interfaces", "missing", "br-lab", "-", "-"],

@@ -58,4 +58,24 @@ import Testing
         #expect(text.hasPrefix("a process launched with vpnexec -p work is in profile work;"))
         #expect(text.contains("probe: a process in the profile connected to 198.51.100.7:80 from 10.99.1.2: the tunnel's address (wg0)\n"))
     }
+
+    /// A process in a relayed namespace (a rootless container): who reads its tap, and that
+    /// the relay's sockets are what goes out; a relay in no profile says so on the first line.
+    @Test func aRelayedNamespaceSaysWhoRelaysIt() {
+        var explanation = Self.member()
+        var namespace = ExplainedNamespace(state: ExplainedNamespace.relayed)
+        (namespace.namespaceID, namespace.interfaces) = (6, ["tap0"])
+        namespace.relay = RelayProcessReport(pid: 4300, program: "slirp4netns", profile: "work", cgroup: "vpn.slice/vpn-work.slice")
+        explanation.namespace = namespace
+        var text = ExplainText.render(explanation)
+        #expect(text.contains("\nnetwork namespace: a container's, relayed: pid 4300 (slirp4netns) reads its tap0, in profile work: its sockets are that profile's member's, "
+                              + "through its tunnel and held by its killswitch (id 6); the routes above are vpnd's namespace's, which the relay's sockets take\n"), "\(text)")
+        #expect(!text.split(separator: "\n")[0].contains("relay"), "\(text)")
+        explanation.namespace?.relay?.profile = nil
+        text = ExplainText.render(explanation)
+        #expect(text.split(separator: "\n")[0].hasSuffix("; but its namespace's relay, pid 4300 (slirp4netns), is in NO profile: its traffic leaves as that one's; killswitch on"), "\(text)")
+        #expect(text.contains("in NO profile: what it relays leaves as that process's own connections, outside every tunnel (id 6); the routes above are this profile's in vpnd's namespace, not the relay's\n"), "\(text)")
+        explanation.namespace?.relay = nil
+        #expect(ExplainText.render(explanation).contains("relayed: what it sends to its tap0 is read by a process vpnd cannot name"))
+    }
 }

@@ -74,14 +74,25 @@ import Testing
         #expect(verbose[0].hasPrefix("vpnd pid 42") && verbose[1].hasPrefix("HELD: profile work"))
     }
 
-    /// A relayed container, under its profile after the members: its tap and who carries it on.
+    /// A relayed container, under its profile after the members: its tap, who reads it (by
+    /// pid, with the profile that process is in, or none), or that vpnd cannot tell.
     @Test func aRelayedContainerSaysWhoCarriesIt() {
         var report = Self.report()
-        report.relayedNamespaces = [RelayedNamespaceReport(cookie: 4101, profile: "work", interfaces: ["tap0"])]
+        var podman = RelayedNamespaceReport(cookie: 4101, profile: "work", interfaces: ["tap0"])
+        (podman.runtime, podman.name, podman.addresses) = ("podman", "4f1c2d3e5a6b", ["10.0.2.100/24"])
+        podman.relay = RelayProcessReport(pid: 4300, program: "slirp4netns", profile: "work", cgroup: "vpn.slice/vpn-work.slice")
+        var stray = RelayedNamespaceReport(cookie: 4102, profile: "work", interfaces: ["tap0"])
+        stray.relay = RelayProcessReport(pid: 4301, program: "pasta", match: RelayProcessReport.alone, cgroup: "user.slice")
+        report.relayedNamespaces = [podman, stray, RelayedNamespaceReport(cookie: 4103, profile: "work", interfaces: ["tap0"])]
         let lines = StatusText.render(report, now: Self.now).split(separator: "\n").map(String.init)
         let members = lines.firstIndex { $0.hasPrefix("  members ") } ?? -1
-        #expect(members >= 0 && lines[members + 1] == "  container network namespace 4101: relayed by the process reading its tap0 (slirp4netns, pasta): "
-                + "it leaves as that process's own connections, through the tunnel when that process is in the profile", "\(lines)")
+        #expect(members >= 0 && Array(lines[(members + 1)...].prefix(3)) == [
+            "  container podman 4f1c2d3e5a6b, network namespace 4101: relayed: pid 4300 (slirp4netns) reads its tap0, in profile work: "
+                + "its sockets are that profile's member's, through its tunnel and held by its killswitch; 10.0.2.100/24",
+            "  container network namespace 4102: relayed: pid 4301 (pasta), the only relay it can be, reads its tap0, in NO profile: what it relays leaves as that process's own connections, outside every tunnel",
+            "  container network namespace 4103: relayed: what it sends to its tap0 is read by a process vpnd cannot name (slirp4netns, pasta: none names this namespace on its command line) "
+                + "and leaves as that process's own connections, through the tunnel when that process is in the profile",
+        ], "\(lines)")
     }
 
     /// A profile whose proxy has no resolvers: an error with the fix near the top (members'
