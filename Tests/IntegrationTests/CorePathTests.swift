@@ -192,9 +192,8 @@ final class InteractiveProcess: @unchecked Sendable {
         process.standardInput = input
         process.standardOutput = output
         process.standardError = FileHandle.nullDevice
-        try process.run()
+        try BackgroundProcess.withNoSignalsBlocked { try process.run() }
         cleanup.add("stop \(arguments.joined(separator: " "))") { [process] in
-            // SIGTERM may be blocked in the child (it inherits the spawning thread's mask).
             if process.isRunning { kill(process.processIdentifier, SIGKILL); process.waitUntilExit() }
         }
     }

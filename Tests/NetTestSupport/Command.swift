@@ -35,7 +35,9 @@ public enum Command {
         process.standardOutput = out
         process.standardError = err
         process.standardInput = input == nil ? FileHandle.nullDevice : inPipe
-        try process.run()
+        // A command may leave a daemon behind (dnsmasq, podman's conmon): with the runner's
+        // mask it would ignore the SIGTERM that stops it.
+        try BackgroundProcess.withNoSignalsBlocked { try process.run() }
         if let input {
             inPipe.fileHandleForWriting.write(Data(input.utf8))
             try inPipe.fileHandleForWriting.close()
