@@ -395,9 +395,9 @@ final class ProfileResolver {
         if events & Int16(POLLOUT) != 0 { flushClient(fd) }
         guard events & Int16(POLLIN | POLLHUP | POLLERR) != 0 else { return }
         var buffer = [UInt8](repeating: 0, count: 16384)
-        let count = read(fd.raw, &buffer, buffer.count)
+        let count = retryingInterrupted { read(fd.raw, &buffer, buffer.count) }
         guard count > 0 else {
-            if count == 0 || (errno != EAGAIN && errno != EINTR) { dropClient(fd) }
+            if count == 0 || errno != EAGAIN { dropClient(fd) }
             return
         }
         tcpClients[fd]?.reader.append(buffer[0..<count])
@@ -416,10 +416,10 @@ final class ProfileResolver {
     private func flushClient(_ fd: DescriptorNumber) {
         guard var peer = tcpClients[fd] else { return }
         while !peer.outbox.isEmpty {
-            let count = peer.outbox.withUnsafeBytes { send(fd.raw, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
+            let count = peer.outbox.withUnsafeBytes { bytes in retryingInterrupted { send(fd.raw, bytes.baseAddress, bytes.count, Int32(MSG_NOSIGNAL)) } }
             if count > 0 {
                 peer.outbox.removeFirst(count)
-            } else if count < 0 && (errno == EAGAIN || errno == EINTR) {
+            } else if count < 0 && errno == EAGAIN {
                 break
             } else {
                 dropClient(fd)
@@ -473,9 +473,9 @@ final class ProfileResolver {
             return
         }
         var buffer = [UInt8](repeating: 0, count: 16384)
-        let count = read(fd.raw, &buffer, buffer.count)
+        let count = retryingInterrupted { read(fd.raw, &buffer, buffer.count) }
         guard count > 0 else {
-            if count == 0 || (errno != EAGAIN && errno != EINTR) { dropUpstream(fd) }
+            if count == 0 || errno != EAGAIN { dropUpstream(fd) }
             return
         }
         connection.reader.append(buffer[0..<count])

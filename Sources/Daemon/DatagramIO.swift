@@ -96,10 +96,7 @@ final class DatagramIO {
         for i in 0..<Self.burst {
             prepare(i, length: Self.slotSize, nameLength: socklen_t(MemoryLayout<sockaddr_storage>.size), controlLength: control ? Self.controlSize : 0)
         }
-        var count: Int32
-        repeat {
-            count = vx_recvmmsg(fd.raw, headers, UInt32(Self.burst), Int32(MSG_DONTWAIT))
-        } while count < 0 && errno == EINTR
+        let count = retryingInterrupted { vx_recvmmsg(fd.raw, headers, UInt32(Self.burst), Int32(MSG_DONTWAIT)) }
         guard count > 0 else { return 0 }
         for i in 0..<Int(count) {
             guard let from = SocketAddress(names[i]) else { continue }
@@ -144,11 +141,9 @@ final class DatagramIO {
                 }
                 var sent = 0
                 while sent < chunk.count {
-                    let count = vx_sendmmsg(fd.raw, headers + sent, UInt32(chunk.count - sent), Int32(MSG_NOSIGNAL))
+                    let count = retryingInterrupted { vx_sendmmsg(fd.raw, headers + sent, UInt32(chunk.count - sent), Int32(MSG_NOSIGNAL)) }
                     if count > 0 {
                         sent += Int(count)
-                    } else if count < 0 && errno == EINTR {
-                        continue
                     } else {
                         // The kernel refuses the first datagram left: skip it, send the rest.
                         if count < 0 && errno != EAGAIN && errno != ENOBUFS { refused.append((fd, chunk[chunk.startIndex + sent])) }

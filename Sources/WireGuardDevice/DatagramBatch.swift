@@ -1,5 +1,6 @@
 import Addresses
 import CLinux
+import Descriptors
 import Glibc
 import WireGuard
 
@@ -86,12 +87,8 @@ public final class DatagramBatch: @unchecked Sendable {
             }
             headers[i].msg_len = 0
         }
-        while true {
-            let n = vx_recvmmsg(socket.fd, headers, UInt32(capacity), vx_msg_waitforone())
-            if n >= 0 { return Int(n) }
-            if errno == EINTR { continue }
-            return nil
-        }
+        let n = retryingInterrupted { vx_recvmmsg(socket.fd, headers, UInt32(capacity), vx_msg_waitforone()) }
+        return n >= 0 ? Int(n) : nil
     }
 
     /// Length of received datagram (or run) `i`.
@@ -199,9 +196,8 @@ public final class DatagramBatch: @unchecked Sendable {
     private func send(messages: Int, to socket: UDPSocket, segmented: Bool) -> Int? {
         var sent = 0
         while sent < messages {
-            let n = vx_sendmmsg(socket.fd, headers + sent, UInt32(messages - sent), 0)
+            let n = retryingInterrupted { vx_sendmmsg(socket.fd, headers + sent, UInt32(messages - sent), 0) }
             if n > 0 { sent += Int(n); continue }
-            if n < 0 && errno == EINTR { continue }
             if n < 0 && errno == EIO && segmented && headers[sent].msg_hdr.msg_controllen > 0 { return sent }
             // A datagram the kernel refuses (no route, EPERM from a firewall) is lost like
             // any UDP datagram; skip it rather than spin.

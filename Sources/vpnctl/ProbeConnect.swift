@@ -1,5 +1,6 @@
 import Addresses
 import Control
+import Descriptors
 import Glibc
 
 /// `vpnctl explain -p NAME --probe HOST:PORT`: vpnctl runs itself through vpnexec (so vpnd
@@ -115,13 +116,12 @@ enum ProbeConnect {
         var output: [UInt8] = []
         var buffer = [UInt8](repeating: 0, count: 4096)
         while true {
-            let count = read(pipeEnds[0], &buffer, buffer.count)
-            if count < 0, errno == EINTR { continue }
+            let count = retryingInterrupted { read(pipeEnds[0], &buffer, buffer.count) }
             guard count > 0 else { break }
             output += buffer[..<count]
         }
         var status: Int32 = 0
-        while waitpid(child, &status, 0) < 0, errno == EINTR {}
+        _ = retryingInterrupted { waitpid(child, &status, 0) }
         let text = String(decoding: output, as: UTF8.self)
         let exited = status & 0x7f == 0 ? (status >> 8) & 0xff : 128 + (status & 0x7f)
         if exited != 0, !text.contains("local ") { return .failure(ProbeFailure("vpnexec -p exited \(exited) (said above)")) }
