@@ -107,22 +107,20 @@ public final class DatagramBatch: @unchecked Sendable {
 
     /// Sender of received datagram `i`.
     @inline(__always)
-    public func sender(_ i: Int) -> Endpoint? { Endpoint(UnsafeRawPointer(addresses + i)) }
+    public func sender(_ i: Int) -> Endpoint? {
+        (try? Endpoint(sockaddr: addresses + i, length: headers[i].msg_hdr.msg_namelen))?.unmapped
+    }
 
     // MARK: sending
 
-    /// Queues slot `i`'s bytes `range` (relative to the slot) for `destination`.
+    /// Queues slot `i`'s bytes `range` (relative to the slot) for `destination`. An IPv6
+    /// destination for a socket that is IPv4 only is dropped, as `UDPSocket.send` drops it.
     @inline(__always)
     public func enqueue(slot i: Int, range: Range<Int>, to destination: Endpoint, dualStack: Bool) {
+        guard dualStack || destination.address.isIPv4 else { return }
         iovecs[count].iov_base = slot(i).baseAddress! + range.lowerBound
         iovecs[count].iov_len = range.count
-        if dualStack {
-            destination.storeV6(into: addresses + count)
-            nameLength = socklen_t(MemoryLayout<sockaddr_in6>.size)
-        } else {
-            UnsafeMutableRawPointer(addresses + count).withMemoryRebound(to: sockaddr_in.self, capacity: 1) { destination.storeV4(into: $0) }
-            nameLength = socklen_t(MemoryLayout<sockaddr_in>.size)
-        }
+        nameLength = destination.store(into: addresses + count, mappingIPv4: dualStack)
         count += 1
     }
 
