@@ -18,15 +18,16 @@ public enum SockaddrError: Error, Equatable, Sendable, CustomStringConvertible {
 
 /// The one conversion between an `Endpoint` and the socket addresses the kernel takes and
 /// gives (sockaddr_in, sockaddr_in6): vpnd's sockets, the tunnels' UDP sockets, vpnctl's
-/// probe. It runs once per datagram a tunnel sends and receives, so it is inlinable and
-/// writes field by field into storage its caller owns: nothing is allocated.
+/// probe. It runs once per datagram a tunnel sends and receives, so it is inlined into its
+/// callers (as the tunnel's own conversion was) and writes into storage its caller owns:
+/// nothing is allocated and nothing called.
 extension Endpoint {
     /// Room enough for either family's socket address.
     public static let sockaddrCapacity = MemoryLayout<sockaddr_in6>.size
 
     /// From what the kernel filled in (recvfrom, recvmmsg, accept, getsockname,
     /// getaddrinfo): `length` is the length it said, checked against the family's structure.
-    @inlinable
+    @inlinable @inline(__always)
     public init(sockaddr raw: UnsafeRawPointer, length: socklen_t) throws(SockaddrError) {
         let length = Int(length)
         guard length >= MemoryLayout<sa_family_t>.size else { throw .length(length, family: nil) }
@@ -51,7 +52,7 @@ extension Endpoint {
     /// Writes the socket address at `storage` (room for `sockaddrCapacity` bytes) and
     /// returns its length: a sockaddr_in for IPv4, a sockaddr_in6 for IPv6. `mappingIPv4`
     /// (for a dual-stack AF_INET6 socket) writes IPv4 too as a sockaddr_in6, ::ffff:a.b.c.d.
-    @inlinable
+    @inlinable @inline(__always)
     @discardableResult
     public func store(into storage: UnsafeMutableRawPointer, mappingIPv4: Bool = false) -> socklen_t {
         if case let .v4(value) = address, !mappingIPv4 {
@@ -92,7 +93,7 @@ extension Endpoint {
 
     /// An IPv4 peer as a dual-stack socket reports it (::ffff:a.b.c.d) as IPv4; any other
     /// endpoint as it is.
-    @inlinable
+    @inlinable @inline(__always)
     public var unmapped: Endpoint {
         guard case let .v6(hi, lo) = address, hi == 0, lo >> 32 == 0xffff else { return self }
         return Endpoint(address: .v4(UInt32(truncatingIfNeeded: lo)), port: port)
