@@ -180,7 +180,7 @@ final class ControlServer {
         var fds = [Int32](repeating: -1, count: 4)
         while !connection.answered {
             var count: Int32 = 0
-            let n = vx_recv_with_fds(connection.fd.raw, &chunk, chunk.count, &fds, Int32(fds.count), &count)
+            let n = retryingInterrupted { vx_recv_with_fds(connection.fd.raw, &chunk, chunk.count, &fds, Int32(fds.count), &count) }
             for passed in fds.prefix(Int(count)) {
                 // One descriptor per request is all the protocol uses; keep the first.
                 let descriptor = FileDescriptor(adopting: passed)
@@ -198,7 +198,7 @@ final class ControlServer {
                 }
                 continue
             }
-            if n == 0 || (errno != EAGAIN && errno != EINTR) { drop(connection.fd) }
+            if n == 0 || errno != EAGAIN { drop(connection.fd) }
             return
         }
     }
@@ -233,14 +233,16 @@ final class ControlServer {
 
     private func flush(_ connection: Connection) {
         while connection.sent < connection.outbox.count {
-            let count = connection.outbox.withUnsafeBytes {
-                Glibc.send(connection.fd.raw, $0.baseAddress! + connection.sent, $0.count - connection.sent, Int32(MSG_NOSIGNAL | MSG_DONTWAIT))
+            let count = connection.outbox.withUnsafeBytes { bytes in
+                retryingInterrupted {
+                    Glibc.send(connection.fd.raw, bytes.baseAddress! + connection.sent, bytes.count - connection.sent, Int32(MSG_NOSIGNAL | MSG_DONTWAIT))
+                }
             }
             if count > 0 {
                 connection.sent += count
                 continue
             }
-            if count < 0 && (errno == EAGAIN || errno == EINTR) {
+            if count < 0 && errno == EAGAIN {
                 loop.setEvents(connection.fd, Int16(POLLOUT))
                 return
             }

@@ -16,7 +16,7 @@ import ServiceSupport
 /// connection.
 enum DNSClient: Hashable {
     /// `asked`: the address a steered query was sent to, which its answer comes from.
-    case udp(socket: DescriptorNumber, from: SocketAddress, asked: IPAddress? = nil)
+    case udp(socket: DescriptorNumber, from: Endpoint, asked: IPAddress? = nil)
     case tcp(connection: DescriptorNumber)
     /// A lookup of a member's that came over resolved's varlink interface (NameServer).
     case local(Int)
@@ -97,7 +97,7 @@ final class DNSService {
             let connection = FileDescriptor(adopting: accepted)
             // The program hands over only what comes from a served key's address; another
             // is a reload's race, or a connection to the listener's own port: closed.
-            guard let peer = SocketAddress.peer(of: connection), let local = SocketAddress.local(of: connection),
+            guard let peer = Endpoint.peer(of: connection.raw), let local = Endpoint.local(of: connection.raw),
                   let key = DNSSteering.key(of: peer.address), let name = byKey[key], let resolver = resolvers[name] else { continue }
             let mark = (try? diag?.markOfTCPConnection(from: peer.address, port: peer.port, to: local.address, port: local.port)) ?? nil
             resolver.steeredConnection(connection, mark: mark, fromContainer: mark == nil && fromContainer(peer: peer, local: local))
@@ -110,7 +110,7 @@ final class DNSService {
     /// the profile that address names. A local process bound to that address (whose socket
     /// went: reset, closed) or a packet from the LAN with it as its source (IPv6's is no
     /// martian) has no translation.
-    private func fromContainer(peer: SocketAddress, local: SocketAddress) -> Bool {
+    private func fromContainer(peer: Endpoint, local: Endpoint) -> Bool {
         guard let entry = (try? conntrack?.tcpConnection(replyFrom: local.address, port: local.port, to: peer.address, port: peer.port)) ?? nil else { return false }
         return entry.sourceTranslated && entry.originalSource != peer.address
     }
@@ -342,14 +342,14 @@ final class ProfileResolver {
     /// The datagrams waiting on `fd` (a burst, one system call), each handed to `body`
     /// with its sender; then the proxy's actions for all of them at once (one batch of
     /// fills, one send of the replies).
-    private func receiveBurst(_ fd: DescriptorNumber, _ body: ([UInt8], SocketAddress) -> Void) {
+    private func receiveBurst(_ fd: DescriptorNumber, _ body: ([UInt8], Endpoint) -> Void) {
         io.receive(fd, body)
         perform()
     }
 
     /// A query the steering socket read for this profile (DNSService passes it by its
     /// source address); answered on that socket, from the address it asked.
-    func steeredQuery(_ query: [UInt8], from: SocketAddress, control: ReceivedControl, socket: DescriptorNumber) {
+    func steeredQuery(_ query: [UInt8], from: Endpoint, control: ReceivedControl, socket: DescriptorNumber) {
         guard steered.accepts(control.mark), let asked = control.asked else {
             proxy.dropForeignQuery()
             return
@@ -395,9 +395,9 @@ final class ProfileResolver {
         if events & Int16(POLLOUT) != 0 { flushClient(fd) }
         guard events & Int16(POLLIN | POLLHUP | POLLERR) != 0 else { return }
         var buffer = [UInt8](repeating: 0, count: 16384)
-        let count = read(fd.raw, &buffer, buffer.count)
+        let count = retryingInterrupted { read(fd.raw, &buffer, buffer.count) }
         guard count > 0 else {
-            if count == 0 || (errno != EAGAIN && errno != EINTR) { dropClient(fd) }
+            if count == 0 || errno != EAGAIN { dropClient(fd) }
             return
         }
         tcpClients[fd]?.reader.append(buffer[0..<count])
@@ -416,10 +416,10 @@ final class ProfileResolver {
     private func flushClient(_ fd: DescriptorNumber) {
         guard var peer = tcpClients[fd] else { return }
         while !peer.outbox.isEmpty {
-            let count = peer.outbox.withUnsafeBytes { send(fd.raw, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
+            let count = peer.outbox.withUnsafeBytes { bytes in retryingInterrupted { send(fd.raw, bytes.baseAddress, bytes.count, Int32(MSG_NOSIGNAL)) } }
             if count > 0 {
                 peer.outbox.removeFirst(count)
-            } else if count < 0 && (errno == EAGAIN || errno == EINTR) {
+            } else if count < 0 && errno == EAGAIN {
                 break
             } else {
                 dropClient(fd)
@@ -451,7 +451,7 @@ final class ProfileResolver {
     /// A connection to `server` under way (non-blocking), owned here.
     private func connect(to server: DNSServer) throws(SystemError) -> DescriptorNumber {
         let socket = try Self.socket(server.address.isIPv4 ? AF_INET : AF_INET6, SOCK_STREAM, mark: mark)
-        let target = SocketAddress(server.address, port: server.port)
+        let target = Endpoint(address: server.address, port: server.port)
         let started = target.withSockaddr { Glibc.connect(socket.raw, $0, $1) }
         guard started == 0 || errno == EINPROGRESS else { throw SystemError("connect") }
         return owned.insert(socket)
@@ -473,9 +473,9 @@ final class ProfileResolver {
             return
         }
         var buffer = [UInt8](repeating: 0, count: 16384)
-        let count = read(fd.raw, &buffer, buffer.count)
+        let count = retryingInterrupted { read(fd.raw, &buffer, buffer.count) }
         guard count > 0 else {
-            if count == 0 || (errno != EAGAIN && errno != EINTR) { dropUpstream(fd) }
+            if count == 0 || errno != EAGAIN { dropUpstream(fd) }
             return
         }
         connection.reader.append(buffer[0..<count])
@@ -514,7 +514,7 @@ final class ProfileResolver {
                     if transport == .tcp {
                         if !forwardOverTCP(query, to: server) { proxy.forwardFailed(query, now: .now(), into: &actions) }
                     } else if let fd = upstream[server.address.isIPv4] {
-                        forwards.append(OutgoingDatagram(bytes: query, destination: SocketAddress(server.address, port: server.port)), on: fd)
+                        forwards.append(OutgoingDatagram(bytes: query, destination: Endpoint(address: server.address, port: server.port)), on: fd)
                     }
                 case let .reply(response, client, _):
                     reply(response, to: client, queue: &replies)

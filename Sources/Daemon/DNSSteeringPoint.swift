@@ -62,8 +62,8 @@ final class DNSSteeringPoint {
         setsockopt(socket.raw, SOL_SOCKET, SO_RCVBUFFORCE, &size, socklen_t(MemoryLayout<Int32>.size))
         setsockopt(socket.raw, SOL_SOCKET, SO_SNDBUFFORCE, &size, socklen_t(MemoryLayout<Int32>.size))
         let address = Self.address(ipv6: ipv6)
-        guard SocketAddress(address, port: 53).withSockaddr({ Glibc.bind(socket.raw, $0, $1) }) == 0 else {
-            throw SystemError("bind \(SocketAddress(address, port: 53)) (a DNS server bound to port 53 of every address without SO_REUSEADDR holds the port)")
+        guard Endpoint(address: address, port: 53).withSockaddr({ Glibc.bind(socket.raw, $0, $1) }) == 0 else {
+            throw SystemError("bind \(Endpoint(address: address, port: 53)) (a DNS server bound to port 53 of every address without SO_REUSEADDR holds the port)")
         }
         return socket
     }
@@ -73,7 +73,7 @@ final class DNSSteeringPoint {
         let socket = try FileDescriptor.socket(ipv6 ? AF_INET6 : AF_INET, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_NONBLOCK.rawValue))
         try transparent(socket, ipv6: ipv6)
         let address = Self.address(ipv6: ipv6)
-        guard SocketAddress(address, port: 0).withSockaddr({ Glibc.bind(socket.raw, $0, $1) }) == 0 else {
+        guard Endpoint(address: address, port: 0).withSockaddr({ Glibc.bind(socket.raw, $0, $1) }) == 0 else {
             throw SystemError("bind \(address) (TCP)")
         }
         guard Glibc.listen(socket.raw, 128) == 0 else { throw SystemError("listen on \(address) (TCP)") }

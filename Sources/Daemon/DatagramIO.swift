@@ -8,7 +8,7 @@ import Glibc
 /// answer, sent from the address its query was sent to).
 struct OutgoingDatagram {
     var bytes: [UInt8]
-    var destination: SocketAddress
+    var destination: Endpoint
     var source: IPAddress? = nil
 }
 
@@ -85,24 +85,21 @@ final class DatagramIO {
     /// Up to `burst` datagrams waiting on `fd` (non-blocking), each handed to `body` with
     /// its sender; how many there were.
     @discardableResult
-    func receive(_ fd: DescriptorNumber, _ body: ([UInt8], SocketAddress) -> Void) -> Int {
+    func receive(_ fd: DescriptorNumber, _ body: ([UInt8], Endpoint) -> Void) -> Int {
         receive(fd, control: false) { bytes, from, _ in body(bytes, from) }
     }
 
     /// As above, with what each datagram's control messages say (the socket asked for
     /// IP_PKTINFO and SO_RCVMARK).
     @discardableResult
-    func receive(_ fd: DescriptorNumber, control: Bool, _ body: ([UInt8], SocketAddress, ReceivedControl) -> Void) -> Int {
+    func receive(_ fd: DescriptorNumber, control: Bool, _ body: ([UInt8], Endpoint, ReceivedControl) -> Void) -> Int {
         for i in 0..<Self.burst {
             prepare(i, length: Self.slotSize, nameLength: socklen_t(MemoryLayout<sockaddr_storage>.size), controlLength: control ? Self.controlSize : 0)
         }
-        var count: Int32
-        repeat {
-            count = vx_recvmmsg(fd.raw, headers, UInt32(Self.burst), Int32(MSG_DONTWAIT))
-        } while count < 0 && errno == EINTR
+        let count = retryingInterrupted { vx_recvmmsg(fd.raw, headers, UInt32(Self.burst), Int32(MSG_DONTWAIT)) }
         guard count > 0 else { return 0 }
         for i in 0..<Int(count) {
-            guard let from = SocketAddress(names[i]) else { continue }
+            guard let from = try? Endpoint(sockaddr: names + i, length: headers[i].msg_hdr.msg_namelen) else { continue }
             let bytes = UnsafeRawBufferPointer(start: storage + i * Self.slotSize, count: Int(headers[i].msg_len))
             var received = ReceivedControl()
             if control {
@@ -131,10 +128,7 @@ final class DatagramIO {
                     datagram.bytes.withUnsafeBytes { bytes in
                         if let base = bytes.baseAddress { storage.advanced(by: i * Self.slotSize).copyMemory(from: base, byteCount: bytes.count) }
                     }
-                    let nameLength = datagram.destination.withSockaddr { address, length in
-                        UnsafeMutableRawPointer(names + i).copyMemory(from: address, byteCount: Int(length))
-                        return length
-                    }
+                    let nameLength = datagram.destination.store(into: names + i)
                     if let source = datagram.source?.bytes {
                         let length = vx_source_cmsg(controls + i * Self.controlSize, source, source.count)
                         prepare(i, length: datagram.bytes.count, nameLength: nameLength, controlLength: length)
@@ -144,11 +138,9 @@ final class DatagramIO {
                 }
                 var sent = 0
                 while sent < chunk.count {
-                    let count = vx_sendmmsg(fd.raw, headers + sent, UInt32(chunk.count - sent), Int32(MSG_NOSIGNAL))
+                    let count = retryingInterrupted { vx_sendmmsg(fd.raw, headers + sent, UInt32(chunk.count - sent), Int32(MSG_NOSIGNAL)) }
                     if count > 0 {
                         sent += Int(count)
-                    } else if count < 0 && errno == EINTR {
-                        continue
                     } else {
                         // The kernel refuses the first datagram left: skip it, send the rest.
                         if count < 0 && errno != EAGAIN && errno != ENOBUFS { refused.append((fd, chunk[chunk.startIndex + sent])) }

@@ -113,8 +113,8 @@ final class EventLoop {
         while running {
             let now = MonotonicInstant.now()
             let wait = timers.values.map { $0.due.since(now) }.min() ?? .seconds(1)
-            let count = epoll_wait(epoll.raw, &ready, Int32(ready.count), Int32(min(wait, .seconds(1)).nanoseconds / 1_000_000) + 1)
-            if count < 0 && errno != EINTR { throw ApplyError(SystemError("epoll_wait").description) }
+            let count = retryingInterrupted { epoll_wait(epoll.raw, &ready, Int32(ready.count), Int32(min(wait, .seconds(1)).nanoseconds / 1_000_000) + 1) }
+            if count < 0 { throw ApplyError(SystemError("epoll_wait").description) }
             for entry in ready.prefix(max(0, Int(count))) where running {
                 // A handler may have removed (and closed) another source in this round.
                 sources[DescriptorNumber(borrowing: entry.data.fd)]?.handler(Int16(truncatingIfNeeded: entry.events))

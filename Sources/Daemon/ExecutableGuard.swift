@@ -118,7 +118,7 @@ final class ExecutableGuard: Sendable {
     private func answerLoop() {
         var ready = pollfd(fd: group.fileDescriptor.raw, events: Int16(POLLIN), revents: 0)
         while true {
-            if poll(&ready, 1, -1) < 0 && errno != EINTR {
+            if retryingInterrupted({ poll(&ready, 1, -1) }) < 0 {
                 log.error("exec guard: \(SystemError("poll")); listed programs are answered at the deadline only")
                 return
             }
@@ -316,7 +316,12 @@ final class ExecutableGuard: Sendable {
     private static func sleep(_ seconds: Double) {
         var duration = timespec(tv_sec: Int(seconds), tv_nsec: Int((seconds - seconds.rounded(.down)) * 1e9))
         var left = timespec()
-        while nanosleep(&duration, &left) != 0 && errno == EINTR { duration = left }
+        _ = retryingInterrupted {
+            let result = nanosleep(&duration, &left)
+            // Interrupted, it sleeps on for what was left.
+            duration = left
+            return result
+        }
     }
 }
 

@@ -15,8 +15,9 @@ struct KernelRandom: RandomNumberGenerator {
             let size = words.count * MemoryLayout<UInt64>.size
             words.withUnsafeMutableBytes { buffer in
                 while filled < size {
-                    let count = vx_getrandom(buffer.baseAddress! + filled, size - filled)
-                    if count > 0 { filled += Int(count) } else if errno != EINTR { fatalError(SystemError("getrandom").description) }
+                    let count = retryingInterrupted { vx_getrandom(buffer.baseAddress! + filled, size - filled) }
+                    guard count >= 0 else { fatalError(SystemError("getrandom").description) }
+                    filled += Int(count)
                 }
             }
             next = 0

@@ -13,8 +13,7 @@ public enum WholeFile {
         var bytes: [UInt8] = []
         var buffer = [UInt8](repeating: 0, count: 65536)
         while true {
-            let count = Glibc.read(file.raw, &buffer, buffer.count)
-            if count < 0 && errno == EINTR { continue }
+            let count = retryingInterrupted { Glibc.read(file.raw, &buffer, buffer.count) }
             guard count >= 0 else { throw SystemError(path) }
             guard count > 0 else { return bytes }
             guard bytes.count + count <= limit else { throw SystemError(path, code: EFBIG) }
@@ -34,8 +33,7 @@ public enum WholeFile {
         let file = try FileDescriptor(path, returned: open(temporary, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, mode))
         var written = 0
         while written < bytes.count {
-            let count = bytes[written...].withUnsafeBytes { write(file.raw, $0.baseAddress, $0.count) }
-            if count < 0 && errno == EINTR { continue }
+            let count = bytes[written...].withUnsafeBytes { chunk in retryingInterrupted { write(file.raw, chunk.baseAddress, chunk.count) } }
             guard count > 0 else {
                 let code = count < 0 ? errno : EIO
                 unlink(temporary)

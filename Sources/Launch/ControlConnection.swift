@@ -51,8 +51,7 @@ public enum ControlConnection {
         var answer: [UInt8] = []
         var buffer = [UInt8](repeating: 0, count: 65536)
         while true {
-            let count = read(connection.raw, &buffer, buffer.count)
-            if count < 0 && errno == EINTR { continue }
+            let count = retryingInterrupted { read(connection.raw, &buffer, buffer.count) }
             guard count > 0 else { break }
             answer += buffer[0..<count]
             if answer.last == UInt8(ascii: "\n") { break }

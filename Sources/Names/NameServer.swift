@@ -151,9 +151,9 @@ public final class NameServer {
         if events & Int16(POLLOUT) != 0 { flush(fd) }
         guard connections[fd] != nil, events & Int16(POLLIN | POLLHUP | POLLERR) != 0 else { return }
         var buffer = [UInt8](repeating: 0, count: 16384)
-        let count = read(fd.raw, &buffer, buffer.count)
+        let count = retryingInterrupted { read(fd.raw, &buffer, buffer.count) }
         guard count > 0 else {
-            if count == 0 || (errno != EAGAIN && errno != EINTR) { drop(fd) }
+            if count == 0 || errno != EAGAIN { drop(fd) }
             return
         }
         connections[fd]?.reader.append(buffer[0..<count])
@@ -231,10 +231,10 @@ public final class NameServer {
     private func flush(_ fd: DescriptorNumber) {
         guard var connection = connections[fd] else { return }
         while !connection.outbox.isEmpty {
-            let count = connection.outbox.withUnsafeBytes { Glibc.send(fd.raw, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
+            let count = connection.outbox.withUnsafeBytes { bytes in retryingInterrupted { Glibc.send(fd.raw, bytes.baseAddress, bytes.count, Int32(MSG_NOSIGNAL)) } }
             if count > 0 {
                 connection.outbox.removeFirst(count)
-            } else if count < 0 && (errno == EAGAIN || errno == EINTR) {
+            } else if count < 0 && errno == EAGAIN {
                 break
             } else {
                 drop(fd)

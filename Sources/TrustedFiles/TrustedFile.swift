@@ -83,8 +83,7 @@ public final class TrustedDirectory {
         var bytes: [UInt8] = []
         var buffer = [UInt8](repeating: 0, count: 65536)
         while true {
-            let count = Glibc.read(file.raw, &buffer, buffer.count)
-            if count < 0 && errno == EINTR { continue }
+            let count = retryingInterrupted { Glibc.read(file.raw, &buffer, buffer.count) }
             guard count >= 0 else { throw TrustedFileError(path: path, reason: SystemError("cannot read").description) }
             if count == 0 { break }
             bytes += buffer[0..<count]

@@ -1,5 +1,6 @@
 import Addresses
 import CLinux
+import Descriptors
 import Glibc
 import WireGuard
 
@@ -86,12 +87,8 @@ public final class DatagramBatch: @unchecked Sendable {
             }
             headers[i].msg_len = 0
         }
-        while true {
-            let n = vx_recvmmsg(socket.fd, headers, UInt32(capacity), vx_msg_waitforone())
-            if n >= 0 { return Int(n) }
-            if errno == EINTR { continue }
-            return nil
-        }
+        let n = retryingInterrupted { vx_recvmmsg(socket.fd, headers, UInt32(capacity), vx_msg_waitforone()) }
+        return n >= 0 ? Int(n) : nil
     }
 
     /// Length of received datagram (or run) `i`.
@@ -110,22 +107,20 @@ public final class DatagramBatch: @unchecked Sendable {
 
     /// Sender of received datagram `i`.
     @inline(__always)
-    public func sender(_ i: Int) -> Endpoint? { Endpoint(UnsafeRawPointer(addresses + i)) }
+    public func sender(_ i: Int) -> Endpoint? {
+        (try? Endpoint(sockaddr: addresses + i, length: headers[i].msg_hdr.msg_namelen))?.unmapped
+    }
 
     // MARK: sending
 
-    /// Queues slot `i`'s bytes `range` (relative to the slot) for `destination`.
+    /// Queues slot `i`'s bytes `range` (relative to the slot) for `destination`. An IPv6
+    /// destination for a socket that is IPv4 only is dropped, as `UDPSocket.send` drops it.
     @inline(__always)
     public func enqueue(slot i: Int, range: Range<Int>, to destination: Endpoint, dualStack: Bool) {
+        guard dualStack || destination.address.isIPv4 else { return }
         iovecs[count].iov_base = slot(i).baseAddress! + range.lowerBound
         iovecs[count].iov_len = range.count
-        if dualStack {
-            destination.storeV6(into: addresses + count)
-            nameLength = socklen_t(MemoryLayout<sockaddr_in6>.size)
-        } else {
-            UnsafeMutableRawPointer(addresses + count).withMemoryRebound(to: sockaddr_in.self, capacity: 1) { destination.storeV4(into: $0) }
-            nameLength = socklen_t(MemoryLayout<sockaddr_in>.size)
-        }
+        nameLength = destination.store(into: addresses + count, mappingIPv4: dualStack)
         count += 1
     }
 
@@ -199,9 +194,8 @@ public final class DatagramBatch: @unchecked Sendable {
     private func send(messages: Int, to socket: UDPSocket, segmented: Bool) -> Int? {
         var sent = 0
         while sent < messages {
-            let n = vx_sendmmsg(socket.fd, headers + sent, UInt32(messages - sent), 0)
+            let n = retryingInterrupted { vx_sendmmsg(socket.fd, headers + sent, UInt32(messages - sent), 0) }
             if n > 0 { sent += Int(n); continue }
-            if n < 0 && errno == EINTR { continue }
             if n < 0 && errno == EIO && segmented && headers[sent].msg_hdr.msg_controllen > 0 { return sent }
             // A datagram the kernel refuses (no route, EPERM from a firewall) is lost like
             // any UDP datagram; skip it rather than spin.

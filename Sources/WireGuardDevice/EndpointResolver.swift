@@ -26,7 +26,7 @@ public enum EndpointResolver {
             var chosen: Endpoint?
             var entry: UnsafeMutablePointer<addrinfo>? = first
             while let e = entry {
-                if let raw = e.pointee.ai_addr, let address = Endpoint(UnsafeRawPointer(raw)) {
+                if let raw = e.pointee.ai_addr, let address = (try? Endpoint(sockaddr: raw, length: e.pointee.ai_addrlen))?.unmapped {
                     if chosen == nil || (address.address.isIPv4 && !(chosen!.address.isIPv4)) { chosen = address }
                 }
                 entry = e.pointee.ai_next

@@ -245,8 +245,7 @@ public final class RunningTunnel: @unchecked Sendable {
         // A deleted interface makes the TUN poll as an error and read as EBADFD, for good.
         let gone = Int16(POLLERR | POLLHUP | POLLNVAL)
         while !isStopping {
-            let ready = poll(&fds, 2, -1)
-            if ready < 0 { if errno == EINTR { continue }; break }
+            guard retryingInterrupted({ poll(&fds, 2, -1) }) >= 0 else { break }
             if fds[1].revents != 0 || isStopping { break }
             if fds[0].revents & gone != 0 { interfaceGone(); break }
             if batchMTU != mtu.load(ordering: .relaxed) {

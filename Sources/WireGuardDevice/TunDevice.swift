@@ -40,35 +40,21 @@ public final class TunDevice: @unchecked Sendable {
     /// Reads one packet into `buffer`; returns its length, or nil when the interface is gone.
     @inline(__always)
     public func read(into buffer: UnsafeMutableRawBufferPointer) -> Int? {
-        while true {
-            let n = Glibc.read(fd, buffer.baseAddress, buffer.count)
-            if n >= 0 { return n }
-            if errno == EINTR { continue }
-            return nil
-        }
+        let n = retryingInterrupted { Glibc.read(fd, buffer.baseAddress, buffer.count) }
+        return n >= 0 ? n : nil
     }
 
     /// Writes one packet; a packet the kernel refuses (malformed) is dropped, not fatal.
     @inline(__always)
     @discardableResult
     public func write(_ packet: UnsafeRawBufferPointer) -> Bool {
-        while true {
-            let n = Glibc.write(fd, packet.baseAddress, packet.count)
-            if n >= 0 { return true }
-            if errno == EINTR { continue }
-            return false
-        }
+        retryingInterrupted { Glibc.write(fd, packet.baseAddress, packet.count) } >= 0
     }
 
     /// Writes one packet gathered from `vectors` (a virtio-net header and a coalesced run).
     @inline(__always)
     @discardableResult
     public func write(vectors: UnsafeBufferPointer<iovec>) -> Bool {
-        while true {
-            let n = writev(fd, vectors.baseAddress, Int32(vectors.count))
-            if n >= 0 { return true }
-            if errno == EINTR { continue }
-            return false
-        }
+        retryingInterrupted { writev(fd, vectors.baseAddress, Int32(vectors.count)) } >= 0
     }
 }

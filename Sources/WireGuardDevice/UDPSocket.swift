@@ -6,55 +6,6 @@ import Glibc
 import Synchronization
 import WireGuard
 
-/// The engine's endpoints as socket addresses.
-extension Endpoint {
-    /// As a sockaddr_in6 for a dual-stack socket (IPv4 as ::ffff:a.b.c.d). Written field by
-    /// field: this runs once per datagram sent, and must not allocate.
-    @inline(__always)
-    func storeV6(into storage: UnsafeMutablePointer<sockaddr_in6>) {
-        storage.pointee = sockaddr_in6()
-        storage.pointee.sin6_family = sa_family_t(AF_INET6)
-        storage.pointee.sin6_port = port.bigEndian
-        withUnsafeMutableBytes(of: &storage.pointee.sin6_addr) { a in
-            switch address {
-            case let .v4(v):
-                a.storeBytes(of: UInt32(0xffff).bigEndian, toByteOffset: 8, as: UInt32.self)
-                a.storeBytes(of: v.bigEndian, toByteOffset: 12, as: UInt32.self)
-            case let .v6(hi, lo):
-                a.storeBytes(of: hi.bigEndian, toByteOffset: 0, as: UInt64.self)
-                a.storeBytes(of: lo.bigEndian, toByteOffset: 8, as: UInt64.self)
-            }
-        }
-    }
-
-    func storeV4(into storage: UnsafeMutablePointer<sockaddr_in>) {
-        storage.pointee = sockaddr_in()
-        storage.pointee.sin_family = sa_family_t(AF_INET)
-        storage.pointee.sin_port = port.bigEndian
-        if case let .v4(v) = address { storage.pointee.sin_addr.s_addr = v.bigEndian }
-    }
-
-    /// From a sockaddr_in or sockaddr_in6 the kernel filled (v4-mapped IPv6 becomes IPv4);
-    /// once per datagram received, without allocating.
-    @inline(__always)
-    init?(_ raw: UnsafeRawPointer) {
-        let family = raw.load(as: sa_family_t.self)
-        if family == sa_family_t(AF_INET) {
-            let sin = raw.load(as: sockaddr_in.self)
-            self.init(address: .v4(UInt32(bigEndian: sin.sin_addr.s_addr)), port: UInt16(bigEndian: sin.sin_port))
-        } else if family == sa_family_t(AF_INET6) {
-            var sin6 = raw.load(as: sockaddr_in6.self)
-            let (hi, lo) = withUnsafeBytes(of: &sin6.sin6_addr) {
-                (UInt64(bigEndian: $0.loadUnaligned(as: UInt64.self)), UInt64(bigEndian: $0.loadUnaligned(fromByteOffset: 8, as: UInt64.self)))
-            }
-            let mapped = hi == 0 && lo >> 32 == 0xffff
-            self.init(address: mapped ? .v4(UInt32(truncatingIfNeeded: lo)) : .v6(hi, lo), port: UInt16(bigEndian: sin6.sin6_port))
-        } else {
-            return nil
-        }
-    }
-}
-
 /// The tunnel's UDP socket: dual-stack where IPv6 exists, carrying a firewall mark so the
 /// encrypted packets never route back into the tunnel they came from. Its descriptor
 /// number never changes: moving to another port (`wg set IFACE listen-port N`) puts a new
@@ -173,45 +124,21 @@ public final class UDPSocket: @unchecked Sendable {
 
     private static func bind(_ socket: borrowing FileDescriptor, dualStack: Bool, port: UInt16) throws(SystemError) {
         let fd = socket.raw
-        let rc: Int32
-        if dualStack {
-            var sin6 = sockaddr_in6()
-            sin6.sin6_family = sa_family_t(AF_INET6)
-            sin6.sin6_port = port.bigEndian
-            rc = withUnsafePointer(to: &sin6) { Glibc.bind(fd, UnsafeRawPointer($0).assumingMemoryBound(to: sockaddr.self), socklen_t(MemoryLayout<sockaddr_in6>.size)) }
-        } else {
-            var sin = sockaddr_in()
-            sin.sin_family = sa_family_t(AF_INET)
-            sin.sin_port = port.bigEndian
-            rc = withUnsafePointer(to: &sin) { Glibc.bind(fd, UnsafeRawPointer($0).assumingMemoryBound(to: sockaddr.self), socklen_t(MemoryLayout<sockaddr_in>.size)) }
-        }
-        guard rc == 0 else { throw SystemError("bind UDP port \(port)") }
+        let any = Endpoint(address: dualStack ? .v6(0, 0) : .v4(0), port: port)
+        guard any.withSockaddr({ Glibc.bind(fd, $0, $1) }) == 0 else { throw SystemError("bind UDP port \(port)") }
     }
 
     /// The port the kernel gave a bound socket (the requested one unless it was 0).
     private static func boundPort(_ socket: borrowing FileDescriptor, requested port: UInt16) -> UInt16 {
-        let fd = socket.raw
-        var storage = sockaddr_in6()
-        var length = socklen_t(MemoryLayout<sockaddr_in6>.size)
-        _ = withUnsafeMutablePointer(to: &storage) { getsockname(fd, UnsafeMutableRawPointer($0).assumingMemoryBound(to: sockaddr.self), &length) }
-        return withUnsafePointer(to: &storage) { Endpoint(UnsafeRawPointer($0))?.port ?? port }
+        Endpoint.local(of: socket.raw)?.port ?? port
     }
 
     /// Sends one datagram (the cold path: handshakes, cookies, keepalives).
     @discardableResult
     public func send(_ bytes: UnsafeRawBufferPointer, to destination: Endpoint) -> Bool {
-        var storage = sockaddr_in6()
-        let length: socklen_t
-        if isDualStack {
-            destination.storeV6(into: &storage)
-            length = socklen_t(MemoryLayout<sockaddr_in6>.size)
-        } else {
-            guard destination.address.isIPv4 else { return false }
-            withUnsafeMutableBytes(of: &storage) { destination.storeV4(into: $0.baseAddress!.assumingMemoryBound(to: sockaddr_in.self)) }
-            length = socklen_t(MemoryLayout<sockaddr_in>.size)
-        }
-        let n = withUnsafePointer(to: &storage) {
-            sendto(fd, bytes.baseAddress, bytes.count, Int32(MSG_DONTWAIT), UnsafeRawPointer($0).assumingMemoryBound(to: sockaddr.self), length)
+        guard isDualStack || destination.address.isIPv4 else { return false }
+        let n = destination.withSockaddr(mappingIPv4: isDualStack) {
+            sendto(fd, bytes.baseAddress, bytes.count, Int32(MSG_DONTWAIT), $0, $1)
         }
         return n == bytes.count
     }

@@ -1,5 +1,6 @@
 import Addresses
 import Control
+import Descriptors
 import Glibc
 
 /// `vpnctl explain -p NAME --probe HOST:PORT`: vpnctl runs itself through vpnexec (so vpnd
@@ -17,33 +18,9 @@ enum ProbeConnect {
         // Non-blocking: the kernel picks the source as the connect starts, read before a
         // refusal resets it; the answer is waited for 5 s at most.
         _ = fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK)
-        var storage = sockaddr_storage()
-        let length = withUnsafeMutableBytes(of: &storage) { raw -> socklen_t in
-            let bytes = endpoint.address.bytes
-            if endpoint.address.isIPv4 {
-                var address = sockaddr_in()
-                address.sin_family = sa_family_t(AF_INET)
-                address.sin_port = endpoint.port.bigEndian
-                withUnsafeMutableBytes(of: &address.sin_addr) { $0.copyBytes(from: bytes) }
-                withUnsafeBytes(of: address) { raw.copyMemory(from: $0) }
-                return socklen_t(MemoryLayout<sockaddr_in>.size)
-            }
-            var address = sockaddr_in6()
-            address.sin6_family = sa_family_t(AF_INET6)
-            address.sin6_port = endpoint.port.bigEndian
-            withUnsafeMutableBytes(of: &address.sin6_addr) { $0.copyBytes(from: bytes) }
-            withUnsafeBytes(of: address) { raw.copyMemory(from: $0) }
-            return socklen_t(MemoryLayout<sockaddr_in6>.size)
-        }
-        let started = withUnsafePointer(to: &storage) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, length) }
-        } == 0
+        let started = endpoint.withSockaddr { connect(fd, $0, $1) } == 0
         var why = started || errno == EINPROGRESS ? "" : String(cString: strerror(errno))
-        var local = sockaddr_storage()
-        var localLength = socklen_t(MemoryLayout<sockaddr_storage>.size)
-        let named = withUnsafeMutablePointer(to: &local) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(fd, $0, &localLength) }
-        } == 0
+        let local = Endpoint.local(of: fd)
         if !started, why.isEmpty {
             var wait = pollfd(fd: fd, events: Int16(POLLOUT), revents: 0)
             if poll(&wait, 1, 5000) <= 0 {
@@ -55,20 +32,10 @@ enum ProbeConnect {
                 if failure != 0 { why = String(cString: strerror(failure)) }
             }
         }
-        guard named, let address = localAddress(local), !address.bytes.allSatisfy({ $0 == 0 }) else {
+        guard let address = local?.address, !address.bytes.allSatisfy({ $0 == 0 }) else {
             return "error: " + (why.isEmpty ? "no local address" : why)
         }
         return "local \(address) " + (why.isEmpty ? "connected" : "failed: \(why)")
-    }
-
-    static func localAddress(_ storage: sockaddr_storage) -> IPAddress? {
-        withUnsafeBytes(of: storage) { raw in
-            switch Int32(storage.ss_family) {
-            case AF_INET: return IPAddress(bytes: raw[4..<8])
-            case AF_INET6: return IPAddress(bytes: raw[8..<24])
-            default: return nil
-            }
-        }
     }
 
     /// Runs the child through vpnexec (next to vpnctl, else on PATH) and reads its line.
@@ -115,13 +82,12 @@ enum ProbeConnect {
         var output: [UInt8] = []
         var buffer = [UInt8](repeating: 0, count: 4096)
         while true {
-            let count = read(pipeEnds[0], &buffer, buffer.count)
-            if count < 0, errno == EINTR { continue }
+            let count = retryingInterrupted { read(pipeEnds[0], &buffer, buffer.count) }
             guard count > 0 else { break }
             output += buffer[..<count]
         }
         var status: Int32 = 0
-        while waitpid(child, &status, 0) < 0, errno == EINTR {}
+        _ = retryingInterrupted { waitpid(child, &status, 0) }
         let text = String(decoding: output, as: UTF8.self)
         let exited = status & 0x7f == 0 ? (status >> 8) & 0xff : 128 + (status & 0x7f)
         if exited != 0, !text.contains("local ") { return .failure(ProbeFailure("vpnexec -p exited \(exited) (said above)")) }

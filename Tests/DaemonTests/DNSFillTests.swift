@@ -39,7 +39,7 @@ import TrustedFiles
         service.configure(policy, resolvers: [:])
 
         // The upstream resolver: 192.0.2.44 for any name, TTL 300.
-        let upstream = try udpSocket(bind: SocketAddress(.v4(0x7f00_0001), port: 53))
+        let upstream = try udpSocket(bind: Endpoint(address: .v4(0x7f00_0001), port: 53))
         defer { close(upstream) }
         loop.watch(DescriptorNumber(borrowing: upstream)) { _ in
             var buffer = [UInt8](repeating: 0, count: 4096)
@@ -54,7 +54,7 @@ import TrustedFiles
         }
         // A member's query, from where the routing would deliver it.
         var outcome = Outcome()
-        let client = try udpSocket(bind: SocketAddress(DNSRouting.steeringAddress(profile, ipv6: false), port: 0))
+        let client = try udpSocket(bind: Endpoint(address: DNSRouting.steeringAddress(profile, ipv6: false), port: 0))
         var mark = profile.mark.value
         #expect(setsockopt(client, SOL_SOCKET, vx_so_mark(), &mark, socklen_t(MemoryLayout<UInt32>.size)) == 0)
         defer { close(client) }
@@ -68,14 +68,14 @@ import TrustedFiles
         var query = DNSMessage(header: DNSHeader(id: 7), questions: [DNSQuestion(name: DomainName("host.corp.example")!, type: .a)])
         query.header.recursionDesired = true
         let bytes = query.encoded()
-        let sent = SocketAddress(.v4(0x7f00_0035), port: 53).withSockaddr { sendto(client, bytes, bytes.count, 0, $0, $1) }
+        let sent = Endpoint(address: .v4(0x7f00_0035), port: 53).withSockaddr { sendto(client, bytes, bytes.count, 0, $0, $1) }
         #expect(sent == bytes.count)
         _ = loop.after(.seconds(5)) { loop.stop() }
         try loop.run()
         return outcome
     }
 
-    static func udpSocket(bind local: SocketAddress?) throws -> Int32 {
+    static func udpSocket(bind local: Endpoint?) throws -> Int32 {
         let fd = socket(AF_INET, Int32(SOCK_DGRAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
         guard fd >= 0 else { throw ApplyError("socket: \(errno)") }
         if let local, local.withSockaddr({ Glibc.bind(fd, $0, $1) }) != 0 { throw ApplyError("bind: \(errno)") }

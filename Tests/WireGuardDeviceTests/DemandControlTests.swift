@@ -18,14 +18,8 @@ import WireGuard
         init() {
             let fd = socket(AF_INET, Int32(SOCK_DGRAM.rawValue | SOCK_NONBLOCK.rawValue), 0)
             self.fd = fd
-            var sin = sockaddr_in()
-            sin.sin_family = sa_family_t(AF_INET)
-            sin.sin_addr.s_addr = UInt32(0x7f00_0001).bigEndian
-            var length = socklen_t(MemoryLayout<sockaddr_in>.size)
-            _ = withUnsafeMutablePointer(to: &sin) { pointer in
-                pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) { Glibc.bind(fd, $0, length) == 0 && getsockname(fd, $0, &length) == 0 }
-            }
-            port = UInt16(bigEndian: sin.sin_port)
+            _ = Endpoint(address: .v4(0x7f00_0001), port: 0).withSockaddr { Glibc.bind(fd, $0, $1) }
+            port = Endpoint.local(of: fd)?.port ?? 0
         }
 
         deinit { close(fd) }

@@ -16,19 +16,12 @@ import WireGuard
         deinit { close(fd) }
 
         func bind(port: UInt16) -> Bool {
-            var sin = sockaddr_in()
-            sin.sin_family = sa_family_t(AF_INET)
-            sin.sin_port = port.bigEndian
-            return withUnsafePointer(to: &sin) { Glibc.bind(fd, UnsafeRawPointer($0).assumingMemoryBound(to: sockaddr.self), socklen_t(MemoryLayout<sockaddr_in>.size)) } == 0
+            Endpoint(address: .v4(0), port: port).withSockaddr { Glibc.bind(fd, $0, $1) } == 0
         }
 
         func send(_ text: String, to port: UInt16) {
-            var sin = sockaddr_in()
-            sin.sin_family = sa_family_t(AF_INET)
-            sin.sin_port = port.bigEndian
-            sin.sin_addr.s_addr = UInt32(0x7f00_0001).bigEndian
             _ = Array(text.utf8).withUnsafeBytes { bytes in
-                withUnsafePointer(to: &sin) { sendto(fd, bytes.baseAddress, bytes.count, 0, UnsafeRawPointer($0).assumingMemoryBound(to: sockaddr.self), socklen_t(MemoryLayout<sockaddr_in>.size)) }
+                Endpoint(address: .v4(0x7f00_0001), port: port).withSockaddr { sendto(fd, bytes.baseAddress, bytes.count, 0, $0, $1) }
             }
         }
     }
@@ -82,10 +75,7 @@ import WireGuard
         let socket = try UDPSocket(port: 0, mark: nil)
         let holder = Peer()
         #expect(holder.bind(port: 0))
-        var sin = sockaddr_in()
-        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
-        _ = withUnsafeMutablePointer(to: &sin) { getsockname(holder.fd, UnsafeMutableRawPointer($0).assumingMemoryBound(to: sockaddr.self), &length) }
-        let taken = UInt16(bigEndian: sin.sin_port)
+        let taken = try #require(Endpoint.local(of: holder.fd)).port
         let before = socket.port
         #expect {
             try socket.rebind(port: taken)
