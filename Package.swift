@@ -73,7 +73,7 @@ let package = Package(
         .target(name: "ServiceSupport", dependencies: ["CCap", "CLinux", "Control", "Descriptors", "Launch"]),
         .target(name: "TrustedFiles", dependencies: ["Policy", "Descriptors"]),
         .target(name: "TunnelFiles", dependencies: ["Policy", "TrustedFiles", "WireGuard"]),
-        .target(name: "Facts", dependencies: ["Addresses", "Descriptors", "Cgroups", "HexDigits", "Netlink", "Plan", "Policy", "Routing", "TunnelFiles", "WireGuard", "CLinux"]),
+        .target(name: "Facts", dependencies: ["CSystemd", "Monotonic", "Addresses", "Descriptors", "Cgroups", "HexDigits", "Netlink", "Plan", "Policy", "Routing", "TunnelFiles", "WireGuard", "CLinux"]),
         .target(name: "WireGuardDevice", dependencies: ["WireGuard", "CLinux", "Addresses", "Descriptors", "HexDigits", "Monotonic", "Netlink", "Routing"]),
         // Members' network namespaces (containers): how each reaches the host.
         .target(name: "Containers", dependencies: ["Netlink", "Plan", "Routing", "SocketPrograms"]),

@@ -202,12 +202,14 @@ public struct DNSStatus: Codable, Hashable, Sendable {
 
     public var servers: [String]
     /// Where `servers` came from: "dns" (the profile's), "wg-quick" (its built-in tunnel's
-    /// `DNS =`), "systemd-resolved", "systemd-networkd" or "resolvconf" (the host's servers
-    /// for its interface), or "none" (members' queries are refused). Absent from an
-    /// older vpnd.
+    /// `DNS =`), "systemd-resolved", "systemd-resolved-dbus" (asked of resolved over
+    /// D-Bus), "systemd-networkd" or "resolvconf" (the host's servers for its interface),
+    /// or "none" (members' queries are refused). Absent from an older vpnd.
     public var serversFrom: String?
     /// The file they were read from (a wg-quick file, the host's record for the interface).
     public var serversFile: String?
+    /// For "systemd-resolved-dbus": the interface index resolved was asked about.
+    public var serversLink: Int32?
     /// Why the profile's proxy does not run (members' queries are then refused, none
     /// leaves); absent while it runs.
     public var failure: String?

@@ -226,8 +226,11 @@ public final class Daemon {
         // vpnd in a network namespace of its own beside the host's /run (as in tests) would
         // read another namespace's links by their indexes: resolvconf's records only then.
         // systemd-resolved keeps its link records in a directory only its user may open (mode
-        // 0700): read with CAP_DAC_OVERRIDE where vpnd keeps it permitted, else not at all.
-        let linkResolvers = LinkResolversReader(byIndex: LinkResolversReader.inNamespace(options.initialNetworkNamespace))
+        // 0700): read with CAP_DAC_OVERRIDE where vpnd keeps it permitted, else asked of
+        // resolved over D-Bus (ResolvedLinkBus: 250 ms at most per read, on this loop).
+        let resolvedBus = ResolvedLinkBus()
+        let linkResolvers = LinkResolversReader(byIndex: LinkResolversReader.inNamespace(options.initialNetworkNamespace),
+                                                bus: { resolvedBus.servers(link: $0) })
         machineFacts.linkResolvers = { interface, link in
             (try? Privileges.withDirectoryOverride { linkResolvers.read(interface: interface, index: link?.index) }) ?? nil
         }

@@ -287,5 +287,6 @@ extension DNSStatus {
         self.init(servers: resolvers.servers.map(\.description))
         serversFrom = resolvers.sourceName
         serversFile = resolvers.file
+        serversLink = resolvers.busLink
     }
 }

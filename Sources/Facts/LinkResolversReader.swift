@@ -3,31 +3,42 @@ import Descriptors
 import Glibc
 import Plan
 
-/// Reads the DNS servers the host holds for an interface (LinkResolvers), without asking
-/// any daemon: systemd-resolved's link file (servers set over its bus API), else
-/// systemd-networkd's (a link it manages), else resolvconf's records for the interface
+/// Reads the DNS servers the host holds for an interface (LinkResolvers): systemd-resolved's
+/// link file (servers set over its bus API), or where that cannot be read (its directory is
+/// resolved's user's, mode 0700) or is not there, resolved itself over D-Bus (`bus`); else
+/// systemd-networkd's file (a link it manages), else resolvconf's records for the interface
 /// (Debian's resolvconf, openresolv). The first place with servers wins.
-/// A link file is named by the interface's index, which names a link only in the network
-/// namespace those daemons run in: `byIndex` false (vpnd in another namespace than the
-/// initial one, which shares the host's /run) leaves them out. Reading needs no privilege.
+/// A link is named by the interface's index, which names it only in the network namespace
+/// those daemons run in: `byIndex` false (vpnd in another namespace than the initial one,
+/// which shares the host's /run) leaves those out. Reading needs no privilege.
 public struct LinkResolversReader: Sendable {
     public var byIndex: Bool
     public var resolvedDirectory = "/run/systemd/resolve/netif"
     public var networkdDirectory = "/run/systemd/netif/links"
     public var resolvconfDirectories = ["/run/resolvconf/interface", "/run/resolvconf/interfaces"]
+    /// resolved's servers for a link index, over D-Bus (ResolvedLinkBus); nil: not asked.
+    public var bus: (@Sendable (Int32) -> [LinkResolvers.BusServer]?)?
 
-    public init(byIndex: Bool = true) {
+    public init(byIndex: Bool = true, bus: (@Sendable (Int32) -> [LinkResolvers.BusServer]?)? = nil) {
         self.byIndex = byIndex
+        self.bus = bus
     }
 
     /// `index`: the interface's index, if it exists now.
     public func read(interface: String, index: Int32?) -> LinkResolvers? {
         if byIndex, let index, index > 0 {
-            for (directory, key, kind) in [(resolvedDirectory, "SERVERS", LinkResolvers.Kind.resolved), (networkdDirectory, "DNS", .networkd)] {
-                let path = "\(directory)/\(index)"
-                guard let text = NetworkFactsReader.contents(of: path) else { continue }
-                let servers = LinkResolvers.systemdServers(text, key: key)
-                if !servers.isEmpty { return LinkResolvers(servers: servers, kind: kind, file: path) }
+            let path = "\(resolvedDirectory)/\(index)"
+            if let text = NetworkFactsReader.contents(of: path) {
+                let servers = LinkResolvers.systemdServers(text, key: "SERVERS")
+                if !servers.isEmpty { return LinkResolvers(servers: servers, kind: .resolved, file: path) }
+            } else if let found = bus?(index) {
+                let servers = LinkResolvers.busServers(found)
+                if !servers.isEmpty { return LinkResolvers(servers: servers, busLink: index) }
+            }
+            let networkd = "\(networkdDirectory)/\(index)"
+            if let text = NetworkFactsReader.contents(of: networkd) {
+                let servers = LinkResolvers.systemdServers(text, key: "DNS")
+                if !servers.isEmpty { return LinkResolvers(servers: servers, kind: .networkd, file: networkd) }
             }
         }
         for directory in resolvconfDirectories {

@@ -10,6 +10,9 @@ public struct LinkResolvers: Hashable, Sendable {
         /// (`resolvectl dns`, NetworkManager, wg-quick and OpenVPN's update-systemd-resolved
         /// through resolvectl's resolvconf): /run/systemd/resolve/netif/IFINDEX, `SERVERS=`.
         case resolved = "systemd-resolved"
+        /// The same servers asked of systemd-resolved over D-Bus (its `Link` object's `DNSEx`,
+        /// or `DNS` where it has no `DNSEx`), where its link record cannot be read.
+        case resolvedBus = "systemd-resolved-dbus"
         /// systemd-networkd's state of a link it manages (whose servers resolved takes from
         /// it): /run/systemd/netif/links/IFINDEX, `DNS=`.
         case networkd = "systemd-networkd"
@@ -20,13 +23,61 @@ public struct LinkResolvers: Hashable, Sendable {
 
     public var servers: [IPAddress]
     public var kind: Kind
-    /// The file they were read from (for the few records of one interface, the first).
-    public var file: String
+    /// The file they were read from (for the few records of one interface, the first);
+    /// nil for `resolvedBus`.
+    public var file: String?
+    /// For `resolvedBus`: the interface index resolved was asked about.
+    public var link: Int32?
 
     public init(servers: [IPAddress], kind: Kind, file: String) {
         self.servers = servers
         self.kind = kind
         self.file = file
+    }
+
+    /// What systemd-resolved answered over D-Bus for the link `link`.
+    public init(servers: [IPAddress], busLink link: Int32) {
+        self.servers = servers
+        kind = .resolvedBus
+        self.link = link
+    }
+
+    /// Where they were found, for people: "resolvconf's, /run/resolvconf/interface/tun.wg0",
+    /// "systemd-resolved over D-Bus, link 5".
+    public var origin: String {
+        if let file { return "\(kind.rawValue)'s, \(file)" }
+        return "systemd-resolved over D-Bus, link \(link ?? 0)"
+    }
+
+    /// One element of resolved's `DNSEx` (a(iayqs): family, address bytes, port, server
+    /// name) or `DNS` (a(iay): no port, no name) property of a link.
+    public struct BusServer: Hashable, Sendable {
+        public var family: Int32
+        public var address: [UInt8]
+        /// 0: the default (53).
+        public var port: UInt16
+        public var name: String
+
+        public init(family: Int32, address: [UInt8], port: UInt16 = 0, name: String = "") {
+            self.family = family
+            self.address = address
+            self.port = port
+            self.name = name
+        }
+    }
+
+    /// The servers of a link's `DNSEx` or `DNS` as resolved gives them: an AF_INET (2)
+    /// address of 4 bytes or an AF_INET6 (10) one of 16; as for the files, only those the
+    /// proxy can ask (port 53 or none, not link-local). The server name (DNS over TLS's)
+    /// does not change whom the proxy asks, in the clear, through the tunnel.
+    public static func busServers(_ entries: [BusServer]) -> [IPAddress] {
+        unique(entries.compactMap { entry -> IPAddress? in
+            guard entry.port == 0 || entry.port == 53 else { return nil }
+            switch (entry.family, entry.address.count) {
+            case (2, 4), (10, 16): return usable(IPAddress(bytes: entry.address))
+            default: return nil
+            }
+        })
     }
 
     /// The servers of a systemd-resolved link file (`SERVERS=`) or a systemd-networkd one

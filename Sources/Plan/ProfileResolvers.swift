@@ -13,8 +13,9 @@ public struct ProfileResolvers: Hashable, Sendable, CustomStringConvertible {
         case policy
         /// The `DNS =` of its built-in tunnel's wg-quick file.
         case wireguardFile(String)
-        /// The host's servers for its interface.
-        case link(LinkResolvers.Kind, file: String)
+        /// The host's servers for its interface: where they were found (LinkResolvers,
+        /// its servers those of the profile).
+        case link(LinkResolvers)
         /// None: members' queries are refused.
         case none
     }
@@ -38,7 +39,7 @@ public struct ProfileResolvers: Hashable, Sendable, CustomStringConvertible {
         if profile.tunnel.isBuiltIn {
             if let file = wireguardFile, !file.dns.isEmpty { return ProfileResolvers(servers: file.dns, source: .wireguardFile(file.path)) }
         } else if let link, !link.servers.isEmpty {
-            return ProfileResolvers(servers: link.servers, source: .link(link.kind, file: link.file))
+            return ProfileResolvers(servers: link.servers, source: .link(link))
         }
         return ProfileResolvers(servers: [], source: .none, problem: missing(profile, wireguardFile: wireguardFile?.path))
     }
@@ -71,10 +72,7 @@ public struct ProfileResolvers: Hashable, Sendable, CustomStringConvertible {
                              + "(systemd-resolved's or resolvconf's, where wg-quick's DNS = line and OpenVPN's pushed servers land), and it holds none now: "
                              + "until it does, their names do not resolve (their queries are refused); set dns = [...] in [profile.\(profile.name)] to be sure")
             } else {
-                // Its directory is resolved's user's (mode 0700): vpnd, with less than vpnctl
-                // here, may not read it.
-                let resolved = links[interface]?.kind == .resolved ? "; vpnd reads systemd-resolved's records only where it keeps CAP_DAC_OVERRIDE (docs/limitations.md)" : ""
-                lines.append("profile \(profile.name): no dns, its members ask \(interface)'s DNS servers: now \(chosen)\(resolved)")
+                lines.append("profile \(profile.name): no dns, its members ask \(interface)'s DNS servers: now \(chosen)")
             }
         }
         return (errors, lines)
@@ -94,7 +92,7 @@ public struct ProfileResolvers: Hashable, Sendable, CustomStringConvertible {
         switch source {
         case .policy: return "dns"
         case .wireguardFile: return "wg-quick"
-        case let .link(kind, _): return kind.rawValue
+        case let .link(found): return found.kind.rawValue
         case .none: return "none"
         }
     }
@@ -103,18 +101,25 @@ public struct ProfileResolvers: Hashable, Sendable, CustomStringConvertible {
     public var file: String? {
         switch source {
         case let .wireguardFile(path): return path
-        case let .link(_, file): return file
+        case let .link(found): return found.file
         case .policy, .none: return nil
         }
     }
 
-    /// For the log: "10.64.0.1, fd00::53 (from resolvconf's /run/resolvconf/interface/tun.wg0)".
+    /// The interface index systemd-resolved was asked about over D-Bus, if it was.
+    public var busLink: Int32? {
+        if case let .link(found) = source { return found.link }
+        return nil
+    }
+
+    /// For the log: "10.64.0.1, fd00::53 (resolvconf's, /run/resolvconf/interface/tun.wg0)",
+    /// "10.64.0.1 (systemd-resolved over D-Bus, link 5)".
     public var description: String {
         let list = servers.map(\.description).joined(separator: ", ")
         switch source {
         case .policy: return list
         case let .wireguardFile(path): return "\(list) (the DNS = of \(path))"
-        case let .link(kind, file): return "\(list) (\(kind.rawValue)'s, \(file))"
+        case let .link(found): return "\(list) (\(found.origin))"
         case .none: return problem ?? "none"
         }
     }

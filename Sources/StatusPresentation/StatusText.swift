@@ -221,6 +221,7 @@ public enum StatusText {
     /// Where the resolvers came from, when not from the profile's `dns`.
     static func resolversFrom(_ d: DNSStatus) -> String {
         guard let from = d.serversFrom, from != "dns", from != "none" else { return "" }
+        if from == "systemd-resolved-dbus" { return " (from systemd-resolved over D-Bus, link \(d.serversLink.map(String.init) ?? "?"))" }
         let what = from == "wg-quick" ? "the tunnel's wg-quick file" : from
         return " (from \(what)\(d.serversFile.map { " \($0)" } ?? ""))"
     }

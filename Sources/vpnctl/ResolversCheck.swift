@@ -5,10 +5,12 @@ import TunnelFiles
 
 /// `vpnctl check` on whom the profiles without `dns` would ask (ProfileResolvers.check):
 /// their built-in tunnels' `DNS =`, and the servers this machine holds now for their
-/// interfaces.
+/// interfaces (asked of systemd-resolved over D-Bus where its link record is not readable,
+/// as vpnd does).
 enum ResolversCheck {
     static func run(_ policy: Policy, tunnelFiles: [String: TunnelFiles.Loaded],
-                    reader: LinkResolversReader = LinkResolversReader()) -> (errors: [PolicyDiagnostic], lines: [String]) {
+                    reader: LinkResolversReader = LinkResolversReader(bus: { [bus = ResolvedLinkBus()] in bus.servers(link: $0) }))
+        -> (errors: [PolicyDiagnostic], lines: [String]) {
         let files = tunnelFiles.mapValues { loaded in (path: loaded.servers.first?.path ?? "", dns: loaded.config.interface.dnsServers) }
         var links: [String: LinkResolvers] = [:]
         for profile in policy.profiles where profile.dnsServers.isEmpty && !profile.tunnel.isBuiltIn {

@@ -33,6 +33,7 @@ import Testing
         var dns = DNSStatus(servers: ["10.64.0.1"])
         dns.failure = "no resolvers"
         (dns.serversFrom, dns.serversFile) = ("wg-quick", "/etc/vpnexec/work.conf")
+        dns.serversLink = 5
         (dns.bypassDomains, dns.bypassDomainCount, dns.routeDomains, dns.routeDomainCount) = (["bank.example"], 1, ["*.corp.example"], 1)
         (dns.answered, dns.forwarded, dns.failed, dns.dropped) = (5, 4, 1, 0)
         dns.setSizes = DomainSetSizes(bypass4: 0, bypass6: 1, tunneled4: 2, tunneled6: 3, route4: 4, route6: 5)

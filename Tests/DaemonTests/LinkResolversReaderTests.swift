@@ -51,6 +51,71 @@ import Testing
         #expect(d.reader.read(interface: "tun0", index: nil)?.kind == .resolvconf, "an interface that is not there has no index")
     }
 
+    /// resolved's link record absent (as unreadable: the file cannot be opened): resolved is
+    /// asked over the bus for that index (and only then), before systemd-networkd's file; a record it can read, with or
+    /// without servers, is what resolved holds: the bus is not asked.
+    @Test func resolvedOverTheBusWhereItsRecordCannotBeRead() throws {
+        let d = try Directory()
+        final class Asked: @unchecked Sendable { var indexes: [Int32] = [] }
+        let asked = Asked()
+        var reader = d.reader
+        reader.bus = { index in
+            asked.indexes.append(index)
+            return index == 7 ? [LinkResolvers.BusServer(family: 2, address: [10, 6, 0, 2]), LinkResolvers.BusServer(family: 2, address: [10, 6, 0, 3], port: 853)] : []
+        }
+        try d.write("netif/links/7", "DNS=10.7.0.1\n")
+        try d.write("netif/links/8", "DNS=10.7.0.1\n")
+        #expect(reader.read(interface: "tun0", index: 7) == LinkResolvers(servers: [IPAddressText.a("10.6.0.2")], busLink: 7), "absent: asked")
+        #expect(reader.read(interface: "tun0", index: 8)?.kind == .networkd, "resolved holds none for 8: networkd's")
+        try d.write("resolve/netif/7", "SERVERS=10.6.0.1\n")
+        let before = asked.indexes
+        #expect(reader.read(interface: "tun0", index: 7)?.kind == .resolved)
+        try d.write("resolve/netif/7", "LLMNR=yes\n")
+        #expect(reader.read(interface: "tun0", index: 7)?.kind == .networkd, "resolved's record says none")
+        #expect(asked.indexes == before, "a readable record is not asked about")
+        var inAnotherNamespace = reader
+        inAnotherNamespace.byIndex = false
+        try FileManager.default.removeItem(atPath: d.path + "/resolve/netif/7")
+        #expect(inAnotherNamespace.read(interface: "tun0", index: 7) == nil && asked.indexes == before, "another namespace's index: not asked")
+        #expect(asked.indexes.allSatisfy { $0 == 7 || $0 == 8 })
+    }
+
+    /// A bus that takes the connection and never answers (a socket nobody accepts on): the
+    /// first read waits about ResolvedLinkBus.deadline and gets nothing, the next ones within
+    /// the pause return at once; a bus that is not there costs nothing and is not paused.
+    @Test func aBusThatNeverAnswersCostsItsDeadlineOnce() throws {
+        let path = NSTemporaryDirectory() + "vx-bus-\(UInt32.random(in: 0..<UInt32.max))"
+        let listener = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0)
+        #expect(listener >= 0)
+        defer {
+            close(listener)
+            unlink(path)
+        }
+        var address = sockaddr_un()
+        address.sun_family = sa_family_t(AF_UNIX)
+        withUnsafeMutableBytes(of: &address.sun_path) { $0.copyBytes(from: Array(path.utf8)) }
+        let bound = withUnsafePointer(to: &address) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(listener, $0, socklen_t(MemoryLayout<sockaddr_un>.size)) } }
+        #expect(bound == 0 && listen(listener, 8) == 0)
+
+        let hung = ResolvedLinkBus(address: "unix:path=\(path)")
+        func timed(_ body: () -> Void) -> Double {
+            let start = Date()
+            body()
+            return Date().timeIntervalSince(start)
+        }
+        let first = timed { #expect(hung.servers(link: 3) == nil) }
+        #expect(first >= 0.2 && first < 0.6, "waited \(first) s")
+        let paused = timed { #expect(hung.servers(link: 3) == nil) }
+        #expect(paused < 0.05, "paused: \(paused) s")
+
+        let absent = ResolvedLinkBus(address: "unix:path=\(path).none")
+        let none = timed {
+            #expect(absent.servers(link: 3) == nil)
+            #expect(absent.servers(link: 3) == nil)
+        }
+        #expect(none < 0.05, "\(none) s")
+    }
+
     @Test func openresolvsDirectory() throws {
         let d = try Directory()
         try d.write("resolvconf/interfaces/wg0", "nameserver fd00::53\n")

@@ -6,16 +6,39 @@ import Testing
 /// mount namespace of the test's own (a tmpfs on /run/systemd, its user added to a copy of
 /// /etc/passwd, `hosts: resolve` in nsswitch.conf: no fallback to port 53), in the client's
 /// network namespace, asking `upstream` (the host's resolver, on the physical link).
+/// With `bus`, a system bus of its own there too: dbus-daemon (the host's, as root) on
+/// /run/dbus/system_bus_socket (a tmpfs), with Debian's default policy, resolved's policy
+/// file from its package (resolved owns org.freedesktop.resolve1 as systemd-resolve) and
+/// `bus`'s policies after it.
 final class SystemdResolved {
     let holder: BackgroundProcess
     let packages: String
+    let work: String
 
-    init(in namespace: NetworkNamespace, upstream: String, cleanup: Cleanup) throws {
+    init(in namespace: NetworkNamespace, upstream: String, bus: [String]? = nil, cleanup: Cleanup) throws {
         packages = try DebianPackages.unpacked(["systemd-resolved", "libnss-resolve"])
         let work = NSTemporaryDirectory() + "vx-\(uniqueTag())-resolved"
+        self.work = work
         try FileManager.default.createDirectory(atPath: work, withIntermediateDirectories: true)
         cleanup.add("remove \(work)") { try? FileManager.default.removeItem(atPath: work) }
-        let pidFile = work + "/pid"
+        let pidFile = work + "/pid", busPidFile = work + "/bus.pid"
+        var startBus = ""
+        if let bus {
+            try FileManager.default.createDirectory(atPath: work + "/system.d", withIntermediateDirectories: true)
+            for (index, policy) in bus.enumerated() {
+                try "<busconfig>\(policy)</busconfig>\n".write(toFile: work + "/system.d/\(50 + index)-vx.conf", atomically: true, encoding: .utf8)
+            }
+            try Self.busConfig(policies: ["\(packages)/usr/share/dbus-1/system.d", work + "/system.d"]).write(toFile: work + "/bus.conf", atomically: true, encoding: .utf8)
+            // Without the descriptors the shell inherited: dbus-daemon keeps what it is given, and
+            // one of those is how Foundation sees the holder end (the test hung in waitUntilExit).
+            startBus = "(setsid python3 -c 'import os, sys; os.closerange(3, 1 << 20); os.execvp(sys.argv[1], sys.argv[1:])' "
+                + "sh -c 'echo $$ > \(busPidFile); exec dbus-daemon --nofork --nopidfile --nosyslog --config-file=\(work)/bus.conf' < /dev/null > \(work)/bus.log 2>&1 &)\n"
+                // resolved finds its bus at start (and gets its name then).
+                + "for i in $(seq 200); do [ -S /run/dbus/system_bus_socket ] && break; sleep 0.05; done"
+            cleanup.add("stop dbus-daemon") {
+                if let pid = (try? String(contentsOfFile: busPidFile, encoding: .utf8)).flatMap({ Int32($0.trimmed) }) { kill(pid, SIGKILL) }
+            }
+        }
         // As networkd in TunnelResolversTests: the namespace is held by a process of its own,
         // and resolved runs as no one's child.
         let setup = """
@@ -32,6 +55,7 @@ final class SystemdResolved {
             mkdir -p /run/systemd/resolve /run/systemd/resolved.conf.d
             chown 991:991 /run/systemd/resolve
             printf '[Resolve]\\nDNS=\(upstream)\\nDNSStubListener=no\\nLLMNR=no\\nMulticastDNS=no\\nDNSSEC=no\\nCache=no\\n' > /run/systemd/resolved.conf.d/10-vx.conf
+            \(startBus)
             (setsid sh -c 'echo $$ > \(pidFile); exec \(packages)/lib/systemd/systemd-resolved' < /dev/null > \(work)/log 2>&1 &)
             exec sleep 100000
             """
@@ -42,6 +66,46 @@ final class SystemdResolved {
         try eventually("systemd-resolved to listen") {
             FileManager.default.fileExists(atPath: "/proc/\(holder.pid)/root/run/systemd/resolve/io.systemd.Resolve")
         }
+    }
+
+    /// Debian's system bus (/usr/share/dbus-1/system.conf) as root, without activation or
+    /// syslog, with the policies in `policies`' directories.
+    static func busConfig(policies: [String]) -> String {
+        """
+        <!DOCTYPE busconfig PUBLIC "-//freedesktop//DTD D-Bus Bus Configuration 1.0//EN" "http://www.freedesktop.org/standards/dbus/1.0/busconfig.dtd">
+        <busconfig>
+          <type>system</type>
+          <auth>EXTERNAL</auth>
+          <listen>unix:path=/run/dbus/system_bus_socket</listen>
+          <policy context="default">
+            <allow user="*"/>
+            <deny own="*"/>
+            <deny send_type="method_call"/>
+            <allow send_type="signal"/>
+            <allow send_requested_reply="true" send_type="method_return"/>
+            <allow send_requested_reply="true" send_type="error"/>
+            <allow receive_type="method_call"/>
+            <allow receive_type="method_return"/>
+            <allow receive_type="error"/>
+            <allow receive_type="signal"/>
+            <allow send_destination="org.freedesktop.DBus" send_interface="org.freedesktop.DBus"/>
+            <allow send_destination="org.freedesktop.DBus" send_interface="org.freedesktop.DBus.Introspectable"/>
+            <allow send_destination="org.freedesktop.DBus" send_interface="org.freedesktop.DBus.Properties"/>
+          </policy>
+        \(policies.map { "  <includedir>\($0)</includedir>" }.joined(separator: "\n"))
+        </busconfig>
+
+        """
+    }
+
+    /// What resolved and its bus said so far.
+    var log: String {
+        ["log", "bus.log"].map { (try? String(contentsOfFile: work + "/" + $0, encoding: .utf8)) ?? "" }.joined(separator: "\n")
+    }
+
+    /// resolvectl from the package, in the namespace.
+    func resolvectl(_ arguments: [String]) -> [String] {
+        enter + ["\(packages)/usr/bin/resolvectl"] + arguments
     }
 
     /// What runs a command in the namespace, nss-resolve found by the C library.
@@ -95,6 +159,19 @@ final class NscdCache {
 /// socket is refused to the member: with nscd caching the host resolver's answer for a
 /// non-member, the member gets the proxy's.
 @Suite(.serialized) struct ResolvedNamesTests {
+    /// The host's resolver, beyond the physical link (198.51.100.1): it knows
+    /// tunneled.example otherwise than the tunnel's (192.0.2.99, not 192.0.2.10).
+    static func hostResolver(_ s: Scenario, cleanup: Cleanup) throws {
+        let hostLog = NSTemporaryDirectory() + "vx-\(uniqueTag())-host-dnsmasq.log", hostPid = NSTemporaryDirectory() + "vx-\(uniqueTag())-host-dnsmasq.pid"
+        try s.net.wan.run(["dnsmasq", "--pid-file=\(hostPid)", "--no-resolv", "--no-hosts", "--bind-interfaces", "--listen-address=198.51.100.1",
+                           "--user=root", "--host-record=tunneled.example,192.0.2.99", "--log-queries", "--log-facility=\(hostLog)"])
+        cleanup.add("stop the host's dnsmasq") {
+            if let pid = (try? String(contentsOfFile: hostPid, encoding: .utf8)).flatMap({ Int32($0.trimmed) }) { kill(pid, SIGKILL) }
+            try? FileManager.default.removeItem(atPath: hostPid)
+            try? FileManager.default.removeItem(atPath: hostLog)
+        }
+    }
+
     @Test func aMembersLookupsThroughResolvedAreItsProfiles() throws {
         let cleanup = Cleanup()
         defer { cleanup.run() }
@@ -111,15 +188,7 @@ final class NscdCache {
         // against the 1232 bytes offered): all of them come only when asked again over TCP.
         let many = (1...100).map { "--host-record=many.example,10.77.0.\($0)" }
         let tunnelResolver = try TunnelResolver(s, cleanup: cleanup, records: ["--host-record=tunneled.example,192.0.2.10"] + many)
-        // The host's resolver, beyond the physical link, knows the name otherwise.
-        let hostLog = NSTemporaryDirectory() + "vx-\(uniqueTag())-host-dnsmasq.log", hostPid = NSTemporaryDirectory() + "vx-\(uniqueTag())-host-dnsmasq.pid"
-        try s.net.wan.run(["dnsmasq", "--pid-file=\(hostPid)", "--no-resolv", "--no-hosts", "--bind-interfaces", "--listen-address=198.51.100.1",
-                           "--user=root", "--host-record=tunneled.example,192.0.2.99", "--log-queries", "--log-facility=\(hostLog)"])
-        cleanup.add("stop the host's dnsmasq") {
-            if let pid = (try? String(contentsOfFile: hostPid, encoding: .utf8)).flatMap({ Int32($0.trimmed) }) { kill(pid, SIGKILL) }
-            try? FileManager.default.removeItem(atPath: hostPid)
-            try? FileManager.default.removeItem(atPath: hostLog)
-        }
+        try Self.hostResolver(s, cleanup: cleanup)
         let resolved = try SystemdResolved(in: s.net.client, upstream: "198.51.100.1", cleanup: cleanup)
         do {
             try eventually("the profile's varlink server") { FileManager.default.fileExists(atPath: "/tmp/vx-\(s.net.tag)/resolve/work") }
@@ -194,5 +263,78 @@ final class NscdCache {
         #expect(stillResolved.stdout.hasPrefix("192.0.2.99 "), "a non-member's lookup is resolved's: \(stillResolved.stdout)\(stillResolved.stderr)")
         #expect(try held.packets("udp port 53 and host 198.51.100.1").count > 0, "the non-member's, seen (control)")
         #expect(try held.packets().allSatisfy { !$0.contains("other.corp.example") }, "the member's name nowhere on the link while vpnd is down")
+    }
+
+    /// A profile without `dns` on an interface whose servers only systemd-resolved holds
+    /// (`resolvectl dns IFACE 10.99.1.1`, as NetworkManager or wg-quick's helper set them):
+    /// vpnd cannot see resolved's link record (a tmpfs over /run/systemd/resolve/netif in a
+    /// mount namespace of vpnd's and vpnctl's own, as where the directory's mode 0700 keeps
+    /// it out), asks resolved over its system bus, and says so; a member's getaddrinfo
+    /// (nss-resolve, varlink) is answered by that server through the tunnel. The same
+    /// member's `resolvectl query` goes over D-Bus to resolved, a non-member, which answers
+    /// from the host's resolver, asked on the physical link (docs/limitations.md); a user
+    /// whom a D-Bus policy denies send_destination org.freedesktop.resolve1 gets an error
+    /// from resolvectl instead (the workaround), while its getaddrinfo still resolves.
+    @Test func aTunnelsServersFromResolvedOverDBusAndAMembersBusCalls() throws {
+        let cleanup = Cleanup()
+        defer { cleanup.run() }
+        let user = try TestUser("vxrb\(uniqueTag().suffix(6))", cleanup: cleanup)
+        let s = try Scenario(cleanup: cleanup, start: false) { "[profile.work]\ntunnel.interface = \"\($0[0])\"\nusers = [\"\(user.name)\"]\ngroups = [\"root\"]\n" }
+        let interface = s.tunnel.clientInterface
+        let tunnelResolver = try TunnelResolver(s, cleanup: cleanup, records: ["--host-record=tunneled.example,192.0.2.10"])
+        try Self.hostResolver(s, cleanup: cleanup)
+        let resolved = try SystemdResolved(in: s.net.client, upstream: "198.51.100.1", bus: [
+            "<policy user=\"\(user.name)\"><deny send_destination=\"org.freedesktop.resolve1\"/></policy>",
+        ], cleanup: cleanup)
+        let index = try #require(Int(try s.net.client.run(["ip", "-o", "link", "show", "dev", interface]).prefix { $0 != ":" }))
+        try eventually("resolved on its bus to take the link's DNS", seconds: 20) {
+            let set = try Command.status(s.net.client.enter + resolved.resolvectl(["dns", interface, "10.99.1.1"]))
+            guard set.status == 0 else { throw TestEnvironmentError("resolvectl dns: \(set.stdout)\(set.stderr); resolved: \(resolved.log)") }
+            return true
+        }
+        // Only resolved's own servers answer names of no link's domain: which scope answers
+        // the member's resolvectl query is then not a race.
+        try Command.run(s.net.client.enter + resolved.resolvectl(["default-route", interface, "false"]))
+        let record = "/proc/\(resolved.holder.pid)/root/run/systemd/resolve/netif/\(index)"
+        try eventually("resolved to write the link's record") { ((try? String(contentsOfFile: record, encoding: .utf8)) ?? "").contains("SERVERS=10.99.1.1") }
+        let hidden = ["nsenter", "--mount=/proc/\(resolved.holder.pid)/ns/mnt", "--", "unshare", "--mount", "--propagation", "private",
+                      "sh", "-c", "mount -t tmpfs tmpfs /run/systemd/resolve/netif && exec \"$@\"", "hidden"]
+        s.daemon.launcher = hidden
+        s.daemon.extraArguments = ["--initial-netns", "/proc/self/ns/net"]
+
+        let check = try Command.status(s.net.client.enter + hidden + [try Binaries.path("vpnctl"), "check", s.daemon.policyDirectory])
+        #expect(check.status == 0 && check.stdout.contains("profile work: no dns, its members ask \(interface)'s DNS servers: now 10.99.1.1 (systemd-resolved over D-Bus, link \(index))"),
+                "\(check.stdout)\(check.stderr)")
+        try s.daemon.start()
+        try eventually("vpnd to ask resolved") { try s.daemon.status().profiles[0].dns?.serversFrom == "systemd-resolved-dbus" }
+        let dns = try #require(try s.daemon.status().profiles[0].dns)
+        #expect(dns.servers == ["10.99.1.1"] && dns.serversLink == Int32(index) && dns.serversFile == nil, "\(dns)")
+        #expect(try s.daemon.vpnctl(["status"]).stdout.contains("  dns       proxy: resolvers 10.99.1.1 (from systemd-resolved over D-Bus, link \(index)); answered "))
+        #expect(s.daemon.process?.output.contains("DNS proxy of profile work: resolvers 10.99.1.1 (systemd-resolved over D-Bus, link \(index))") == true,
+                "\(s.daemon.process?.output ?? "")")
+        try eventually("the profile's varlink server") { FileManager.default.fileExists(atPath: "/tmp/vx-\(s.net.tag)/resolve/work") }
+
+        let capture = try Capture(on: s.net.clientUplink, in: s.net.client, filter: "port 53", cleanup: cleanup)
+        let member = try Command.status(try s.daemon.vpnexec(profile: "work", resolved.enter + ["getent", "hosts", "tunneled.example"]))
+        #expect(member.status == 0 && member.stdout.hasPrefix("192.0.2.10 "), "the tunnel's resolver's answer: \(member.stdout)\(member.stderr)")
+        #expect(tunnelResolver.queries.contains { $0.hasPrefix("query[A] tunneled.example from \(s.tunnel.clientAddress4)") }, "through the tunnel: \(tunnelResolver.queries)")
+        let calls = try #require(try s.daemon.status().profiles[0].dns?.names).calls
+        #expect(try capture.packets().isEmpty, "none of the member's lookups on the physical link")
+
+        // The member's call on resolved's D-Bus API: resolved answers from the host's resolver,
+        // which it asks on the physical link; vpnd's names server is not asked.
+        let onLink = try Capture(on: s.net.clientUplink, in: s.net.client, filter: "port 53", cleanup: cleanup)
+        let query = try Command.status(try s.daemon.vpnexec(profile: "work", resolved.resolvectl(["query", "tunneled.example"])))
+        #expect(query.status == 0 && query.stdout.contains("tunneled.example: 192.0.2.99"), "resolved's answer: \(query.stdout)\(query.stderr)")
+        #expect(try onLink.packets("udp port 53 and host 198.51.100.1").contains { $0.contains("tunneled.example") }, "asked on the physical link")
+        #expect(try s.daemon.status().profiles[0].dns?.names?.calls == calls, "not vpnd's")
+
+        // The workaround: a D-Bus policy denies the user resolved's API; its getaddrinfo is the profile's.
+        // (Into resolved's namespace as root first: nsenter needs it.)
+        let asUser = s.net.client.enter + resolved.enter + TestUser.become(user.name) + [try Binaries.path("vpnexec"), "--socket", s.daemon.socketPath, "-p", "work", "--"]
+        let denied = try Command.status(asUser + ["\(resolved.packages)/usr/bin/resolvectl", "query", "tunneled.example"])
+        #expect(denied.status != 0 && denied.stderr.contains("tunneled.example: resolve call failed: "), "\(denied.stdout)\(denied.stderr)")
+        let own = try Command.status(asUser + ["getent", "hosts", "tunneled.example"])
+        #expect(own.status == 0 && own.stdout.hasPrefix("192.0.2.10 "), "\(own.stdout)\(own.stderr)")
     }
 }

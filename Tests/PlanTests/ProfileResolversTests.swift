@@ -45,6 +45,11 @@ import Testing
                 == "10.9.0.1 (systemd-resolved's, /run/systemd/resolve/netif/7)")
         let networkd = LinkResolvers(servers: [Self.address("10.9.0.2")], kind: .networkd, file: "/run/systemd/netif/links/7")
         #expect(ProfileResolvers.choose(Self.profile("streaming"), wireguardFile: nil, link: networkd).sourceName == "systemd-networkd")
+
+        let bus = ProfileResolvers.choose(Self.profile("streaming"), wireguardFile: nil, link: LinkResolvers(servers: [Self.address("10.9.0.3")], busLink: 7))
+        #expect(bus.sourceName == "systemd-resolved-dbus" && bus.file == nil && bus.busLink == 7)
+        #expect(bus.description == "10.9.0.3 (systemd-resolved over D-Bus, link 7)")
+        #expect(ProfileResolvers.choose(Self.profile("streaming"), wireguardFile: nil, link: resolved).busLink == nil)
     }
 
     @Test func noneIsAnErrorWithTheFix() {
@@ -98,6 +103,25 @@ import Testing
         #expect(LinkResolvers.systemdServers("NETWORK_FILE=/run/systemd/network/10-vxd0.network\nDNS=10.98.0.1 fd98::53#dns.example 10.98.0.3:5353\nNTP=\n", key: "DNS")
                 .map(\.description) == ["10.98.0.1", "fd98::53"])
         #expect(LinkResolvers.systemdServers("SERVERS=10.99.1.2:5353\n", key: "SERVERS").isEmpty)
+    }
+
+    /// resolved's `DNSEx` (a(iayqs)) and `DNS` (a(iay)) values of a link, as read off the
+    /// bus: AF_INET with 4 bytes, AF_INET6 with 16, port 53 or 0 (the default); another
+    /// port, a link-local address, a length that does not fit its family, another family
+    /// left out; a server name (DNS over TLS's) ignored; duplicates once.
+    @Test func resolvedBusValues() {
+        typealias Server = LinkResolvers.BusServer
+        let values = [Server(family: 2, address: [10, 99, 1, 1]),
+                      Server(family: 2, address: [10, 99, 1, 3], port: 53, name: "dns.example"),
+                      Server(family: 2, address: [10, 99, 1, 4], port: 5353),
+                      Server(family: 10, address: [0xfd, 0x99, 0, 1] + Array(repeating: 0, count: 11) + [0x53]),
+                      Server(family: 10, address: [0xfe, 0x80] + Array(repeating: 0, count: 13) + [1]),
+                      Server(family: 10, address: [10, 99, 1, 5]),
+                      Server(family: 2, address: Array(repeating: 1, count: 16)),
+                      Server(family: 1, address: [10, 99, 1, 6]),
+                      Server(family: 2, address: [10, 99, 1, 1], port: 53)]
+        #expect(LinkResolvers.busServers(values).map(\.description) == ["10.99.1.1", "10.99.1.3", "fd99:1::53"])
+        #expect(LinkResolvers.busServers([]).isEmpty)
     }
 
     /// resolvconf's records: nameserver lines (scope ids dropped, link-local left out), and

@@ -116,6 +116,10 @@ import Testing
         found.profiles[0].dns?.serversFrom = "wg-quick"
         found.profiles[0].dns?.serversFile = "/etc/vpnexec/work.conf"
         #expect(StatusText.render(found, now: Self.now).contains("  dns       proxy: resolvers 10.64.0.1 (from the tunnel's wg-quick file /etc/vpnexec/work.conf); answered 12"))
+        found.profiles[0].dns?.serversFrom = "systemd-resolved-dbus"
+        found.profiles[0].dns?.serversFile = nil
+        found.profiles[0].dns?.serversLink = 5
+        #expect(StatusText.render(found, now: Self.now).contains("  dns       proxy: resolvers 10.64.0.1 (from systemd-resolved over D-Bus, link 5); answered 12"))
     }
 
     /// Members' lookups through resolved and nscd: what vpnd answered, or that they leave
