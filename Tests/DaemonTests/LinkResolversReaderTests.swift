@@ -1,4 +1,5 @@
 import Addresses
+import Glibc
 import Foundation
 import Facts
 import Plan
