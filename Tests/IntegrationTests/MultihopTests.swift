@@ -106,7 +106,7 @@ import Testing
         let capture = try Capture(on: net.clientUplink, in: net.client,
                                   filter: "host \(ExitBehindServer.exitPublic) or host \(ExitBehindServer.target)", cleanup: cleanup)
         let control = try BackgroundProcess(net.client.enter + ["python3", probe, "udp-loop", ExitBehindServer.target, "9002"], cleanup: cleanup)
-        try eventually("the capture to see the control") { try capture.count("udp port 9002") > 5 }
+        try eventually("the capture to see the control") { try capture.countSoFar("udp port 9002") > 5 }
         try change()
         let sender = try BackgroundProcess(try daemon.vpnexec(profile: "exit", ["python3", probe, "udp-loop", ExitBehindServer.target, "8080"]), cleanup: cleanup)
         let sentBefore = try daemon.status().profiles.first { $0.name == "exit" }?.sent.packets ?? 0

@@ -39,4 +39,13 @@ public final class Capture: @unchecked Sendable {
     }
 
     public func count(_ filter: String) throws -> Int { try packets(filter).count }
+
+    /// How many captured packets match so far, the capture still running (for waiting on a
+    /// control before the change a test makes: `count` would stop it there, and what the
+    /// change sends would never be seen). With -U tcpdump writes each packet as it comes; a
+    /// last one half written is left out (tcpdump -r says the file is truncated).
+    public func countSoFar(_ filter: String) throws -> Int {
+        let read = try Command.status(["tcpdump", "-r", path, "-n", filter])
+        return read.stdout.split(separator: "\n").count
+    }
 }
