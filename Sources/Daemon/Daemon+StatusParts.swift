@@ -83,13 +83,20 @@ extension Daemon {
             let pid = ContainerFinder.isAlive(seen.process) ? seen.process : nil
             var held = HeldNamespaceReport(cookie: seen.cookie, packets: seen.packets, pid: pid,
                                            cgroup: pid.flatMap { CgroupHierarchy.cgroup(ofProcess: $0) } ?? container?.cgroup, reason: reason)
-            held.namespaceID = container?.namespace
-            let name = held.cgroup.flatMap(ContainerName.init(cgroup:))
-            held.runtime = name?.runtime
-            held.name = name?.name
-            held.addresses = container?.namespace.flatMap(namespaceAddresses)
+            describe(&held, namespace: container?.namespace, cgroup: held.cgroup)
             return held
         }
+    }
+
+    /// What names a container's namespace in each of status's rows (held, routed, relayed):
+    /// its id, its cgroup, the runtime and name read from that, its addresses.
+    func describe(_ report: inout some NamespaceDescription, namespace: Int32?, cgroup: String?) {
+        report.namespaceID = namespace
+        report.cgroup = cgroup
+        let name = cgroup.flatMap(ContainerName.init(cgroup:))
+        report.runtime = name?.runtime
+        report.name = name?.name
+        report.addresses = namespace.flatMap(namespaceAddresses)
     }
 
     /// For status: the members' namespaces the last apply routed, with what names them and
@@ -100,12 +107,7 @@ extension Daemon {
             guard case let .routed(interfaces) = container.state else { return nil }
             var routed = RoutedNamespaceReport(cookie: container.cookie, profile: container.profile, interfaces: interfaces,
                                                bridges: Array(Set(container.bridges.values)).sorted())
-            routed.namespaceID = container.namespace
-            routed.cgroup = container.cgroup
-            let name = container.cgroup.flatMap(ContainerName.init(cgroup:))
-            routed.runtime = name?.runtime
-            routed.name = name?.name
-            routed.addresses = container.namespace.flatMap(namespaceAddresses)
+            describe(&routed, namespace: container.namespace, cgroup: container.cgroup)
             routed.heldPackets = held[container.cookie] ?? 0
             return routed
         }
@@ -151,12 +153,7 @@ extension Daemon {
         return containers.compactMap { container in
             guard case let .relayed(interfaces) = container.state else { return nil }
             var relayed = RelayedNamespaceReport(cookie: container.cookie, profile: container.profile, interfaces: interfaces)
-            relayed.namespaceID = container.namespace
-            relayed.cgroup = container.cgroup
-            let name = container.cgroup.flatMap(ContainerName.init(cgroup:))
-            relayed.runtime = name?.runtime
-            relayed.name = name?.name
-            relayed.addresses = container.namespace.flatMap(namespaceAddresses)
+            describe(&relayed, namespace: container.namespace, cgroup: container.cgroup)
             if let id = container.namespace, let (relay, match) = paired[id].map({ ($0.relay, $0.match) }) {
                 let cgroup = CgroupHierarchy.cgroup(ofProcess: relay.pid)
                 let profile = cgroup.flatMap { cgroup in profiles.first { cgroup == $0.1 || cgroup.hasPrefix($0.1 + "/") }?.0 }
@@ -178,3 +175,16 @@ extension Daemon {
                                  profiles: steering.served.count, ipv6Refused: !ipv6)
     }
 }
+
+/// The fields status's container rows share (StatusBuilder fills them alike).
+protocol NamespaceDescription {
+    var namespaceID: Int32? { get set }
+    var cgroup: String? { get set }
+    var runtime: String? { get set }
+    var name: String? { get set }
+    var addresses: [String]? { get set }
+}
+
+extension HeldNamespaceReport: NamespaceDescription {}
+extension RoutedNamespaceReport: NamespaceDescription {}
+extension RelayedNamespaceReport: NamespaceDescription {}

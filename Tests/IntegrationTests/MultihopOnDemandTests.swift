@@ -22,15 +22,7 @@ import Testing
         let entryInterface = "vx\(net.tag)i", exitInterface = "vx\(net.tag)o"
         let daemon = try DaemonHarness(topology: net, policy: "", cleanup: cleanup)
         // The VM stand-in: its own namespace behind a veth, no process of it a member.
-        let vm = try NetworkNamespace("vx\(net.tag)v", cleanup: cleanup)
-        let vmInterface = "vx\(net.tag)vh"
-        try Command.run(["ip", "link", "add", vmInterface, "netns", net.client.name, "type", "veth", "peer", "name", "eth0", "netns", vm.name])
-        try net.client.run(["ip", "addr", "add", "10.95.0.1/24", "dev", vmInterface])
-        try net.client.run(["ip", "link", "set", vmInterface, "up"])
-        try vm.run(["ip", "addr", "add", "10.95.0.2/24", "dev", "eth0"])
-        try vm.run(["ip", "link", "set", "eth0", "up"])
-        try vm.run(["ip", "route", "add", "default", "via", "10.95.0.1"])
-        try net.client.run(["sysctl", "-qw", "net.ipv4.ip_forward=1"])
+        let (vm, vmInterface) = try net.namespaceBehindVeth("v", network: "10.95.0")
         let vmService = try Services(in: net.server, addresses: [Topology.service4], port: 8082, cleanup: cleanup)
         // The entry's own keepalives never count as traffic: they cannot keep it up.
         let entryConf = try BuiltInTunnelPeer(net: net, daemon: daemon, cleanup: cleanup, network: "10.63.0", keepalive: 1, file: "entry", serverName: "n").conf

@@ -81,15 +81,7 @@ struct ServerScene {
     /// `network`.2 inside), the host forwarding, the runtime's NAT out of the uplink alone.
     /// Its members are the profile's by their cgroup (`containerMember`), not by anything here.
     func container(_ letter: String, network: String) throws -> NetworkNamespace {
-        let namespace = try NetworkNamespace("vx\(net.tag)\(letter)", cleanup: cleanup)
-        let host = "vx\(net.tag)\(letter)h"
-        try Command.run(["ip", "link", "add", host, "netns", net.client.name, "type", "veth", "peer", "name", "eth0", "netns", namespace.name])
-        try net.client.run(["ip", "addr", "add", "\(network).1/24", "dev", host])
-        try net.client.run(["ip", "link", "set", host, "up"])
-        try namespace.run(["ip", "addr", "add", "\(network).2/24", "dev", "eth0"])
-        try namespace.run(["ip", "link", "set", "eth0", "up"])
-        try namespace.run(["ip", "route", "add", "default", "via", "\(network).1"])
-        try net.client.run(["sysctl", "-qw", "net.ipv4.ip_forward=1"])
+        let namespace = try net.namespaceBehindVeth(letter, network: network).namespace
         try NftCLI.apply("""
             table inet vxtestnat {
                 chain out { type nat hook postrouting priority srcnat; oifname "\(net.clientUplink)" masquerade; }

@@ -52,6 +52,22 @@ public final class Topology: @unchecked Sendable {
         }
     }
 
+    /// A namespace behind a veth of the client's, as a container's or a VM's: named
+    /// vx<tag><letter>, its eth0 `network`.2/24 with its default route to `network`.1 on the
+    /// client's end (vx<tag><letter>h), the client forwarding. Any NAT is the caller's.
+    public func namespaceBehindVeth(_ letter: String, network: String) throws -> (namespace: NetworkNamespace, hostEnd: String) {
+        let namespace = try NetworkNamespace("vx\(tag)\(letter)", cleanup: cleanup)
+        let host = "vx\(tag)\(letter)h"
+        try Command.run(["ip", "link", "add", host, "netns", client.name, "type", "veth", "peer", "name", "eth0", "netns", namespace.name])
+        try client.run(["ip", "addr", "add", "\(network).1/24", "dev", host])
+        try client.run(["ip", "link", "set", host, "up"])
+        try namespace.run(["ip", "addr", "add", "\(network).2/24", "dev", "eth0"])
+        try namespace.run(["ip", "link", "set", "eth0", "up"])
+        try namespace.run(["ip", "route", "add", "default", "via", "\(network).1"])
+        try client.run(["sysctl", "-qw", "net.ipv4.ip_forward=1"])
+        return (namespace, host)
+    }
+
     /// A WireGuard tunnel between client and server made of two wireguard-go processes
     /// (the reference peer). Tunnel `n` uses 10.99.n.0/24 and fd99:n::/64, server port 51820+n.
     public func addWireGuardTunnel(_ n: Int) throws -> WireGuardTunnel {
