@@ -11,6 +11,7 @@ import Nftables
 import Plan
 import Policy
 import ServiceSupport
+import SocketPrograms
 
 /// Who asked the proxy: a UDP client (by the socket it wrote to and its address) or a TCP
 /// connection.

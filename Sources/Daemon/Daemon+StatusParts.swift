@@ -4,6 +4,7 @@ import Containers
 import Control
 import DNS
 import Glibc
+import Monotonic
 import Nftables
 import Plan
 import Policy

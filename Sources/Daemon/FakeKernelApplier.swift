@@ -1,6 +1,7 @@
 import Nftables
 import Plan
 import Routing
+import SocketPrograms
 
 /// An applier that keeps what it was asked in memory: every desired state applied, in
 /// order, every batch of run-time elements, the teardowns. It answers reads from that

@@ -1,6 +1,7 @@
 import Nftables
 import Plan
 import Routing
+import SocketPrograms
 
 /// What vpnd asks of the kernel edge, and all it asks: the desired state applied
 /// (idempotently), run-time set elements added and read, the counters read, everything of

@@ -2,6 +2,7 @@ import Cgroups
 import Descriptors
 import Glibc
 import Plan
+import SocketPrograms
 
 /// The edge for the socket programs (Plan/SocketProgramPlan.swift): makes the attachments
 /// match the plan, idempotently, as the kernel has them, not as vpnd last left them. Each

@@ -6,6 +6,7 @@ import Nftables
 import Plan
 import Policy
 import Routing
+import SocketPrograms
 
 /// `vpnctl status` from plain values: the policy in force, the kernel's counters, links
 /// and addresses, and what vpnd's running parts report (Parts, ProfileParts). It reads

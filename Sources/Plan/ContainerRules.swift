@@ -1,5 +1,6 @@
 import Nftables
 import Policy
+import SocketPrograms
 
 /// A member's network namespace of its own (a container in the profile's slice) that
 /// reaches the host by a veth: what arrives from the veth's host end is the profile's. Its

@@ -2,6 +2,7 @@ import Addresses
 import Nftables
 import Policy
 import Routing
+import SocketPrograms
 
 /// A member's DNS, UDP and TCP, to any address, reaches its profile's proxy by routing,
 /// not by rewriting addresses. A rule for the profile's mark, the transport and port 53

@@ -2,6 +2,7 @@ import Addresses
 import Nftables
 import Policy
 import Routing
+import SocketPrograms
 
 /// Everything the kernel should hold for a policy: the socket programs on the profiles'
 /// cgroups, policy rules, routes in the profiles' tables, one nft table (the killswitch),

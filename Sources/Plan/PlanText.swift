@@ -1,6 +1,7 @@
 import HexDigits
 import Nftables
 import Routing
+import SocketPrograms
 
 /// The desired state as text: the nft table (valid `nft -f` input, replacing the table in
 /// one transaction) followed by the rules, routes and sysctls as comments in iproute2's

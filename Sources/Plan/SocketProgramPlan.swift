@@ -1,5 +1,5 @@
 import Policy
-@_exported import SocketPrograms
+import SocketPrograms
 
 /// A cgroup and what the socket programs do for the sockets made in it.
 public struct SocketProgramAttachment: Hashable, Sendable, Comparable {

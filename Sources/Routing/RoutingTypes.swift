@@ -1,4 +1,4 @@
-@_exported import Addresses
+import Addresses
 import HexDigits
 
 // Routing state as values: what the planner wants and what rtnetlink reads back.

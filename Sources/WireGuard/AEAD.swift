@@ -1,4 +1,5 @@
 import CSodium
+import Monotonic
 
 /// ChaCha20-Poly1305 (IETF) with WireGuard's nonce: 4 zero bytes, then the 64-bit counter
 /// little-endian. In place on raw memory, so the data path allocates nothing.

@@ -1,7 +1,7 @@
 import CSodium
 // Monotonic time (`MonotonicInstant`) and calendar time (`WallClock`) as the I/O edge reads
 // them; the protocol never reads a clock.
-@_exported import Monotonic
+import Monotonic
 
 /// Randomness for ephemeral keys, indices, cookie secrets and jitter; tests inject a seeded one.
 public protocol RandomSource: Sendable {

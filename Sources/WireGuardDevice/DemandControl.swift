@@ -1,6 +1,7 @@
 import CLinux
 import Descriptors
 import Glibc
+import Monotonic
 import Synchronization
 import WireGuard
 

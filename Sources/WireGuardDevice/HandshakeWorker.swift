@@ -1,5 +1,6 @@
 import Addresses
 import Glibc
+import Monotonic
 import WireGuard
 
 /// Handshake messages (initiations, responses, cookie replies) on a thread of their own, as

@@ -2,6 +2,7 @@ import Addresses
 import CLinux
 import Descriptors
 import Glibc
+import Monotonic
 import Synchronization
 import WireGuard
 

@@ -1,3 +1,4 @@
+import Monotonic
 import WireGuard
 
 /// When a built-in tunnel runs: the state machine behind `on_demand`, `idle` and

@@ -1,3 +1,4 @@
+import Monotonic
 import WireGuard
 
 /// `--test-timing rekey-after=3,reject-after=6,...`: shortened protocol timers so tests can

@@ -7,6 +7,7 @@ import Nftables
 import Plan
 import Policy
 import Routing
+import SocketPrograms
 import Testing
 import TrustedFiles
 

@@ -2,6 +2,7 @@ import Addresses
 import Nftables
 import Plan
 import Policy
+import SocketPrograms
 import Testing
 
 /// A routed container's veth makes what arrives on it the profile's: the mark before

@@ -3,6 +3,7 @@ import DNS
 import Plan
 import Policy
 import Routing
+import SocketPrograms
 import Testing
 
 /// Members' DNS is routed to their proxy: a rule per profile, family and transport for its

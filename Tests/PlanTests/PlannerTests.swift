@@ -4,6 +4,7 @@ import Nftables
 import Plan
 import Policy
 import Routing
+import SocketPrograms
 import Testing
 
 func profile(_ name: String, tunnel: String, index: UInt32, killswitch: Bool = true) -> Profile {

@@ -3,6 +3,7 @@ import DNS
 import Plan
 import Policy
 import Routing
+import SocketPrograms
 import Testing
 
 /// cgroup -> mark: where the socket programs are attached and what they do there.

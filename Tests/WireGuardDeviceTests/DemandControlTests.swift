@@ -1,5 +1,6 @@
 import Addresses
 import Glibc
+import Monotonic
 import Synchronization
 import Testing
 import WireGuard

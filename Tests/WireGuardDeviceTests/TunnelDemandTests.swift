@@ -1,4 +1,5 @@
 import Addresses
+import Monotonic
 import Testing
 import WireGuard
 @testable import WireGuardDevice

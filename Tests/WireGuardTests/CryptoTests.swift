@@ -1,3 +1,4 @@
+import Monotonic
 import Testing
 @testable import WireGuard
 

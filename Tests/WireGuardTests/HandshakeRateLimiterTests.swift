@@ -1,4 +1,5 @@
 import Addresses
+import Monotonic
 import Testing
 @testable import WireGuard
 
