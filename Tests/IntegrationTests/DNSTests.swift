@@ -297,7 +297,9 @@ final class TunnelResolver: @unchecked Sendable {
         try eventually("the bulk server") { server.output.contains("listening") }
         #expect(try ask(s, member: true, "udp", "192.0.2.53", "www.corp.example") == ["192.0.2.82"])
 
-        let capture = try s.captureCleartext()
+        // The transfer's packets (TCP), had they left in the clear: a watch on the usual UDP to
+        // port 8080 would see nothing either way.
+        let capture = try LeakWatch(on: s.net.clientUplink, in: s.net.client, probe: s.probe, members: [8094], over: "tcp", cleanup: cleanup)
         let transfer = try BackgroundProcess(try s.daemon.vpnexec(profile: "work", ["python3", bulk, "down", "192.0.2.82", "8094", String(200 << 20)]),
                                              cleanup: cleanup)
         Thread.sleep(forTimeInterval: 0.5)

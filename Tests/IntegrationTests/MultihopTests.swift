@@ -149,8 +149,12 @@ import Testing
         #expect(seen == "10.64.0.2", "the target saw the exit tunnel's address")
         let exitSaw = try exit.namespace.run(["wg", "show", exit.server.name, "endpoints"])
         #expect(exitSaw.contains("\(exit.clientPublic)\t\(scenario.tunnel.clientAddress4):"), "the exit saw the entry tunnel's address: \(exitSaw)")
+        // The control: a non-member's datagram toward the target leaves on the physical link.
+        try Command.run(net.client.enter + ["python3", "-c", "import socket; socket.socket(2, 2).sendto(b'x', ('\(ExitBehindServer.target)', 9002))"])
+        try eventually("the capture to see the control") { try wire.countSoFar("udp port 9002") > 0 }
         _ = try wire.stop()
-        #expect(try wire.packets().isEmpty, "toward the exit server or the target on the physical link")
+        #expect(try wire.count("udp port 9002") == 1, "the capture saw the non-member's datagram")
+        #expect(try wire.packets("not udp port 9002").isEmpty, "toward the exit server or the target on the physical link")
         try Self.holds(net, daemon, probe, cleanup, "entry interface down") { try scenario.tunnel.setClientLink(up: false) }
     }
 }

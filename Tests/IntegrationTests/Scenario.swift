@@ -56,17 +56,17 @@ final class Scenario: @unchecked Sendable {
     }
 }
 
-/// A capture of member datagrams that must never appear (UDP to port 8080, or to each of
-/// `members`, from the client's address), and the control that must: a non-member's
-/// datagrams to port 9002.
+/// A capture of member packets that must never appear (UDP to port 8080, or to each of
+/// `members` over `transport`, from the client's address), and the control that must: a
+/// non-member's datagrams to port 9002.
 final class LeakWatch {
     let capture: Capture
     let control: BackgroundProcess
     private let members: String
 
     init(on interface: String, in namespace: NetworkNamespace, probe: String, control target: String = Topology.service4,
-         members ports: [Int] = [8080], cleanup: Cleanup) throws {
-        members = ports.map { "udp port \($0)" }.joined(separator: " or ")
+         members ports: [Int] = [8080], over transport: String = "udp", cleanup: Cleanup) throws {
+        members = ports.map { "\(transport) port \($0)" }.joined(separator: " or ")
         capture = try Capture(on: interface, in: namespace, filter: "\(members) or udp port 9002", cleanup: cleanup)
         control = try BackgroundProcess(namespace.enter + ["python3", probe, "udp-loop", target, "9002"], cleanup: cleanup)
     }
