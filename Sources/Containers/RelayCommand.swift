@@ -3,11 +3,15 @@
 /// there. A relay's descriptors would say it for sure, but they are guarded like ptrace
 /// (docs/limitations.md); its command line is anyone's to read, and rootless podman names
 /// the namespace there: `slirp4netns ... --netns-type=path /run/user/1000/netns/netns-ID tap0`,
-/// `pasta ... --netns /run/user/1000/netns/netns-ID`. Pure.
+/// `pasta ... --netns /run/user/1000/netns/netns-ID`; pasta run by hand as
+/// `pasta --config-net -- CMD` makes the namespace for CMD, which it runs as its child. Pure.
 public struct RelayCommand: Hashable, Sendable {
     public enum Target: Hashable, Sendable {
         case process(Int32)
         case path(String)
+        /// The namespace of the relay's child: pasta given a command makes a namespace,
+        /// runs the command there as its child and stays in the foreground as its parent.
+        case child
     }
 
     /// The program's name ("slirp4netns", "pasta").
@@ -17,8 +21,11 @@ public struct RelayCommand: Hashable, Sendable {
     /// default copies the host's interface name).
     public var interface: String?
 
-    /// The programs read as relays, by their file's name (pasta ships an AVX2 build too).
-    public static let programs: Set<String> = ["slirp4netns", "pasta", "pasta.avx2"]
+    /// The programs read as relays, by their process's name (/proc/PID/comm: the file it
+    /// runs). pasta is a link to passt, which on a CPU with AVX2 executes passt.avx2 again
+    /// keeping its argv[0]: Debian's `pasta` runs as "passt.avx2" or "passt", and parse
+    /// tells pasta from passt (a VM's relay, no namespace's) by argv[0].
+    public static let programs: Set<String> = ["slirp4netns", "pasta", "pasta.avx2", "passt", "passt.avx2"]
 
     public init(program: String, target: Target, interface: String?) {
         self.program = program
@@ -74,27 +81,68 @@ public struct RelayCommand: Hashable, Sendable {
         return RelayCommand(program: "slirp4netns", target: .process(pid), interface: interface)
     }
 
-    /// `pasta ... --netns PATH|NAME [-I IFNAME]` (a NAME is /run/netns's), as podman starts
-    /// it; a target given otherwise (a pid, a command to run) is not read.
+    /// `pasta [OPTION]... --netns PATH|NAME`, as podman starts it (a NAME is /run/netns's);
+    /// `pasta [OPTION]... PID`; `pasta [OPTION]... [--] COMMAND [ARG]...`, as a user runs it,
+    /// whose namespace is its child's (pasta with neither a target nor a command runs a shell
+    /// the same way). `-I IFNAME` names its device. The options that take a value are
+    /// pasta's of Debian 12 (0.0~git20230309), whose values are skipped.
     static func pasta(_ arguments: [String]) -> RelayCommand? {
-        var namespace: String?, interface: String?, index = 0
+        let valuedShort: Set<Character> = ["l", "p", "P", "m", "a", "n", "M", "g", "i", "o", "D", "S", "s", "F", "t", "u", "I", "T", "U"]
+        let valuedLong: Set<String> = ["--log-file", "--log-size", "--runas", "--pcap", "--pid", "--mtu", "--address", "--netmask", "--mac-addr",
+                                       "--gateway", "--interface", "--outbound", "--outbound-if4", "--outbound-if6", "--dns", "--dns-forward",
+                                       "--search", "--socket", "--fd", "--tcp-ports", "--udp-ports", "--ns-ifname", "--tcp-ns", "--udp-ns",
+                                       "--userns", "--netns", "--ns-mac-addr"]
+        var namespace: String?, interface: String?, positional: String?, command = false, index = 0
         while index < arguments.count {
             let argument = arguments[index]
             index += 1
-            if argument == "--" { break }
-            for (names, slot) in [(["--netns"], 0), (["-I", "--ns-ifname"], 1)] {
-                var value: String?
-                if names.contains(argument), index < arguments.count {
+            if argument == "--" {
+                command = index < arguments.count
+                break
+            }
+            guard argument.hasPrefix("-"), argument.count > 1 else {
+                positional = argument
+                break
+            }
+            var name = argument, value: String?
+            if argument.hasPrefix("--") {
+                if let equals = argument.firstIndex(of: "=") {
+                    name = String(argument[..<equals])
+                    value = String(argument[argument.index(after: equals)...])
+                } else if valuedLong.contains(argument) {
+                    guard index < arguments.count else { return nil }
                     value = arguments[index]
                     index += 1
-                } else if let name = names.first(where: { $0.hasPrefix("--") && argument.hasPrefix($0 + "=") }) {
-                    value = String(argument.dropFirst(name.count + 1))
                 }
-                guard let value else { continue }
-                if slot == 0 { namespace = value } else { interface = value }
+            } else {
+                // A cluster of flags ends at the first option that takes a value: the rest
+                // of the word, or the next argument, is that value.
+                for (offset, letter) in argument.dropFirst().enumerated() where valuedShort.contains(letter) {
+                    name = "-" + String(letter)
+                    let rest = String(argument.dropFirst(offset + 2))
+                    if !rest.isEmpty {
+                        value = rest
+                    } else {
+                        guard index < arguments.count else { return nil }
+                        value = arguments[index]
+                        index += 1
+                    }
+                    break
+                }
+            }
+            switch name {
+            case "--netns": namespace = value
+            case "-I", "--ns-ifname": interface = value
+            default: break
             }
         }
-        guard let namespace, !namespace.isEmpty else { return nil }
-        return RelayCommand(program: "pasta", target: .path(namespace.hasPrefix("/") ? namespace : "/run/netns/" + namespace), interface: interface)
+        if let namespace {
+            guard !namespace.isEmpty, positional == nil, !command else { return nil }
+            return RelayCommand(program: "pasta", target: .path(namespace.hasPrefix("/") ? namespace : "/run/netns/" + namespace), interface: interface)
+        }
+        if let positional, let pid = Int32(positional) {
+            return pid > 0 && index == arguments.count ? RelayCommand(program: "pasta", target: .process(pid), interface: interface) : nil
+        }
+        return RelayCommand(program: "pasta", target: .child, interface: interface)
     }
 }

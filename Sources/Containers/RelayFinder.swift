@@ -4,9 +4,9 @@ import Netlink
 /// Which process relays a network namespace of TUN/TAP devices alone (ContainerFinder's
 /// relayed ones): a slirp4netns or pasta whose command line (RelayCommand) names one of its
 /// devices and the namespace, by a process in it or by its file, compared by the id vpnd's
-/// namespace gives it (vpnd gave it one when it found it). Rootless podman's namespace file
-/// is a bind mount in podman's own mount namespace, an empty file here: such a relay is
-/// taken for a namespace only when it is the one relay whose namespace vpnd cannot see that
+/// namespace gives it (vpnd gave it one when it found it); pasta running a command serves
+/// its child's namespace. Rootless podman's namespace file is a bind mount in podman's own
+/// mount namespace, an empty file here: such a relay is taken for a namespace only when it is the one relay whose namespace vpnd cannot see that
 /// can be that namespace's (its device, its user) and that namespace the only one it can be
 /// for. A relay started otherwise (its target not on its command line, a descriptor handed
 /// to another process) is not found.
@@ -60,6 +60,12 @@ public enum RelayFinder {
             switch command.target {
             case let .process(target):
                 relay.namespace = (try? netlink.assignedNamespaceID(ofProcess: target)) ?? nil
+            case .child:
+                // Its one child, the command it runs in the namespace; none yet or any more:
+                // it serves no namespace vpnd can name.
+                if let child = read("/proc/\(pid)/task/\(pid)/children").split(whereSeparator: \.isWhitespace).first.flatMap({ Int32($0) }) {
+                    relay.namespace = (try? netlink.assignedNamespaceID(ofProcess: child)) ?? nil
+                }
             case let .path(path):
                 guard let fd = open(path) else {
                     relay.unseen = true

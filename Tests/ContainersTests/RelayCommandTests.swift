@@ -24,7 +24,22 @@ import Testing
             == RelayCommand(program: "pasta", target: .path("/run/user/1000/netns/netns-1"), interface: "eth0"))
         #expect(RelayCommand.parse(["pasta.avx2", "--netns=box", "--ns-ifname=tap0"])
             == RelayCommand(program: "pasta", target: .path("/run/netns/box"), interface: "tap0"), "a name is /run/netns's")
-        #expect(RelayCommand.parse(["pasta", "--config-net", "4242"]) == nil, "a target given otherwise is not read")
+        #expect(RelayCommand.parse(["pasta", "--config-net", "-4", "4242"]) == RelayCommand(program: "pasta", target: .process(4242), interface: nil))
+        #expect(RelayCommand.parse(["pasta", "--netns", "box", "--", "sh"]) == nil, "a namespace and a command at once is no command line of pasta's")
+    }
+
+    /// `pasta --config-net -- CMD` as a user runs it: the namespace is its child's. An
+    /// option's value is not taken for the command, nor a word of the command for an option.
+    @Test func pastaRunningACommand() {
+        let child = RelayCommand(program: "pasta", target: .child, interface: nil)
+        #expect(RelayCommand.parse(["pasta", "-f", "--config-net", "--", "sh", "-c", "ip route; --netns x"]) == child)
+        #expect(RelayCommand.parse(["pasta", "--config-net", "-t", "8080", "--dns-forward", "10.0.2.3", "firefox"]) == child)
+        #expect(RelayCommand.parse(["pasta", "-fI", "tap1", "--log-file=/tmp/log", "bash"]) == RelayCommand(program: "pasta", target: .child, interface: "tap1"))
+        #expect(RelayCommand.parse(["pasta", "-Itap2", "-4", "--", "4242"]) == RelayCommand(program: "pasta", target: .child, interface: "tap2"),
+                "after -- a number is a command")
+        #expect(RelayCommand.parse(["pasta", "--config-net"]) == child, "with no command pasta runs a shell")
+        #expect(RelayCommand.parse(["pasta", "--config-net", "-t"]) == nil, "an option missing its value")
+        #expect(RelayCommand.parse(["passt", "--socket", "/tmp/passt.socket"]) == nil, "passt, a VM's relay, serves no namespace")
     }
 
     @Test func otherProgramsAreNoRelays() {

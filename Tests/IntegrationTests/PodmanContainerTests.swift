@@ -13,6 +13,9 @@ import Testing
 /// of it is on the physical link, while a non-member's datagrams are (the control). The image
 /// is imported from a busybox root made here (no registry). Before vpnd's probe of another
 /// user's process took EPERM for "alive", such a container was never found and stayed held.
+/// Beside it the same user runs pasta on its own (`pasta --config-net -- CMD`), whose
+/// namespace is its child's: the same holds for CMD, and status names pasta as its relay
+/// (before RelayFinder read pasta's command and its process name, passt.avx2, it was not).
 @Suite(.serialized) struct PodmanContainerTests {
     @Test func aRootlessPodmanContainerInAProfileGoesThroughItsTunnel() throws {
         let cleanup = Cleanup()
@@ -65,6 +68,18 @@ import Testing
         let loop = "while :; do for target in \(Topology.service4) \(Topology.service6); do timeout 2 nc $target 8080 </dev/null; done; sleep 0.2; done"
         let container = try finished(vpnexec + run + ["sh", "-c", loop])
         #expect(container.status == 0, "podman run: \(container.output)")
+        // pasta as a user runs it (podman 4.3 has no `--network pasta`): a namespace it makes
+        // for its child, the command, with a tap named after the host's interface and the
+        // host's addresses. The command sends UDP datagrams to each family's service all along
+        // (only pasta's are UDP here), connects once to each (printing the address the service
+        // saw; the first attempts wait until vpnd lets the namespace out) and looks a name up
+        // through the resolver of the host's resolv.conf, which pasta forwards to.
+        let probe = "python3 \(s.probe)"
+        let senders = "\(probe) udp-loop \(Topology.service4) 8080 & \(probe) udp-loop \(Topology.service6) 8080 & "
+            + "for target in \(Topology.service4) \(Topology.service6); do until \(probe) tcp $target 8080; do sleep 0.2; done; done; "
+            + "busybox nslookup www.corp.example; wait"
+        let pasta = try BackgroundProcess(asUser(vpnexec + ["pasta", "--config-net", "--", "sh", "-c", senders]), cleanup: cleanup)
+        cleanup.add("kill pasta's command and its senders") { killTree(pasta.pid) }
         do {
             try eventually("the container's connections through the tunnel, v4 and v6", seconds: 30) {
                 s.services.count("tcp \(s.tunnel.clientAddress4)") > 2 && s.services.count("tcp \(s.tunnel.clientAddress6)") > 2
@@ -78,8 +93,21 @@ import Testing
         }
         #expect(!s.services.seen().contains { $0.hasPrefix("tcp") && !$0.hasSuffix(s.tunnel.clientAddress4) && !$0.hasSuffix(s.tunnel.clientAddress6) },
                 "\(s.services.seen())")
+        try eventually("pasta's command to connect through it, v4 and v6, and look the name up", seconds: 15) {
+            pasta.output.contains("192.0.2.82") || !pasta.isRunning
+        }
+        let connected = pasta.output.split(separator: "\n").map(String.init)
+        #expect(connected.contains(s.tunnel.clientAddress4) && connected.contains(s.tunnel.clientAddress6) && pasta.output.contains("192.0.2.82"),
+                "pasta's command: \(pasta.output.suffix(1500))")
+        let datagrams = s.services.seen().filter { $0.hasPrefix("udp") }
+        #expect(datagrams.count > 20 && datagrams.allSatisfy { $0 == "udp \(s.tunnel.clientAddress4)" || $0 == "udp \(s.tunnel.clientAddress6)" }
+                && datagrams.contains("udp \(s.tunnel.clientAddress6)"), "pasta's datagrams: \(Set(datagrams))")
         let status = try s.daemon.status()
-        let relayed = try #require(status.relayedNamespaces.first, "\(status.heldNamespaces)")
+        let relayed = try #require(status.relayedNamespaces.first { $0.interfaces == ["tap0"] }, "\(status.relayedNamespaces) \(status.heldNamespaces)")
+        // pasta's: named by its command line, its child's namespace, in the profile.
+        let byPasta = try #require(status.relayedNamespaces.first { $0.relay?.program == "pasta" }, "\(status.relayedNamespaces)")
+        #expect(byPasta.profile == "work" && byPasta.interfaces == [s.net.clientUplink] && byPasta.relay?.pid == pasta.pid
+                && byPasta.relay?.match == RelayProcessReport.named && byPasta.relay?.profile == "work", "\(byPasta), pasta \(pasta.pid)")
         #expect(relayed.profile == "work" && relayed.interfaces == ["tap0"], "\(relayed)")
         // Its relay: podman's slirp4netns, whose namespace file only podman's mount namespace
         // has, named as the only relay it can be, in the profile.
@@ -178,6 +206,18 @@ import Testing
         }
         return (status ?? -1, (try? String(contentsOfFile: name + ".log", encoding: .utf8)) ?? "")
     }
+}
+
+/// SIGKILLs `pid`'s descendants, then `pid`: pasta's command and what it started outlive
+/// pasta, in a user namespace of the test user's that userdel would refuse.
+private func killTree(_ pid: Int32) {
+    var tree: [Int32] = [], next = [pid]
+    while let parent = next.popLast() {
+        tree.append(parent)
+        let children = (try? String(contentsOfFile: "/proc/\(parent)/task/\(parent)/children", encoding: .utf8)) ?? ""
+        next += children.split(whereSeparator: \.isWhitespace).compactMap { Int32($0) }
+    }
+    for process in tree.reversed() { kill(process, SIGKILL) }
 }
 
 /// posix_spawn and waitpid, without Foundation's Process.
