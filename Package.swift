@@ -46,7 +46,7 @@ let package = Package(
         // What vpnexec needs to ask for a launch, without Foundation (a launch pays for every
         // library a client starts with): the socket exchange, its two messages, the warnings.
         .target(name: "Launch", dependencies: ["CLinux", "Addresses", "Descriptors", "JSON"]),
-        .target(name: "Control", dependencies: ["CLinux", "Addresses", "Descriptors", "HexDigits", "Launch"]),
+        .target(name: "Control", dependencies: ["CLinux", "Addresses", "Descriptors", "HexDigits", "Launch", "Suggestions"]),
         // `vpnctl status` for people: the report in lines, internals only when asked.
         .target(name: "StatusPresentation", dependencies: ["Control", "HexDigits"]),
         // The WireGuard protocol: crypto, handshake, cookies, replay, timers, cryptokey routing.

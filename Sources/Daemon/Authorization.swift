@@ -1,14 +1,15 @@
+import Control
 import Policy
 
 /// Who may do what, and the refusal messages that say which rule decided.
 enum Authorization {
-    static func profile(named name: String, in policy: Policy, directory: String) -> Result<Profile, RequestFailure> {
+    /// The profile named, or why not: an unknown name is answered with the profiles `peer`
+    /// may use (every one for root), so a user's typo says nothing of the others.
+    static func profile(named name: String, in policy: Policy, directory: String, for peer: Peer) -> Result<Profile, RequestFailure> {
         if let profile = policy.profile(named: name) { return .success(profile) }
-        let known = policy.profiles.map(\.name)
-        if known.isEmpty {
-            return .failure(RequestFailure("unknown profile \"\(name)\": no profiles are defined in \(directory)"))
-        }
-        return .failure(RequestFailure("unknown profile \"\(name)\"; known profiles: \(known.joined(separator: ", "))"))
+        let root = peer.uid == 0
+        let usable = policy.profiles.filter { root || check(peer, mayUse: $0) == nil }.map(\.name)
+        return .failure(RequestFailure(UnknownProfile.message(name, among: usable, everyProfile: root, policyDirectory: root ? directory : nil)))
     }
 
     static func check(_ peer: Peer, mayUse profile: Profile) -> RequestFailure? {

@@ -70,7 +70,7 @@ final class BuiltInTunnels {
                 tunnel.engine.adoptReconnectSchedules(schedules.removeValue(forKey: interface) ?? [:])
                 tunnel.start()
                 running[interface] = (tunnel, loaded.text, options.demand)
-                log.notice("built-in tunnel \(interface) for profile \(loaded.profile): UDP port \(tunnel.udp.port), peer(s) \(file.peers.map { "\($0.publicKey)\($0.endpoint.map { " at \($0)" } ?? "")" }.joined(separator: ", "))")
+                log.notice("built-in tunnel \(interface) for profile \(loaded.profile): UDP port \(tunnel.udp.port), \(file.peers.count == 1 ? "peer" : "peers") \(file.peers.map { "\($0.publicKey)\($0.endpoint.map { " at \($0)" } ?? "")" }.joined(separator: ", "))")
             } catch {
                 log.error("built-in tunnel \(interface) for profile \(loaded.profile) did not start: \(error); the profile stays fail-closed (killswitch) until a reload")
             }

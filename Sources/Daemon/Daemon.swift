@@ -102,7 +102,7 @@ public final class Daemon {
         // take CAP_SYS_ADMIN: before the drop). Never while any namespace could not be read.
         if let live = LiveNetworkNamespaces.cookies(), live.contains(owner) {
             let (detached, failures) = AdoptedSocketPrograms.detachOrphans(hierarchy: hierarchy, live: live)
-            if detached > 0 { log.notice("removed \(detached) socket program(s) left by vpnds whose network namespace is gone") }
+            if detached > 0 { log.notice("removed \(Plural.count(detached, "socket program")) left by vpnds whose network namespace is gone") }
             for failure in failures { log.warning("\(failure)") }
         }
         let adopted = AdoptedSocketPrograms(hierarchy: hierarchy.mountPoint, owner: owner)
@@ -175,7 +175,7 @@ public final class Daemon {
         keepLastApplied()
         AppliedMarker(socketPath: options.socketPath).set()
         let shown = policy.profiles.prefix(8).map { " \($0.name)->\($0.tunnel.interfaceName)" }.joined()
-        log.info("applied policy from \(options.policyDirectory): \(policy.profiles.count) profile(s)" + shown + (policy.profiles.count > 8 ? " ..." : ""))
+        log.info("applied policy from \(options.policyDirectory): \(Plural.count(policy.profiles.count, "profile"))" + shown + (policy.profiles.count > 8 ? " ..." : ""))
     }
 
     /// Each profile's index as an earlier vpnd's programs hold it: its slice's mark.
@@ -332,7 +332,7 @@ public final class Daemon {
         configureDNS()
         followExecutables()
         FreedMemory.giveBack()
-        log.info("reloaded policy: \(policy.profiles.count) profile(s)")
+        log.info("reloaded policy: \(Plural.count(policy.profiles.count, "profile"))")
         return ControlResponse(ok: true, message: "policy reloaded: \(Plural.count(policy.profiles.count, "profile"))")
     }
 
@@ -414,7 +414,7 @@ public final class Daemon {
         configureDNS()
         followExecutables()
         FreedMemory.giveBack()
-        sd_notify(0, "READY=1\nSTATUS=\(policy.profiles.count) profile(s)")
+        sd_notify(0, "READY=1\nSTATUS=\(Plural.count(policy.profiles.count, "profile"))")
         log.info("listening on \(options.socketPath)")
         try loop.run()
         sd_notify(0, "STOPPING=1")
@@ -451,7 +451,7 @@ public final class Daemon {
             let restored = try applier.restoreLearnedRoutes(deleted)
             learnedRoutesPutBack += restored.count
             if !restored.isEmpty {
-                log.warning("put back \(restored.count) learned route(s) deleted by someone else: \(restored.prefix(3).map(\.description).joined(separator: ", "))")
+                log.warning("put back \(Plural.count(restored.count, "learned route")) deleted by someone else: \(restored.prefix(3).map(\.description).joined(separator: ", "))")
             }
         } catch {
             log.error("could not put back a deleted learned route: \(error)")

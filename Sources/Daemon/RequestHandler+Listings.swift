@@ -50,7 +50,7 @@ extension RequestHandler {
     func members(of name: String?, for peer: Peer) throws -> [MemberReport] {
         var profiles = usableProfiles(by: peer)
         if let name {
-            let profile = try Authorization.profile(named: name, in: policy, directory: policyDirectory).get()
+            let profile = try Authorization.profile(named: name, in: policy, directory: policyDirectory, for: peer).get()
             if peer.uid != 0, let refusal = Authorization.check(peer, mayUse: profile) { throw refusal }
             profiles = [profile]
         }

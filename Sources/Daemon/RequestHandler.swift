@@ -149,7 +149,7 @@ final class RequestHandler {
 
     /// The profile a launch or `vpnctl up/down/move` names, if the caller may use it.
     func profileForUse(_ name: String, by peer: Peer) throws -> Profile {
-        let profile = try Authorization.profile(named: name, in: policy, directory: policyDirectory).get()
+        let profile = try Authorization.profile(named: name, in: policy, directory: policyDirectory, for: peer).get()
         try refuse(Authorization.check(peer, mayUse: profile))
         return profile
     }

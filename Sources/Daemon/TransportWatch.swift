@@ -54,7 +54,7 @@ extension Daemon {
             let hint = transport.source == .unknown
                 ? "vpnd cannot tell which of its sockets is its transport (\(transport.detail ?? "nobody to ask")): give that socket a mark of its own (wg's fwmark, OpenVPN's --mark), which keeps it out of the profiles"
                 : "its socket moved to a port vpnd did not know yet; vpnd keeps the port it knows now (\(Self.describe(transport))) out of every profile"
-            log.warning("loop: tunnel \(interface) (profile \(profile.name)): \(packets - (last?.packets ?? before)) packet(s) of its own transport were about to enter it and were dropped (\(packets) in all); \(hint)")
+            log.warning("loop: tunnel \(interface) (profile \(profile.name)): \(Plural.count(packets - (last?.packets ?? before), "packet")) of its own transport dropped before entering it (\(packets) in all); \(hint)")
         }
     }
 

@@ -247,7 +247,7 @@ struct NftBatch: ~Copyable {
             let nftSet = makeSet(set, in: table)
             defer { nftnl_set_free(nftSet) }
             for (element, isEnd) in chunk { nftnl_set_elem_add(nftSet, makeElement(element, intervalEnd: isEnd)) }
-            message(type, family: table.family, flags: flags, "\(verb) \(chunk.count) element(s) of \(set)") {
+            message(type, family: table.family, flags: flags, "\(verb) \(chunk.count) \(chunk.count == 1 ? "element" : "elements") of \(set)") {
                 nftnl_set_elems_nlmsg_build_payload($0, nftSet)
             }
         }

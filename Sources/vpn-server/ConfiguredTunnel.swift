@@ -81,7 +81,7 @@ struct ConfiguredTunnel {
                 if let fullTunnel { fullTunnel.remove(netlink) }
             }
             try Lifetime.dropPrivileges(log: log)
-            _ = try Lifetime.serve(tunnel, started: "\(tunnel.tun.name): \(isClient ? "client" : "listening peer") on UDP port \(tunnel.udp.port), \(file.peers.count) peer(s), public key \(file.interface.privateKey.publicKey)", log: log)
+            _ = try Lifetime.serve(tunnel, started: "\(tunnel.tun.name): \(isClient ? "client" : "listening peer") on UDP port \(tunnel.udp.port), \(file.peers.count) \(file.peers.count == 1 ? "peer" : "peers"), public key \(file.interface.privateKey.publicKey)", log: log)
         } catch let exit as ExitCode {
             throw exit
         } catch {

@@ -1,7 +1,6 @@
 import Control
 import FoundationEssentials
 import Glibc
-import Policy
 import Launch
 
 /// What `vpnctl desktop` says when the profile or the application named is not there: which
@@ -11,26 +10,16 @@ extension VPNCtl.Desktop {
     /// vpnd lets the caller use it after all (a reload in between). Root's list is every
     /// profile, so a name not in it is unknown. A user's list is only what it may use: vpnd's
     /// answer about that one profile (`members`, which needs the same permission) tells an
-    /// unknown name from a profile whose rule refuses the user, in the words vpnexec would
-    /// get; an unknown name is suggested only the user's own profiles.
+    /// unknown name, suggested only the user's own profiles, from a profile whose rule
+    /// refuses the user, in the words vpnexec would get.
     func profileRefusal(usable: [String]) -> String? {
         let root = getuid() == 0
         if !root {
             let answer = try? ControlClient.send(.members(profile: profile), socketPath: connection.socketPath)
             if answer?.ok == true { return nil }
-            // Daemon/Authorization.swift: "unknown profile ..." or "USER may not use profile ...".
-            if let message = answer?.message, !message.hasPrefix("unknown profile") { return message }
+            if let message = answer?.message { return message }
         }
-        return Self.unknownProfile(profile, among: usable, everyProfile: root)
-    }
-
-    /// `unknown profile "wrok" (did you mean "work"?)`, else the names there are.
-    static func unknownProfile(_ name: String, among names: [String], everyProfile: Bool) -> String {
-        let nearest = names.map { (distance: editDistance($0.lowercased(), name.lowercased()), name: $0) }
-            .filter { $0.distance <= 2 }.min { $0.distance < $1.distance }
-        if let nearest { return "unknown profile \"\(name)\" (did you mean \"\(nearest.name)\"?)" }
-        if names.isEmpty { return "unknown profile \"\(name)\" (\(everyProfile ? "the policy defines none" : "you may use none"))" }
-        return "unknown profile \"\(name)\" (\(everyProfile ? "profiles" : "profiles you may use"): \(names.joined(separator: ", ")))"
+        return UnknownProfile.message(profile, among: usable, everyProfile: root)
     }
 
     /// For an id no entry has: the entries whose id, or whose command, begins with it

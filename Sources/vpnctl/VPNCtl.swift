@@ -15,7 +15,7 @@ struct VPNCtl: ParsableCommand {
     /// `vpnctl --socket PATH status` as well as `vpnctl status --socket PATH`: the option
     /// belongs to the subcommands, so a leading one is moved behind the subcommand.
     static func main() {
-        var arguments = Array(CommandLine.arguments.dropFirst())
+        var arguments = separatingAttachedValues(Array(CommandLine.arguments.dropFirst()))
         var leading: [String] = []
         while let first = arguments.first, first == "--socket" || first.hasPrefix("--socket=") {
             leading.append(arguments.removeFirst())
@@ -32,6 +32,30 @@ struct VPNCtl: ParsableCommand {
             arguments = leading + arguments
         }
         main(arguments)
+    }
+
+    /// `-pwork` as getopt reads it, `-p work`: the argument parser takes a short option's
+    /// value only as the next word, and refused it ("Unknown option '-pwork'"). `-p` is
+    /// vpnctl's one short option with a value, and a profile name never starts with "-". The
+    /// value of an option that takes one stays as it is, whatever it looks like, as does
+    /// every word after `--`.
+    static func separatingAttachedValues(_ arguments: [String]) -> [String] {
+        let valued: Set = ["-p", "--profile", "--socket", "--output", "--policy-dir", "--cgroup-parent", "--probe", "--probe-connect"]
+        var separated: [String] = []
+        var words = arguments[...]
+        while let word = words.popFirst() {
+            if word == "--" {
+                separated += [word] + words
+                break
+            }
+            if word.hasPrefix("-p"), !word.hasPrefix("--"), word.count > 2 {
+                separated += ["-p", String(word.dropFirst(2))]
+                continue
+            }
+            separated.append(word)
+            if valued.contains(word), let value = words.popFirst() { separated.append(value) }
+        }
+        return separated
     }
 
     /// The argument parser's own errors (an unknown option, a missing value) begin as

@@ -25,4 +25,25 @@ import Testing
         #expect(!Log.standardErrorIsJournal(environment: [:], descriptor: fd))
         #expect(!Log.standardErrorIsJournal(environment: ["JOURNAL_STREAM": named], descriptor: -1))
     }
+
+    /// Counts in what vpnd and vpn-server say take their number ("1 profile", "2 profiles"),
+    /// as status's do (Control's Plural): no message of theirs, nor of the kernel edge whose
+    /// errors they pass on, writes a count before "noun(s)" (issue 43: plurals right).
+    @Test func noMessageSaysACountWithParenthesizedPlural() throws {
+        let sources = URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent("../../Sources").standardized
+        var found: [String] = []
+        for module in ["Daemon", "vpnd", "vpn-server", "Netlink", "ServiceSupport"] {
+            let directory = sources.appendingPathComponent(module)
+            for file in try FileManager.default.contentsOfDirectory(atPath: directory.path) where file.hasSuffix(".swift") {
+                let text = try String(contentsOf: directory.appendingPathComponent(file), encoding: .utf8)
+                for (number, line) in text.split(separator: "\n", omittingEmptySubsequences: false).enumerated()
+                where !line.trimmingCharacters(in: .whitespaces).hasPrefix("//") && line.contains(/\)[a-z ,]*[a-z]\(s\)/) {
+                    found.append("\(module)/\(file):\(number + 1): \(line.trimmingCharacters(in: .whitespaces))")
+                }
+            }
+        }
+        #expect(found.isEmpty, "\(found.joined(separator: "\n"))")
+        #expect(try String(contentsOf: sources.appendingPathComponent("Daemon/Daemon.swift"), encoding: .utf8).contains("Plural.count(policy.profiles.count, \"profile\")"),
+                "the scan reads vpnd's sources")
+    }
 }

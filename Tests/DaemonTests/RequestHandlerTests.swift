@@ -81,10 +81,26 @@ import Launch
         #expect(serving.applier.applied.count == 1, "nothing applied for a refusal")
     }
 
-    @Test func anUnknownProfileNamesTheKnownOnes() throws {
-        let serving = try makeServing(try PolicyFolder(Self.work))
-        let answer = serving.handler.handle(.exec(profile: "wrok"), from: try caller(uid: 4711))
-        #expect(!answer.ok && answer.text == "unknown profile \"wrok\"; known profiles: work", "\(answer.text)")
+    /// A user's typo is answered from the profiles it may use, as its status shows them:
+    /// the nearest of those, else their names; root's from every profile (issue 43, item 6).
+    @Test func anUnknownProfileNamesOnlyTheProfilesTheCallerMayUse() throws {
+        let folder = try PolicyFolder(Self.work + "[profile.home]\ntunnel.interface = \"wg0\"\nusers = [4712]\n"
+                                      + "[profile.secret]\ntunnel.interface = \"wg0\"\nusers = [4712]\n")
+        let serving = try makeServing(folder)
+        let user = try caller(uid: 4711), root = try caller(uid: 0)
+        func said(_ request: ControlRequest, by peer: Peer) -> String {
+            let answer = serving.handler.handle(request, from: peer)
+            #expect(!answer.ok)
+            return answer.text
+        }
+        #expect(said(.exec(profile: "wrok"), by: user) == "unknown profile \"wrok\" (did you mean \"work\"?)")
+        #expect(said(.exec(profile: "Work"), by: user) == "unknown profile \"Work\" (did you mean \"work\"?)", "names are exact, suggestions not")
+        #expect(said(.exec(profile: "hom"), by: user) == "unknown profile \"hom\" (profiles you may use: work)", "nothing of home, which 4711 may not use")
+        #expect(said(.members(profile: "secert"), by: user) == "unknown profile \"secert\" (profiles you may use: work)")
+        #expect(said(.exec(profile: "hom"), by: root) == "unknown profile \"hom\" (did you mean \"home\"?)")
+        #expect(said(.exec(profile: "play"), by: root) == "unknown profile \"play\" (profiles: work, home, secret)")
+        let nobody = try caller(uid: 4999)
+        #expect(said(.exec(profile: "work2"), by: nobody) == "unknown profile \"work2\" (you may use none)", "not even the nearest: \(folder.path) stays unsaid")
         #expect(serving.cgroups.moves.isEmpty)
     }
 

@@ -45,7 +45,7 @@ import Testing
 
         let unknown = try Command.status(try daemon.vpnexec(profile: "play", user: byName.name, ["true"]))
         #expect(unknown.status == 125)
-        #expect(unknown.stderr == "vpnexec: unknown profile \"play\"; known profiles: work\n")
+        #expect(unknown.stderr == "vpnexec: unknown profile \"play\" (profiles you may use: work)\n", "\(unknown.stderr)")
 
         // Without [system] and bypass.executables there is no bypass slice to start in: said plainly, even to root.
         let bypass = try Command.status(net.client.enter + [try Binaries.path("vpnexec"), "--socket", daemon.socketPath, "--bypass", "--", "true"])

@@ -102,6 +102,21 @@ import Testing
         #expect(asked.all == [.exec(profile: "work"), .exec(profile: "work"), .exec(profile: "work")])
     }
 
+    /// vpnctl takes -pNAME as getopt does, as vpnexec does (issue 43, item 9): the argument
+    /// parser alone refused it ("Unknown option '-pwork'"). An option's value and what
+    /// follows `--` are left as they are.
+    @Test func vpnctlTakesAnAttachedProfileName() throws {
+        let asked = Requests()
+        let vpnd = try FakeControlServer { asked.add($0); return ControlResponse(ok: true, message: "done") }
+        defer { vpnd.stop() }
+        let vpnctl = try Binaries.path("vpnctl")
+        for arguments in [["members", "-pwork", "--json"], ["move", "-pwork", "42"], ["--socket", vpnd.path, "up", "--", "-pwork"]] {
+            let result = try Command.status([vpnctl] + (arguments.first == "--socket" ? arguments : arguments + ["--socket", vpnd.path]))
+            #expect(result.status == 0, "\(arguments): \(result.status) \(result.stdout)\(result.stderr)")
+        }
+        #expect(asked.all == [.members(profile: "work"), .move(profile: "work", pid: 42), .tunnelUp(profile: "-pwork")])
+    }
+
     /// A bare `vpnctl down` once lifted every killswitch and stopped vpnd, one word away from
     /// `vpnctl down work` (issue 43). Now nothing reaches vpnd without the flag that names
     /// the loss, and the refusal says what to type for either meaning.

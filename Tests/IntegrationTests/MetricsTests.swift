@@ -5,7 +5,7 @@ import Testing
 
 /// `vpnctl metrics` and `vpnctl status --json` from a vpnd with a built-in tunnel that has
 /// completed a handshake, read by independent parsers: prometheus_client's text parser and
-/// Python's json, each checked against the other.
+/// Python's json, each checked against the other; the metrics linted by promtool.
 @Suite(.serialized) struct MetricsTests {
     @Test func metricsParseAndAgreeWithTheStatus() throws {
         let cleanup = Cleanup()
@@ -40,6 +40,10 @@ import Testing
         let metrics = try daemon.vpnctl(["metrics", "--output", directory + "/vpnexec.prom"])
         #expect(metrics.status == 0 && metrics.stdout.isEmpty, "\(metrics.stderr)")
         try json.stdout.write(toFile: directory + "/status.json", atomically: true, encoding: .utf8)
+        // Prometheus' own linter on what a live vpnd's vpnctl wrote (the unit test lints a
+        // rendered report with every field set; this one what vpnd fills in).
+        let lint = try Command.status(["promtool", "check", "metrics"], input: try String(contentsOfFile: directory + "/vpnexec.prom", encoding: .utf8))
+        #expect(lint.status == 0 && lint.stdout.isEmpty && lint.stderr.isEmpty, "promtool check metrics: \(lint.status) \(lint.stdout)\(lint.stderr)")
         let script = try PythonScript.write("metrics.py", cleanup: cleanup)
         let parsed = try Command.status(["python3", script, directory + "/vpnexec.prom", directory + "/status.json", "\(StatusReport.currentSchema)"])
         #expect(parsed.status == 0, "prometheus_client and json: \(parsed.stderr)")

@@ -23,6 +23,28 @@ import Testing
         }
     }
 
+    /// The README's quickstart profile as written there (a provider's file given to the
+    /// built-in engine, no `dns` line), with the file's path, a user of this host and a
+    /// tunnel interface of the test's own put in.
+    static func quickstartProfile(file: String, interface: String) throws -> String {
+        let path = URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent("../../README.md").standardized.path
+        let readme = try String(contentsOfFile: path, encoding: .utf8)
+        let quickstart = try #require(readme.firstRange(of: "## Quickstart").map { readme[$0.upperBound...] }, "the README has its quickstart")
+        let indented = try #require(quickstart.firstRange(of: "```toml\n").flatMap { start in
+            quickstart[start.upperBound...].firstRange(of: "```").map { String(quickstart[start.upperBound..<$0.lowerBound]) }
+        }, "the quickstart's profile")
+        // As a reader copies it out of its list item: without the item's indentation.
+        let lines = indented.split(separator: "\n").filter { !$0.allSatisfy(\.isWhitespace) }
+        let indentation = lines.map { $0.prefix { $0 == " " }.count }.min() ?? 0
+        let block = lines.map { $0.dropFirst(indentation) + "\n" }.joined()
+        #expect(!block.split(separator: "\n").contains { $0.hasPrefix("dns") }, "the quickstart sets no dns")
+        for line in ["tunnel.wireguard = \"/etc/vpnexec/work.conf\"\n", "users = [\"alice\"]"] {
+            #expect(block.contains(line), "the quickstart still has \(line)")
+        }
+        return block.replacing("/etc/vpnexec/work.conf", with: file).replacing("users = [\"alice\"]", with: "users = [\"root\"]")
+            + "tunnel.interface = \"\(interface)\"\n"
+    }
+
     /// resolvconf's record of an interface's servers, as wg-quick makes it (`resolvconf -a
     /// tun.IFACE`, Debian's resolvconf with `tun*` in interface-order): a real file under
     /// /run, of an interface name no host has; what the test made is removed after it.
@@ -146,9 +168,10 @@ import Testing
         #expect(try s.member() == s.tunnel.clientAddress4, "networkd left the tunnel and vpnd's routing as they were")
     }
 
-    /// A built-in tunnel's wg-quick file: without `DNS =`, `vpnctl check` refuses the policy
-    /// with the fix at the tunnel key; with it, members' names resolve through the engine to
-    /// that server (dnsmasq behind vpn-server sees the tunnel's address).
+    /// The README's quickstart, a built-in tunnel's wg-quick file: without `DNS =`, `vpnctl
+    /// check` refuses the policy with the fix at the tunnel key; with it, members' names
+    /// resolve through the engine to that server (dnsmasq behind vpn-server sees the
+    /// tunnel's address).
     @Test func aBuiltInTunnelResolvesThroughItsFilesDNS() throws {
         let cleanup = Cleanup()
         defer { cleanup.run() }
@@ -183,7 +206,7 @@ import Testing
                 """.utf8), attributes: [.posixPermissions: 0o600])
         }
         writeConf(dns: "")
-        try daemon.writePolicy("[profile.work]\ntunnel.wireguard = \"\(conf)\"\ntunnel.interface = \"\(interface)\"\n")
+        try daemon.writePolicy(try Self.quickstartProfile(file: conf, interface: interface))
         cleanup.add("remove \(interface).sock") { try? FileManager.default.removeItem(atPath: "/var/run/wireguard/\(interface).sock") }
 
         let refused = try daemon.vpnctl(["check", daemon.policyDirectory])
