@@ -24,16 +24,19 @@ systemd_root() {
 
 # Sets launch_systemd and launch_systemd_bare (ms, means of $runs).
 systemd_launch_measure() {
-  local root box=$work/systemd etc=$work/systemd/etc own made=() nspawn init state
+  local root box=$work/systemd etc=$work/systemd/etc nspawn init state
   root=$(systemd_root)
   mkdir -p "$etc/policy.d"
   chmod 755 "$box" "$etc" "$etc/policy.d"
   printf '[profile.bench]\ntunnel.interface = "wg-none"\n' > "$etc/policy.d/10.toml"
   chmod 644 "$etc/policy.d/10.toml"
-  # systemd-nspawn --keep-unit makes "payload" and "supervisor" in our cgroup and leaves them.
-  own=$(awk -F: '$1 == "0" { print $3 }' /proc/self/cgroup)
-  for made in payload supervisor; do [[ -d $cgroup_root$own/$made ]] || systemd_made+=("$cgroup_root$own/$made"); done
+  # systemd-nspawn --keep-unit makes "payload" and "supervisor" in the cgroup it runs in and
+  # leaves them: it runs in a cgroup of this run's (a test's booted container beside it makes
+  # them in its runner's cgroup, the same names), removed with them at the end.
+  systemd_cgroup=$cgroup_root/vx$tag-nspawn
+  mkdir -p "$systemd_cgroup"
   SYSTEMD_NSPAWN_API_VFS_WRITABLE=network SYSTEMD_NSPAWN_UNIFIED_HIERARCHY=1 \
+    sh -c 'echo $$ > "$0/cgroup.procs" && shift && exec "$@"' "$systemd_cgroup" _ \
     systemd-nspawn --register=no --keep-unit -q --console=read-only -D "$root" --volatile=overlay --boot \
       --capability=CAP_NET_ADMIN,CAP_BPF --network-namespace-path=/var/run/netns/"$client" \
       --system-call-filter="landlock_create_ruleset landlock_add_rule landlock_restrict_self fanotify_init fanotify_mark bpf" \
@@ -78,8 +81,6 @@ systemd_launch_down() {
   for _ in $(seq 1 300); do kill -0 "$systemd_nspawn" 2>/dev/null || break; sleep 0.1; done
   if kill -0 "$systemd_nspawn" 2>/dev/null; then kill -9 ${systemd_init:-} "$systemd_nspawn" 2>/dev/null; fi
   wait "$systemd_nspawn" 2>/dev/null
-  local made
-  for made in "${systemd_made[@]}"; do [[ -d $made ]] && find "$made" -depth -type d -exec rmdir {} \; 2>/dev/null; done
+  [[ -d ${systemd_cgroup:-} ]] && find "$systemd_cgroup" -depth -type d -exec rmdir {} \; 2>/dev/null
   systemd_nspawn=
 }
-systemd_made=()
