@@ -218,6 +218,14 @@ final class NscdCache {
         #expect(Set(large.stdout.split(separator: "\n").map { $0.prefix { $0 != " " } }).count == 100, "all 100, over TCP: \(large.stdout.prefix(300))\(large.stderr)")
         let reverse = try Command.status(try s.daemon.vpnexec(profile: "work", resolved.enter + ["getent", "hosts", "192.0.2.10"]))
         #expect(reverse.status == 0 && reverse.stdout.trimmed == "192.0.2.10      tunneled.example", "ResolveAddress: \(reverse.stdout)\(reverse.stderr)")
+        // Ubuntu's and Fedora's line, port 53 behind resolved only when it is not there: the
+        // member's getaddrinfo (Python's, both families) is the profile's all the same. The file
+        // is written in place: it is bound over /etc/nsswitch.conf by its inode.
+        try "hosts: resolve [!UNAVAIL=return] dns\n".write(toFile: resolved.work + "/nsswitch.conf", atomically: false, encoding: .utf8)
+        let fallbackLine = try Command.status(try s.daemon.vpnexec(profile: "work", resolved.enter + ["python3", "-c",
+            "import socket; print(sorted({a[4][0] for a in socket.getaddrinfo('tunneled.example', 80)}))"]))
+        #expect(fallbackLine.stdout.trimmed == "['192.0.2.10']", "under resolve [!UNAVAIL=return] dns: \(fallbackLine.stdout)\(fallbackLine.stderr)")
+        try "hosts: resolve\n".write(toFile: resolved.work + "/nsswitch.conf", atomically: false, encoding: .utf8)
         let leaked = try capture.packets()
         #expect(leaked.isEmpty, "none of the member's lookups on the physical link: \(leaked)")
         #expect(tunnelResolver.queries.contains { $0.hasPrefix("query[A] tunneled.example from \(s.tunnel.clientAddress4)") }, "\(tunnelResolver.queries)")
