@@ -55,7 +55,8 @@ systemd_launch_measure() {
   done
   [[ -n $init ]] || { cat "$box/console.log" >&2; echo "systemd-nspawn did not start the container" >&2; return 1; }
   systemd_init=$init
-  inside() { nsenter -t "$systemd_init" -a "$@"; }
+  # Section 1 exports VPNEXEC_SOCKET for its own vpnd: in the container, vpnexec asks the unit's.
+  inside() { nsenter -t "$systemd_init" -a env -u VPNEXEC_SOCKET "$@"; }
   for _ in $(seq 1 60); do
     state=$(inside systemctl is-system-running --wait 2>/dev/null || true)
     [[ $state == running || $state == degraded ]] && break
