@@ -1,3 +1,4 @@
+import Control
 import Foundation
 import NetTestSupport
 import Testing
@@ -13,7 +14,9 @@ import Testing
     /// cgroups. A member started with vpnexec (in a scope systemd made, in the profile's
     /// slice) and a service started with
     /// `Slice=vpn-work.slice` leave through the tunnel, and so does a desktop-style app scope
-    /// whose app id the profile lists; a plain process does not.
+    /// whose app id the profile lists; a plain process does not. A unit in the slice with a
+    /// network namespace of its own behind a veth (`NetworkNamespacePath=`) is routed into the
+    /// tunnel; one with `PrivateNetwork=yes` has nothing to send with.
     @Test func theUnitRunsVpndHardened() throws {
         let cleanup = Cleanup()
         defer { cleanup.run() }
@@ -106,6 +109,42 @@ import Testing
         #expect(movedShell.stdout.trimmed == "10.86.0.2", "a moved process: \(movedShell.stdout)\(movedShell.stderr)")
         let service = try container.run(["systemd-run", "--quiet", "--wait", "--pipe", "-p", "Slice=vpn-work.slice"] + ask)
         #expect(service.stdout.trimmed == "10.86.0.2", "a service with Slice=vpn-work.slice: \(service.stdout)\(service.stderr)")
+        // A unit with Slice= and NetworkNamespacePath= (issue 39): a namespace the admin made,
+        // joined to this one by a veth that the host forwards and masquerades for. Before
+        // the unit, a process there outside the profile goes out direct (the control: the
+        // veth and NAT work); the unit's connections, v4 and v6, reach the service from the
+        // tunnel's addresses, so vpnd found the unit's namespace by its sockets and routed it.
+        let boxEnd = "vx\(net.tag)x"
+        let boxed = try container.run(["bash", "-c", """
+            set -e; ip netns add box
+            ip link add \(boxEnd) type veth peer name eth0 netns box
+            ip addr add 10.97.0.1/24 dev \(boxEnd); ip addr add fd97::1/64 dev \(boxEnd) nodad; ip link set \(boxEnd) up
+            ip -n box addr add 10.97.0.2/24 dev eth0; ip -n box addr add fd97::2/64 dev eth0 nodad
+            ip -n box link set eth0 up; ip -n box link set lo up
+            ip -n box route add default via 10.97.0.1; ip -n box route add default via fd97::1
+            echo 1 > /proc/sys/net/ipv4/ip_forward; echo 1 > /proc/sys/net/ipv6/conf/all/forwarding
+            nft add table inet vxbox; nft 'add chain inet vxbox post { type nat hook postrouting priority 100; }'
+            nft add rule inet vxbox post oifname \(net.clientUplink) masquerade
+            """])
+        #expect(boxed.status == 0, "the namespace box: \(boxed.stderr)")
+        #expect(try container.run(["nsenter", "--net=/run/netns/box", "timeout", "10"] + ask).stdout.trimmed == Topology.clientAddress4, "a plain process in box goes direct")
+        let inBox = ["systemd-run", "--quiet", "--wait", "--pipe", "-p", "Slice=vpn-work.slice", "-p", "NetworkNamespacePath=/run/netns/box"]
+        let boxed4 = try container.run(inBox + ["--unit=vx-boxed", "timeout", "10"] + ask)
+        #expect(boxed4.stdout.trimmed == "10.86.0.2", "a unit with NetworkNamespacePath=: \(boxed4.stdout)\(boxed4.stderr)\(journal())")
+        let ask6 = ["bash", "-c", "exec 3<>/dev/tcp/\(Topology.service6)/8080 && head -n1 <&3"]
+        let boxed6 = try container.run(inBox + ["--unit=vx-boxed6", "timeout", "10"] + ask6)
+        #expect(boxed6.stdout.trimmed == "fd86::2", "its IPv6: \(boxed6.stdout)\(boxed6.stderr)")
+        let boxStatus = try ControlCoding.decode(StatusReport.self, from: Array(try container.run(["vpnctl", "status", "--json"]).stdout.utf8))
+        let routedBox = boxStatus.routedNamespaces.first { $0.interfaces == [boxEnd] }
+        #expect(routedBox?.profile == "work" && routedBox?.runtime == "unit" && ["vx-boxed.service", "vx-boxed6.service"].contains(routedBox?.name ?? "")
+                && routedBox?.cgroup?.hasPrefix("vpn.slice/vpn-work.slice/vx-boxed") == true
+                && Set(routedBox?.addresses ?? []) == ["10.97.0.2/24", "fd97::2/64"], "\(boxStatus.routedNamespaces) \(boxStatus.heldNamespaces)")
+        // PrivateNetwork=yes: the unit's namespace has loopback alone, so what it sends has
+        // no route (ENETUNREACH before any packet exists): nothing to hold, and status lists
+        // nothing of it. Its datagrams are in the capture below, vpnd up, stopped and killed.
+        let privateOnce = try container.run(["systemd-run", "--quiet", "--wait", "--pipe", "-p", "Slice=vpn-work.slice", "-p", "PrivateNetwork=yes",
+                                             "bash", "-c", "ip -o link | cut -d' ' -f2; exec 3<>/dev/tcp/\(Topology.service4)/8080"])
+        #expect(privateOnce.stdout.trimmed == "lo:" && privateOnce.stderr.contains("Network is unreachable"), "\(privateOnce.stdout)\(privateOnce.stderr)")
         // A route.executables program started in a scope of its own, after the scopes above
         // used the profile's slice: placed by fanotify before its first instruction, under
         // the unit's system call filter and capability bound.
@@ -169,17 +208,24 @@ import Testing
         // Stopped, then killed: a service in the slice sends nothing in the clear, while a
         // service outside it does (the control).
         let loop = { (port: Int) in ["bash", "-c", "while :; do echo x > /dev/udp/\(Topology.service4)/\(port); sleep 0.05; done"] }
-        let capture = try Capture(on: net.clientUplink, in: net.client, filter: "udp port 8080 or udp port 9002", cleanup: cleanup)
+        let capture = try Capture(on: net.clientUplink, in: net.client, filter: "udp port 8080 or udp port 8081 or udp port 8082 or udp port 9002", cleanup: cleanup)
         try container.run(["systemd-run", "--quiet", "--unit=vx-member", "-p", "Slice=vpn-work.slice"] + loop(8080))
+        try container.run(inBox.filter { !["--wait", "--pipe"].contains($0) } + ["--unit=vx-boxed-loop"] + loop(8081))
+        try container.run(["systemd-run", "--quiet", "--unit=vx-private", "-p", "Slice=vpn-work.slice", "-p", "PrivateNetwork=yes"] + loop(8082))
         try container.run(["systemd-run", "--quiet", "--unit=vx-control"] + loop(9002))
         Thread.sleep(forTimeInterval: 1)
+        let sending = try ControlCoding.decode(StatusReport.self, from: Array(try container.run(["vpnctl", "status", "--json"]).stdout.utf8))
+        let namespaces = sending.routedNamespaces.compactMap(\.cgroup) + sending.heldNamespaces.compactMap(\.cgroup) + sending.relayedNamespaces.compactMap(\.cgroup)
+        #expect(!namespaces.contains { $0.contains("vx-private") }, "a namespace with loopback alone: \(namespaces)")
         #expect(try container.run(["systemctl", "stop", "vpnd.service"]).status == 0)
         Thread.sleep(forTimeInterval: 1)
         try container.run(["systemctl", "kill", "-s", "KILL", "vpnd.service"])
         Thread.sleep(forTimeInterval: 1.5)
-        try container.run(["systemctl", "stop", "vx-member", "vx-control"])
+        try container.run(["systemctl", "stop", "vx-member", "vx-boxed-loop", "vx-private", "vx-control"])
         let leaked = try capture.packets("udp port 8080")
         #expect(leaked.isEmpty, "the slice's service in the clear after vpnd stopped: \(leaked.prefix(3))")
+        let leakedBox = try capture.packets("udp port 8081 or udp port 8082")
+        #expect(leakedBox.isEmpty, "the slice's units in namespaces of their own in the clear: \(leakedBox.prefix(3))")
         #expect(try capture.count("udp port 9002") > 40, "the control's datagrams leave")
     }
 
