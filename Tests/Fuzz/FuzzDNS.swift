@@ -1,5 +1,6 @@
 import Addresses
 import DNS
+import Monotonic
 import Names
 
 /// libFuzzer entry for the DNS core (scripts/fuzz builds it with -sanitize=fuzzer,address).

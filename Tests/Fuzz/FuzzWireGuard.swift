@@ -1,5 +1,6 @@
 import Addresses
 import Glibc
+import Monotonic
 import WireGuard
 
 /// libFuzzer entry (scripts/fuzz builds it with -sanitize=fuzzer,address): every input is
