@@ -3,8 +3,9 @@ import Glibc
 import Launch
 
 /// Lines on stderr. Under journald each carries a syslog priority prefix ("<3>"), which
-/// journald turns into the entry's priority; anywhere else (a terminal, a pipe, a file) the
-/// lines are plain, as a person reads them.
+/// journald turns into the entry's priority (the journal names the program itself);
+/// anywhere else (a terminal, a pipe, a file) each begins with the program's name, as
+/// vpnexec's and vpnctl's errors do ("vpnd: ...").
 public struct Log: Sendable {
     public enum Level: Int32, Sendable {
         case error = 3, warning = 4, notice = 5, info = 6, debug = 7
@@ -13,10 +14,13 @@ public struct Log: Sendable {
     public var minimum: Level
     /// Whether each line starts with its "<N>" priority.
     public var priorityPrefixes: Bool
+    /// What begins each line without a priority ("vpnd"); nil: nothing.
+    public var program: String?
 
-    public init(minimum: Level = .info, priorityPrefixes: Bool = true) {
+    public init(minimum: Level = .info, priorityPrefixes: Bool = true, program: String? = nil) {
         self.minimum = minimum
         self.priorityPrefixes = priorityPrefixes
+        self.program = program
     }
 
     /// Whether standard error is journald's stream: systemd names it in JOURNAL_STREAM as
@@ -33,7 +37,8 @@ public struct Log: Sendable {
     /// The text written for `message` at `level`: each of its lines, prefixed or not.
     public func text(_ level: Level, _ message: String) -> String {
         let lines = message.split(separator: "\n", omittingEmptySubsequences: false)
-        return lines.map { (priorityPrefixes ? "<\(level.rawValue)>" : "") + $0 + "\n" }.joined()
+        let prefix = priorityPrefixes ? "<\(level.rawValue)>" : program.map { $0 + ": " } ?? ""
+        return lines.map { prefix + $0 + "\n" }.joined()
     }
 
     public func log(_ level: Level, _ message: String) {

@@ -14,7 +14,7 @@ struct VPND: ParsableCommand {
         commandName: "vpnd",
         abstract: "The vpnexec daemon: applies the policy (nftables, routing rules, cgroups) and serves vpnexec and vpnctl.",
         discussion: """
-        Runs in the foreground and logs to stderr: plain lines, or under journald (stderr is \
+        Runs in the foreground and logs to stderr: lines that begin "vpnd: ", or under journald (stderr is \
         the stream JOURNAL_STREAM names) each with its <N> priority prefix. Stopping vpnd \
         leaves the kernel state in place, the killswitch included; `vpnctl teardown \
         --remove-killswitch` (or `vpnd --cleanup` when no daemon runs) removes it.
@@ -52,9 +52,9 @@ struct VPND: ParsableCommand {
     var verbose = false
 
     func run() throws {
-        let log = Log(minimum: verbose ? .debug : .info, priorityPrefixes: Log.standardErrorIsJournal())
+        let log = Log(minimum: verbose ? .debug : .info, priorityPrefixes: Log.standardErrorIsJournal(), program: "vpnd")
         guard geteuid() == 0 else {
-            log.error("vpnd must run as root (it keeps only CAP_NET_ADMIN once started)")
+            log.error("must run as root (it keeps only CAP_NET_ADMIN once started)")
             throw ExitCode(1)
         }
         if cleanup {

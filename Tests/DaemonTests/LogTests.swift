@@ -8,6 +8,9 @@ import Testing
     @Test func priorityPrefixesOnlyWhenAsked() {
         #expect(Log(priorityPrefixes: true).text(.warning, "one\ntwo") == "<4>one\n<4>two\n")
         #expect(Log(priorityPrefixes: false).text(.warning, "one\ntwo") == "one\ntwo\n")
+        // Off the journal, each line is the program's, as vpnexec's and vpnctl's errors are.
+        #expect(Log(priorityPrefixes: false, program: "vpnd").text(.error, "one\ntwo") == "vpnd: one\nvpnd: two\n")
+        #expect(Log(priorityPrefixes: true, program: "vpnd").text(.error, "one") == "<3>one\n")
     }
 
     /// sd-daemon's rule: JOURNAL_STREAM is "DEVICE:INODE" of the journal's stream, and stderr

@@ -166,12 +166,13 @@ import Testing
     }
 
     /// vpnd's "<N>" priorities are for journald only (issue 43: "<6>" on a terminal): a
-    /// stderr that is not the stream JOURNAL_STREAM names gets plain lines. Refused as a
+    /// stderr that is not the stream JOURNAL_STREAM names gets lines that begin "vpnd: ", as
+    /// vpnexec's and vpnctl's errors begin with their names. Refused as a
     /// user other than root, vpnd touches nothing.
     @Test func vpndLogsPlainLinesOffTheJournal() throws {
         let asNobody = ["setpriv", "--reuid", "65534", "--regid", "65534", "--clear-groups", try Binaries.path("vpnd")]
         let plain = try Command.status(asNobody, environment: ["PATH": "/usr/bin:/bin", "JOURNAL_STREAM": "1:2"])
-        #expect(plain.status == 1 && plain.stderr == "vpnd must run as root (it keeps only CAP_NET_ADMIN once started)\n", "\(plain.stderr)")
+        #expect(plain.status == 1 && plain.stderr == "vpnd: must run as root (it keeps only CAP_NET_ADMIN once started)\n", "\(plain.stderr)")
     }
 
     /// `vpnctl` alone shows the profiles, as `wg` and `nmcli` show state (it printed the
