@@ -83,7 +83,9 @@ public struct StatusReport: Codable, Hashable, Sendable {
     /// object and a peer's `lastError` a token (its errno's words in `lastErrorDetail`);
     /// `transport.source` says `wg-socket`. A user other than root gets only the profiles
     /// it may use, and no host-wide field (those are optional: absent).
-    public static let currentSchema = 5
+    /// 6: `tunnel.demand.state` is a token: `down-on-demand`, `down-held`, `connecting`, `up`
+    /// (it was "down (on demand)" and "down (vpnctl down)"), as is the metrics' `state` label.
+    public static let currentSchema = 6
     public var schema = StatusReport.currentSchema
     /// vpnd's version (what `vpnd --version` answers).
     public var version: String

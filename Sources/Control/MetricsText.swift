@@ -64,7 +64,7 @@ public enum MetricsText {
         let demands = zip(tunnels, profiles).compactMap { labels, profile in profile.tunnel.demand.map { (labels, $0) } }
         add("tunnel_demand_state", "gauge", "1 for the built-in tunnel's current state (on_demand, idle, vpnctl up/down), 0 for the others.",
             demands.flatMap { labels, demand in
-                ["down (on demand)", "down (vpnctl down)", "connecting", "up"].map { Sample(labels: labels + [("state", $0)], value: demand.state == $0 ? 1 : 0) }
+                ["down-on-demand", "down-held", "connecting", "up"].map { Sample(labels: labels + [("state", $0)], value: demand.state == $0 ? 1 : 0) }
             })
         add("tunnel_demand_since_timestamp_seconds", "gauge", "When the built-in tunnel entered its current state, in seconds since the epoch.",
             demands.map { Sample(labels: $0.0, value: $0.1.since) })

@@ -1,7 +1,7 @@
 /// When a built-in tunnel runs (`on_demand`, `idle`, `vpnctl up/down`), in `vpnctl status`.
 public struct TunnelDemandStatus: Codable, Hashable, Sendable {
-    /// "down (on demand)", "down (vpnctl down)", "connecting" (no handshake completed since
-    /// vpnd started or brought it up; traffic waits for one) or "up".
+    /// "down-on-demand", "down-held" (`vpnctl down`), "connecting" (no handshake completed
+    /// since vpnd started or brought it up; traffic waits for one) or "up".
     public var state: String
     /// When it entered that state, in seconds since the epoch.
     public var since: Double

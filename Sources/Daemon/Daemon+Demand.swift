@@ -44,7 +44,7 @@ extension Daemon {
         let wallNow = WallClock.now().secondsSinceEpoch
         let age = Double(now &- min(state.since.nanoseconds, now)) / 1e9
         let idleLeft = state.idleDeadline.map { Double($0.nanoseconds > now ? $0.nanoseconds - now : 0) / 1e9 }
-        return TunnelDemandStatus(state: state.phase.rawValue, since: (wallNow - age).rounded(), reason: state.why,
+        return TunnelDemandStatus(state: state.phase.token, since: (wallNow - age).rounded(), reason: state.why,
                                   onDemand: state.settings.onDemand, idleSeconds: state.settings.idle.map { Double($0.nanoseconds) / 1e9 },
                                   idleLeft: idleLeft.map { $0.rounded(.up) }, held: state.hold?.rawValue)
     }

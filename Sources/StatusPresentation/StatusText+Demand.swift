@@ -4,18 +4,22 @@ import Control
 /// keeps it there (`vpnctl up/down`, the idle countdown).
 extension StatusText {
     static func demand(_ d: TunnelDemandStatus, now: Double) -> String {
-        var text = "  demand    \(d.state) since \(age(now - d.since)) ago (\(d.reason))"
+        let words = Self.demandWords[d.state] ?? d.state
+        var text = "  demand    \(words) since \(age(now - d.since)) ago (\(d.reason))"
         if let held = d.held {
             text += "; held \(held) by vpnctl until `vpnctl \(held == "up" ? "down" : "up")` or a reload"
         } else if let left = d.idleLeft {
             text += "; down when idle in \(age(left))"
         } else if d.onDemand, let idle = d.idleSeconds, d.state == "up" || d.state == "connecting" {
             text += "; down after \(age(idle)) with no members and no traffic"
-        } else if d.onDemand, d.state == "down (on demand)" {
+        } else if d.onDemand, d.state == "down-on-demand" {
             text += "; up at the first member or packet"
         }
         return text
     }
+
+    /// The words for each state's token (JSON's): what vpnd's log says too.
+    static let demandWords = ["down-on-demand": "down (on demand)", "down-held": "down (vpnctl down)"]
 
     /// "42 s", "5 min 3 s", "2 h 10 min".
     static func age(_ seconds: Double) -> String {

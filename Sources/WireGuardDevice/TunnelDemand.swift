@@ -32,6 +32,17 @@ public struct TunnelDemand: Sendable {
         case connecting
         /// A handshake completed since it was brought up (or, always up, started).
         case up
+
+        /// The phase for programs (status's JSON, the metrics' label): a token without spaces;
+        /// the raw value is the words for people (logs, status text).
+        public var token: String {
+            switch self {
+            case .downOnDemand: "down-on-demand"
+            case .heldDown: "down-held"
+            case .connecting: "connecting"
+            case .up: "up"
+            }
+        }
     }
 
     public enum Reason: String, Sendable, Hashable {

@@ -59,7 +59,7 @@ import Testing
         let states = samples.filter { $0.name == "vpnexec_tunnel_demand_state" }
         #expect(states.count == 4 && states.allSatisfy { $0.type == "gauge" && $0.labels["profile"] == "work" }, "\(states)")
         #expect(sample("vpnexec_tunnel_demand_state", ["profile": "work", "interface": interface, "state": "up"])?.value == 1)
-        #expect(sample("vpnexec_tunnel_demand_state", ["profile": "work", "interface": interface, "state": "down (on demand)"])?.value == 0)
+        #expect(sample("vpnexec_tunnel_demand_state", ["profile": "work", "interface": interface, "state": "down-on-demand"])?.value == 0)
         #expect(sample("vpnexec_tunnel_demand_since_timestamp_seconds", ["profile": "work", "interface": interface]).map { abs($0.value - Date().timeIntervalSince1970) < 600 } == true)
         let handshake = try #require(sample("vpnexec_peer_latest_handshake_timestamp_seconds", ["profile": "work", "peer": peer.serverPublic]), "\(samples.map(\.name))")
         #expect(handshake.type == "gauge" && abs(Date().timeIntervalSince1970 - handshake.value) < 60)

@@ -48,7 +48,7 @@ import Testing
             try Command.status(try daemon.vpnexec(profile: "exit", ["python3", probe, "tcp", ExitBehindServer.target, "8080"]))
         }
 
-        #expect(try demand("entry")?.state == "down (on demand)" && demand("exit")?.state == "down (on demand)")
+        #expect(try demand("entry")?.state == "down-on-demand" && demand("exit")?.state == "down-on-demand")
         // The exit's first member: the exit comes up, its initiation enters the entry's TUN and
         // brings the entry up; the connection waits for both handshakes and goes through.
         let first = try member()
@@ -75,9 +75,9 @@ import Testing
         var exitDownFirst = false, entryDownFirst = false
         try eventually("both tunnels down on demand", seconds: 20) {
             let exitState = try demand("exit")?.state, entryState = try demand("entry")?.state
-            if exitState == "down (on demand)" && entryState == "up" { exitDownFirst = true }
-            if entryState == "down (on demand)" && exitState != "down (on demand)" { entryDownFirst = true }
-            return exitState == "down (on demand)" && entryState == "down (on demand)"
+            if exitState == "down-on-demand" && entryState == "up" { exitDownFirst = true }
+            if entryState == "down-on-demand" && exitState != "down-on-demand" { entryDownFirst = true }
+            return exitState == "down-on-demand" && entryState == "down-on-demand"
         }
         #expect(exitDownFirst && !entryDownFirst, "the entry stayed up while the exit ran, and went down after it")
 

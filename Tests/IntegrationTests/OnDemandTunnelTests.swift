@@ -61,7 +61,7 @@ import Testing
         func member() throws -> CommandResult { try Command.status(try daemon.vpnexec(profile: "work", ["python3", probe, "tcp", Topology.service4, "8080"])) }
 
         // Down on demand: the interface (and so the routes and killswitch) is there, nothing is sent.
-        #expect(try demand()?.state == "down (on demand)" && demand()?.reason == "vpnd started; no member or packet yet")
+        #expect(try demand()?.state == "down-on-demand" && demand()?.reason == "vpnd started; no member or packet yet")
         #expect(try demand()?.onDemand == true && demand()?.idleSeconds == 3)
         #expect(try net.client.status(["ip", "link", "show", interface]).status == 0, "the TUN interface exists while down")
         #expect(try daemon.vpnctl(["status"]).stdout.contains("demand    down (on demand) since"))
@@ -77,7 +77,7 @@ import Testing
         try eventually("the tunnel to report up") { try demand()?.state == "up" }
 
         // No members, no traffic: down again after 3 s (members are seen within a second).
-        try eventually("the idle teardown", seconds: 15) { try demand()?.state == "down (on demand)" }
+        try eventually("the idle teardown", seconds: 15) { try demand()?.state == "down-on-demand" }
         let idled = Date().timeIntervalSince1970
         #expect(try demand()?.reason == "idle: no members and no traffic")
         #expect(try daemon.vpnctl(["status"]).stdout.contains("demand    down (on demand) since"))
@@ -87,11 +87,11 @@ import Testing
         // vpnctl down: a member's connection is held (times out), no handshake goes out.
         let down = try daemon.vpnctl(["down", "work"])
         #expect(down.status == 0 && down.stdout.contains("held down"), "\(down.stdout) \(down.stderr)")
-        #expect(try demand()?.state == "down (vpnctl down)" && demand()?.held == "down")
+        #expect(try demand()?.state == "down-held" && demand()?.held == "down")
         let heldFrom = Date().timeIntervalSince1970
         let held = try member()
         #expect(held.status != 0 && held.stdout.trimmed.isEmpty, "held down, yet: \(held.stdout)")
-        #expect(try demand()?.state == "down (vpnctl down)")
+        #expect(try demand()?.state == "down-held")
         let heldEnd = Date().timeIntervalSince1970
 
         // vpnctl up: up at once, and members get through.
@@ -201,7 +201,7 @@ import Testing
         func delta(_ before: [Int: Int], _ after: [Int: Int]) -> [Int: Int] {
             Dictionary(uniqueKeysWithValues: after.map { ($0.key, $0.value - (before[$0.key] ?? 0)) })
         }
-        #expect(try demand()?.state == "down (on demand)")
+        #expect(try demand()?.state == "down-on-demand")
         // The interface's own start (links, addresses, MTU: the MTU watch hears them) settles first.
         Thread.sleep(forTimeInterval: 1)
         let downBefore = try threadWakeups()
@@ -235,9 +235,9 @@ import Testing
         #expect(try demand()?.state == "up")
         let byUser = try daemon.vpnctl(user: allowed.name, ["down", "work"])
         #expect(byUser.status == 0, "\(byUser.stderr)")
-        #expect(try demand()?.state == "down (vpnctl down)")
+        #expect(try demand()?.state == "down-held")
         #expect(try daemon.vpnctl(["reload"]).status == 0)
-        #expect(try demand()?.state == "down (on demand)" && demand()?.reason == "a reload ended the vpnctl hold" && demand()?.held == nil)
+        #expect(try demand()?.state == "down-on-demand" && demand()?.reason == "a reload ended the vpnctl hold" && demand()?.held == nil)
 
         // A member that sends nothing: the handshake starts anyway (before any first packet).
         let initiations = try Capture(on: net.clientUplink, in: net.client,

@@ -68,7 +68,7 @@ import Testing
         try daemon.start()
         func demand() throws -> TunnelDemandStatus? { try daemon.status().profiles.first?.tunnel.demand }
         let atStart = try demand()
-        #expect(atStart?.state == "down (on demand)", "\(String(describing: atStart))")
+        #expect(atStart?.state == "down-on-demand", "\(String(describing: atStart))")
         let inContainer = try scene.containerMember(container, port: 8081)
         try eventually("the container's datagrams through the first server", seconds: 20) { containerService.count("udp 10.66.0.2") > 5 }
         let cameUp = try demand()

@@ -30,6 +30,16 @@ import Testing
         return report
     }
 
+    /// JSON's demand states are tokens; the text says them in words, as vpnd's log does.
+    @Test func aDemandTokenIsSaidInWords() {
+        let idle = TunnelDemandStatus(state: "down-on-demand", since: Self.now - 42, reason: "vpnd started; no member or traffic", onDemand: true)
+        #expect(StatusText.demand(idle, now: Self.now) == "  demand    down (on demand) since 42 s ago (vpnd started; no member or traffic); up at the first member or packet")
+        let held = TunnelDemandStatus(state: "down-held", since: Self.now - 60, reason: "vpnctl down", onDemand: true, held: "down")
+        #expect(StatusText.demand(held, now: Self.now).hasPrefix("  demand    down (vpnctl down) since 1 min ago (vpnctl down); held down by vpnctl"))
+        let up = TunnelDemandStatus(state: "up", since: Self.now - 5, reason: "a member appeared", onDemand: false)
+        #expect(StatusText.demand(up, now: Self.now) == "  demand    up since 5 s ago (a member appeared)")
+    }
+
     @Test func theDefaultIsWhatAPersonAsks() {
         #expect(StatusText.render(Self.report(), now: Self.now) == """
             profile work: killswitch on
