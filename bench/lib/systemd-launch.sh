@@ -12,9 +12,10 @@ systemd_root() {
   for root in .build/test-roots/bookworm-*; do
     [[ -x $root/usr/lib/systemd/systemd && -e $root/usr/lib/x86_64-linux-gnu/libsodium.so.23 ]] && { echo "$root"; return; }
   done
-  root=.build/test-roots/bench-bookworm
+  root=$PWD/.build/test-roots/bench-bookworm
   if [[ ! -x $root/usr/lib/systemd/systemd ]]; then
     rm -rf "$root.partial"
+    mkdir -p "$(dirname "$root")"
     debootstrap --variant=minbase --include=systemd,systemd-sysv,dbus,iproute2,nftables,libsodium23,libnftnl11,libmnl0,libcap2,libsystemd0,libstdc++6 \
       bookworm "$root.partial" http://deb.debian.org/debian >&2
     mv "$root.partial" "$root"
