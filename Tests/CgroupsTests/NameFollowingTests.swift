@@ -53,8 +53,10 @@ import Testing
             for program in settings.programs { try set.attach(program, to: cgroup, path: member) }
             try set.write(settings, cgroup: memberID)
         }
+        // -I -S: without HOME, Python's site module asks for the user's home directory, a
+        // lookup glibc sends to nscd first: refusals the kernel counts that are not the probe's.
         let run = { (cgroup: String, socket: String) throws -> [String] in
-            try Command.run(net.enter + ["sh", "-c", "echo $$ > \(hierarchy.absolute(cgroup))/cgroup.procs && exec python3 \(directory)/probe.py \(socket)"])
+            try Command.run(net.enter + ["sh", "-c", "echo $$ > \(hierarchy.absolute(cgroup))/cgroup.procs && exec python3 -I -S \(directory)/probe.py \(socket)"])
                 .split(separator: "\n").map(String.init)
         }
         let output = try run(member, target)
