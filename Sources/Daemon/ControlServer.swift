@@ -4,6 +4,8 @@ import Control
 import Descriptors
 import Glibc
 import Monotonic
+import Applying
+import DaemonLoop
 
 /// The listening socket at /run/vpnexec/vpnd.sock and its connections. Anyone may
 /// connect (mode 0666): what a caller may do is decided per request from the kernel's

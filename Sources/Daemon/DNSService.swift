@@ -12,6 +12,8 @@ import Plan
 import Policy
 import ServiceSupport
 import SocketPrograms
+import Applying
+import DaemonLoop
 
 /// Who asked the proxy: a UDP client (by the socket it wrote to and its address) or a TCP
 /// connection.

@@ -16,6 +16,8 @@ import TrustedFiles
 import TunnelFiles
 import Routing
 import ServiceSupport
+import Applying
+import DaemonLoop
 
 /// vpnd: loads the policy, makes the kernel match it, and then serves requests and
 /// follows the machine (tunnels appearing and going, cgroups re-created) from one

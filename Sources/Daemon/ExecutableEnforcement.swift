@@ -3,6 +3,8 @@ import Control
 import Policy
 import TrustedFiles
 import ServiceSupport
+import Applying
+import DaemonLoop
 
 /// bypass.executables and route.executables, enforced two ways at once:
 /// - before the program runs, where the kernel has fanotify permission events: the listed

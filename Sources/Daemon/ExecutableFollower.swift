@@ -6,6 +6,7 @@ import Netlink
 import Plan
 import Policy
 import ServiceSupport
+import Applying
 
 /// bypass.executables and route.executables after the fact: vpnd follows every exec (the
 /// kernel's process connector) and moves a process that ran a listed program at once,

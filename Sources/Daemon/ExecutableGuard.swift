@@ -8,6 +8,7 @@ import Policy
 import Synchronization
 import WireGuardDevice
 import ServiceSupport
+import Applying
 
 /// route.executables and bypass.executables without a window: an exec of a listed file
 /// waits in the kernel (fanotify FAN_OPEN_EXEC_PERM, ExecutableMarks marks the files) while

@@ -4,6 +4,7 @@ import Glibc
 import Policy
 import TrustedFiles
 import ServiceSupport
+import Applying
 
 /// The files the policy's executable lists name, as the file system has them now, and —
 /// where fanotify is in force — marked, so that their execs wait for vpnd. A rule is about

@@ -3,6 +3,7 @@ import CLinux
 import Descriptors
 import Glibc
 import ServiceSupport
+import Applying
 
 /// vpnd's process inspector: which program a process runs (/proc/PID/exe), and which
 /// processes hold a TUN device and with which sockets (TunnelHolders). vpnd cannot look

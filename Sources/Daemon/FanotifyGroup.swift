@@ -1,6 +1,7 @@
 import CLinux
 import Descriptors
 import Glibc
+import Applying
 
 /// A fanotify group that holds every exec of the files it marks until it answers
 /// (FAN_OPEN_EXEC_PERM). Marks are on inodes: every name of a marked file (a hard link, a

@@ -6,6 +6,7 @@ import Nftables
 import Plan
 import Routing
 import SocketPrograms
+import Applying
 
 /// The one edge where desired state meets the kernel. `apply` may be called again with
 /// the same value and then changes nothing; each step is ordered so that no instant
@@ -432,9 +433,4 @@ public final class KernelApplier: KernelApplying {
             throw error
         }
     }
-}
-
-public struct ApplyError: Error, CustomStringConvertible {
-    public var description: String
-    public init(_ description: String) { self.description = description }
 }

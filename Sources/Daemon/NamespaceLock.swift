@@ -1,5 +1,6 @@
 import Descriptors
 import Glibc
+import Applying
 
 /// One vpnd per network namespace: two would replace each other's table and fight over
 /// rules and routes. The lock is a file named after the namespace (its inode) beside the

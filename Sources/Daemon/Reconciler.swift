@@ -2,6 +2,7 @@ import Plan
 import Policy
 import TrustedFiles
 import TunnelFiles
+import Applying
 
 /// The policy in force and the kernel state planned from it: each pass reads the facts,
 /// plans and applies through the applier, and a reload either puts a new policy in force

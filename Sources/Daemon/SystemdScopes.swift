@@ -2,6 +2,7 @@ import CSystemd
 import Descriptors
 import Glibc
 import Monotonic
+import DaemonLoop
 
 /// Where systemd owns the cgroup tree (it is PID 1 and the profiles' cgroups are its
 /// `vpn.slice/vpn-NAME.slice`), a process joins a profile the way systemd-run --scope puts

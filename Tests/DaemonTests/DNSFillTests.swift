@@ -11,6 +11,8 @@ import Policy
 import ServiceSupport
 import Testing
 import TrustedFiles
+import Applying
+import DaemonLoop
 
 /// A DNS answer for a route.domains name fills the profile's set before the member gets
 /// it, and an answer whose elements the kernel refused is not given (SERVFAIL): vpnd's DNS

@@ -3,6 +3,7 @@ import Descriptors
 import Glibc
 import Monotonic
 import Testing
+import DaemonLoop
 
 /// vpnd's loop with what it watches typed (a borrowed FileDescriptor or a DescriptorNumber)
 /// and its timers on the monotonic clock.

@@ -4,6 +4,7 @@ import NetTestSupport
 import Nftables
 import Plan
 import Testing
+import Applying
 
 /// The fake answers what the daemon asks as the real applier does (in a namespace of its
 /// own), so tests against the fake say something about vpnd: the same steps, the same

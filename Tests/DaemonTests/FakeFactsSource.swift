@@ -3,6 +3,7 @@ import Addresses
 import Plan
 import Policy
 import TunnelFiles
+import Applying
 
 /// Facts a test sets, as vpnd's FactsReader would have read them: the cgroups, links and
 /// tunnel networks as given, trusted-network verdicts evaluated on `network` (as

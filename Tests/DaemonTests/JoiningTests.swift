@@ -10,6 +10,7 @@ import Routing
 import ServiceSupport
 import Testing
 import TunnelFiles
+import Applying
 
 /// A process or a unit joining a profile, without root: what an exec of a listed program
 /// decides (ExecPlacement) and applies through the reconciler over FakeKernelApplier before

@@ -6,6 +6,7 @@ import Plan
 import Policy
 import Routing
 import Testing
+import Applying
 
 /// The daemon's decisions, without root: the reconciler against a fake applier that records
 /// the desired states it was asked for, and facts a test sets. The real applier is proven

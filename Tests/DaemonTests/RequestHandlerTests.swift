@@ -8,6 +8,7 @@ import Routing
 import ServiceSupport
 import Testing
 import Launch
+import Applying
 
 /// vpnd's answers to vpnexec and vpnctl, without root: the request handler with the
 /// reconciler over FakeKernelApplier, a fake cgroup tree and fake systemd scopes. The

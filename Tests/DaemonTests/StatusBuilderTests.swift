@@ -10,6 +10,7 @@ import Routing
 import SocketPrograms
 import Testing
 import TrustedFiles
+import Applying
 
 /// `vpnctl status` from plain values, without root: StatusBuilder fed with a policy, the
 /// counters and set elements of FakeKernelApplier after it applied that policy's plan, links

@@ -6,25 +6,33 @@ import Glibc
 /// One datagram to send: to `destination`, on the socket of the queue it is in; from
 /// `source` where the socket may send from an address it is not bound to (a steered DNS
 /// answer, sent from the address its query was sent to).
-struct OutgoingDatagram {
-    var bytes: [UInt8]
-    var destination: Endpoint
-    var source: IPAddress? = nil
+public struct OutgoingDatagram {
+    public var bytes: [UInt8]
+    public var destination: Endpoint
+    public var source: IPAddress? = nil
+
+    public init(bytes: [UInt8], destination: Endpoint, source: IPAddress? = nil) {
+        (self.bytes, self.destination, self.source) = (bytes, destination, source)
+    }
 }
 
 /// What a steered query's control messages say: the address it was sent to and its mark.
-struct ReceivedControl {
-    var asked: IPAddress?
-    var mark: UInt32?
+public struct ReceivedControl {
+    public var asked: IPAddress?
+    public var mark: UInt32?
+
+    public init(asked: IPAddress? = nil, mark: UInt32? = nil) { (self.asked, self.mark) = (asked, mark) }
 }
 
 /// Datagrams to send, by socket, in the order they were queued.
-struct DatagramQueue {
-    private(set) var sockets: [(fd: DescriptorNumber, datagrams: [OutgoingDatagram])] = []
+public struct DatagramQueue {
+    public private(set) var sockets: [(fd: DescriptorNumber, datagrams: [OutgoingDatagram])] = []
 
-    var isEmpty: Bool { sockets.isEmpty }
+    public var isEmpty: Bool { sockets.isEmpty }
 
-    mutating func append(_ datagram: OutgoingDatagram, on fd: DescriptorNumber) {
+    public init() {}
+
+    public mutating func append(_ datagram: OutgoingDatagram, on fd: DescriptorNumber) {
         if let index = sockets.firstIndex(where: { $0.fd == fd }) {
             sockets[index].datagrams.append(datagram)
         } else {
@@ -38,8 +46,8 @@ struct DatagramQueue {
 /// shared by every proxy (they all run on vpnd's one thread). A slot holds the largest UDP
 /// payload, so nothing is ever truncated; pages of a slot no datagram reached are never
 /// touched and cost no memory.
-final class DatagramIO {
-    static let burst = 64
+public final class DatagramIO {
+    public static let burst = 64
     private static let slotSize = 65536
     private let storage: UnsafeMutableRawPointer
     private let headers: UnsafeMutablePointer<vx_mmsghdr>
@@ -48,7 +56,7 @@ final class DatagramIO {
     private let controls: UnsafeMutableRawPointer
     private static let controlSize = 64
 
-    init() {
+    public init() {
         storage = .allocate(byteCount: Self.burst * Self.slotSize, alignment: 64)
         headers = .allocate(capacity: Self.burst)
         headers.initialize(repeating: vx_mmsghdr(), count: Self.burst)
@@ -85,14 +93,14 @@ final class DatagramIO {
     /// Up to `burst` datagrams waiting on `fd` (non-blocking), each handed to `body` with
     /// its sender; how many there were.
     @discardableResult
-    func receive(_ fd: DescriptorNumber, _ body: ([UInt8], Endpoint) -> Void) -> Int {
+    public func receive(_ fd: DescriptorNumber, _ body: ([UInt8], Endpoint) -> Void) -> Int {
         receive(fd, control: false) { bytes, from, _ in body(bytes, from) }
     }
 
     /// As above, with what each datagram's control messages say (the socket asked for
     /// IP_PKTINFO and SO_RCVMARK).
     @discardableResult
-    func receive(_ fd: DescriptorNumber, control: Bool, _ body: ([UInt8], Endpoint, ReceivedControl) -> Void) -> Int {
+    public func receive(_ fd: DescriptorNumber, control: Bool, _ body: ([UInt8], Endpoint, ReceivedControl) -> Void) -> Int {
         for i in 0..<Self.burst {
             prepare(i, length: Self.slotSize, nameLength: socklen_t(MemoryLayout<sockaddr_storage>.size), controlLength: control ? Self.controlSize : 0)
         }
@@ -118,7 +126,7 @@ final class DatagramIO {
     /// kernel refused at once (no route, a firewall's EPERM), by socket; a datagram lost
     /// later, or to a full socket buffer, is lost as UDP is and not reported.
     @discardableResult
-    func send(_ queue: DatagramQueue) -> [(fd: DescriptorNumber, datagram: OutgoingDatagram)] {
+    public func send(_ queue: DatagramQueue) -> [(fd: DescriptorNumber, datagram: OutgoingDatagram)] {
         var refused: [(fd: DescriptorNumber, datagram: OutgoingDatagram)] = []
         for (fd, datagrams) in queue.sockets {
             var start = 0

@@ -12,8 +12,8 @@ import Names
 /// event bits, which epoll shares): a wake costs what is ready, not what is watched. With
 /// 64 profiles vpnd watches some 420 descriptors (a proxy's four sockets a profile), and
 /// poll() scanned them all at every wake (bench/README).
-final class EventLoop {
-    typealias Handler = (_ events: Int16) -> Void
+public final class EventLoop {
+    public typealias Handler = (_ events: Int16) -> Void
 
     private struct Source {
         var events: Int16
@@ -29,12 +29,12 @@ final class EventLoop {
     private var sources: [DescriptorNumber: Source] = [:]
     private var timers: [Int: Timer] = [:]
     private var nextTimer = 0
-    private(set) var running = false
+    public private(set) var running = false
     private let epoll: FileDescriptor
     /// epoll_wait's buffer: more ready at once are handled in the next round.
     private var ready = [epoll_event](repeating: epoll_event(), count: 64)
 
-    init() {
+    public init() {
         // Without an epoll descriptor vpnd cannot run at all (EMFILE or ENOMEM at start).
         let raw = epoll_create1(Int32(EPOLL_CLOEXEC))
         precondition(raw >= 0, SystemError("epoll_create1").description)
@@ -44,23 +44,23 @@ final class EventLoop {
     /// Calls `handler` with the revents whenever `fd` is ready for `events`. The loop owns
     /// no descriptor: the owner unwatches before it closes (a descriptor closed first leaves
     /// epoll by itself; its handler stays until unwatched).
-    func watch(_ fd: DescriptorNumber, events: Int16 = Int16(POLLIN), _ handler: @escaping Handler) {
+    public func watch(_ fd: DescriptorNumber, events: Int16 = Int16(POLLIN), _ handler: @escaping Handler) {
         let known = sources[fd] != nil
         sources[fd] = Source(events: events, handler: handler)
         register(fd, events, known ? EPOLL_CTL_MOD : EPOLL_CTL_ADD)
     }
 
-    func watch(_ fd: borrowing FileDescriptor, events: Int16 = Int16(POLLIN), _ handler: @escaping Handler) {
+    public func watch(_ fd: borrowing FileDescriptor, events: Int16 = Int16(POLLIN), _ handler: @escaping Handler) {
         watch(fd.number, events: events, handler)
     }
 
-    func setEvents(_ fd: DescriptorNumber, _ events: Int16) {
+    public func setEvents(_ fd: DescriptorNumber, _ events: Int16) {
         guard sources[fd] != nil, sources[fd]?.events != events else { return }
         sources[fd]?.events = events
         register(fd, events, EPOLL_CTL_MOD)
     }
 
-    func unwatch(_ fd: DescriptorNumber) {
+    public func unwatch(_ fd: DescriptorNumber) {
         guard sources.removeValue(forKey: fd) != nil else { return }
         var none = epoll_event()
         // ENOENT or EBADF: closed already, and so out of epoll.
@@ -82,23 +82,23 @@ final class EventLoop {
         assertionFailure(SystemError("epoll_ctl \(fd)").description)
     }
 
-    func unwatch(_ fd: borrowing FileDescriptor) {
+    public func unwatch(_ fd: borrowing FileDescriptor) {
         unwatch(fd.number)
     }
 
     /// Runs `body` every `interval`, first after one interval.
     @discardableResult
-    func every(_ interval: Swift.Duration, _ body: @escaping () -> Void) -> Int {
+    public func every(_ interval: Swift.Duration, _ body: @escaping () -> Void) -> Int {
         add(Timer(due: .now() + interval, interval: interval, body: body))
     }
 
     /// Runs `body` once, after `delay` (at once, in the next round, when it is not positive).
     @discardableResult
-    func after(_ delay: Swift.Duration, _ body: @escaping () -> Void) -> Int {
+    public func after(_ delay: Swift.Duration, _ body: @escaping () -> Void) -> Int {
         add(Timer(due: .now() + delay, interval: nil, body: body))
     }
 
-    func cancel(_ timer: Int) { timers[timer] = nil }
+    public func cancel(_ timer: Int) { timers[timer] = nil }
 
     private func add(_ timer: Timer) -> Int {
         nextTimer += 1
@@ -106,15 +106,15 @@ final class EventLoop {
         return nextTimer
     }
 
-    func stop() { running = false }
+    public func stop() { running = false }
 
-    func run() throws {
+    public func run() throws {
         running = true
         while running {
             let now = MonotonicInstant.now()
             let wait = timers.values.map { $0.due.since(now) }.min() ?? .seconds(1)
             let count = retryingInterrupted { epoll_wait(epoll.raw, &ready, Int32(ready.count), Int32(min(wait, .seconds(1)).nanoseconds / 1_000_000) + 1) }
-            if count < 0 { throw ApplyError(SystemError("epoll_wait").description) }
+            if count < 0 { throw SystemError("epoll_wait") }
             for entry in ready.prefix(max(0, Int(count))) where running {
                 // A handler may have removed (and closed) another source in this round.
                 sources[DescriptorNumber(borrowing: entry.data.fd)]?.handler(Int16(truncatingIfNeeded: entry.events))
