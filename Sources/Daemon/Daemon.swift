@@ -75,102 +75,32 @@ public final class Daemon {
     var trustedState = TrustedState()
     let trustedWireless = try? WirelessNetwork()
 
-    /// Loads and applies the policy. Throws a PolicyError (nothing was touched) or the
-    /// error of the first kernel operation that failed.
-    public init(options: DaemonOptions, log: Log) throws {
-        self.options = options
-        self.log = log
-        guard !options.cgroupParent.split(separator: "/").isEmpty else {
-            throw ApplyError("the cgroup parent must be a cgroup below the root (e.g. vpn.slice), not the root itself")
-        }
-        hierarchy = try CgroupHierarchy.system()
-        // Exec events may have to be opened in another network namespace, and fanotify
-        // permission events need CAP_SYS_ADMIN: before the drop.
-        executables = ExecutableEnforcement(initialNetworkNamespace: options.initialNetworkNamespace, open: !options.oneshot, log: log)
-        // Loading the socket programs needs CAP_BPF, and finding what an earlier vpnd of this
-        // namespace attached CAP_SYS_ADMIN; attaching later needs neither: before the drop.
-        let owner: UInt64
-        let socketPrograms: SocketProgramSet
-        do {
-            owner = try SocketProgramSet.currentOwner()
-            socketPrograms = try SocketProgramSet(owner: owner, root: hierarchy.id(of: "") ?? 1, parentDepth: options.cgroupParent.split(separator: "/").count)
-        } catch {
-            throw ApplyError("the cgroup socket programs (a member's mark, guard and DNS at its sockets) could not be loaded: \(error); "
-                + "vpnexec needs Linux 5.14 or later with cgroup BPF, and CAP_BPF at start")
-        }
-        // A vpnd whose network namespace went away without `vpnd --cleanup` left programs that
-        // act on nothing but run at every socket made below their cgroup, and fill the 64 a
-        // cgroup and hook the kernel takes: removed (entering namespaces and finding programs
-        // take CAP_SYS_ADMIN: before the drop). Never while any namespace could not be read.
-        if let live = LiveNetworkNamespaces.cookies(), live.contains(owner) {
-            let (detached, failures) = AdoptedSocketPrograms.detachOrphans(hierarchy: hierarchy, live: live)
-            if detached > 0 { log.notice("removed \(Plural.count(detached, "socket program")) left by vpnds whose network namespace is gone") }
-            for failure in failures { log.warning("\(failure)") }
-        }
-        let adopted = AdoptedSocketPrograms(hierarchy: hierarchy.mountPoint, owner: owner)
-        // The members' namespaces the earlier vpnd routed: found by the first apply, so a
-        // container keeps going through the restart.
-        let earlierPlaces = socketPrograms.takeOver(adopted)
-        let socketDirectory = String(options.socketPath[..<(options.socketPath.lastIndex(of: "/") ?? options.socketPath.startIndex)])
-        namesFailure = socketPrograms.namesFailure
-        resolveDirectory = socketPrograms.followsNames && !options.oneshot ? (socketDirectory.isEmpty ? "." : socketDirectory) + "/resolve" : nil
-        // Made before the sandbox, which lets vpnd make sockets there but no directory.
-        if let resolveDirectory { mkdir(resolveDirectory, 0o755) }
-        if let failure = namesFailure {
-            log.warning("members' lookups through systemd-resolved (nss-resolve) and nscd are not followed on this kernel, they leave outside the profile: \(failure); "
-                + "Linux 6.7 or later follows them, else take resolve off the hosts line of /etc/nsswitch.conf (hosts: files dns) and stop nscd")
-        }
-        // Its program needs CAP_BPF and its port 53 CAP_NET_BIND_SERVICE: before the drop. It
-        // lives as long as vpnd; a query routed to a proxy while none runs is refused
-        // (DNSRouting.steeredQueryGuards).
-        if options.oneshot {
-            (dnsSteering, dnsSteeringFailure) = (nil, nil)
-        } else {
-            do {
-                (dnsSteering, dnsSteeringFailure) = (try DNSSteeringPoint(), nil)
-            } catch {
-                (dnsSteering, dnsSteeringFailure) = (nil, "\(error)")
-                log.error("DNS steering could not be set up: \(error); \(DNSService.refused). It needs Linux 5.9 or later (sk_lookup)")
-            }
-        }
-        if options.dropPrivileges {
-            let keep = Privileges.directoryOverrideNeeded(RuntimeFacts.directoriesAlong(parent: options.cgroupParent).map(hierarchy.absolute))
-            try Privileges.dropToMinimum(permitted: keep ? Privileges.permitted : Privileges.effective)
-            log.info("capabilities: \(Privileges.current()); no_new_privs set")
-        }
-        // Each profile keeps the mark its members' sockets were born with under the vpnd
-        // before (a restart moves no one's sockets to another mark): as the kernel has it.
-        let loaded = try LoadedPolicy(directory: options.policyDirectory, previous: Self.indexes(adopted, hierarchy: hierarchy, parent: options.cgroupParent))
-        let policy = loaded.policy
-        if !options.oneshot { try executables.checkEnforceable(policy) }
+    /// Starts (Startup's stages, in their order), then loads and applies the policy. Throws a
+    /// PolicyError (nothing was touched) or the error of the first kernel operation that failed.
+    public convenience init(options: DaemonOptions, log: Log) throws {
+        let programs = try Startup.ProgramsLoaded(options: options, log: log)
+        let opened = Startup.SourcesOpened(programs)
+        let dropped = try Startup.Dropped(opened)
+        let prepared = try Startup.Prepared(dropped)
+        try self.init(try Startup.Sandboxed(prepared))
+    }
+
+    /// The daemon from a finished start: the first apply, and the policy kept.
+    init(_ start: Startup.Sandboxed) throws {
+        let prepared = start.prepared, opened = start.prepared.dropped.opened, programs = opened.programs
+        (options, log, hierarchy) = (programs.options, programs.log, programs.hierarchy)
+        executables = opened.executables
+        (dnsSteering, dnsSteeringFailure) = (opened.dnsSteering, opened.dnsSteeringFailure)
+        (resolveDirectory, namesFailure) = (opened.resolveDirectory, opened.namesFailure)
+        lock = prepared.lock
+        applier = prepared.applier
+        rtnl = prepared.netlink
+        machineFacts = MachineFacts(hierarchy: hierarchy, netlink: prepared.netlink, cgroupParent: options.cgroupParent)
+        machineFacts.earlierPlaces = programs.earlierPlaces
+        reconciler = Reconciler(policy: prepared.loaded, applier: prepared.applier, facts: machineFacts)
         tunnels = BuiltInTunnels(log: log, uapiDirectory: options.wireguardSocketDirectory)
-        lock = try NamespaceLock(directory: socketDirectory.isEmpty ? "." : socketDirectory)
-        let kernelNetlink = try Rtnetlink()
-        let kernel = try KernelApplier(programs: SocketProgramAttacher(programs: socketPrograms, hierarchy: hierarchy, adopted: adopted))
-        kernel.onProgramFailure = { [log] in log.warning("a cgroup's socket programs: \($0)") }
-        kernel.onTransportDrained = { [log] in
-            log.notice("transport udp \($0): held \(TransportRules.drainSeconds) s before it goes direct, while what a loop may have left in its daemon drains")
-        }
-        kernel.onTableRestored = { [log] in log.warning("the nft table inet \(vpnexecTableName) was deleted by someone else; put back") }
-        applier = kernel
-        machineFacts = MachineFacts(hierarchy: hierarchy, netlink: kernelNetlink, cgroupParent: options.cgroupParent)
-        machineFacts.earlierPlaces = earlierPlaces
-        reconciler = Reconciler(policy: loaded, applier: kernel, facts: machineFacts)
-        rtnl = kernelNetlink
         failover = ServerFailover(log: log)
-        if options.sandbox {
-            // Before any thread exists (built-in tunnels start below): all inherit it.
-            mkdir(options.wireguardSocketDirectory, 0o755)
-            if let state = options.stateDirectory { mkdir(state, 0o755) }
-            var sandbox = try Sandbox.forDaemon(cgroupRoot: hierarchy.mountPoint, socketDirectory: socketDirectory.isEmpty ? "." : socketDirectory,
-                                                wireguardDirectory: options.wireguardSocketDirectory,
-                                                stateDirectory: options.stateDirectory).apply()
-            if sandbox.landlockABI != nil, !Sandbox.verify() {
-                (sandbox.state, sandbox.reason) = (SandboxStatus.notInForce, "/proc/self/comm opened for writing")
-            }
-            sandboxStatus = sandbox
-            log.info("sandbox: \(sandbox)")
-        }
+        sandboxStatus = start.status
         followMachine()
         try applyPolicy()
         lastReload = .started(at: WallClock.now().secondsSinceEpoch)
