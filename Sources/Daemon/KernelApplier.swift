@@ -131,9 +131,6 @@ public final class KernelApplier: KernelApplying {
 
     // MARK: nftables
 
-    /// Whether the table was made or replaced whole (the run-time elements in it then are
-    /// what the kernel carried over, not what this applier added).
-    @discardableResult
     /// The bridge family's table (ContainerRules.bridgeTable): replaced whole when it
     /// changed or went missing, deleted when the plan has none (one left by an earlier vpnd
     /// too). It holds no counters or learned elements to carry over.
@@ -150,6 +147,9 @@ public final class KernelApplier: KernelApplying {
         appliedBridge = desired
     }
 
+    /// Whether the table was made or replaced whole (the run-time elements in it then are
+    /// what the kernel carried over, not what this applier added).
+    @discardableResult
     private func applyTable(_ desired: NftTable) throws -> Bool {
         let exists = try nft.tableExists(family: desired.family, name: desired.name)
         if !exists && applied != nil { onTableRestored?() }

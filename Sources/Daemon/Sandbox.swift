@@ -64,14 +64,10 @@ public struct Sandbox: Sendable, Equatable {
         tcpListen: nil, tcpConnect: [53])
     }
 
-    public struct Failure: Error, CustomStringConvertible {
-        public var description: String
-    }
-
     /// Confines the calling thread and its future threads; returns what was enforced, for
     /// the log and `vpnctl status` (unavailable on kernels without Landlock), as confined:
     /// the caller verifies it.
-    public func apply() throws(Failure) -> SandboxStatus {
+    public func apply() throws(SystemError) -> SandboxStatus {
         let abi = Int(vx_landlock_abi())
         guard abi >= 1 else {
             let why: String
@@ -98,20 +94,20 @@ public struct Sandbox: Sendable, Equatable {
             let fileRights: Access = [.execute, .writeFile, .truncate, .ioctlDevice]
             let access = Access(rawValue: rule.access.rawValue & handled.rawValue & (isDirectory ? ~0 : fileRights.rawValue))
             guard vx_landlock_allow_beneath(ruleset.raw, file.raw, access.rawValue) == 0 else {
-                throw Failure(description: SystemError("landlock_add_rule \(rule.path)").description)
+                throw SystemError("landlock_add_rule \(rule.path)")
             }
             places.append(rule.path)
         }
         if abi >= 4 {
             for port in tcpListen.map(Array.init) ?? [] where vx_landlock_allow_port(ruleset.raw, port, 1) != 0 {
-                throw Failure(description: SystemError("landlock_add_rule (TCP port \(port))").description)
+                throw SystemError("landlock_add_rule (TCP port \(port))")
             }
             for port in tcpConnect where vx_landlock_allow_port(ruleset.raw, port, 2) != 0 {
-                throw Failure(description: SystemError("landlock_add_rule (TCP port \(port))").description)
+                throw SystemError("landlock_add_rule (TCP port \(port))")
             }
         }
         guard vx_set_no_new_privs() == 0, vx_landlock_restrict_self(ruleset.raw) == 0 else {
-            throw Failure(description: SystemError("landlock_restrict_self").description)
+            throw SystemError("landlock_restrict_self")
         }
         return SandboxStatus(state: SandboxStatus.confined, landlockABI: abi, writablePaths: places, tcpConnectPorts: abi >= 4 ? tcpConnect : nil)
     }
@@ -128,9 +124,7 @@ public struct Sandbox: Sendable, Equatable {
         }
     }
 
-    private static func createRuleset(_ attributes: inout vx_landlock_ruleset_attr, size: Int) throws(Failure) -> FileDescriptor {
-        do { return try FileDescriptor("landlock_create_ruleset", returned: vx_landlock_create_ruleset(&attributes, size)) } catch {
-            throw Failure(description: error.description)
-        }
+    private static func createRuleset(_ attributes: inout vx_landlock_ruleset_attr, size: Int) throws(SystemError) -> FileDescriptor {
+        try FileDescriptor("landlock_create_ruleset", returned: vx_landlock_create_ruleset(&attributes, size))
     }
 }

@@ -1,3 +1,4 @@
+import Addresses
 import CLinux
 import Descriptors
 import Glibc
@@ -63,35 +64,21 @@ public final class NameServer {
         var calls: UInt64 = 0
     }
 
-    public struct Failure: Error, CustomStringConvertible {
-        public var description: String
-    }
-
     /// Listens at `path` (made anew: a socket left by an earlier vpnd is removed), mode
-    /// 0666 as resolved's is: any member, whatever its user, connects.
-    public init(path: String, loop: NameServerLoop, ask: @escaping Ask) throws(Failure) {
+    /// 0666 as resolved's is: any member, whatever its user, connects. Throws
+    /// UnixSocketAddress.Invalid or the SystemError of the call that failed.
+    public init(path: String, loop: NameServerLoop, ask: @escaping Ask) throws {
         self.path = path
         self.loop = loop
         self.ask = ask
-        let bytes = Array(path.utf8)
-        var address = sockaddr_un()
-        guard !bytes.isEmpty, bytes.count < MemoryLayout.size(ofValue: address.sun_path), !bytes.contains(0) else {
-            throw Failure(description: "socket path \(path) does not fit a Unix socket address")
-        }
-        address.sun_family = sa_family_t(AF_UNIX)
-        withUnsafeMutableBytes(of: &address.sun_path) { $0.copyBytes(from: bytes + [0]) }
-        let raw = Glibc.socket(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue) | Int32(SOCK_NONBLOCK.rawValue), 0)
-        guard raw >= 0 else { throw Failure(description: "socket: \(String(cString: strerror(errno)))") }
-        let socket = FileDescriptor(adopting: raw)
+        let address = try UnixSocketAddress(path: path)
+        let socket = try FileDescriptor.socket(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_NONBLOCK.rawValue))
         let directory = path.split(separator: "/", omittingEmptySubsequences: false).dropLast().joined(separator: "/")
         Self.makeDirectories(directory)
         unlink(path)
-        let bound = withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(raw, $0, socklen_t(MemoryLayout<sockaddr_un>.size)) }
-        }
-        guard bound == 0 else { throw Failure(description: "bind \(path): \(String(cString: strerror(errno)))") }
+        guard address.withSockaddr({ bind(socket.raw, $0, $1) }) == 0 else { throw SystemError("bind \(path)") }
         chmod(path, 0o666)
-        guard listen(raw, 128) == 0 else { throw Failure(description: "listen \(path): \(String(cString: strerror(errno)))") }
+        guard listen(socket.raw, 128) == 0 else { throw SystemError("listen \(path)") }
         listener = owned.insert(socket)
         loop.watch(listener, events: Int16(POLLIN)) { [weak self] _ in self?.accept() }
     }

@@ -29,7 +29,7 @@ public final class ProfileNameServers {
                 server.admit = { [unowned self] pid in admit(name, pid) }
                 servers[name] = server
             } catch {
-                failures[name] = error.description
+                failures[name] = "\(error)"
             }
         }
         return failures

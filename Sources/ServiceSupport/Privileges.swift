@@ -14,10 +14,6 @@ import Glibc
 /// loaded once at start; attaching it to cgroups and changing their marks later needs
 /// no capability, only the program's and its storage's descriptors, so it is not kept.
 public enum Privileges {
-    public struct Failure: Error, CustomStringConvertible {
-        public var description: String
-    }
-
     public static let effective: [cap_value_t] = [CAP_NET_ADMIN]
     public static let permitted: [cap_value_t] = [CAP_NET_ADMIN, CAP_DAC_OVERRIDE]
     /// What a standalone WireGuard engine (vpn-server) keeps once its interface, socket,
@@ -31,7 +27,7 @@ public enum Privileges {
     /// without CAP_DAC_OVERRIDE where root can make the profile parent as its owner),
     /// raises `effective` of it, drops everything else from every set, the bounding set
     /// included, and sets no_new_privs.
-    public static func dropToMinimum(effective: [cap_value_t] = effective, permitted: [cap_value_t] = permitted) throws(Failure) {
+    public static func dropToMinimum(effective: [cap_value_t] = effective, permitted: [cap_value_t] = permitted) throws(SystemError) {
         // The bounding set first: dropping from it needs CAP_SETPCAP, which goes next.
         // Without CAP_SETPCAP (a service manager bounded us already, e.g. systemd's
         // CapabilityBoundingSet=) the bound stays as it was set: with no_new_privs no exec
@@ -39,20 +35,20 @@ public enum Privileges {
         if hasEffective(CAP_SETPCAP) {
             for capability in 0..<cap_value_t(cap_max_bits()) where !permitted.contains(capability) {
                 if cap_get_bound(capability) == 1, cap_drop_bound(capability) != 0 {
-                    throw Failure(description: "cannot drop capability \(capability) from the bounding set: \(SystemError("cap_drop_bound").reason)")
+                    throw SystemError("dropping capability \(capability) from the bounding set (cap_drop_bound)")
                 }
             }
         }
-        guard let caps = cap_init() else { throw Failure(description: "cap_init failed") }
+        guard let caps = cap_init() else { throw SystemError("cap_init") }
         defer { cap_free(UnsafeMutableRawPointer(caps)) }
         var effectiveList = effective, permittedList = permitted
         guard cap_set_flag(caps, CAP_EFFECTIVE, Int32(effectiveList.count), &effectiveList, CAP_SET) == 0,
               cap_set_flag(caps, CAP_PERMITTED, Int32(permittedList.count), &permittedList, CAP_SET) == 0,
               cap_set_proc(caps) == 0 else {
-            throw Failure(description: "cannot restrict capabilities: \(SystemError("cap_set_proc").reason)")
+            throw SystemError("restricting the capabilities (cap_set_proc)")
         }
         guard vx_set_no_new_privs() == 0 else {
-            throw Failure(description: "cannot set no_new_privs: \(SystemError("prctl").reason)")
+            throw SystemError("setting no_new_privs (prctl)")
         }
     }
 
