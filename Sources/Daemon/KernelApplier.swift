@@ -75,7 +75,8 @@ public final class KernelApplier: KernelApplying {
     public convenience init() throws { try self.init(programs: nil) }
 
     public func apply(_ state: DesiredState) throws {
-        if let until = drainingUntil, MonotonicInstant.now() >= until { drainingUntil = nil }
+        let now = MonotonicInstant.now()
+        if let until = drainingUntil, now >= until { drainingUntil = nil }
         // A namespace no longer routed is held before its rules go (it is let out after them).
         if let failure = programs?.holdAgain(keeping: Set(state.namespacesLetOut.keys)) { onProgramFailure?(failure) }
         let remade = try applyTable(drainingUntil == nil ? state.nft : TransportRules.draining(state.nft))
@@ -83,10 +84,16 @@ public final class KernelApplier: KernelApplying {
         // Drained before the read: what changes during it (our own changes too) is news for
         // the next apply, which reads once more.
         let routingChanged = routingEvents.drain()
-        if routingChanged || !routingIsInSync(with: state) {
+        if routingChanged || !routingIsInSync(with: state, now: now) {
             routingInSync = nil
-            try reconcileRouting(rules: state.rules, routes: state.routes, addresses: state.addresses, drains: state.transportDrains, table: state.nft)
-            routingInSync = (state.rules, state.routes, state.addresses, .now())
+            let routing = try readRouting(routes: state.routes, rules: state.rules)
+            // A transport port whose exclusion is new may have looped until now: held a second
+            // before it goes direct, so what the loop left drains into the drop. The rule that
+            // looks the map up and the elements go in before the exclusion rules.
+            let draining = TransportRules.portsToDrain(adding: routing.adding(state.rules), present: routing.rules, drains: state.transportDrains)
+            if !draining.isEmpty { try holdDraining(draining, drains: state.transportDrains, table: state.nft, now: now) }
+            try writeRouting(rules: state.rules, routes: state.routes, addresses: state.addresses, over: routing)
+            routingInSync = (state.rules, state.routes, state.addresses, now)
         }
         for sysctl in state.sysctls { try write(sysctl) }
         // Let out once the rules and routes are in, and before new programs are attached
@@ -111,7 +118,7 @@ public final class KernelApplier: KernelApplying {
         book = LearnedRouteBook()
         learnedChecked = false
         routingInSync = nil
-        try reconcileRouting(rules: [], routes: [], addresses: [])
+        try writeRouting(rules: [], routes: [], addresses: [], over: try readRouting(routes: [], rules: []))
         for table in knownTables { try removeLearnedRoutes(in: table) }
     }
 
@@ -339,58 +346,70 @@ public final class KernelApplier: KernelApplying {
 
     /// The kernel still has the routing `state` wants: the last full read made it so, no
     /// routing event came since, and that read is recent.
-    private func routingIsInSync(with state: DesiredState) -> Bool {
-        guard let last = routingInSync, MonotonicInstant.now().since(last.at) < routingReadInterval else { return false }
+    private func routingIsInSync(with state: DesiredState, now: MonotonicInstant) -> Bool {
+        guard let last = routingInSync, now.since(last.at) < routingReadInterval else { return false }
         return last.rules == state.rules && last.routes == state.routes && last.addresses == state.addresses
     }
 
-    private func reconcileRouting(rules desiredRules: [RoutingRule], routes desiredRoutes: [Route], addresses desiredAddresses: [InterfaceAddress],
-                                  drains: [UInt16: String] = [:], table: NftTable? = nil) throws {
+    /// Our rules, routes and steering addresses as the kernel has them, and the kernel's
+    /// `lookup local` rules.
+    private struct KernelRouting {
+        var rules: [RoutingRule] = [], kernelLocal: [RoutingRule] = []
+        var routes: Set<Route> = []
+        var addresses: [InterfaceAddress] = []
+        /// The tables of ours the routes were read from.
+        var tables: Set<UInt32> = []
+
+        /// The wanted rules the kernel lacks, in the plan's order. Sets, not the arrays:
+        /// with 64 profiles each family has a few hundred rules, and this runs every second.
+        func adding(_ wanted: [RoutingRule]) -> [RoutingRule] {
+            let present = Set(rules)
+            return wanted.filter { !present.contains($0) }
+        }
+    }
+
+    /// The local table is the kernel's, though a rule of ours looks it up (DNSRouting).
+    private static let notOurs: Set<UInt32> = [0, DNSRouting.localTable]
+
+    private func readRouting(routes: [Route], rules: [RoutingRule]) throws -> KernelRouting {
         routingReads += 1
-        var actualRules: [RoutingRule] = [], kernelLocal: [RoutingRule] = []
+        var routing = KernelRouting()
         for ipv4 in [true, false] {
             let all = try rtnl.rules(ipv4: ipv4)
-            actualRules += all.filter { $0.protocolNumber == vpnexecRouteProtocol }
-            kernelLocal += all.filter(Self.isKernelLocalRule)
+            routing.rules += all.filter { $0.protocolNumber == vpnexecRouteProtocol }
+            routing.kernelLocal += all.filter(Self.isKernelLocalRule)
         }
         // The steering addresses on `lo` are ours by their prefix: one of a profile that
         // went (or of a vpnd that died) is found there, not in memory.
-        let actualAddresses = try rtnl.addresses().filter { DNSSteering.prefix6.contains($0.prefix.address) }
-        for address in desiredAddresses where !actualAddresses.contains(address) { try rtnl.add(address) }
-        // The local table is the kernel's, though a rule of ours looks it up (DNSRouting).
-        let notOurs: Set<UInt32> = [0, DNSRouting.localTable]
-        let tables = knownTables.union(actualRules.map(\.table)).union(desiredRoutes.map(\.table)).union(desiredRules.map(\.table)).subtracting(notOurs)
+        routing.addresses = try rtnl.addresses().filter { DNSSteering.prefix6.contains($0.prefix.address) }
+        routing.tables = knownTables.union(routing.rules.map(\.table)).union(routes.map(\.table)).union(rules.map(\.table)).subtracting(Self.notOurs)
         // One dump a family, of our protocol only: this runs every second, and the profiles'
         // tables may hold thousands of learned routes (another protocol) besides.
-        var actualRoutes: Set<Route> = []
         for ipv4 in [true, false] {
-            actualRoutes.formUnion(try rtnl.routes(ipv4: ipv4, table: nil, protocolNumber: vpnexecRouteProtocol).filter { tables.contains($0.table) })
+            routing.routes.formUnion(try rtnl.routes(ipv4: ipv4, table: nil, protocolNumber: vpnexecRouteProtocol).filter { routing.tables.contains($0.table) })
         }
-        let wantedRoutes = Set(desiredRoutes)
-        for route in desiredRoutes where !actualRoutes.contains(route) { try rtnl.add(route) }
-        // Sets, not the arrays: with 64 profiles each family has a few hundred rules, and this
-        // runs every second.
-        let wantedRules = Set(desiredRules), presentRules = Set(actualRules)
-        let adding = desiredRules.filter { !presentRules.contains($0) }
-        // A transport port whose exclusion is new may have looped until now: held a second
-        // before it goes direct (TransportRules), so what the loop left drains into the drop.
-        // Only rules of ours route a tunnel's transport into it: with none in the kernel yet
-        // (a first start, or one after `vpnctl teardown`) nothing looped, and the tunnel is not
-        // held.
-        let draining = actualRules.isEmpty ? []
-            : Set(adding.compactMap { rule in rule.sourcePorts.flatMap { drains[$0.lowerBound] != nil ? $0.lowerBound : nil } })
-        if !draining.isEmpty, let table {
-            // The rule that looks the map up first, then the elements: both before the
-            // exclusion rules below.
-            drainingUntil = .now() + .seconds(Int(TransportRules.drainSeconds))
-            try applyTable(TransportRules.draining(table))
-            if let applied {
-                try nft.addElements([TransportRules.drainingMapName: draining.sorted().map {
-                    NftElement(key: .port($0), verdict: .jump(drains[$0]!), timeout: TransportRules.drainSeconds)
-                }], in: applied)
-            }
-            for port in draining.sorted() { onTransportDrained?(port) }
+        return routing
+    }
+
+    /// The draining map looked up first for unmarked packets, with each port in it for
+    /// TransportRules.drainSeconds.
+    private func holdDraining(_ ports: [UInt16], drains: [UInt16: String], table: NftTable, now: MonotonicInstant) throws {
+        drainingUntil = now + .seconds(Int(TransportRules.drainSeconds))
+        try applyTable(TransportRules.draining(table))
+        if let applied {
+            try nft.addElements([TransportRules.drainingMapName: ports.compactMap { port in
+                drains[port].map { NftElement(key: .port(port), verdict: .jump($0), timeout: TransportRules.drainSeconds) }
+            }], in: applied)
         }
+        for port in ports { onTransportDrained?(port) }
+    }
+
+    /// The kernel's routing made what is wanted, from what `routing` read.
+    private func writeRouting(rules: [RoutingRule], routes: [Route], addresses: [InterfaceAddress], over routing: KernelRouting) throws {
+        for address in addresses where !routing.addresses.contains(address) { try rtnl.add(address) }
+        for route in routes where !routing.routes.contains(route) { try rtnl.add(route) }
+        let wantedRules = Set(rules), presentRules = Set(routing.rules)
+        let adding = routing.adding(rules)
         // The DNS rules go before the kernel's `lookup local` rule (DNSRouting): it moves from
         // 0 to after them, added there before it is taken from 0, so that no lookup ever
         // misses the local table; and back, the same way round, when they go. Each family
@@ -398,7 +417,7 @@ public final class KernelApplier: KernelApplying {
         for rule in adding where rule.priority != DNSRouting.kernelLocalPriority { try rtnl.add(rule) }
         for ipv4 in [true, false] {
             let moved = DNSRouting.movedLocalRule(ipv4: ipv4)
-            let kernel = kernelLocal.filter { $0.ipv4 == ipv4 }
+            let kernel = routing.kernelLocal.filter { $0.ipv4 == ipv4 }
             if wantedRules.contains(moved) {
                 for rule in kernel { try ignoreMissing { try rtnl.delete(rule) } }
             } else if kernel.isEmpty, presentRules.contains(moved) {
@@ -406,10 +425,11 @@ public final class KernelApplier: KernelApplying {
             }
         }
         for rule in adding where rule.priority == DNSRouting.kernelLocalPriority { try rtnl.add(rule) }
-        for rule in actualRules where !wantedRules.contains(rule) { try ignoreMissing { try rtnl.delete(rule) } }
-        for route in actualRoutes where !wantedRoutes.contains(route) { try ignoreMissing { try rtnl.delete(route) } }
-        for address in actualAddresses where !desiredAddresses.contains(address) { try ignoreMissing { try rtnl.delete(address) } }
-        knownTables = Set(desiredRoutes.map(\.table)).union(desiredRules.map(\.table)).subtracting(notOurs)
+        let wantedRoutes = Set(routes)
+        for rule in routing.rules where !wantedRules.contains(rule) { try ignoreMissing { try rtnl.delete(rule) } }
+        for route in routing.routes where !wantedRoutes.contains(route) { try ignoreMissing { try rtnl.delete(route) } }
+        for address in routing.addresses where !addresses.contains(address) { try ignoreMissing { try rtnl.delete(address) } }
+        knownTables = Set(routes.map(\.table)).union(rules.map(\.table)).subtracting(Self.notOurs)
     }
 
     /// The local table's rule at 0, whoever added it (the kernel, or vpnd putting it back).

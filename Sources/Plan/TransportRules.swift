@@ -1,6 +1,7 @@
 import Addresses
 import Nftables
 import Policy
+import Routing
 
 /// No tunnel is routed into itself. A tunnel daemon's socket is a process's socket like
 /// any other: in system mode it is a member, and route.networks can cover its server. If
@@ -166,6 +167,15 @@ public enum TransportRules {
                 let interface = facts.links[tunnel.interface].map { NftStatement.outputInterface(name: tunnel.interface, index: $0.index) }
                 return NftRule([interface ?? .outputInterfaceName(tunnel.interface, negated: false), udp, .verdict(.jump(tunnel.chain))])
             }
+    }
+
+    /// The transport ports to hold while they drain: those whose exclusion rule is about to
+    /// be added (`adding`), where it may have looped into its tunnel until now. Only rules of
+    /// ours route a transport into its tunnel: with none in the kernel yet (`present` empty:
+    /// a first start, or one after `vpnctl teardown`) nothing looped, and nothing is held.
+    public static func portsToDrain(adding: [RoutingRule], present: [RoutingRule], drains: [UInt16: String]) -> [UInt16] {
+        guard !present.isEmpty else { return [] }
+        return Set(adding.compactMap { rule in rule.sourcePorts.flatMap { drains[$0.lowerBound] != nil ? $0.lowerBound : nil } }).sorted()
     }
 
     /// The rule that holds a draining port, first in the chain for unmarked packets.

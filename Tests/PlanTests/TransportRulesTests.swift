@@ -189,6 +189,19 @@ import Testing
         #expect(state.nft.set(named: "tunnel_transport") == nil)
         #expect(state.nft.chains.isEmpty)
     }
+
+    /// A port drains when its exclusion rule is new and rules of ours were in the kernel
+    /// (it may have looped until now); not on a first start, nor for a port with no drain.
+    @Test func portsDrainOnlyWhereTheyMayHaveLooped() {
+        func exclusion(_ port: UInt16) -> RoutingRule {
+            RoutingRule(ipv4: true, priority: 10, mark: 0, mask: 0, table: 254, protocolNumber: 118, ipProtocol: 17, sourcePorts: port...port)
+        }
+        let other = RoutingRule(ipv4: true, priority: 20, mark: 1, mask: 1, table: 100, protocolNumber: 118)
+        let drains: [UInt16: String] = [51820: "held_work", 51821: "held_home"]
+        #expect(TransportRules.portsToDrain(adding: [exclusion(51821), exclusion(51820), exclusion(51820)], present: [other], drains: drains) == [51820, 51821])
+        #expect(TransportRules.portsToDrain(adding: [exclusion(51820)], present: [], drains: drains).isEmpty, "a first start: nothing looped")
+        #expect(TransportRules.portsToDrain(adding: [exclusion(40000), other], present: [other], drains: drains).isEmpty, "no drain for the port")
+    }
 }
 
 extension NftStatement {
