@@ -78,8 +78,7 @@ final class ControlServer {
         if !directory.isEmpty {
             mkdir(directory, 0o755)
         }
-        let address: UnixSocketAddress
-        do { address = try UnixSocketAddress(path: path) } catch { throw ApplyError("cannot listen for requests: \(error)") }
+        let address = try UnixSocketAddress(path: path)
         if Self.somebodyListens(address) {
             throw ApplyError("another vpnd already listens on \(path)")
         }
@@ -89,19 +88,16 @@ final class ControlServer {
         loop.every(.milliseconds(200)) { [unowned self] in expire() }
     }
 
-    private static func listen(at address: UnixSocketAddress, path: String) throws(ApplyError) -> FileDescriptor {
+    private static func listen(at address: UnixSocketAddress, path: String) throws(SystemError) -> FileDescriptor {
         let listener = try stream()
-        let bound = address.withSockaddr { bind(listener.raw, $0, $1) }
-        guard bound == 0 else { throw ApplyError("cannot bind \(path): \(SystemError("bind").reason)") }
+        guard address.withSockaddr({ bind(listener.raw, $0, $1) }) == 0 else { throw SystemError("bind \(path)") }
         chmod(path, 0o666)
-        guard Glibc.listen(listener.raw, 128) == 0 else { throw ApplyError("cannot listen on \(path): \(SystemError("listen").reason)") }
+        guard Glibc.listen(listener.raw, 128) == 0 else { throw SystemError("listen \(path)") }
         return listener
     }
 
-    private static func stream() throws(ApplyError) -> FileDescriptor {
-        do { return try FileDescriptor.socket(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_NONBLOCK.rawValue)) } catch {
-            throw ApplyError("cannot create control socket: \(error.reason)")
-        }
+    private static func stream() throws(SystemError) -> FileDescriptor {
+        try FileDescriptor.socket(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_NONBLOCK.rawValue))
     }
 
     func close() {

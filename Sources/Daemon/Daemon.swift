@@ -461,7 +461,7 @@ public func teardownKernelState(socketPath: String) throws {
     let hierarchy = try CgroupHierarchy.system()
     var failures = AdoptedSocketPrograms.detachAll(hierarchy: hierarchy, owner: try SocketProgramSet.currentOwner())
     if let live = LiveNetworkNamespaces.cookies() { failures += AdoptedSocketPrograms.detachOrphans(hierarchy: hierarchy, live: live).failures }
-    if let failure = failures.first { throw ApplyError(failure.description) }
+    if let failure = failures.first { throw failure }
     AppliedMarker(socketPath: socketPath).clear()
 }
 

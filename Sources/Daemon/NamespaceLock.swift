@@ -12,7 +12,7 @@ final class NamespaceLock {
     init(directory: String) throws {
         var namespace = stat()
         guard stat("/proc/self/ns/net", &namespace) == 0 else {
-            throw ApplyError("cannot identify the network namespace: \(SystemError("stat").reason)")
+            throw SystemError("stat /proc/self/ns/net")
         }
         mkdir(directory, 0o755)
         let path = "\(directory)/netns-\(namespace.st_ino).lock"
@@ -27,10 +27,8 @@ final class NamespaceLock {
         _ = pwrite(fd, pid, pid.count, 0)
     }
 
-    private static func open(_ path: String) throws(ApplyError) -> FileDescriptor {
-        do { return try FileDescriptor.open(path, O_RDWR | O_CREAT, mode: 0o644) } catch {
-            throw ApplyError("cannot open \(path): \(error.reason)")
-        }
+    private static func open(_ path: String) throws(SystemError) -> FileDescriptor {
+        try FileDescriptor.open(path, O_RDWR | O_CREAT, mode: 0o644)
     }
 
     private static func read(_ fd: Int32) throws -> [UInt8] {
