@@ -71,6 +71,26 @@ public struct SingleInstanceProgram: Hashable, Sendable {
         }
     }
 
+    /// The arguments that start an instance of its own for the profile, its data below
+    /// `home` written out (a desktop launcher's Exec is run by no shell): Firefox and its kin
+    /// a profile directory of the launcher's own (`directoryToMake`), the others a data
+    /// directory.
+    public func separationArguments(command: String, profile: String, home: String) -> [String] {
+        switch separation {
+        case .mozilla: ["--new-instance", "--profile", mozillaProfile(profile: profile, home: home)]
+        case .chromium: ["--user-data-dir=\(home)/.config/\(Self.fileName(command))-\(profile)"]
+        }
+    }
+
+    /// The directory that must exist before the first start: Firefox started with a
+    /// `--profile` directory that is missing waits on a dialog (headless: for ever), where
+    /// Chromium makes its data directory itself.
+    public func directoryToMake(profile: String, home: String) -> String? {
+        separation == .mozilla ? mozillaProfile(profile: profile, home: home) : nil
+    }
+
+    private func mozillaProfile(profile: String, home: String) -> String { "\(home)/.mozilla/vpnexec-\(profile)" }
+
     static func fileName(_ path: String) -> String {
         path.split(separator: "/").last.map(String.init) ?? path
     }

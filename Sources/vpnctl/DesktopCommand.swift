@@ -23,7 +23,8 @@ extension VPNCtl {
             let environment = ProcessInfoEnvironment.current
             let id = application.hasSuffix(".desktop") ? String(application.dropLast(".desktop".count)) : application
             guard !id.isEmpty, !id.contains("/") else { throw ValidationError("APP is a desktop file id (firefox, org.mozilla.firefox), not a path") }
-            let dataHome = environment["XDG_DATA_HOME"].flatMap { $0.isEmpty ? nil : $0 } ?? ((environment["HOME"] ?? "/") + "/.local/share")
+            let home = environment["HOME"] ?? "/"
+            let dataHome = environment["XDG_DATA_HOME"].flatMap { $0.isEmpty ? nil : $0 } ?? (home + "/.local/share")
             let target = dataHome + "/applications/vpnexec-\(profile)-\(id).desktop"
             if remove { return try removeLauncher(target) }
 
@@ -35,10 +36,10 @@ extension VPNCtl {
             let directories = [dataHome] + (environment["XDG_DATA_DIRS"].flatMap { $0.isEmpty ? nil : $0 } ?? "/usr/local/share:/usr/share")
                 .split(separator: ":").map(String.init)
             let source = try find(id, in: directories)
-            let entry: DesktopEntry
+            let original: DesktopEntry, entry: DesktopEntry
             do {
-                entry = try DesktopEntry(text: String(decoding: try WholeFile.read(source), as: UTF8.self))
-                    .launcher(profile: profile, vpnexec: Self.vpnexecPath())
+                original = DesktopEntry(text: String(decoding: try WholeFile.read(source), as: UTF8.self))
+                entry = try original.launcher(profile: profile, vpnexec: Self.vpnexecPath(), home: home)
             } catch let error as SystemError {
                 VPNCtl.fail("cannot read \(error); nothing written")
             } catch {
@@ -46,6 +47,11 @@ extension VPNCtl {
             }
             do {
                 try WholeFile.createDirectories(dataHome + "/applications")
+            } catch {
+                VPNCtl.fail("cannot create directory \(error); nothing written")
+            }
+            do {
+                for directory in Set(original.directoriesToMake(profile: profile, home: home)) { try WholeFile.createDirectories(directory, mode: 0o700) }
             } catch {
                 VPNCtl.fail("cannot create directory \(error); nothing written")
             }

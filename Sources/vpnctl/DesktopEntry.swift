@@ -1,3 +1,5 @@
+import Launch
+
 /// A desktop entry (freedesktop.org's Desktop Entry Specification) as lines, and the
 /// launcher `vpnctl desktop` makes of an application's: the same entry, named
 /// "NAME (PROFILE VPN)", whose commands run through vpnexec. Pure, for tests.
@@ -32,8 +34,10 @@ struct DesktopEntry: Equatable {
     /// The launcher for `profile`: Name and its translations gain " (PROFILE VPN)", every
     /// Exec (the entry's and its actions') runs through `vpnexec -p PROFILE --`, and
     /// D-Bus activation is dropped (a desktop would start the app by its bus name and never
-    /// run Exec). Refuses entries that are not applications with a command.
-    func launcher(profile: String, vpnexec: String) throws(Failure) -> DesktopEntry {
+    /// run Exec). A browser that hands a launch to its instance already running (outside
+    /// the profile) gets the arguments of an instance of its own, its data below `home`.
+    /// Refuses entries that are not applications with a command.
+    func launcher(profile: String, vpnexec: String, home: String) throws(Failure) -> DesktopEntry {
         guard value("Type") == "Application", let exec = value("Exec"), !exec.isEmpty else {
             throw Failure(description: "not an application with a command (Type=Application and Exec=)")
         }
@@ -52,7 +56,7 @@ struct DesktopEntry: Equatable {
             }
             if key == Self.profileKey || (group == "Desktop Entry" && key == "DBusActivatable") { continue }
             if key == "Exec" {
-                out.lines.append("Exec=\(vpnexec) -p \(profile) -- \(value)")
+                out.lines.append("Exec=\(vpnexec) -p \(profile) -- \(Self.separated(value, profile: profile, home: home))")
             } else if group == "Desktop Entry", key == "Name" || key.hasPrefix("Name[") {
                 out.lines.append("\(key)=\(value) (\(profile) VPN)")
             } else {
@@ -60,6 +64,47 @@ struct DesktopEntry: Equatable {
             }
         }
         return out
+    }
+
+    /// An Exec value with a single-instance program's separation arguments after its
+    /// program, unless it asks for a separate instance already.
+    static func separated(_ exec: String, profile: String, home: String) -> String {
+        let words = exec.split(separator: " ", omittingEmptySubsequences: true).map(String.init)
+        guard let command = words.first.map(unquoted), let program = SingleInstanceProgram.launched(by: command),
+              !program.asksForSeparateInstance(words.map(unquoted)) else { return exec }
+        let arguments = program.separationArguments(command: command, profile: profile, home: home).map(quoted)
+        return ([words[0]] + arguments + words.dropFirst()).joined(separator: " ")
+    }
+
+    /// The directories the launcher made of this entry needs before its first start.
+    func directoriesToMake(profile: String, home: String) -> [String] {
+        lines.compactMap { line in
+            guard let (key, value) = Self.keyValue(line), key == "Exec", Self.separated(value, profile: profile, home: home) != value,
+                  let command = value.split(separator: " ").first.map({ Self.unquoted(String($0)) }) else { return nil }
+            return SingleInstanceProgram.launched(by: command)?.directoryToMake(profile: profile, home: home)
+        }
+    }
+
+    /// An argument as the Desktop Entry Specification's Exec quotes it, where it holds a
+    /// reserved character: in double quotes, with `"`, `` ` ``, `$` and `\` escaped by a
+    /// backslash, each backslash then doubled for the string escapes read first (a literal
+    /// backslash is four in the file).
+    static func quoted(_ argument: String) -> String {
+        let reserved = Set(" \t\n\"'\\><~|&;$*?#()`")
+        guard argument.contains(where: reserved.contains) else { return argument }
+        var out = "\""
+        for character in argument {
+            switch character {
+            case "\\": out += "\\\\\\\\"
+            case "\"", "`", "$": out += "\\\\" + String(character)
+            default: out.append(character)
+            }
+        }
+        return out + "\""
+    }
+
+    static func unquoted(_ word: String) -> String {
+        word.count >= 2 && word.hasPrefix("\"") && word.hasSuffix("\"") ? String(word.dropFirst().dropLast()) : word
     }
 
     static func groupName(_ line: String) -> String? {

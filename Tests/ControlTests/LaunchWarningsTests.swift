@@ -36,6 +36,18 @@ import Launch
         #expect(chromium.separateInstance(command: "/usr/bin/chromium", profile: "work") == "/usr/bin/chromium --user-data-dir=\"$HOME/.config/chromium-work\"")
     }
 
+    /// A desktop launcher's separate instance: a Firefox profile directory of its own (made
+    /// before the first start: Firefox waits on a dialog for a missing one), a Chromium data
+    /// directory, each below the home given.
+    @Test func aLauncherStartsAnInstanceOfItsOwn() throws {
+        let firefox = try #require(SingleInstanceProgram.launched(by: "/usr/lib/firefox-esr/firefox-esr"))
+        #expect(firefox.separationArguments(command: "firefox-esr", profile: "work", home: "/home/a") == ["--new-instance", "--profile", "/home/a/.mozilla/vpnexec-work"])
+        #expect(firefox.directoryToMake(profile: "work", home: "/home/a") == "/home/a/.mozilla/vpnexec-work")
+        let chromium = try #require(SingleInstanceProgram.launched(by: "chromium"))
+        #expect(chromium.separationArguments(command: "/usr/bin/chromium", profile: "work", home: "/home/a") == ["--user-data-dir=/home/a/.config/chromium-work"])
+        #expect(chromium.directoryToMake(profile: "work", home: "/home/a") == nil)
+    }
+
     @Test func theWarningsAreOneLineEachWithWhatToDo() {
         #expect(LaunchWarnings.alreadyRunning("firefox-esr", pid: 1234, profile: "work", separateInstance: "firefox --new-instance -P work")
             == "vpnexec: warning: firefox-esr already runs for you outside profile work (pid 1234): this launch may just open a window in it, outside the profile; start a separate instance (vpnexec -p work -- firefox --new-instance -P work), quit the running one first, or have the policy put it in the profile wherever it starts (route.executables, apps)\n")

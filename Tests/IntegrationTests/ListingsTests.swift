@@ -158,6 +158,23 @@ import Testing
         #expect(!entry.contains("DBusActivatable"), "a desktop would start the app over D-Bus and never run Exec")
         let validated = try Command.status(["desktop-file-validate", launcher])
         #expect(validated.status == 0 && validated.stdout.isEmpty, "\(validated.stdout)\(validated.stderr)")
+        // Firefox, already running outside the profile, would take the launch over: the
+        // launcher starts an instance of its own, with a profile directory made for it (in a
+        // home with a space: the Exec quotes it), and stays valid.
+        let spaced = home + "/my home"
+        try FileManager.default.createDirectory(atPath: spaced, withIntermediateDirectories: true)
+        try Command.run(["chown", user.name, spaced])
+        let browser = try vpnctl(user.name, ["desktop", "-p", "work", "firefox-esr"], environment: ["HOME=\(spaced)", "XDG_DATA_DIRS=\(home)/share"])
+        let browserLauncher = spaced + "/.local/share/applications/vpnexec-work-firefox-esr.desktop"
+        #expect(browser.status == 0 && browser.stdout.hasPrefix(browserLauncher), "\(browser.stdout)\(browser.stderr)")
+        let browserEntry = (try? String(contentsOfFile: browserLauncher, encoding: .utf8)) ?? ""
+        #expect(browserEntry.contains("\nExec=\(vpnexec) -p work -- /usr/lib/firefox-esr/firefox-esr --new-instance --profile \"\(spaced)/.mozilla/vpnexec-work\" %u\n"), "\(browserEntry)")
+        var profileDirectory = stat()
+        let found = stat(spaced + "/.mozilla/vpnexec-work", &profileDirectory) == 0
+        #expect(found && profileDirectory.st_uid == getpwnam(user.name).pointee.pw_uid && profileDirectory.st_mode & 0o777 == 0o700,
+                "the profile directory, the user's own: found \(found), uid \(profileDirectory.st_uid), mode \(String(profileDirectory.st_mode & 0o777, radix: 8))")
+        let browserValid = try Command.status(["desktop-file-validate", browserLauncher])
+        #expect(browserValid.status == 0 && browserValid.stdout.isEmpty, "\(browserValid.stdout)\(browserValid.stderr)")
         let removed = try vpnctl(user.name, ["desktop", "-p", "work", "--remove", "Viewer"], environment: environment)
         #expect(removed.status == 0 && !FileManager.default.fileExists(atPath: launcher), "\(removed.stderr)")
         #expect(try vpnctl(user.name, ["desktop", "-p", "work", "--remove", "Viewer"], environment: environment).status == 1)
