@@ -3,6 +3,7 @@ import Cgroups
 import Containers
 import Control
 import DNS
+import DNSProxies
 import Glibc
 import Monotonic
 import Nftables

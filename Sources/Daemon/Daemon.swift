@@ -18,6 +18,7 @@ import Routing
 import ServiceSupport
 import Applying
 import DaemonLoop
+import DNSProxies
 
 /// vpnd: loads the policy, makes the kernel match it, and then serves requests and
 /// follows the machine (tunnels appearing and going, cgroups re-created) from one
