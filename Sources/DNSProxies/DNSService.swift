@@ -53,7 +53,9 @@ public final class DNSService {
     /// Where each profile's varlink server listens (nil: names are not followed here).
     private let resolveDirectory: String?
     /// The profiles' varlink servers (nil where names are not followed).
-    public private(set) var names: ProfileNameServers?
+    private var names: ProfileNameServers?
+    /// Whom each profile's names server answers, as the last apply left them.
+    private var members = ProfileMembers()
 
     public init(loop: EventLoop, applier: any KernelApplying, log: Log, steering: DNSSteeringPoint?, resolveDirectory: String? = nil) {
         self.resolveDirectory = resolveDirectory
@@ -65,6 +67,10 @@ public final class DNSService {
             names = ProfileNameServers(loop: loop) { [unowned self] profile, query, overTCP, answer in
                 guard let resolver = resolvers[profile] else { return answer(nil) }
                 resolver.localQuery(query, overTCP: overTCP, answer)
+            }
+            names?.admit = { [unowned self] profile, pid in
+                guard let cgroup = CgroupHierarchy.cgroup(ofProcess: pid) else { return false }
+                return members.admits(cgroup, to: profile)
             }
         }
         for fd in [steering?.socket.number, steering?.socket6.number].compactMap({ $0 }) {
@@ -188,6 +194,12 @@ public final class DNSService {
         for (name, failure) in names.configure(wanted).sorted(by: { $0.key < $1.key }) {
             log.error("names of profile \(name): \(failure); its members' lookups through systemd-resolved fail (nss-resolve answers UNAVAIL, nsswitch's next source is asked)")
         }
+    }
+
+    /// After each apply: the member cgroups of each profile, by name (its names server
+    /// answers only processes in them).
+    public func applied(memberCgroups: [String: [String]]) {
+        members = ProfileMembers(cgroups: memberCgroups)
     }
 
     public func nameCounters(of profile: String) -> NameServer.Counters? { names?.server(of: profile)?.counters }
