@@ -7,7 +7,6 @@ import Glibc
 import Monotonic
 import Names
 import Netlink
-import Nftables
 import Plan
 import Policy
 import ServiceSupport
@@ -31,14 +30,13 @@ import DaemonLoop
 /// answer is sent.
 public final class DNSService {
     private let loop: EventLoop
-    private let applier: any KernelApplying
     private let log: Log
     private let io = DatagramIO()
     private var resolvers: [String: ProfileResolver] = [:]
     /// What each resolver was built from, to rebuild only what changed.
     private var built: [String: ResolverSettings] = [:]
     /// Shared by every profile's resolver: they fill the same route.domains sets.
-    private let lifetimes = ElementLifetimes()
+    private let filler: SetFiller
     /// nil where the kernel would not take the steering program: members' queries are then
     /// refused (none leaves), as the log said at start.
     private let steering: DNSSteeringPoint?
@@ -60,13 +58,13 @@ public final class DNSService {
     public init(loop: EventLoop, applier: any KernelApplying, log: Log, steering: DNSSteeringPoint?, resolveDirectory: String? = nil) {
         self.resolveDirectory = resolveDirectory
         self.loop = loop
-        self.applier = applier
+        filler = SetFiller(applier: applier, log: log)
         self.log = log
         self.steering = steering
         if resolveDirectory != nil {
             names = ProfileNameServers(loop: loop) { [unowned self] profile, query, overTCP, answer in
                 guard let resolver = resolvers[profile] else { return answer(nil) }
-                resolver.localQuery(query, overTCP: overTCP, answer)
+                resolver.localQuery(query, overTCP: overTCP, now: .now(), answer)
             }
             names?.admit = { [unowned self] profile, pid in
                 guard let cgroup = CgroupHierarchy.cgroup(ofProcess: pid) else { return false }
@@ -74,7 +72,7 @@ public final class DNSService {
             }
         }
         for fd in [steering?.socket.number, steering?.socket6.number].compactMap({ $0 }) {
-            loop.watch(fd) { [unowned self] _ in receiveSteeredQueries(fd) }
+            loop.watch(fd) { [unowned self] _ in receiveSteeredQueries(fd, now: .now()) }
         }
         for fd in [steering?.listener.number, steering?.listener6.number].compactMap({ $0 }) {
             loop.watch(fd) { [unowned self] _ in acceptSteeredConnections(fd) }
@@ -110,44 +108,22 @@ public final class DNSService {
 
     /// A burst from the steering socket, each query to the resolver of the profile its
     /// source address names, then each resolver's actions.
-    private func receiveSteeredQueries(_ fd: DescriptorNumber) {
+    private func receiveSteeredQueries(_ fd: DescriptorNumber, now: MonotonicInstant) {
         var touched: Set<String> = []
         io.receive(fd, control: true) { query, from, control in
             // The program hands over only what comes from a served key's address; another
             // is a reload's race, and goes unanswered.
             guard let key = DNSSteering.key(of: from.address), let name = byKey[key], let resolver = resolvers[name] else { return }
-            resolver.steeredQuery(query, from: from, control: control, socket: fd)
+            resolver.steeredQuery(query, from: from, control: control, socket: fd, now: now)
             touched.insert(name)
         }
-        for name in touched { resolvers[name]?.performPending() }
+        for name in touched { resolvers[name]?.performPending(now: now) }
     }
 
-    /// One resolver per profile, with the profile's servers (`resolvers`: its `dns`, else
-    /// its tunnel's) and every list whose sets its answers can fill: its own
-    /// bypass.domains (and then the tunneled sets for every other name), and every
-    /// profile's route.domains.
+    /// One resolver per profile (ResolverSettings), each asking the profile's `chosen`
+    /// resolvers; only those whose settings changed are made again.
     public func configure(_ policy: Policy, resolvers chosen: [String: ProfileResolvers]) {
-        var wanted: [String: ResolverSettings] = [:]
-        let routeLists = policy.profiles.filter { !$0.routeDomains.isEmpty }.map { profile in
-            let names = ProfileObjectNames(profile.name)
-            return DNSDomainSets(patterns: profile.routeDomains, ipv4Set: names.routeDomainSet(ipv4: true), ipv6Set: names.routeDomainSet(ipv4: false))
-        }
-        for profile in policy.profiles {
-            let names = ProfileObjectNames(profile.name)
-            let servers = (chosen[profile.name]?.servers ?? profile.dnsServers).map { DNSServer(address: $0) }
-            var lists = routeLists
-            var tunneled: DNSTunneledSets?
-            if !profile.bypassDomains.isEmpty {
-                lists.insert(DNSDomainSets(patterns: profile.bypassDomains, ipv4Set: names.bypassDomainSet(ipv4: true),
-                                           ipv6Set: names.bypassDomainSet(ipv4: false)), at: 0)
-                tunneled = DNSTunneledSets(bypassList: 0, ipv4Set: names.tunneledDomainSet(ipv4: true), ipv6Set: names.tunneledDomainSet(ipv4: false))
-            }
-            let configuration = DNSProxyConfiguration(servers: servers, domainSets: Array(lists.prefix(DomainList.maxLists)), tunneledSets: tunneled,
-                                                      elementTimeout: policy.dns.minTTL...max(policy.dns.minTTL, policy.dns.maxTTL))
-            let steered = SteeredQueries(key: profile.index, mask: policy.routing.markMask,
-                                         marks: [profile.mark.value] + (policy.systemProfile?.name == profile.name ? [0] : []))
-            wanted[profile.name] = ResolverSettings(configuration: configuration, mark: profile.mark.value | policy.routing.proxyMark, steered: steered)
-        }
+        let wanted = ResolverSettings.all(policy, resolvers: chosen)
         for (name, resolver) in resolvers where wanted[name] != built[name] {
             resolver.close()
             resolvers[name] = nil
@@ -156,8 +132,7 @@ public final class DNSService {
         for (name, settings) in wanted.sorted(by: { $0.key < $1.key }) where resolvers[name] == nil {
             let configuration = settings.configuration
             do {
-                resolvers[name] = try ProfileResolver(profile: name, configuration: configuration, mark: settings.mark, steered: settings.steered,
-                                                      loop: loop, io: io, applier: applier, lifetimes: lifetimes, log: log)
+                resolvers[name] = try ProfileResolver(settings, loop: loop, io: io, filler: filler)
                 built[name] = settings
                 failures[name] = nil
                 // None: an error with the fix, when it starts and whenever they go.
@@ -214,10 +189,10 @@ public final class DNSService {
 
     public func failure(of profile: String) -> String? { steeringFailure ?? failures[profile] }
 
-    public func counters(of profile: String) -> DNSProxyCounters? { resolvers[profile]?.proxy.counters }
+    public func counters(of profile: String) -> DNSProxyCounters? { resolvers[profile]?.core.proxy.counters }
 
-    public func sharedAddresses(of profile: String) -> [DNSSharedAddress] {
-        resolvers[profile]?.proxy.sharedAddresses(now: MonotonicInstant.now()) ?? []
+    public func sharedAddresses(of profile: String, now: MonotonicInstant) -> [DNSSharedAddress] {
+        resolvers[profile]?.core.proxy.sharedAddresses(now: now) ?? []
     }
 
     public func closeAll() {

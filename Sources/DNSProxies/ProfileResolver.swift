@@ -1,71 +1,44 @@
 import Addresses
 import CLinux
 import DNS
+import DaemonLoop
 import Descriptors
-import Cgroups
 import Glibc
 import Monotonic
-import Names
-import Netlink
-import Nftables
-import Plan
-import Policy
-import ServiceSupport
-import SocketPrograms
-import Applying
-import DaemonLoop
 
-/// One profile's proxy and its sockets.
+/// One profile's resolver at the edge: its upstream sockets, members' TCP connections and
+/// its own to the servers, the timer of its proxy's next deadline. What to send, fill and
+/// answer is its `ResolverCore`'s; each entry here takes the time its loop handler read.
 final class ProfileResolver {
-    let profile: String
-    private(set) var proxy: DNSProxy<DNSClient>
+    let settings: ResolverSettings
+    let core: ResolverCore
     private let loop: EventLoop
     private let io: DatagramIO
-    private let applier: any KernelApplying
-    private let lifetimes: ElementLifetimes
-    private let log: Log
-    private let mark: UInt32
-    private let steered: SteeredQueries
     /// Every socket below: the upstream sockets, the TCP connections.
     private var owned = DescriptorTable()
     private var sockets: [DescriptorNumber] = []
-    private var tcpClients: [DescriptorNumber: TCPPeer] = [:]
-    private var tcpUpstreams: [DescriptorNumber: TCPUpstream] = [:]
+    private var tcpClients: [DescriptorNumber: ClientConnection] = [:]
+    private var tcpUpstreams: [DescriptorNumber: UpstreamConnection] = [:]
     private var upstream: [Bool: DescriptorNumber] = [:]
     private var timer: Int?
-    private var actions: [DNSProxyAction<DNSClient>] = []
+    private var localWaiters: [Int: ([UInt8]?) -> Void] = [:]
+    private var nextLocal = 0
     static let maxTCPClients = 64
+    /// How long a member's TCP connection, a local lookup or a connection upstream may
+    /// last: past the proxy's own retries and failure.
+    static let connectionLifetime = Duration.seconds(10)
 
-    struct TCPPeer {
-        var reader = DNSTCPReader()
-        var outbox: [UInt8] = []
-        var opened: MonotonicInstant
-    }
-
-    struct TCPUpstream {
-        var server: DNSServer
-        var query: [UInt8]
-        var reader = DNSTCPReader()
-        var connected = false
-    }
-
-    init(profile: String, configuration: DNSProxyConfiguration, mark: UInt32, steered: SteeredQueries,
-         loop: EventLoop, io: DatagramIO, applier: any KernelApplying, lifetimes: ElementLifetimes, log: Log) throws {
-        self.profile = profile
+    init(_ settings: ResolverSettings, loop: EventLoop, io: DatagramIO, filler: SetFiller) throws {
+        self.settings = settings
         self.loop = loop
         self.io = io
-        self.applier = applier
-        self.lifetimes = lifetimes
-        self.log = log
-        self.mark = mark
-        self.steered = steered
-        proxy = try DNSProxy(configuration: configuration, random: KernelRandom())
+        core = try ResolverCore(profile: settings.profile, configuration: settings.configuration, random: KernelRandom(), filler: filler)
         do {
             for ipv4 in [true, false] {
-                let fd = owned.insert(try Self.socket(ipv4 ? AF_INET : AF_INET6, SOCK_DGRAM, mark: mark))
+                let fd = owned.insert(try Self.socket(ipv4 ? AF_INET : AF_INET6, SOCK_DGRAM, mark: settings.mark))
                 sockets.append(fd)
                 upstream[ipv4] = fd
-                loop.watch(fd) { [unowned self] _ in receiveAnswers(fd) }
+                loop.watch(fd) { [unowned self] _ in receiveAnswers(fd, now: .now()) }
             }
         } catch {
             close()
@@ -105,39 +78,30 @@ final class ProfileResolver {
 
     // MARK: clients
 
-    /// The datagrams waiting on `fd` (a burst, one system call), each handed to `body`
-    /// with its sender; then the proxy's actions for all of them at once (one batch of
-    /// fills, one send of the replies).
-    private func receiveBurst(_ fd: DescriptorNumber, _ body: ([UInt8], Endpoint) -> Void) {
-        io.receive(fd, body)
-        perform()
-    }
-
     /// A query the steering socket read for this profile (DNSService passes it by its
     /// source address); answered on that socket, from the address it asked.
-    func steeredQuery(_ query: [UInt8], from: Endpoint, control: ReceivedControl, socket: DescriptorNumber) {
-        guard steered.accepts(control.mark), let asked = control.asked else {
-            proxy.dropForeignQuery()
+    func steeredQuery(_ query: [UInt8], from: Endpoint, control: ReceivedControl, socket: DescriptorNumber, now: MonotonicInstant) {
+        guard settings.steered.accepts(control.mark), let asked = control.asked else {
+            core.dropForeignQuery()
             return
         }
-        proxy.query(query, from: .udp(socket: socket, from: from, asked: asked), over: .udp, now: .now(), into: &actions)
+        core.query(query, from: .udp(socket: socket, from: from, asked: asked), over: .udp, now: now)
     }
 
-    func performPending() { perform() }
-
-    private var localWaiters: [Int: ([UInt8]?) -> Void] = [:]
-    private var nextLocal = 0
+    /// The actions of the queries of a burst, all at once (one batch of fills, one send of
+    /// the replies).
+    func performPending(now: MonotonicInstant) { perform(now: now) }
 
     /// A lookup from the profile's varlink server, as a member's port-53 query: the same
     /// servers, lists and sets, its addresses added before `answer` has the reply. Without
-    /// a reply in 10 s (the proxy drops some), `answer` has nil.
-    func localQuery(_ query: [UInt8], overTCP: Bool, _ answer: @escaping ([UInt8]?) -> Void) {
+    /// a reply in time (the proxy drops some), `answer` has nil.
+    func localQuery(_ query: [UInt8], overTCP: Bool, now: MonotonicInstant, _ answer: @escaping ([UInt8]?) -> Void) {
         nextLocal += 1
         let id = nextLocal
         localWaiters[id] = answer
-        loop.after(.seconds(10)) { [weak self] in self?.localWaiters.removeValue(forKey: id)?(nil) }
-        proxy.query(query, from: .local(id), over: overTCP ? .tcp : .udp, now: .now(), into: &actions)
-        perform()
+        loop.after(Self.connectionLifetime) { [weak self] in self?.localWaiters.removeValue(forKey: id)?(nil) }
+        core.query(query, from: .local(id), over: overTCP ? .tcp : .udp, now: now)
+        perform(now: now)
     }
 
     /// A TCP connection the steering listener took for this profile (DNSService passes it
@@ -145,18 +109,18 @@ final class ProfileResolver {
     /// container of the profile: one of another mark (a socket bound to the address by hand,
     /// another profile's member) is closed and counted, as a datagram with another mark is.
     func steeredConnection(_ connection: consuming FileDescriptor, mark: UInt32?, fromContainer: Bool = false) {
-        guard fromContainer || steered.accepts(mark) else {
-            proxy.dropForeignQuery()
+        guard fromContainer || settings.steered.accepts(mark) else {
+            core.dropForeignQuery()
             return
         }
         guard tcpClients.count < Self.maxTCPClients else { return }
         let fd = owned.insert(connection)
-        tcpClients[fd] = TCPPeer(opened: .now())
-        loop.watch(fd) { [unowned self] events in serviceClient(fd, events) }
-        loop.after(.seconds(10)) { [weak self] in self?.dropClient(fd) }
+        tcpClients[fd] = ClientConnection()
+        loop.watch(fd) { [unowned self] events in serviceClient(fd, events, now: .now()) }
+        loop.after(Self.connectionLifetime) { [weak self] in self?.dropClient(fd) }
     }
 
-    private func serviceClient(_ fd: DescriptorNumber, _ events: Int16) {
+    private func serviceClient(_ fd: DescriptorNumber, _ events: Int16, now: MonotonicInstant) {
         guard tcpClients[fd] != nil else { return }
         if events & Int16(POLLOUT) != 0 { flushClient(fd) }
         guard events & Int16(POLLIN | POLLHUP | POLLERR) != 0 else { return }
@@ -168,9 +132,9 @@ final class ProfileResolver {
         }
         tcpClients[fd]?.reader.append(buffer[0..<count])
         while let message = tcpClients[fd]?.reader.next() {
-            proxy.query(message, from: .tcp(connection: fd), over: .tcp, now: .now(), into: &actions)
+            core.query(message, from: .tcp(connection: fd), over: .tcp, now: now)
         }
-        perform()
+        perform(now: now)
     }
 
     private func dropClient(_ fd: DescriptorNumber) {
@@ -198,32 +162,25 @@ final class ProfileResolver {
 
     // MARK: upstream
 
-    private func receiveAnswers(_ fd: DescriptorNumber) {
-        receiveBurst(fd) { answer, from in
-            proxy.upstreamAnswer(answer, from: DNSServer(address: from.address, port: from.port), now: .now(), into: &actions)
+    /// The answers waiting on an upstream socket (a burst, one system call), then the
+    /// proxy's actions for all of them at once.
+    private func receiveAnswers(_ fd: DescriptorNumber, now: MonotonicInstant) {
+        io.receive(fd) { answer, from in
+            core.upstreamAnswer(answer, from: DNSServer(address: from.address, port: from.port), now: now)
         }
-    }
-
-    /// False when the connection is refused at once (no route, a firewall).
-    private func forwardOverTCP(_ query: [UInt8], to server: DNSServer) -> Bool {
-        guard let framed = DNSTCPFraming.frame(query), let fd = try? connect(to: server) else { return false }
-        tcpUpstreams[fd] = TCPUpstream(server: server, query: framed)
-        loop.watch(fd, events: Int16(POLLOUT)) { [unowned self] events in serviceUpstream(fd, events) }
-        // The proxy retries and fails by its own clock; the connection goes after that.
-        loop.after(.seconds(10)) { [weak self] in self?.dropUpstream(fd) }
-        return true
+        perform(now: now)
     }
 
     /// A connection to `server` under way (non-blocking), owned here.
     private func connect(to server: DNSServer) throws(SystemError) -> DescriptorNumber {
-        let socket = try Self.socket(server.address.isIPv4 ? AF_INET : AF_INET6, SOCK_STREAM, mark: mark)
+        let socket = try Self.socket(server.address.isIPv4 ? AF_INET : AF_INET6, SOCK_STREAM, mark: settings.mark)
         let target = Endpoint(address: server.address, port: server.port)
         let started = target.withSockaddr { Glibc.connect(socket.raw, $0, $1) }
         guard started == 0 || errno == EINPROGRESS else { throw SystemError("connect") }
         return owned.insert(socket)
     }
 
-    private func serviceUpstream(_ fd: DescriptorNumber, _ events: Int16) {
+    private func serviceUpstream(_ fd: DescriptorNumber, _ events: Int16, now: MonotonicInstant) {
         guard var connection = tcpUpstreams[fd] else { return }
         if !connection.connected {
             var error: Int32 = 0
@@ -247,9 +204,9 @@ final class ProfileResolver {
         connection.reader.append(buffer[0..<count])
         tcpUpstreams[fd] = connection
         if let answer = tcpUpstreams[fd]?.reader.next() {
-            proxy.upstreamAnswer(answer, from: connection.server, now: .now(), into: &actions)
+            core.upstreamAnswer(answer, from: connection.server, now: now)
             dropUpstream(fd)
-            perform()
+            perform(now: now)
         }
     }
 
@@ -261,76 +218,20 @@ final class ProfileResolver {
 
     // MARK: actions
 
-    /// Carries out what the proxy decided, then arms its next deadline. The fills of a
-    /// burst of answers go to the kernel in one batch; their replies follow its
-    /// acknowledgement (or are refused together if it refused).
-    /// A forward the kernel refuses at once (no route while the tunnel is down) goes back
-    /// to the proxy, which tries the next server or answers SERVFAIL in the same round.
-    private func perform() {
-        while !actions.isEmpty {
-            let pending = actions
-            actions.removeAll(keepingCapacity: true)
-            var forwards = DatagramQueue()
-            var replies = DatagramQueue()
-            var fills: [DNSSetElement] = []
-            var filled: [([UInt8], DNSClient)] = []
-            for action in pending {
-                switch action {
-                case let .forward(query, server, transport):
-                    if transport == .tcp {
-                        if !forwardOverTCP(query, to: server) { proxy.forwardFailed(query, now: .now(), into: &actions) }
-                    } else if let fd = upstream[server.address.isIPv4] {
-                        forwards.append(OutgoingDatagram(bytes: query, destination: Endpoint(address: server.address, port: server.port)), on: fd)
-                    }
-                case let .reply(response, client, _):
-                    reply(response, to: client, queue: &replies)
-                case let .fillThenReply(elements, response, client, _):
-                    fills += elements
-                    filled.append((response, client))
-                }
-            }
-            for (_, refused) in io.send(forwards) {
-                proxy.forwardFailed(refused.bytes, now: .now(), into: &actions)
-            }
-            if !filled.isEmpty {
-                let accepted = fill(fills)
-                for (response, client) in filled {
-                    reply(accepted ? response : DNSErrorReply.make(answering: response, code: .serverFailure) ?? [], to: client, queue: &replies)
-                }
-            }
-            io.send(replies)
-        }
+    /// The core's actions carried out, then its next deadline armed on the loop: when it
+    /// passes, the loop's handler reads the clock and ticks the core.
+    private func perform(now: MonotonicInstant) {
+        let deadline = core.perform(now: now, edge: self)
         if let timer { loop.cancel(timer) }
-        timer = nil
-        if let deadline = proxy.nextDeadline() {
-            timer = loop.after(deadline.since(.now())) { [weak self] in
-                guard let self else { return }
-                self.timer = nil
-                self.proxy.tick(now: .now(), into: &self.actions)
-                self.perform()
-            }
+        timer = deadline.map { deadline in
+            loop.after(deadline.since(now)) { [weak self] in self?.deadlinePassed(now: .now()) }
         }
     }
 
-    /// The elements into their sets, acknowledged by the kernel; false if it refused. An
-    /// address asked for twice in the burst gets the longer timeout, and none gets a
-    /// shorter one than its element has left.
-    private func fill(_ elements: [DNSSetElement]) -> Bool {
-        let now = MonotonicInstant.now()
-        let elements = lifetimes.table.lengthened(elements, now: now)
-        var bySet: [String: [IPAddress: UInt32]] = [:]
-        for element in elements { bySet[element.set, default: [:]][element.address] = max(bySet[element.set]?[element.address] ?? 0, element.timeoutSeconds) }
-        let entries = bySet.mapValues { addresses in
-            addresses.map { NftElement(key: .prefix(IPPrefix(address: $0.key, length: $0.key.bitCount)!), timeout: $0.value) }
-        }
-        do {
-            try applier.addRuntimeElements(entries)
-            lifetimes.table.added(elements, now: now)
-            return true
-        } catch {
-            log.error("DNS proxy of profile \(profile): could not add \(elements.count) address(es) to \(bySet.keys.sorted().joined(separator: ", ")): \(error); the answers are refused")
-            return false
-        }
+    private func deadlinePassed(now: MonotonicInstant) {
+        timer = nil
+        core.tick(now: now)
+        perform(now: now)
     }
 
     /// A UDP reply joins `queue`; a TCP one is written to its connection.
@@ -349,5 +250,32 @@ final class ProfileResolver {
             flushClient(fd)
         case .local: return
         }
+    }
+}
+
+extension ProfileResolver: ResolverEdge {
+    func sendForwards(_ forwards: [(query: [UInt8], server: DNSServer)]) -> [[UInt8]] {
+        var queue = DatagramQueue()
+        for (query, server) in forwards {
+            guard let fd = upstream[server.address.isIPv4] else { continue }
+            queue.append(OutgoingDatagram(bytes: query, destination: Endpoint(address: server.address, port: server.port)), on: fd)
+        }
+        return io.send(queue).map(\.datagram.bytes)
+    }
+
+    /// False when the connection is refused at once (no route, a firewall).
+    func forwardOverTCP(_ query: [UInt8], to server: DNSServer) -> Bool {
+        guard let framed = DNSTCPFraming.frame(query), let fd = try? connect(to: server) else { return false }
+        tcpUpstreams[fd] = UpstreamConnection(server: server, query: framed)
+        loop.watch(fd, events: Int16(POLLOUT)) { [unowned self] events in serviceUpstream(fd, events, now: .now()) }
+        // The proxy retries and fails by its own clock; the connection goes after that.
+        loop.after(Self.connectionLifetime) { [weak self] in self?.dropUpstream(fd) }
+        return true
+    }
+
+    func deliver(_ replies: [(response: [UInt8], client: DNSClient)]) {
+        var queue = DatagramQueue()
+        for (response, client) in replies { reply(response, to: client, queue: &queue) }
+        io.send(queue)
     }
 }
