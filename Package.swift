@@ -80,7 +80,10 @@ let package = Package(
         // The daemon's one thread, and the kernel edge as the daemon's parts see it.
         .target(name: "DaemonLoop", dependencies: ["Addresses", "CLinux", "Descriptors", "Monotonic", "Names"]),
         .target(name: "Applying", dependencies: ["Nftables", "Plan", "Routing", "SocketPrograms"]),
-        .target(name: "Daemon", dependencies: ["DaemonLoop", "Applying", "SocketPrograms", "Containers", "Launch", "Names", "Addresses", "BuildVersion", "Descriptors", "HexDigits", "Monotonic", "ServiceSupport", "CCap", "DNS", "CLinux", "CSystemd", "Cgroups", "Control", "Facts", "TrustedFiles", "Netlink", "Nftables", "Plan", "Policy", "Routing", "TunnelFiles", "WireGuard", "WireGuardDevice"]),
+        // The profiles' DNS proxies at the edge: the steering sockets, each profile's resolver,
+        // the sets filled before the answers, the names servers' lookups.
+        .target(name: "DNSProxies", dependencies: ["Addresses", "Applying", "CLinux", "Cgroups", "DNS", "DaemonLoop", "Descriptors", "Monotonic", "Names", "Netlink", "Nftables", "Plan", "Policy", "ServiceSupport", "SocketPrograms"]),
+        .target(name: "Daemon", dependencies: ["DaemonLoop", "Applying", "DNSProxies", "SocketPrograms", "Containers", "Launch", "Names", "Addresses", "BuildVersion", "Descriptors", "HexDigits", "Monotonic", "ServiceSupport", "CCap", "DNS", "CLinux", "CSystemd", "Cgroups", "Control", "Facts", "TrustedFiles", "Netlink", "Nftables", "Plan", "Policy", "Routing", "TunnelFiles", "WireGuard", "WireGuardDevice"]),
 
         // Executables: thin commands over the libraries.
         .executableTarget(name: "vpnd", dependencies: ["BuildVersion", "Daemon", "ServiceSupport", "Control", "Launch", "Policy", "TrustedFiles", .product(name: "ArgumentParser", package: "swift-argument-parser")]),
@@ -109,6 +112,7 @@ let package = Package(
         .testTarget(name: "DescriptorsTests", dependencies: ["Descriptors"]),
         .testTarget(name: "WireGuardDeviceTests", dependencies: ["Monotonic", "WireGuardDevice", "WireGuard", "Addresses", "Descriptors"]),
         .testTarget(name: "DaemonTests", dependencies: ["DaemonLoop", "Applying", "SocketPrograms", "Daemon", "Launch", "Descriptors", "DNS", "Monotonic", "Facts", "ServiceSupport", "TrustedFiles", "Plan", "Policy", "Nftables", "Netlink", "Routing", "Addresses", "TunnelFiles", "NetTestSupport"]),
+        .testTarget(name: "DNSProxiesTests", dependencies: ["DNSProxies", "DaemonLoop", "Applying", "DNS", "Addresses", "CLinux", "Descriptors", "Monotonic", "Nftables", "Plan", "Policy", "ServiceSupport", "TrustedFiles", "NetTestSupport"]),
         .testTarget(name: "ContainersTests", dependencies: ["Containers", "Plan", "Routing"]),
         .testTarget(name: "ControlTests", dependencies: ["Control", "Launch", "JSON", "Addresses"], exclude: ["Fixtures"]),
         .testTarget(name: "StatusPresentationTests", dependencies: ["StatusPresentation", "Control"]),

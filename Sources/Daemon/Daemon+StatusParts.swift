@@ -3,6 +3,7 @@ import Cgroups
 import Containers
 import Control
 import DNS
+import DNSProxies
 import Glibc
 import Monotonic
 import Nftables
@@ -59,7 +60,7 @@ extension Daemon {
                 parts.names = names
             }
             let now = MonotonicInstant.now()
-            parts.sharedNow = (dns?.sharedAddresses(of: profile.name) ?? []).map {
+            parts.sharedNow = (dns?.sharedAddresses(of: profile.name, now: now) ?? []).map {
                 SharedAddressReport(address: $0.address.description, bypassed: String($0.bypassed.description.dropLast()),
                                     tunneled: String($0.tunneled.description.dropLast()),
                                     secondsLeft: UInt32(clamping: ($0.until.nanoseconds &- now.nanoseconds + 999_999_999) / 1_000_000_000))

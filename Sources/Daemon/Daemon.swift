@@ -18,6 +18,7 @@ import Routing
 import ServiceSupport
 import Applying
 import DaemonLoop
+import DNSProxies
 
 /// vpnd: loads the policy, makes the kernel match it, and then serves requests and
 /// follows the machine (tunnels appearing and going, cgroups re-created) from one
@@ -209,6 +210,7 @@ public final class Daemon {
         noteTrusted(facts)
         // An interface's servers may come after it, or change: the proxy asks the new ones.
         if facts.linkResolvers != before?.linkResolvers { configureDNS() }
+        dns?.applied(memberCgroups: Dictionary(policy.profiles.map { ($0.name, reconciler.memberCgroups(of: $0, parent: options.cgroupParent)) }, uniquingKeysWith: { a, _ in a }))
         executables.held = Set(facts.unguardedCgroups.keys)
         for (path, _) in facts.unguardedCgroups.sorted(by: { $0.key < $1.key }) where before?.unguardedCgroups[path] == nil {
             log.error("\(path) is held: the kernel does not have its socket programs, so its traffic is dropped (only loopback) and nothing is placed there until they are")
@@ -334,10 +336,6 @@ public final class Daemon {
         try executables.start(loop: loop, hierarchy: hierarchy) { [unowned self] in executables.refresh(policy, parent: options.cgroupParent) }
         self.loop = loop
         dns = DNSService(loop: loop, applier: applier, log: log, steering: dnsSteering, resolveDirectory: resolveDirectory)
-        dns?.names?.admit = { [unowned self] name, pid in
-            guard let profile = policy.profile(named: name), let cgroup = CgroupHierarchy.cgroup(ofProcess: pid) else { return false }
-            return reconciler.memberCgroups(of: profile, parent: options.cgroupParent).contains { cgroup == $0 || cgroup.hasPrefix($0 + "/") }
-        }
         defer { dns?.closeAll() }
         // Something may have changed between applying and listening.
         _ = monitor.drain()

@@ -1,6 +1,7 @@
 import Applying
 import Cgroups
 import Control
+import DNSProxies
 import Glibc
 import Netlink
 import Plan

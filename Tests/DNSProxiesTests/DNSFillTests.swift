@@ -1,5 +1,5 @@
 import Addresses
-@testable import Daemon
+@testable import DNSProxies
 import DNS
 import CLinux
 import Descriptors

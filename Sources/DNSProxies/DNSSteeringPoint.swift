@@ -22,17 +22,17 @@ import SocketPrograms
 /// resolver listening on 0.0.0.0:53). The UDP sockets read each query's destination (packet
 /// info) and mark (SO_RCVMARK); who made a TCP connection is asked of the kernel
 /// (`SocketDiag.mark(ofConnectionFrom:to:)`).
-final class DNSSteeringPoint {
-    static func address(ipv6: Bool) -> IPAddress { DNSSteering.prefix(ipv6: ipv6).address }
+public final class DNSSteeringPoint {
+    public static func address(ipv6: Bool) -> IPAddress { DNSSteering.prefix(ipv6: ipv6).address }
 
     private let link: DNSSteeringLink
     let socket: FileDescriptor
     let socket6: FileDescriptor
     let listener: FileDescriptor
     let listener6: FileDescriptor
-    private(set) var served: Set<UInt32> = []
+    public private(set) var served: Set<UInt32> = []
 
-    init() throws {
+    public init() throws {
         link = try DNSSteeringLink(capacity: 256)
         socket = try Self.open(ipv6: false)
         socket6 = try Self.open(ipv6: true)
