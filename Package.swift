@@ -80,7 +80,9 @@ let package = Package(
         // The daemon's one thread, and the kernel edge as the daemon's parts see it.
         .target(name: "DaemonLoop", dependencies: ["Addresses", "CLinux", "Descriptors", "Monotonic", "Names"]),
         .target(name: "Applying", dependencies: ["Nftables", "Plan", "Routing", "SocketPrograms"]),
-        .target(name: "Daemon", dependencies: ["DaemonLoop", "Applying", "SocketPrograms", "Containers", "Launch", "Names", "Addresses", "BuildVersion", "Descriptors", "HexDigits", "Monotonic", "ServiceSupport", "CCap", "DNS", "CLinux", "CSystemd", "Cgroups", "Control", "Facts", "TrustedFiles", "Netlink", "Nftables", "Plan", "Policy", "Routing", "TunnelFiles", "WireGuard", "WireGuardDevice"]),
+        // The daemon's parts: exec rules (fanotify before the exec, exec events after).
+        .target(name: "ExecRules", dependencies: ["Applying", "CCap", "CLinux", "Cgroups", "Control", "DaemonLoop", "Descriptors", "Facts", "Monotonic", "Netlink", "Plan", "Policy", "ServiceSupport", "TrustedFiles", "WireGuardDevice"]),
+        .target(name: "Daemon", dependencies: ["DaemonLoop", "Applying", "ExecRules", "SocketPrograms", "Containers", "Launch", "Names", "Addresses", "BuildVersion", "Descriptors", "HexDigits", "Monotonic", "ServiceSupport", "CCap", "DNS", "CLinux", "CSystemd", "Cgroups", "Control", "Facts", "TrustedFiles", "Netlink", "Nftables", "Plan", "Policy", "Routing", "TunnelFiles", "WireGuard", "WireGuardDevice"]),
 
         // Executables: thin commands over the libraries.
         .executableTarget(name: "vpnd", dependencies: ["BuildVersion", "Daemon", "ServiceSupport", "Control", "Launch", "Policy", "TrustedFiles", .product(name: "ArgumentParser", package: "swift-argument-parser")]),
@@ -108,7 +110,8 @@ let package = Package(
         .testTarget(name: "MonotonicTests", dependencies: ["Monotonic"]),
         .testTarget(name: "DescriptorsTests", dependencies: ["Descriptors"]),
         .testTarget(name: "WireGuardDeviceTests", dependencies: ["Monotonic", "WireGuardDevice", "WireGuard", "Addresses", "Descriptors"]),
-        .testTarget(name: "DaemonTests", dependencies: ["DaemonLoop", "Applying", "SocketPrograms", "Daemon", "Launch", "Descriptors", "DNS", "Monotonic", "Facts", "ServiceSupport", "TrustedFiles", "Plan", "Policy", "Nftables", "Netlink", "Routing", "Addresses", "TunnelFiles", "NetTestSupport"]),
+        .testTarget(name: "ExecRulesTests", dependencies: ["ExecRules", "Descriptors", "Facts", "Monotonic", "Plan", "Policy"]),
+        .testTarget(name: "DaemonTests", dependencies: ["DaemonLoop", "Applying", "ExecRules", "SocketPrograms", "Daemon", "Launch", "Descriptors", "DNS", "Monotonic", "Facts", "ServiceSupport", "TrustedFiles", "Plan", "Policy", "Nftables", "Netlink", "Routing", "Addresses", "TunnelFiles", "NetTestSupport"]),
         .testTarget(name: "ContainersTests", dependencies: ["Containers", "Plan", "Routing"]),
         .testTarget(name: "ControlTests", dependencies: ["Control", "Launch", "JSON", "Addresses"], exclude: ["Fixtures"]),
         .testTarget(name: "StatusPresentationTests", dependencies: ["StatusPresentation", "Control"]),

@@ -4,6 +4,7 @@ import Cgroups
 import Control
 import Descriptors
 import CSystemd
+import ExecRules
 import Facts
 import Glibc
 import Monotonic
@@ -64,7 +65,7 @@ public final class Daemon {
     /// Where the profile tunnels' own transports are learned (TransportRules keeps them out).
     var transportReader: TransportReader {
         var reader = TransportReader(wireguard: WireGuardSocketReader(directory: options.wireguardSocketDirectory))
-        if let inspector = executables.follower?.reader {
+        if let inspector = executables.reader {
             reader.holders = { [holderCache] in holderCache.holders(of: $0, link: $1, inspector: inspector) }
             reader.sockets = { [holderCache] in holderCache.sockets() }
         }
@@ -279,7 +280,7 @@ public final class Daemon {
         noteTrusted(facts)
         // An interface's servers may come after it, or change: the proxy asks the new ones.
         if facts.linkResolvers != before?.linkResolvers { configureDNS() }
-        executables.held = Set(facts.unguardedCgroups.keys)
+        executables.applied(facts: facts)
         for (path, _) in facts.unguardedCgroups.sorted(by: { $0.key < $1.key }) where before?.unguardedCgroups[path] == nil {
             log.error("\(path) is held: the kernel does not have its socket programs, so its traffic is dropped (only loopback) and nothing is placed there until they are")
         }
@@ -395,13 +396,13 @@ public final class Daemon {
             // (WatchdogSec=) restarts a vpnd that stops getting here.
             sd_notify(0, "WATCHDOG=1")
         }
-        if let events = executables.follower?.events {
-            loop.watch(events.fileDescriptor) { [unowned self] _ in
+        if let events = executables.execEvents {
+            loop.watch(events) { [unowned self] _ in
                 executables.handleExecEvents(policy, parent: options.cgroupParent, hierarchy: hierarchy, prepare: { try self.prepareMove(into: $0) })
             }
         }
         // After the signals are blocked (SignalChannel): its threads must not take them.
-        try executables.start(loop: loop, hierarchy: hierarchy) { [unowned self] in executables.refresh(policy, parent: options.cgroupParent) }
+        try executables.start(on: loop, hierarchy: hierarchy)
         self.loop = loop
         dns = DNSService(loop: loop, applier: applier, log: log, steering: dnsSteering, resolveDirectory: resolveDirectory)
         dns?.names?.admit = { [unowned self] name, pid in
