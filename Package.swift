@@ -82,7 +82,9 @@ let package = Package(
         .target(name: "Applying", dependencies: ["Nftables", "Plan", "Routing", "SocketPrograms"]),
         // The daemon's parts: exec rules (fanotify before the exec, exec events after).
         .target(name: "ExecRules", dependencies: ["Applying", "CCap", "CLinux", "Cgroups", "Control", "DaemonLoop", "Descriptors", "Facts", "Monotonic", "Netlink", "Plan", "Policy", "ServiceSupport", "TrustedFiles", "WireGuardDevice"]),
-        .target(name: "Daemon", dependencies: ["DaemonLoop", "Applying", "ExecRules", "SocketPrograms", "Containers", "Launch", "Names", "Addresses", "BuildVersion", "Descriptors", "HexDigits", "Monotonic", "ServiceSupport", "CCap", "DNS", "CLinux", "CSystemd", "Cgroups", "Control", "Facts", "TrustedFiles", "Netlink", "Nftables", "Plan", "Policy", "Routing", "TunnelFiles", "WireGuard", "WireGuardDevice"]),
+        // Trusted networks: the host's networks read, each profile's flip logged, its status.
+        .target(name: "TrustedNetworks", dependencies: ["Addresses", "Control", "Facts", "Monotonic", "Netlink", "Plan", "Policy", "ServiceSupport", "TunnelFiles"]),
+        .target(name: "Daemon", dependencies: ["DaemonLoop", "Applying", "ExecRules", "TrustedNetworks", "SocketPrograms", "Containers", "Launch", "Names", "Addresses", "BuildVersion", "Descriptors", "HexDigits", "Monotonic", "ServiceSupport", "CCap", "DNS", "CLinux", "CSystemd", "Cgroups", "Control", "Facts", "TrustedFiles", "Netlink", "Nftables", "Plan", "Policy", "Routing", "TunnelFiles", "WireGuard", "WireGuardDevice"]),
 
         // Executables: thin commands over the libraries.
         .executableTarget(name: "vpnd", dependencies: ["BuildVersion", "Daemon", "ServiceSupport", "Control", "Launch", "Policy", "TrustedFiles", .product(name: "ArgumentParser", package: "swift-argument-parser")]),
@@ -111,6 +113,7 @@ let package = Package(
         .testTarget(name: "DescriptorsTests", dependencies: ["Descriptors"]),
         .testTarget(name: "WireGuardDeviceTests", dependencies: ["Monotonic", "WireGuardDevice", "WireGuard", "Addresses", "Descriptors"]),
         .testTarget(name: "ExecRulesTests", dependencies: ["ExecRules", "Descriptors", "Facts", "Monotonic", "Plan", "Policy"]),
+        .testTarget(name: "TrustedNetworksTests", dependencies: ["TrustedNetworks", "Addresses", "Monotonic", "Plan", "Policy", "ServiceSupport"]),
         .testTarget(name: "DaemonTests", dependencies: ["DaemonLoop", "Applying", "ExecRules", "SocketPrograms", "Daemon", "Launch", "Descriptors", "DNS", "Monotonic", "Facts", "ServiceSupport", "TrustedFiles", "Plan", "Policy", "Nftables", "Netlink", "Routing", "Addresses", "TunnelFiles", "NetTestSupport"]),
         .testTarget(name: "ContainersTests", dependencies: ["Containers", "Plan", "Routing"]),
         .testTarget(name: "ControlTests", dependencies: ["Control", "Launch", "JSON", "Addresses"], exclude: ["Fixtures"]),

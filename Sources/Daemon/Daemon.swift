@@ -14,6 +14,7 @@ import Nftables
 import Plan
 import Policy
 import TrustedFiles
+import TrustedNetworks
 import TunnelFiles
 import Routing
 import ServiceSupport
@@ -73,8 +74,8 @@ public final class Daemon {
     }
     let holderCache = TunnelHolderCache()
     var transportWatch = TransportWatch()
-    var trustedState = TrustedState()
-    let trustedWireless = try? WirelessNetwork()
+    /// Trusted networks: the host's networks read with the facts, each profile's flip.
+    let trusted: TrustedNetworks
 
     /// Loads and applies the policy. Throws a PolicyError (nothing was touched) or the
     /// error of the first kernel operation that failed.
@@ -159,6 +160,7 @@ public final class Daemon {
         reconciler = Reconciler(policy: loaded, applier: kernel, facts: machineFacts)
         rtnl = kernelNetlink
         failover = ServerFailover(log: log)
+        trusted = TrustedNetworks(netlink: kernelNetlink, resolvConf: options.resolvConfPath, log: log)
         if options.sandbox {
             // Before any thread exists (built-in tunnels start below): all inherit it.
             mkdir(options.wireguardSocketDirectory, 0o755)
@@ -225,7 +227,7 @@ public final class Daemon {
                     : TransportReader.keepingKnown(transportReader.transport(of: interface, link: link), previous: known[interface])
             }
         }
-        machineFacts.network = { [unowned self] in readNetwork() }
+        machineFacts.network = { [trusted] in trusted.read(now: .now()) }
         // vpnd in a network namespace of its own beside the host's /run (as in tests) would
         // read another namespace's links by their indexes: resolvconf's records only then.
         // systemd-resolved keeps its link records in a directory only its user may open (mode
@@ -249,6 +251,7 @@ public final class Daemon {
         reconciler.afterPass = { [unowned self] in
             followTransports()
             followDemand()
+            followTrusted()
         }
     }
 
@@ -269,7 +272,7 @@ public final class Daemon {
     /// leaves its profile fail-closed); true when there are any.
     private func reconcileTunnels() -> Bool {
         guard !tunnelFiles.isEmpty || tunnels.isRunningAny else { return false }
-        let files = trustedTunnelFiles()
+        let files = trusted.tunnelFiles(tunnelFiles)
         tunnels.reconcile(failover.chosen(files, policy: policy, tunnels: tunnels), policy: policy, netlink: rtnl, demand: demandSettings)
         failover.probe(tunnels, files: files)
         tunnels.followNetwork(policy, netlink: rtnl)
@@ -277,7 +280,7 @@ public final class Daemon {
     }
 
     private func noteApplied(_ facts: RuntimeFacts, before: RuntimeFacts?) {
-        noteTrusted(facts)
+        trusted.applied(facts: facts, policy: policy, wall: .now())
         // An interface's servers may come after it, or change: the proxy asks the new ones.
         if facts.linkResolvers != before?.linkResolvers { configureDNS() }
         executables.applied(facts: facts)
@@ -488,7 +491,7 @@ public final class Daemon {
                                // The tunnel's link is asked for by name (not a dump of every link: a
                                // launch pays for it), only where something can hold members; a link
                                // that cannot be read says nothing (no warning).
-                               let trusted = trustedState.verdicts[profile.name]?.verdict.action
+                               let trusted = self.trusted.action(of: profile.name)
                                guard profile.killswitch || trusted == .block else { return nil }
                                let link: Link?
                                do { link = try rtnl.link(named: profile.tunnel.interfaceName) } catch { return nil }
@@ -506,6 +509,13 @@ public final class Daemon {
         loop?.stop()
         log.notice("down: removed the nft table, rules and routes; exiting")
         return ControlResponse(ok: true, message: "vpnexec is down: no killswitch, no profile routing; vpnd exits")
+    }
+
+    /// A gateway whose address the trusted networks asked the kernel for is looked at
+    /// again when they say (sooner than the periodic check).
+    private func followTrusted() {
+        guard let loop, let at = trusted.takeRelook() else { return }
+        loop.after(at.since(.now())) { [unowned self] in follow("gateway re-look") }
     }
 
     /// Before a move into `path`: every cgroup vpnd keeps exists and its id is in the
