@@ -9,7 +9,6 @@ import Policy
 import Synchronization
 import WireGuardDevice
 import ServiceSupport
-import Applying
 
 /// route.executables and bypass.executables without a window: an exec of a listed file
 /// waits in the kernel (fanotify FAN_OPEN_EXEC_PERM, ExecutableMarks marks the files) while
@@ -80,14 +79,8 @@ final class ExecutableGuard: Sendable {
         self.hierarchy = hierarchy
         self.refusals = refusals
         self.log = log
-        wake = try Self.eventDescriptor()
+        wake = try FileDescriptor("eventfd", returned: eventfd(0, Int32(EFD_CLOEXEC | EFD_NONBLOCK)))
         testDelay = ExecutableGuardTestDelay.delay(log: log)
-    }
-
-    private static func eventDescriptor() throws(ApplyError) -> FileDescriptor {
-        do { return try FileDescriptor("eventfd", returned: eventfd(0, Int32(EFD_CLOEXEC | EFD_NONBLOCK))) } catch {
-            throw ApplyError(error.description)
-        }
     }
 
     /// Starts both threads. vpnd calls this after its signals are blocked (signalfd), its

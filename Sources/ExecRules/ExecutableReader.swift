@@ -25,12 +25,12 @@ public final class ExecutableReader {
     init() throws {
         var ends: [Int32] = [-1, -1]
         guard socketpair(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0, &ends) == 0 else {
-            throw ApplyError(SystemError("socketpair").description)
+            throw SystemError("socketpair")
         }
         let mine = FileDescriptor(adopting: ends[0]), helpers = FileDescriptor(adopting: ends[1])
         let parent = getpid()
         let child = fork()
-        guard child >= 0 else { throw ApplyError(SystemError("fork").description) }
+        guard child >= 0 else { throw SystemError("fork") }
         if child == 0 {
             mine.close()
             Self.serve(helpers.release(), parent: parent)
