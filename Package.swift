@@ -83,7 +83,11 @@ let package = Package(
         // The profiles' DNS proxies at the edge: the steering sockets, each profile's resolver,
         // the sets filled before the answers, the names servers' lookups.
         .target(name: "DNSProxies", dependencies: ["Addresses", "Applying", "CLinux", "Cgroups", "DNS", "DaemonLoop", "Descriptors", "Monotonic", "Names", "Netlink", "Nftables", "Plan", "Policy", "ServiceSupport", "SocketPrograms"]),
-        .target(name: "Daemon", dependencies: ["DaemonLoop", "Applying", "DNSProxies", "SocketPrograms", "Containers", "Launch", "Names", "Addresses", "BuildVersion", "Descriptors", "HexDigits", "Monotonic", "ServiceSupport", "CCap", "DNS", "CLinux", "CSystemd", "Cgroups", "Control", "Facts", "TrustedFiles", "Netlink", "Nftables", "Plan", "Policy", "Routing", "TunnelFiles", "WireGuard", "WireGuardDevice"]),
+        // The daemon's parts: exec rules (fanotify before the exec, exec events after).
+        .target(name: "ExecRules", dependencies: ["Applying", "CCap", "CLinux", "Cgroups", "Control", "DaemonLoop", "Descriptors", "Facts", "Monotonic", "Netlink", "Plan", "Policy", "ServiceSupport", "TrustedFiles", "WireGuardDevice"]),
+        // Trusted networks: the host's networks read, each profile's flip logged, its status.
+        .target(name: "TrustedNetworks", dependencies: ["Addresses", "Control", "Facts", "Monotonic", "Netlink", "Plan", "Policy", "ServiceSupport", "TunnelFiles"]),
+        .target(name: "Daemon", dependencies: ["DaemonLoop", "Applying", "DNSProxies", "ExecRules", "TrustedNetworks", "SocketPrograms", "Containers", "Launch", "Names", "Addresses", "BuildVersion", "Descriptors", "HexDigits", "Monotonic", "ServiceSupport", "CCap", "DNS", "CLinux", "CSystemd", "Cgroups", "Control", "Facts", "TrustedFiles", "Netlink", "Nftables", "Plan", "Policy", "Routing", "TunnelFiles", "WireGuard", "WireGuardDevice"]),
 
         // Executables: thin commands over the libraries.
         .executableTarget(name: "vpnd", dependencies: ["BuildVersion", "Daemon", "ServiceSupport", "Control", "Launch", "Policy", "TrustedFiles", .product(name: "ArgumentParser", package: "swift-argument-parser")]),
@@ -111,7 +115,9 @@ let package = Package(
         .testTarget(name: "MonotonicTests", dependencies: ["Monotonic"]),
         .testTarget(name: "DescriptorsTests", dependencies: ["Descriptors"]),
         .testTarget(name: "WireGuardDeviceTests", dependencies: ["Monotonic", "WireGuardDevice", "WireGuard", "Addresses", "Descriptors"]),
-        .testTarget(name: "DaemonTests", dependencies: ["DaemonLoop", "Applying", "SocketPrograms", "Daemon", "Launch", "Descriptors", "DNS", "Monotonic", "Facts", "ServiceSupport", "TrustedFiles", "Plan", "Policy", "Nftables", "Netlink", "Routing", "Addresses", "TunnelFiles", "NetTestSupport"]),
+        .testTarget(name: "ExecRulesTests", dependencies: ["ExecRules", "Descriptors", "Facts", "Monotonic", "Plan", "Policy"]),
+        .testTarget(name: "TrustedNetworksTests", dependencies: ["TrustedNetworks", "Addresses", "Monotonic", "Plan", "Policy", "ServiceSupport"]),
+        .testTarget(name: "DaemonTests", dependencies: ["DaemonLoop", "Applying", "ExecRules", "SocketPrograms", "Daemon", "Launch", "Descriptors", "DNS", "Monotonic", "Facts", "ServiceSupport", "TrustedFiles", "Plan", "Policy", "Nftables", "Netlink", "Routing", "Addresses", "TunnelFiles", "NetTestSupport"]),
         .testTarget(name: "DNSProxiesTests", dependencies: ["DNSProxies", "DaemonLoop", "Applying", "DNS", "Addresses", "CLinux", "Descriptors", "Monotonic", "Nftables", "Plan", "Policy", "ServiceSupport", "TrustedFiles", "NetTestSupport"]),
         .testTarget(name: "ContainersTests", dependencies: ["Containers", "Plan", "Routing"]),
         .testTarget(name: "ControlTests", dependencies: ["Control", "Launch", "JSON", "Addresses"], exclude: ["Fixtures"]),

@@ -1,5 +1,6 @@
 import Addresses
 import Control
+import ExecRules
 import Netlink
 
 /// `vpnctl explain`: Explainer's account, with what the kernel's routing does now with the
@@ -28,7 +29,7 @@ extension Daemon {
         }
         // Which program it runs is the inspector's to read (/proc/PID/exe is guarded like
         // ptrace, and vpnd's Landlock domain forbids that for processes outside it).
-        if let pid, policy.listsExecutables, let executable = executables.follower?.reader.executable(of: pid),
+        if let pid, policy.listsExecutables, let executable = executables.reader?.executable(of: pid),
            let rule = Explainer.executableRule(executable, placement: explanation.placement, profile: explanation.profile, policy: policy) {
             explanation.rule = rule
         }

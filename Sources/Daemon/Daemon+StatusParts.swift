@@ -10,6 +10,7 @@ import Nftables
 import Plan
 import Policy
 import ServiceSupport
+import TrustedNetworks
 
 /// `vpnctl status`: what StatusBuilder makes the report from, as the kernel and vpnd's
 /// running parts (tunnels, failover, DNS proxies, exec rules, trusted networks) have it now.
@@ -47,7 +48,7 @@ extension Daemon {
             parts.wireguard = tunnels.status(interface: interface).map(WireGuardReport.init)
             parts.reconnect = tunnels.reconnectReport(interface: interface)
         }
-        parts.trusted = trustedStatus(profile)
+        parts.trusted = trusted.status(profile, wall: .now())
         parts.dnsFailure = dns?.failure(of: profile.name)
         parts.resolvers = resolvers[profile.name]
         if let proxy = dns?.counters(of: profile.name) {

@@ -4,6 +4,7 @@ import Cgroups
 import Control
 import Descriptors
 import CSystemd
+import ExecRules
 import Facts
 import Glibc
 import Monotonic
@@ -13,6 +14,7 @@ import Nftables
 import Plan
 import Policy
 import TrustedFiles
+import TrustedNetworks
 import TunnelFiles
 import Routing
 import ServiceSupport
@@ -65,7 +67,7 @@ public final class Daemon {
     /// Where the profile tunnels' own transports are learned (TransportRules keeps them out).
     var transportReader: TransportReader {
         var reader = TransportReader(wireguard: WireGuardSocketReader(directory: options.wireguardSocketDirectory))
-        if let inspector = executables.follower?.reader {
+        if let inspector = executables.reader {
             reader.holders = { [holderCache] in holderCache.holders(of: $0, link: $1, inspector: inspector) }
             reader.sockets = { [holderCache] in holderCache.sockets() }
         }
@@ -73,8 +75,8 @@ public final class Daemon {
     }
     let holderCache = TunnelHolderCache()
     var transportWatch = TransportWatch()
-    var trustedState = TrustedState()
-    let trustedWireless = try? WirelessNetwork()
+    /// Trusted networks: the host's networks read with the facts, each profile's flip.
+    let trusted: TrustedNetworks
 
     /// Starts (Startup's stages, in their order), then loads and applies the policy. Throws a
     /// PolicyError (nothing was touched) or the error of the first kernel operation that failed.
@@ -101,6 +103,7 @@ public final class Daemon {
         reconciler = Reconciler(policy: prepared.loaded, applier: prepared.applier, facts: machineFacts)
         tunnels = BuiltInTunnels(log: log, uapiDirectory: options.wireguardSocketDirectory)
         failover = ServerFailover(log: log)
+        trusted = TrustedNetworks(netlink: prepared.netlink, resolvConf: options.resolvConfPath, log: log)
         sandboxStatus = start.status
         followMachine()
         try applyPolicy()
@@ -155,7 +158,7 @@ public final class Daemon {
                     : TransportReader.keepingKnown(transportReader.transport(of: interface, link: link), previous: known[interface])
             }
         }
-        machineFacts.network = { [unowned self] in readNetwork() }
+        machineFacts.network = { [trusted] in trusted.read(now: .now()) }
         // vpnd in a network namespace of its own beside the host's /run (as in tests) would
         // read another namespace's links by their indexes: resolvconf's records only then.
         // systemd-resolved keeps its link records in a directory only its user may open (mode
@@ -179,6 +182,7 @@ public final class Daemon {
         reconciler.afterPass = { [unowned self] in
             followTransports()
             followDemand()
+            followTrusted()
         }
     }
 
@@ -199,7 +203,7 @@ public final class Daemon {
     /// leaves its profile fail-closed); true when there are any.
     private func reconcileTunnels() -> Bool {
         guard !tunnelFiles.isEmpty || tunnels.isRunningAny else { return false }
-        let files = trustedTunnelFiles()
+        let files = trusted.tunnelFiles(tunnelFiles)
         tunnels.reconcile(failover.chosen(files, policy: policy, tunnels: tunnels), policy: policy, netlink: rtnl, demand: demandSettings)
         failover.probe(tunnels, files: files)
         tunnels.followNetwork(policy, netlink: rtnl)
@@ -207,11 +211,11 @@ public final class Daemon {
     }
 
     private func noteApplied(_ facts: RuntimeFacts, before: RuntimeFacts?) {
-        noteTrusted(facts)
+        trusted.applied(facts: facts, policy: policy, wall: .now())
         // An interface's servers may come after it, or change: the proxy asks the new ones.
         if facts.linkResolvers != before?.linkResolvers { configureDNS() }
         dns?.applied(memberCgroups: Dictionary(policy.profiles.map { ($0.name, reconciler.memberCgroups(of: $0, parent: options.cgroupParent)) }, uniquingKeysWith: { a, _ in a }))
-        executables.held = Set(facts.unguardedCgroups.keys)
+        executables.applied(facts: facts)
         for (path, _) in facts.unguardedCgroups.sorted(by: { $0.key < $1.key }) where before?.unguardedCgroups[path] == nil {
             log.error("\(path) is held: the kernel does not have its socket programs, so its traffic is dropped (only loopback) and nothing is placed there until they are")
         }
@@ -327,13 +331,13 @@ public final class Daemon {
             // (WatchdogSec=) restarts a vpnd that stops getting here.
             sd_notify(0, "WATCHDOG=1")
         }
-        if let events = executables.follower?.events {
-            loop.watch(events.fileDescriptor) { [unowned self] _ in
+        if let events = executables.execEvents {
+            loop.watch(events) { [unowned self] _ in
                 executables.handleExecEvents(policy, parent: options.cgroupParent, hierarchy: hierarchy, prepare: { try self.prepareMove(into: $0) })
             }
         }
         // After the signals are blocked (SignalChannel): its threads must not take them.
-        try executables.start(loop: loop, hierarchy: hierarchy) { [unowned self] in executables.refresh(policy, parent: options.cgroupParent) }
+        try executables.start(on: loop, hierarchy: hierarchy)
         self.loop = loop
         dns = DNSService(loop: loop, applier: applier, log: log, steering: dnsSteering, resolveDirectory: resolveDirectory)
         defer { dns?.closeAll() }
@@ -415,7 +419,7 @@ public final class Daemon {
                                // The tunnel's link is asked for by name (not a dump of every link: a
                                // launch pays for it), only where something can hold members; a link
                                // that cannot be read says nothing (no warning).
-                               let trusted = trustedState.verdicts[profile.name]?.verdict.action
+                               let trusted = self.trusted.action(of: profile.name)
                                guard profile.killswitch || trusted == .block else { return nil }
                                let link: Link?
                                do { link = try rtnl.link(named: profile.tunnel.interfaceName) } catch { return nil }
@@ -433,6 +437,13 @@ public final class Daemon {
         loop?.stop()
         log.notice("down: removed the nft table, rules and routes; exiting")
         return ControlResponse(ok: true, message: "vpnexec is down: no killswitch, no profile routing; vpnd exits")
+    }
+
+    /// A gateway whose address the trusted networks asked the kernel for is looked at
+    /// again when they say (sooner than the periodic check).
+    private func followTrusted() {
+        guard let loop, let at = trusted.takeRelook() else { return }
+        loop.after(at.since(.now())) { [unowned self] in follow("gateway re-look") }
     }
 
     /// Before a move into `path`: every cgroup vpnd keeps exists and its id is in the

@@ -1,6 +1,7 @@
 import CLinux
 import Cgroups
 import Descriptors
+import Facts
 import Glibc
 
 /// Who is on the other end of a control connection, as the kernel tells it.

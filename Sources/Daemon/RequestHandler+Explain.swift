@@ -1,5 +1,6 @@
 import Cgroups
 import Control
+import Facts
 
 /// `vpnctl explain`: a user asks about its own processes and the profiles it may use, as
 /// for `vpnctl move`; root about any. What /proc shows every user (another's cgroup) is not

@@ -1,5 +1,6 @@
 import Cgroups
 import Control
+import Facts
 import Policy
 
 /// `vpnctl profiles`, `vpnctl members` and `vpnctl status`: what the caller may use, and

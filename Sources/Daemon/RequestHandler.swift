@@ -1,6 +1,7 @@
 import Cgroups
 import Control
 import CSystemd
+import Facts
 import Plan
 import Policy
 import Routing

@@ -2,6 +2,7 @@ import Applying
 import Cgroups
 import Control
 import DNSProxies
+import ExecRules
 import Glibc
 import Netlink
 import Plan

@@ -1,3 +1,4 @@
+import ExecRules
 import Facts
 import Glibc
 import Monotonic

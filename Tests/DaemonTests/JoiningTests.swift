@@ -1,5 +1,6 @@
 import Cgroups
 @testable import Daemon
+import ExecRules
 import Facts
 import Foundation
 import Glibc

@@ -1,5 +1,7 @@
 import Cgroups
 import Control
+import Descriptors
+import Plan
 import Policy
 import TrustedFiles
 import ServiceSupport
@@ -17,8 +19,14 @@ import DaemonLoop
 /// Status says which is in force. Both judge a bypass by the same rule (ExecutableRules: only
 /// whom may bypass is moved out) and report the launches it leaves in place to one
 /// BypassRefusals, so a launch both see counts once.
-final class ExecutableEnforcement {
-    let follower: ExecutableFollower?
+///
+/// The daemon's surface: opened at start (`init`), started on the loop (`start(on:)`: the
+/// listed files' directories watched, the guard's threads), told each policy in force
+/// (`follow`, `refresh`) and what each apply found (`applied(facts:)`), and asked for its
+/// status. Exec events are watched by the daemon (`execEvents`), which hands them back with
+/// the move's preparation (`handleExecEvents`): that goes through its reconciler.
+public final class ExecutableEnforcement {
+    private let follower: ExecutableFollower?
     private let followerUnavailable: String?
     private let group: FanotifyGroup?
     private let groupUnavailable: String?
@@ -28,12 +36,15 @@ final class ExecutableEnforcement {
     /// either way.
     private let refusals: BypassRefusals
     private let log: Log
+    /// The policy and profile parent last followed or refreshed: what a change of the listed
+    /// files' directories is looked at with, and what the guard's snapshot is made of.
+    private var last: (policy: Policy, parent: String)?
 
     /// Opens both event sources: before vpnd drops its capabilities (the process connector
     /// in another network namespace and fanotify_init both need CAP_SYS_ADMIN). A vpnd that
     /// only applies and exits (`--oneshot`, vpnd-early.service, whose system call filter
     /// kills a process that calls fanotify_init) opens neither.
-    init(initialNetworkNamespace: String, open: Bool = true, log: Log) {
+    public init(initialNetworkNamespace: String, open: Bool = true, log: Log) {
         self.log = log
         refusals = BypassRefusals()
         guard open else {
@@ -64,18 +75,19 @@ final class ExecutableEnforcement {
 
     /// A policy that lists executables needs one of the two; without either it would look
     /// stricter than what is enforced, so it is refused.
-    func checkEnforceable(_ policy: Policy) throws {
+    public func checkEnforceable(_ policy: Policy) throws {
         guard policy.listsExecutables, group == nil, let reason = followerUnavailable else { return }
         throw ApplyError("bypass.executables and route.executables need fanotify permission events or exec events, and this vpnd has neither (\(groupUnavailable ?? "?"); \(reason))")
     }
 
-    /// Starts the guard's threads and watches the listed files' directories. After vpnd
-    /// blocked its signals, dropped its capabilities and applied its sandbox.
-    func start(loop: EventLoop, hierarchy: CgroupHierarchy, onFilesChanged: @escaping () -> Void) throws {
+    /// Starts the guard's threads and watches the listed files' directories (a change there
+    /// looks at the files again with the policy last followed). After vpnd blocked its
+    /// signals, dropped its capabilities and applied its sandbox.
+    public func start(on loop: EventLoop, hierarchy: CgroupHierarchy) throws {
         let marks = try ExecutableMarks(group: group, log: log)
         self.marks = marks
-        loop.watch(marks.watchDescriptor) { _ in
-            if marks.drain() { onFilesChanged() }
+        loop.watch(marks.watchDescriptor) { [weak self] _ in
+            if marks.drain(), let self, let last { refresh(last.policy, parent: last.parent) }
         }
         if let group {
             let guardian = try ExecutableGuard(group: group, hierarchy: hierarchy, refusals: refusals, log: log)
@@ -93,11 +105,22 @@ final class ExecutableEnforcement {
 
     /// The cgroups held for lack of their socket programs (as of the last apply): the
     /// guard places nobody there.
-    var held: Set<String> = []
+    private var held: Set<String> = []
+
+    /// After an apply: the cgroups it holds are handed to the guard at once.
+    public func applied(facts: RuntimeFacts) {
+        let held = Set(facts.unguardedCgroups.keys)
+        guard held != self.held else { return }
+        self.held = held
+        if let marks, let last {
+            guardian?.publish(ExecutableGuard.Snapshot(policy: last.policy, parent: last.parent, names: marks.names, held: held))
+        }
+    }
 
     /// Looks at the listed files again (the policy changed, a directory changed, the check
     /// each second) and hands what they name to the guard.
-    func refresh(_ policy: Policy, parent: String) {
+    public func refresh(_ policy: Policy, parent: String) {
+        last = (policy, parent)
         guard let marks else { return }
         marks.refresh(policy)
         guardian?.publish(ExecutableGuard.Snapshot(policy: policy, parent: parent, names: marks.names, held: held))
@@ -106,7 +129,7 @@ final class ExecutableEnforcement {
     /// A policy now in force: the files' problems logged with their file:line (and bypass
     /// lists only root's launches can take), the files marked, exec events followed, and
     /// processes already running a listed program placed.
-    func follow(_ policy: Policy, parent: String, hierarchy: CgroupHierarchy, prepare: (String) throws -> Void) {
+    public func follow(_ policy: Policy, parent: String, hierarchy: CgroupHierarchy, prepare: (String) throws -> Void) {
         for diagnostic in ExecutableFiles.diagnose(policy, inspector: SystemExecutableInspector()) {
             log.warning("\(diagnostic)")
         }
@@ -117,22 +140,28 @@ final class ExecutableEnforcement {
         follower.scanAll(policy: policy, parent: parent, hierarchy: hierarchy, names: names(ofFileAt:), prepare: prepare)
     }
 
-    func handleExecEvents(_ policy: Policy, parent: String, hierarchy: CgroupHierarchy, prepare: (String) throws -> Void) {
+    /// The process connector's socket, for the daemon to watch (nil: no exec events).
+    public var execEvents: DescriptorNumber? { follower?.events.fileDescriptor }
+
+    /// The inspector of which program a process runs (nil without exec events).
+    public var reader: ExecutableReader? { follower?.reader }
+
+    public func handleExecEvents(_ policy: Policy, parent: String, hierarchy: CgroupHierarchy, prepare: (String) throws -> Void) {
         follower?.handleEvents(policy: policy, parent: parent, hierarchy: hierarchy, names: names(ofFileAt:), prepare: prepare)
     }
 
     private func names(ofFileAt path: String) -> [String] { marks?.names(ofFileAt: path) ?? [] }
 
     /// Processes moved into a profile ("work") or the bypass slice ("bypass"), either way.
-    func moves(_ label: String) -> Int {
+    public func moves(_ label: String) -> Int {
         (follower?.moves[label] ?? 0) + (guardian?.counters.moves[label] ?? 0)
     }
 
     /// Processes that ran a bypass.executables program and stayed in their profile because
     /// their users may not bypass.
-    var bypassRefused: Int { refusals.count }
+    public var bypassRefused: Int { refusals.count }
 
-    func status(_ policy: Policy) -> ExecutableRulesStatus? {
+    public func status(_ policy: Policy) -> ExecutableRulesStatus? {
         guard policy.listsExecutables else { return nil }
         let counters = guardian?.counters ?? ExecutableGuard.Counters()
         var status = ExecutableRulesStatus(

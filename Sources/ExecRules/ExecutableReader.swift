@@ -17,20 +17,20 @@ import Applying
 /// TUN device its name; not even ptrace itself. A vpnd taken over can learn which program
 /// a process runs, which processes hold TUN devices, and the names of any directory's
 /// entries and any link's target; nothing more.
-final class ExecutableReader {
+public final class ExecutableReader {
     private let socket: FileDescriptor
-    let pid: Int32
+    public let pid: Int32
 
     /// Forks the helper. Call while vpnd is still single-threaded and privileged.
     init() throws {
         var ends: [Int32] = [-1, -1]
         guard socketpair(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0, &ends) == 0 else {
-            throw ApplyError(SystemError("socketpair").description)
+            throw SystemError("socketpair")
         }
         let mine = FileDescriptor(adopting: ends[0]), helpers = FileDescriptor(adopting: ends[1])
         let parent = getpid()
         let child = fork()
-        guard child >= 0 else { throw ApplyError(SystemError("fork").description) }
+        guard child >= 0 else { throw SystemError("fork") }
         if child == 0 {
             mine.close()
             Self.serve(helpers.release(), parent: parent)
@@ -61,7 +61,7 @@ final class ExecutableReader {
     }
 
     /// The path of the program `pid` runs, or nil (a kernel thread, a process gone).
-    func executable(of pid: Int32) -> String? {
+    public func executable(of pid: Int32) -> String? {
         guard pid > 0, let bytes = answer(to: pid), !bytes.isEmpty, bytes.count <= 4096 else { return nil }
         let path = String(decoding: bytes, as: UTF8.self)
         // A program replaced or removed since it started reads "PATH (deleted)".
@@ -72,7 +72,7 @@ final class ExecutableReader {
     /// (gone, or slower than the socket's timeout), empty when it had nothing to say. Each
     /// answer starts with the request it answers: one that came too late for an earlier
     /// request is skipped, never taken for the answer to this one.
-    func answer(to request: Int32) -> [UInt8]? {
+    public func answer(to request: Int32) -> [UInt8]? {
         var asked = request
         // A helper that died (it could not keep CAP_SYS_PTRACE) must not take vpnd with it.
         guard send(socket.raw, &asked, 4, Int32(MSG_NOSIGNAL)) == 4 else { return nil }

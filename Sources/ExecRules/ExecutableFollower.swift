@@ -1,6 +1,7 @@
 import CLinux
 import Cgroups
 import Descriptors
+import Facts
 import Glibc
 import Netlink
 import Plan

@@ -1,6 +1,7 @@
 import CLinux
 import Cgroups
 import Descriptors
+import Facts
 import Glibc
 import Monotonic
 import Plan
@@ -8,7 +9,6 @@ import Policy
 import Synchronization
 import WireGuardDevice
 import ServiceSupport
-import Applying
 
 /// route.executables and bypass.executables without a window: an exec of a listed file
 /// waits in the kernel (fanotify FAN_OPEN_EXEC_PERM, ExecutableMarks marks the files) while
@@ -58,21 +58,9 @@ final class ExecutableGuard: Sendable {
         var unplaced = 0
     }
 
-    private struct Waiting {
-        var deadline: MonotonicInstant
-        var lateAnswer: ExecutableRules.LateAnswer
-        var answered = false
-        var pid: Int32
-        var names: [String]
-    }
-
     private struct Shared {
         var snapshot: Snapshot?
-        /// Events read and not yet answered here, by their file descriptor.
-        var waiting: [DescriptorNumber: Waiting] = [:]
-        /// When the answering thread began the events it holds.
-        var busySince: MonotonicInstant?
-        var counters = Counters()
+        var deadlines = ExecDeadlines(deadline: answerDeadline)
     }
 
     private let group: FanotifyGroup
@@ -84,21 +72,15 @@ final class ExecutableGuard: Sendable {
     private let wake: FileDescriptor
     /// Test-only (VPND_TEST_EXEC_ANSWER_DELAY_MS): each event waits this long before it is
     /// decided, as a stuck vpnd would.
-    private let testDelay: Double
+    private let testDelay: Swift.Duration
 
     init(group: FanotifyGroup, hierarchy: CgroupHierarchy, refusals: BypassRefusals, log: Log) throws {
         self.group = group
         self.hierarchy = hierarchy
         self.refusals = refusals
         self.log = log
-        wake = try Self.eventDescriptor()
-        testDelay = ExecutableGuardTestDelay.seconds(log: log)
-    }
-
-    private static func eventDescriptor() throws(ApplyError) -> FileDescriptor {
-        do { return try FileDescriptor("eventfd", returned: eventfd(0, Int32(EFD_CLOEXEC | EFD_NONBLOCK))) } catch {
-            throw ApplyError(error.description)
-        }
+        wake = try FileDescriptor("eventfd", returned: eventfd(0, Int32(EFD_CLOEXEC | EFD_NONBLOCK)))
+        testDelay = ExecutableGuardTestDelay.delay(log: log)
     }
 
     /// Starts both threads. vpnd calls this after its signals are blocked (signalfd), its
@@ -112,10 +94,11 @@ final class ExecutableGuard: Sendable {
         shared.withLock { $0.snapshot = snapshot }
     }
 
-    var counters: Counters { shared.withLock { $0.counters } }
+    var counters: Counters { shared.withLock { $0.deadlines.counters } }
 
     // MARK: the answering thread
 
+    /// The thread's edge: it reads the clock when it begins its events and when it is done.
     private func answerLoop() {
         var ready = pollfd(fd: group.fileDescriptor.raw, events: Int16(POLLIN), revents: 0)
         while true {
@@ -124,33 +107,27 @@ final class ExecutableGuard: Sendable {
                 return
             }
             let events = group.read()
-            if !events.isEmpty { answer(events) }
+            guard !events.isEmpty else { continue }
+            answer(events, now: .now())
+            if shared.withLock({ $0.deadlines.endBatch(now: .now()) }) { signalDeadlineThread() }
         }
     }
 
-    private func answer(_ events: [FanotifyGroup.Event]) {
+    private func answer(_ events: [FanotifyGroup.Event], now: MonotonicInstant) {
         let identities = events.map { Self.identity(of: $0.file.number) }
-        let now = MonotonicInstant.now()
         let (snapshot, wasQuiet) = shared.withLock { state in
-            let quiet = !state.waiting.values.contains { !$0.answered }
-            for (event, identity) in zip(events, identities) {
+            let begun = zip(events, identities).map { event, identity in
                 let names = identity.flatMap { state.snapshot?.names[$0] } ?? []
                 let late = state.snapshot.map { ExecutableRules.lateAnswer(executables: names, policy: $0.policy) } ?? .allow
-                state.waiting[event.file.number] = Waiting(deadline: now + Self.answerDeadline, lateAnswer: late, pid: event.pid, names: names)
+                return ExecDeadlines.Event(file: event.file.number, pid: event.pid, names: names, lateAnswer: late)
             }
-            state.busySince = now
-            return (state.snapshot, quiet)
+            return (state.snapshot, state.deadlines.begin(begun, now: now))
         }
         if wasQuiet { signalDeadlineThread() }
         for (event, identity) in zip(events, identities) {
-            if testDelay > 0 { Self.sleep(testDelay) }
+            if testDelay > .zero { Self.sleep(testDelay) }
             place(event, names: identity.flatMap { snapshot?.names[$0] } ?? [], snapshot: snapshot)
         }
-        let wasLate = shared.withLock { state in
-            defer { state.busySince = nil }
-            return state.busySince.map { MonotonicInstant.now().since($0) >= Self.answerDeadline } ?? false
-        }
-        if wasLate { signalDeadlineThread() }
     }
 
     /// Decides, moves and answers one event.
@@ -198,9 +175,7 @@ final class ExecutableGuard: Sendable {
         let program = names.joined(separator: ", ")
         let placed: String
         do {
-            guard !UnguardedRules.holds(target, in: snapshot.held) else {
-                throw RequestFailure("\(target) is held: the kernel does not have its socket programs")
-            }
+            guard !UnguardedRules.holds(target, in: snapshot.held) else { throw HeldCgroup() }
             placed = try hierarchy.place(process, in: target)
         } catch {
             log.warning("pid \(event.pid) executes \(program) but could not be moved into \(target): \(error); "
@@ -209,7 +184,7 @@ final class ExecutableGuard: Sendable {
             return
         }
         if finish(event, allow: true) || late == .allow {
-            shared.withLock { $0.counters.moves[label, default: 0] += 1 }
+            shared.withLock { $0.deadlines.moved(label) }
             log.info("pid \(event.pid) executes \(program): moved from \(cgroup.isEmpty ? "the root cgroup" : cgroup) into \(placed) before it runs")
         } else {
             // The deadline refused the exec while the move was under way: the process still
@@ -219,7 +194,7 @@ final class ExecutableGuard: Sendable {
     }
 
     private func isAnswered(_ file: DescriptorNumber) -> Bool {
-        shared.withLock { $0.waiting[file]?.answered ?? false }
+        shared.withLock { $0.deadlines.isAnswered(file) }
     }
 
     /// Answers (unless the deadline did); true if answered here. The event's file closes
@@ -228,53 +203,43 @@ final class ExecutableGuard: Sendable {
     private func finish(_ event: FanotifyGroup.Event, allow: Bool, unplaced: Bool = false) -> Bool {
         let file = event.file.number
         return shared.withLock { state -> Bool in
-            guard let waiting = state.waiting.removeValue(forKey: file), !waiting.answered else { return false }
+            guard state.deadlines.finish(file, unplaced: unplaced) else { return false }
             group.respond(file, allow: allow)
-            if unplaced { state.counters.unplaced += 1 }
             return true
         }
     }
 
     // MARK: the deadline thread
 
+    /// The thread's edge: it reads the clock at each wake, before it decides.
     private func deadlineLoop() {
         while true {
             let now = MonotonicInstant.now()
-            let (next, covering) = shared.withLock { state in
-                (state.waiting.values.filter { !$0.answered }.map(\.deadline).min(),
-                 state.busySince.map { now.since($0) >= Self.answerDeadline } ?? false)
-            }
+            let (sleep, covering) = shared.withLock { ($0.deadlines.sleep(now: now), $0.deadlines.covering(now: now)) }
             var fds = [pollfd(fd: wake.raw, events: Int16(POLLIN), revents: 0)]
             if covering { fds.append(pollfd(fd: group.fileDescriptor.raw, events: Int16(POLLIN), revents: 0)) }
-            let timeout = next.map { Int32(($0.since(now).nanoseconds + 999_999) / 1_000_000) + 1 } ?? -1
-            _ = poll(&fds, nfds_t(fds.count), timeout)
+            _ = poll(&fds, nfds_t(fds.count), sleep.map { Int32(clamping: $0.nanoseconds / 1_000_000) } ?? -1)
             var count: UInt64 = 0
             _ = read(wake.raw, &count, 8)
-            answerOverdue()
+            answerOverdue(now: .now())
             coverForStuckThread()
         }
     }
 
-    /// Answers every event whose deadline has passed.
-    private func answerOverdue() {
-        let now = MonotonicInstant.now()
-        let late = shared.withLock { state -> [Waiting] in
-            var late: [Waiting] = []
-            for (file, waiting) in state.waiting where !waiting.answered && waiting.deadline <= now {
-                group.respond(file, allow: waiting.lateAnswer == .allow)
-                state.waiting[file]?.answered = true
-                if waiting.lateAnswer == .allow { state.counters.allowedLate += 1 } else { state.counters.refusedLate += 1 }
-                late.append(waiting)
-            }
-            return late
+    /// Answers every event whose deadline has come by `now`.
+    private func answerOverdue(now: MonotonicInstant) {
+        let late = shared.withLock { state in
+            let overdue = state.deadlines.answerOverdue(now: now)
+            for event in overdue { group.respond(event.file, allow: event.allow) }
+            return overdue
         }
-        for waiting in late { logLate(pid: waiting.pid, names: waiting.names, answer: waiting.lateAnswer) }
+        for event in late { logLate(pid: event.waiting.pid, names: event.waiting.names, answer: event.waiting.lateAnswer) }
     }
 
     /// While the answering thread is stuck past the deadline, new events are answered here
-    /// at once, as they would be at their deadline.
+    /// at once, as they would be at their deadline (the clock read at each round).
     private func coverForStuckThread() {
-        while shared.withLock({ state in state.busySince.map { MonotonicInstant.now().since($0) >= Self.answerDeadline } ?? false }) {
+        while shared.withLock({ $0.deadlines.covering(now: .now()) }) {
             let events = group.read()
             if events.isEmpty { return }
             for event in events {
@@ -282,9 +247,7 @@ final class ExecutableGuard: Sendable {
                 let (names, answer) = shared.withLock { state -> ([String], ExecutableRules.LateAnswer) in
                     let names = identity.flatMap { state.snapshot?.names[$0] } ?? []
                     let answer = state.snapshot.map { ExecutableRules.lateAnswer(executables: names, policy: $0.policy) } ?? .allow
-                    if !names.isEmpty {
-                        if answer == .allow { state.counters.allowedLate += 1 } else { state.counters.refusedLate += 1 }
-                    }
+                    state.deadlines.answeredAtOnce(names: names, answer)
                     return (names, answer)
                 }
                 group.respond(event.file.number, allow: answer == .allow)
@@ -294,7 +257,7 @@ final class ExecutableGuard: Sendable {
     }
 
     private func logLate(pid: Int32, names: [String], answer: ExecutableRules.LateAnswer) {
-        let seconds = (Double(Self.answerDeadline.nanoseconds) / 1e9).formatted
+        let seconds = Self.answerDeadline.secondsText
         switch answer {
         case .refuse:
             log.warning("exec of \(names.joined(separator: ", ")) by pid \(pid) not placed within \(seconds) s: refused (a route.executables program does not run outside its tunnel)")
@@ -314,8 +277,9 @@ final class ExecutableGuard: Sendable {
         return ExecutableFile.Identity(device: UInt64(info.st_dev), inode: UInt64(info.st_ino))
     }
 
-    private static func sleep(_ seconds: Double) {
-        var duration = timespec(tv_sec: Int(seconds), tv_nsec: Int((seconds - seconds.rounded(.down)) * 1e9))
+    private static func sleep(_ span: Swift.Duration) {
+        let nanoseconds = span.nanoseconds
+        var duration = timespec(tv_sec: Int(nanoseconds / 1_000_000_000), tv_nsec: Int(nanoseconds % 1_000_000_000))
         var left = timespec()
         _ = retryingInterrupted {
             let result = nanosleep(&duration, &left)
@@ -326,7 +290,15 @@ final class ExecutableGuard: Sendable {
     }
 }
 
-private extension Double {
-    /// "1" rather than "1.0".
-    var formatted: String { self == rounded() ? String(Int(self)) : String(self) }
+/// A placement refused because its cgroup lacks its socket programs (as of the last apply).
+private struct HeldCgroup: Error, CustomStringConvertible {
+    var description: String { "it is held: the kernel does not have its socket programs" }
+}
+
+private extension Swift.Duration {
+    /// Seconds as the log says them: "1" rather than "1.0", "0.25".
+    var secondsText: String {
+        let milliseconds = nanoseconds / 1_000_000
+        return milliseconds % 1000 == 0 ? String(milliseconds / 1000) : String(Double(milliseconds) / 1000)
+    }
 }

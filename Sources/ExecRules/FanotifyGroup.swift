@@ -35,7 +35,7 @@ final class FanotifyGroup: Sendable {
         fileDescriptor = try Self.open()
     }
 
-    private static func open() throws(ApplyError) -> FileDescriptor {
+    private static func open() throws -> FileDescriptor {
         let raw = vx_fanotify_init_exec()
         guard raw >= 0 else {
             let code = errno
@@ -43,7 +43,7 @@ final class FanotifyGroup: Sendable {
             case EINVAL: throw ApplyError("fanotify_init: this kernel has no fanotify permission events (CONFIG_FANOTIFY_ACCESS_PERMISSIONS)")
             case EPERM: throw ApplyError("fanotify_init: not permitted (CAP_SYS_ADMIN at start, or a system call filter)")
             case ENOSYS: throw ApplyError("fanotify_init: this kernel has no fanotify")
-            default: throw ApplyError(SystemError("fanotify_init", code: code).description)
+            default: throw SystemError("fanotify_init", code: code)
             }
         }
         return FileDescriptor(adopting: raw)

@@ -1,3 +1,4 @@
+import Facts
 import Policy
 import Synchronization
 

@@ -1,4 +1,5 @@
-@testable import Daemon
+@testable import ExecRules
+import Facts
 import Policy
 import Testing
 

@@ -9,9 +9,9 @@ import ServiceSupport
 enum ExecutableGuardTestDelay {
     static let variable = "VPND_TEST_EXEC_ANSWER_DELAY_MS"
 
-    static func seconds(log: Log) -> Double {
-        guard let text = getenv(variable).map({ String(cString: $0) }), let milliseconds = Double(text), milliseconds > 0 else { return 0 }
+    static func delay(log: Log) -> Swift.Duration {
+        guard let text = getenv(variable).map({ String(cString: $0) }), let milliseconds = Int64(text), milliseconds > 0 else { return .zero }
         log.warning("\(variable)=\(text): exec answers are delayed on purpose (test only)")
-        return milliseconds / 1000
+        return .milliseconds(milliseconds)
     }
 }

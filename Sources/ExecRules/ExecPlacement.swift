@@ -6,23 +6,23 @@ import Policy
 /// `bypass.executables`): ExecutableRules' decision as the cgroup to place it in and the
 /// name its move is counted under. Both ways of following execs use it: the guard before
 /// the program runs (ExecutableGuard) and exec events after (ExecutableFollower).
-struct ExecPlacement: Equatable, Sendable {
+public struct ExecPlacement: Equatable, Sendable {
     /// The cgroup the process goes into: its profile's, or the bypass slice.
-    var target: String
+    public var target: String
     /// The profile's name, or "bypass" (status counts moves by it).
-    var label: String
+    public var label: String
 
     /// nil: the process stays where it is. `names`: the program's listed names (its path,
     /// hard links, listed symbolic links to it); `cgroup`: where the process is now; `user`:
     /// who runs it (asked for a bypass only).
-    static func of(names: [String], cgroup: String, policy: Policy, parent: String, user: () -> Credentials?) -> ExecPlacement? {
+    public static func of(names: [String], cgroup: String, policy: Policy, parent: String, user: () -> Credentials?) -> ExecPlacement? {
         ExecutableRules.decide(executables: names, cgroup: cgroup, policy: policy, parent: parent, user: user)
             .flatMap { ExecPlacement($0, policy: policy, parent: parent) }
     }
 
     /// Where `decision` (made from `policy`) sends the process; nil for a bypass its user
     /// may not take (it stays where it is).
-    init?(_ decision: ExecutableRules.Decision, policy: Policy, parent: String) {
+    public init?(_ decision: ExecutableRules.Decision, policy: Policy, parent: String) {
         switch decision {
         case let .join(profile):
             target = policy.profile(named: profile)!.cgroupPath(parent: parent)
@@ -35,7 +35,7 @@ struct ExecPlacement: Equatable, Sendable {
         }
     }
 
-    init(target: String, label: String) {
+    public init(target: String, label: String) {
         self.target = target
         self.label = label
     }
@@ -44,7 +44,7 @@ struct ExecPlacement: Equatable, Sendable {
     /// reconciler makes the cgroup and applies its id if it is new, and refuses a target
     /// held for lack of its socket programs), then the process moves (into a leaf below
     /// where the cgroup takes no processes). Returns where it went.
-    func apply(to process: ProcessHandle, cgroups: any CgroupMoving, prepare: (String) throws -> Void) throws -> String {
+    public func apply(to process: ProcessHandle, cgroups: any CgroupMoving, prepare: (String) throws -> Void) throws -> String {
         try prepare(target)
         return try cgroups.place(process, in: target)
     }
