@@ -275,7 +275,8 @@ public final class Daemon {
     private func reconcileTunnels() -> Bool {
         guard !tunnelFiles.isEmpty || tunnels.isRunningAny else { return false }
         let files = trustedTunnelFiles()
-        let chosen = failover.chosen(files, policy: policy, looks: tunnels.looks(now: .now()), wall: .now())
+        let before = MonotonicInstant.now()
+        let chosen = failover.chosen(files, policy: policy, looks: tunnels.looks(now: before), now: before)
         tunnels.reconcile(chosen, policy: policy, netlink: rtnl, demand: DemandFollower.settings(policy))
         // Read again: starting tunnels takes a while, and their engines run on the clock.
         let now = MonotonicInstant.now(), wall = WallClock.now()

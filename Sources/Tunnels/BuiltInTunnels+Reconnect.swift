@@ -30,7 +30,7 @@ extension BuiltInTunnels {
             let running = demandState(interface: interface)?.isRunning ?? true
             if running, let before = uplinks[interface], UplinkChange.changed(before: before, after: seen) {
                 log.info("built-in tunnel \(interface): the network changed; new handshake")
-                networkChanges[interface] = wall
+                networkChanges[interface] = now
                 engine.networkChanged(now: now, wall: wall)
             }
             uplinks[interface] = seen

@@ -21,7 +21,7 @@ public final class BuiltInTunnels {
     /// Each tunnel's uplinks at the last look (BuiltInTunnels+Reconnect).
     var uplinks: [String: [Endpoint: Uplink]] = [:]
     /// When each tunnel's network last changed, until ServerFailover takes it (`looks`).
-    var networkChanges: [String: WallClock] = [:]
+    var networkChanges: [String: MonotonicInstant] = [:]
     /// A stopped tunnel's reconnect schedules, for the one that replaces it.
     var schedules: [String: [PublicKey: ReconnectSchedule]] = [:]
     /// Where `wg` finds the tunnels' sockets; nil serves none (tests of vpnd alone).

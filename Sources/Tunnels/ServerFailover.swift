@@ -1,7 +1,6 @@
 import Control
 import Glibc
 import Monotonic
-import Plan
 import Policy
 import TunnelFiles
 import WireGuard
@@ -38,8 +37,7 @@ public final class ServerFailover {
 
     /// One look at each tunnel with a server list; the files to run, each profile's chosen
     /// one. `looks`: each running tunnel's engine as it is now (BuiltInTunnels.looks).
-    public func chosen(_ files: [String: TunnelFiles.Loaded], policy: Policy, looks: [String: Look], wall: WallClock) -> [String: TunnelFiles.Loaded] {
-        let now = wall.secondsSinceEpoch
+    public func chosen(_ files: [String: TunnelFiles.Loaded], policy: Policy, looks: [String: Look], now: MonotonicInstant) -> [String: TunnelFiles.Loaded] {
         var result = files
         var kept: [String: Entry] = [:]
         for (interface, loaded) in files.sorted(by: { $0.key < $1.key }) {
@@ -53,12 +51,12 @@ public final class ServerFailover {
                          engine: entries[interface]?.engine, engineServer: entries[interface]?.engineServer ?? 0)
             let before = (entry.choice.current, entry.choice.reason)
             let look = looks[interface] ?? Look()
-            var action = entry.choice.step(now: now, lastHandshake: look.lastHandshake?.secondsSinceEpoch, failed: look.failed)
+            var action = entry.choice.step(now: now, lastHandshake: look.lastHandshake, failed: look.failed)
             // The reconnection's signal (UplinkChange: interface, gateway, source, addresses
             // toward the server), taken as it was seen: its handshake left then, so it is the
             // first measured.
             if let changed = look.networkChanged, entry.choice.mode == .fastest && entry.choice.isUp {
-                action = entry.choice.networkChanged(now: changed.secondsSinceEpoch)
+                action = entry.choice.networkChanged(now: changed)
             }
             switch action {
             case .none: break
@@ -113,7 +111,7 @@ public final class ServerFailover {
                 engine.networkChanged(now: now, wall: wall)
                 // Held back by the floor: no initiation counted yet, the first due in nextTry.
                 if let peer = engine.reconnection(now: now).first, peer.attempts == 0, let wait = peer.nextTry {
-                    entries[interface]?.choice.initiationLeaves(at: wall.secondsSinceEpoch + Double(wait.nanoseconds) / 1e9)
+                    entries[interface]?.choice.initiationLeaves(at: now + wait)
                 }
             } else {
                 engine.keepalive(peer.publicKey, now: now, wall: wall)
@@ -126,6 +124,6 @@ public final class ServerFailover {
         guard let entry = entries[interface] else { return nil }
         return ServerChoiceStatus(mode: entry.choice.mode.rawValue, files: entry.paths, current: entry.paths[entry.choice.current],
                                   state: entry.choice.isUp ? "up" : "trying", reason: entry.choice.reason,
-                                  roundTripsMs: entry.choice.roundTrips.map { $0.flatMap { $0.isFinite ? Int(($0 * 1000).rounded()) : nil } })
+                                  roundTripsMs: entry.choice.roundTrips.map { $0?.duration.map(ServerChoice.milliseconds) })
     }
 }

@@ -36,25 +36,25 @@ import WireGuard
     @Test func theNextServerAfterThreeUnansweredInitiations() throws {
         let files = try files()
         let failover = ServerFailover(log: Self.quiet)
-        var wall = WallClock(seconds: 1_000_000, nanoseconds: 0)
-        #expect(failover.chosen(files, policy: Self.policy, looks: [:], wall: wall)["wg-work"]?.text == text("192.0.2.1:51820"))
+        var now = MonotonicInstant.seconds(100)
+        #expect(failover.chosen(files, policy: Self.policy, looks: [:], now: now)["wg-work"]?.text == text("192.0.2.1:51820"))
         for failed in 0...2 as ClosedRange<UInt64> {
-            wall.seconds += 5
-            let chosen = failover.chosen(files, policy: Self.policy, looks: ["wg-work": .init(failed: failed)], wall: wall)
+            now = now + .seconds(5)
+            let chosen = failover.chosen(files, policy: Self.policy, looks: ["wg-work": .init(failed: failed)], now: now)
             #expect(chosen["wg-work"]?.text == text("192.0.2.1:51820"), "\(failed) unanswered")
             #expect(failover.status(interface: "wg-work")?.state == "trying")
         }
-        wall.seconds += 5
-        let chosen = failover.chosen(files, policy: Self.policy, looks: ["wg-work": .init(failed: 3)], wall: wall)
+        now = now + .seconds(5)
+        let chosen = failover.chosen(files, policy: Self.policy, looks: ["wg-work": .init(failed: 3)], now: now)
         #expect(chosen["wg-work"]?.text == text("198.51.100.7:51820"))
         let status = try #require(failover.status(interface: "wg-work"))
         #expect(status.current == "/etc/vpnexec/b.conf" && status.reason == "server 1 left 3 initiations unanswered")
         // b answers: up, and it stays (a failover list goes back to a only when idle).
-        wall.seconds += 1
-        _ = failover.chosen(files, policy: Self.policy, looks: ["wg-work": .init(lastHandshake: wall)], wall: wall)
+        now = now + .seconds(1)
+        _ = failover.chosen(files, policy: Self.policy, looks: ["wg-work": .init(lastHandshake: now)], now: now)
         #expect(failover.status(interface: "wg-work")?.state == "up")
-        wall.seconds += 60
-        #expect(failover.chosen(files, policy: Self.policy, looks: ["wg-work": .init(lastHandshake: wall)], wall: wall)["wg-work"]?.text == text("198.51.100.7:51820"))
+        now = now + .seconds(60)
+        #expect(failover.chosen(files, policy: Self.policy, looks: ["wg-work": .init(lastHandshake: now)], now: now)["wg-work"]?.text == text("198.51.100.7:51820"))
     }
 
     /// The count comes from a real engine whose server never answers: its initiations leave on
@@ -67,7 +67,7 @@ import WireGuard
         ]))
         let start = MonotonicInstant.seconds(100)
         var now = start, wall = WallClock(seconds: 1_000_000, nanoseconds: 0)
-        _ = failover.chosen(files, policy: Self.policy, looks: [:], wall: wall)
+        _ = failover.chosen(files, policy: Self.policy, looks: [:], now: now)
         engine.keepalive(server.publicKey, now: now, wall: wall)
         var initiations = engine.drainOutput().count
         var switchedAt: MonotonicInstant.Duration?
@@ -76,7 +76,7 @@ import WireGuard
             wall.nanoseconds += 100_000_000
             if wall.nanoseconds >= 1_000_000_000 { (wall.seconds, wall.nanoseconds) = (wall.seconds + 1, wall.nanoseconds - 1_000_000_000) }
             initiations += engine.tick(now: now, wall: wall).count
-            let chosen = failover.chosen(files, policy: Self.policy, looks: ["wg-work": ServerFailover.Look(engine: engine, now: now)], wall: wall)
+            let chosen = failover.chosen(files, policy: Self.policy, looks: ["wg-work": ServerFailover.Look(engine: engine, now: now)], now: now)
             if chosen["wg-work"]?.text == text("198.51.100.7:51820") { switchedAt = now.since(start) }
         }
         let after = try #require(switchedAt)
