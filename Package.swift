@@ -87,7 +87,10 @@ let package = Package(
         .target(name: "ExecRules", dependencies: ["Applying", "CCap", "CLinux", "Cgroups", "Control", "DaemonLoop", "Descriptors", "Facts", "Monotonic", "Netlink", "Plan", "Policy", "ServiceSupport", "TrustedFiles", "WireGuardDevice"]),
         // Trusted networks: the host's networks read, each profile's flip logged, its status.
         .target(name: "TrustedNetworks", dependencies: ["Addresses", "Control", "Facts", "Monotonic", "Netlink", "Plan", "Policy", "ServiceSupport", "TunnelFiles"]),
-        .target(name: "Daemon", dependencies: ["DaemonLoop", "Applying", "DNSProxies", "ExecRules", "TrustedNetworks", "SocketPrograms", "Containers", "Launch", "Names", "Addresses", "BuildVersion", "Descriptors", "HexDigits", "Monotonic", "ServiceSupport", "CCap", "DNS", "CLinux", "CSystemd", "Cgroups", "Control", "Facts", "TrustedFiles", "Netlink", "Nftables", "Plan", "Policy", "Routing", "TunnelFiles", "WireGuard", "WireGuardDevice"]),
+        // vpnd's own WireGuard tunnels: started and stopped with the policy, on demand, their
+        // server choice and reconnection, and the profile tunnels' transports followed.
+        .target(name: "Tunnels", dependencies: ["Addresses", "Control", "Facts", "HexDigits", "Launch", "Monotonic", "Netlink", "Nftables", "Plan", "Policy", "Routing", "ServiceSupport", "TunnelFiles", "WireGuard", "WireGuardDevice"]),
+        .target(name: "Daemon", dependencies: ["DaemonLoop", "Applying", "DNSProxies", "ExecRules", "TrustedNetworks", "Tunnels", "SocketPrograms", "Containers", "Launch", "Names", "Addresses", "BuildVersion", "Descriptors", "HexDigits", "Monotonic", "ServiceSupport", "CCap", "DNS", "CLinux", "CSystemd", "Cgroups", "Control", "Facts", "TrustedFiles", "Netlink", "Nftables", "Plan", "Policy", "Routing", "TunnelFiles", "WireGuard", "WireGuardDevice"]),
 
         // Executables: thin commands over the libraries.
         .executableTarget(name: "vpnd", dependencies: ["BuildVersion", "Daemon", "ServiceSupport", "Control", "Launch", "Policy", "TrustedFiles", .product(name: "ArgumentParser", package: "swift-argument-parser")]),
@@ -119,6 +122,7 @@ let package = Package(
         .testTarget(name: "TrustedNetworksTests", dependencies: ["TrustedNetworks", "Addresses", "Monotonic", "Plan", "Policy", "ServiceSupport"]),
         .testTarget(name: "DaemonTests", dependencies: ["DaemonLoop", "Applying", "ExecRules", "SocketPrograms", "Daemon", "Launch", "Descriptors", "DNS", "Monotonic", "Facts", "ServiceSupport", "TrustedFiles", "Plan", "Policy", "Nftables", "Netlink", "Routing", "Addresses", "TunnelFiles", "NetTestSupport"]),
         .testTarget(name: "DNSProxiesTests", dependencies: ["DNSProxies", "DaemonLoop", "Applying", "DNS", "Addresses", "CLinux", "Descriptors", "Monotonic", "Nftables", "Plan", "Policy", "ServiceSupport", "TrustedFiles", "NetTestSupport"]),
+        .testTarget(name: "TunnelsTests", dependencies: ["Tunnels", "Addresses", "Control", "Monotonic", "Nftables", "Plan", "Policy", "Routing", "TunnelFiles", "WireGuard", "WireGuardDevice", "Launch", "TrustedFiles", "ServiceSupport"]),
         .testTarget(name: "ContainersTests", dependencies: ["Containers", "Plan", "Routing"]),
         .testTarget(name: "ControlTests", dependencies: ["Control", "Launch", "JSON", "Addresses"], exclude: ["Fixtures"]),
         .testTarget(name: "StatusPresentationTests", dependencies: ["StatusPresentation", "Control"]),

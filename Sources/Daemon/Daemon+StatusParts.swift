@@ -11,6 +11,7 @@ import Plan
 import Policy
 import ServiceSupport
 import TrustedNetworks
+import Tunnels
 
 /// `vpnctl status`: what StatusBuilder makes the report from, as the kernel and vpnd's
 /// running parts (tunnels, failover, DNS proxies, exec rules, trusted networks) have it now.
@@ -31,24 +32,26 @@ extension Daemon {
                                         unguarded: applier.unguardedCgroups, leftBehind: appliedFacts?.leftBehind ?? [:],
                                         heldNamespaces: heldNamespaces(), routedNamespaces: routedNamespaces(), relayedNamespaces: relayedNamespaces(), socketProgramsPutBack: applier.socketProgramsPutBack)
         let resolvers = profileResolvers()
-        return builder.report(parts) { [counters = builder.counters] in statusParts($0, counters: counters, resolvers: resolvers) }
+        let now = MonotonicInstant.now(), wall = WallClock.now()
+        return builder.report(parts) { [counters = builder.counters] in statusParts($0, counters: counters, resolvers: resolvers, now: now, wall: wall) }
     }
 
-    private func statusParts(_ profile: Profile, counters: [String: NftCounter], resolvers: [String: ProfileResolvers]) -> StatusBuilder.ProfileParts {
+    private func statusParts(_ profile: Profile, counters: [String: NftCounter], resolvers: [String: ProfileResolvers],
+                             now: MonotonicInstant, wall: WallClock) -> StatusBuilder.ProfileParts {
         let interface = profile.tunnel.interfaceName
         var parts = StatusBuilder.ProfileParts()
         let cgroups = reconciler.memberCgroups(of: profile, parent: options.cgroupParent)
         parts.members = cgroups.reduce(0) { $0 + hierarchy.processes(in: $1).count }
         parts.joinedCgroups = Array(cgroups.dropFirst())
         parts.execMoves = executables.moves(profile.name)
-        parts.transport = transportStatus(profile, counters: counters)
+        parts.transport = TransportWatch.status(profile, transports: appliedFacts?.tunnelTransports ?? [:], counters: counters)
         parts.servers = failover.status(interface: interface)
-        parts.demand = demandStatus(profile)
+        parts.demand = DemandFollower.status(profile, state: tunnels.demandState(interface: interface), now: now, wall: wall)
         if profile.tunnel.isBuiltIn {
             parts.wireguard = tunnels.status(interface: interface).map(WireGuardReport.init)
-            parts.reconnect = tunnels.reconnectReport(interface: interface)
+            parts.reconnect = tunnels.reconnectReport(interface: interface, now: now)
         }
-        parts.trusted = trusted.status(profile, wall: .now())
+        parts.trusted = trusted.status(profile, wall: wall)
         parts.dnsFailure = dns?.failure(of: profile.name)
         parts.resolvers = resolvers[profile.name]
         if let proxy = dns?.counters(of: profile.name) {
@@ -60,7 +63,6 @@ extension Daemon {
                 (names.calls, names.answered, names.errors, names.refused) = (counters.calls, counters.answered, counters.errors, counters.refused)
                 parts.names = names
             }
-            let now = MonotonicInstant.now()
             parts.sharedNow = (dns?.sharedAddresses(of: profile.name, now: now) ?? []).map {
                 SharedAddressReport(address: $0.address.description, bypassed: String($0.bypassed.description.dropLast()),
                                     tunneled: String($0.tunneled.description.dropLast()),

@@ -18,6 +18,7 @@ import TrustedNetworks
 import TunnelFiles
 import Routing
 import ServiceSupport
+import Tunnels
 import Applying
 import DaemonLoop
 import DNSProxies
@@ -68,7 +69,7 @@ public final class Daemon {
     var transportReader: TransportReader {
         var reader = TransportReader(wireguard: WireGuardSocketReader(directory: options.wireguardSocketDirectory))
         if let inspector = executables.reader {
-            reader.holders = { [holderCache] in holderCache.holders(of: $0, link: $1, inspector: inspector) }
+            reader.holders = { [holderCache] in holderCache.holders(of: $0, link: $1, now: .now(), ask: inspector.answer(to:)) }
             reader.sockets = { [holderCache] in holderCache.sockets() }
         }
         return reader
@@ -180,8 +181,13 @@ public final class Daemon {
         reconciler.reconcileTunnels = { [unowned self] in reconcileTunnels() }
         reconciler.onApplied = { [unowned self] facts, before in noteApplied(facts, before: before) }
         reconciler.afterPass = { [unowned self] in
-            followTransports()
-            followDemand()
+            let now = MonotonicInstant.now()
+            if let facts = appliedFacts {
+                for line in transportWatch.follow(policy, transports: facts.tunnelTransports, counters: try? applier.counters(), now: now) {
+                    log.log(line.level, line.text)
+                }
+            }
+            followDemand(now: now)
             followTrusted()
         }
     }
@@ -204,10 +210,24 @@ public final class Daemon {
     private func reconcileTunnels() -> Bool {
         guard !tunnelFiles.isEmpty || tunnels.isRunningAny else { return false }
         let files = trusted.tunnelFiles(tunnelFiles)
-        tunnels.reconcile(failover.chosen(files, policy: policy, tunnels: tunnels), policy: policy, netlink: rtnl, demand: demandSettings)
-        failover.probe(tunnels, files: files)
-        tunnels.followNetwork(policy, netlink: rtnl)
+        let before = MonotonicInstant.now()
+        let chosen = failover.chosen(files, policy: policy, looks: tunnels.looks(now: before), now: before)
+        tunnels.reconcile(chosen, policy: policy, netlink: rtnl, demand: DemandFollower.settings(policy))
+        // Read again: starting tunnels takes a while, and their engines run on the clock.
+        let now = MonotonicInstant.now(), wall = WallClock.now()
+        failover.probe(tunnels, files: files, now: now, wall: wall)
+        tunnels.followNetwork(policy, netlink: rtnl, now: now, wall: wall)
         return true
+    }
+
+    /// Members of on-demand profiles, as the cgroups hold them now (after every apply: each
+    /// cgroup change, each launch, and once a second), told to their tunnels (DemandFollower).
+    func followDemand(_ only: Profile? = nil, now: MonotonicInstant) {
+        var members: [String: Int] = [:]
+        for profile in DemandFollower.followed(policy, only: only) {
+            members[profile.name] = reconciler.memberCgroups(of: profile, parent: options.cgroupParent).reduce(0) { $0 + hierarchy.processes(in: $1).count }
+        }
+        DemandFollower.follow(policy, only: only, members: members, tunnels: tunnels, now: now)
     }
 
     private func noteApplied(_ facts: RuntimeFacts, before: RuntimeFacts?) {
@@ -265,7 +285,7 @@ public final class Daemon {
                 log.warning("profile \(gone.name) was removed but \(members) process(es) remain in \(path): they are held, with no network (new sockets refused, what their sockets send dropped) until they exit or are moved (vpnctl move)")
             }
         }
-        tunnels.releaseHolds()
+        tunnels.releaseHolds(now: .now())
         keepLastApplied()
         configureDNS()
         followExecutables()
@@ -413,8 +433,8 @@ public final class Daemon {
                            reload: { [unowned self] in reload() },
                            down: { [unowned self] in try down() },
                            links: { [rtnl] in try rtnl.links() },
-                           hold: { [tunnels] in tunnels.hold(interface: $0, up: $1) },
-                           joined: { [unowned self] in followDemand($0) },
+                           hold: { [tunnels] in tunnels.hold(interface: $0, up: $1, now: .now()) },
+                           joined: { [unowned self] in followDemand($0, now: .now()) },
                            heldTunnel: { [unowned self] profile in
                                // The tunnel's link is asked for by name (not a dump of every link: a
                                // launch pays for it), only where something can hold members; a link

@@ -16,6 +16,14 @@ public enum TunnelFiles {
         /// `tunnel.wireguard` as a list (ServerList), and one per `Endpoint` of a file whose
         /// [Peer] lists several; vpnd runs one of them at a time. Empty: one server.
         public var servers: [Server] = []
+
+        public init(profile: String, interface: String, text: String, config: WgQuickConfig, servers: [Server] = []) {
+            self.profile = profile
+            self.interface = interface
+            self.text = text
+            self.config = config
+            self.servers = servers
+        }
     }
 
     /// One server: a file, and for a file whose [Peer] lists several Endpoints, one of them

@@ -69,6 +69,8 @@ public struct PeerStatus: Sendable {
     public var allowedIPs: [IPPrefix]
     public var persistentKeepalive: UInt16?
     public var lastHandshake: WallClock?
+    /// The latest handshake on the monotonic clock (what decisions compare with `now`).
+    public var lastHandshakeAt: MonotonicInstant?
     public var rxBytes: UInt64
     public var txBytes: UInt64
 }

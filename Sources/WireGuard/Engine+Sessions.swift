@@ -23,6 +23,7 @@ extension EngineState {
         peer.staged = []
         peer.timers = PeerTimers()
         peer.lastHandshake = nil
+        peer.lastHandshakeAt = nil
         // Its check drops a new initiation within REKEY_TIMEOUT of the last one without
         // scheduling a retry (the dropped handshake's timer did that): with the timers gone,
         // a bring-up soon after a teardown would then wait for traffic. The reconnect

@@ -42,11 +42,12 @@ extension EngineState {
         }
     }
 
-    func handshakeComplete(_ peer: Peer, wall: WallClock) {
+    func handshakeComplete(_ peer: Peer, now: MonotonicInstant, wall: WallClock) {
         peer.timers.retransmitHandshake = nil
         peer.timers.handshakeAttempts = 0
         peer.reconnect.succeeded()
         peer.lastHandshake = wall
+        peer.lastHandshakeAt = now
     }
 
     mutating func fireTimers(_ peer: Peer, now: MonotonicInstant, wall: WallClock) {

@@ -79,7 +79,7 @@ public final class Engine: @unchecked Sendable {
                          peers: s.peers.values.sorted { $0.id < $1.id }.map { p in
                              PeerStatus(publicKey: p.configuration.publicKey, presharedKey: p.configuration.presharedKey,
                                         endpoint: p.configuration.endpoint, allowedIPs: s.routes.prefixes(of: p.id),
-                                        persistentKeepalive: p.configuration.persistentKeepalive, lastHandshake: p.lastHandshake,
+                                        persistentKeepalive: p.configuration.persistentKeepalive, lastHandshake: p.lastHandshake, lastHandshakeAt: p.lastHandshakeAt,
                                         rxBytes: p.rxBytes, txBytes: p.txBytes)
                          }, drops: s.drops)
         }

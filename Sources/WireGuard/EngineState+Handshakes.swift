@@ -93,7 +93,7 @@ extension EngineState {
         indices[receiver] = .keypair(keypair)
         peer.configuration.endpoint = source
         peer.rekeyRequestedOnReceive = false
-        handshakeComplete(peer, wall: wall)
+        handshakeComplete(peer, now: now, wall: wall)
         peer.timers.zeroKeyMaterial = now + timing.rejectAfterTime * 3
         peer.timers.newHandshake = nil
         authenticatedTraversal(peer, now: now)

@@ -22,7 +22,7 @@ extension EngineState {
             peer.previous = peer.current
             peer.current = keypair
             peer.next = nil
-            handshakeComplete(peer, wall: wall)
+            handshakeComplete(peer, now: now, wall: wall)
             sendStaged(peer, now: now)
         }
         peer.configuration.endpoint = pending.source

@@ -15,6 +15,8 @@ final class Peer: @unchecked Sendable {
     var lastTimestamp: [UInt8]?
     var lastInitiationConsumed: MonotonicInstant?
     var lastHandshake: WallClock?
+    /// The same on the monotonic clock, for decisions (the server choice): the wall clock steps.
+    var lastHandshakeAt: MonotonicInstant?
     var lastInitiationSent: MonotonicInstant?
     var rxBytes: UInt64 = 0
     var txBytes: UInt64 = 0

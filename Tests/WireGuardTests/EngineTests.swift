@@ -129,6 +129,7 @@ func ipv6(_ source: String, _ destination: String, payload: Int = 8) -> [UInt8] 
         let status = pair.a.status
         #expect(status.peers[0].endpoint == pair.bEndpoint)
         #expect(status.peers[0].lastHandshake != nil)
+        #expect(status.peers[0].lastHandshakeAt == pair.now, "on the monotonic clock too, for the server choice")
         #expect(status.peers[0].rxBytes > 0 && status.peers[0].txBytes > 0)
         #expect(status.drops.values.reduce(0, +) == 0)
     }
@@ -371,7 +372,7 @@ func ipv6(_ source: String, _ destination: String, payload: Int = 8) -> [UInt8] 
 
         pair.b.resetSessions(pair.aKey.publicKey)
         let after = pair.b.status.peers[0]
-        #expect(after.lastHandshake == nil, "no session")
+        #expect(after.lastHandshake == nil && after.lastHandshakeAt == nil, "no session")
         #expect(after.txBytes == before.txBytes && after.rxBytes == before.rxBytes, "the counters stay")
         #expect(after.allowedIPs == before.allowedIPs && after.endpoint == before.endpoint)
         #expect(pair.b.drainOutput().isEmpty)

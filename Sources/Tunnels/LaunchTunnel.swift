@@ -7,13 +7,13 @@ import Launch
 /// What a launch into a profile finds of its tunnel, for vpnexec's warning: the tunnel when
 /// the killswitch holds the profile's members because it is not there (they get "No route
 /// to host" or time out, and nothing leaves), nil when the launch gets through it.
-enum LaunchTunnel {
+public enum LaunchTunnel {
     /// `link`: the tunnel's interface now; `phase`: a built-in tunnel's demand phase;
     /// `trusted`: the action a trusted network has the profile take (`block` holds members
     /// whatever the tunnel). Nothing is held without the killswitch or where a trusted
     /// network has members go direct; an on-demand tunnel that is down comes up for the
     /// launch (a built-in tunnel's interface stays in every phase: missing, it does not run).
-    static func held(_ profile: Profile, link: Link?, phase: TunnelDemand.Phase?, trusted: TrustedAction?) -> HeldTunnel? {
+    public static func held(_ profile: Profile, link: Link?, phase: TunnelDemand.Phase?, trusted: TrustedAction?) -> HeldTunnel? {
         let interface = profile.tunnel.interfaceName
         if trusted == .block { return HeldTunnel(interface: interface, state: HeldTunnel.blocked) }
         guard profile.killswitch, trusted != .disconnect else { return nil }

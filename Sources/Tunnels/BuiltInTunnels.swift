@@ -1,6 +1,7 @@
 import Addresses
 import Control
 import Glibc
+import Monotonic
 import Netlink
 import Plan
 import Policy
@@ -14,19 +15,19 @@ import ServiceSupport
 /// nothing); the engines are reconciled after that: new or changed files start a fresh
 /// tunnel, removed ones stop. While a tunnel is down, connecting or dead, the profile's
 /// routes and killswitch hold exactly as for any tunnel interface.
-final class BuiltInTunnels {
+public final class BuiltInTunnels {
     private var running: [String: (tunnel: RunningTunnel, text: String, demand: TunnelDemand.Settings)] = [:]
     let log: Log
     /// Each tunnel's uplinks at the last look (BuiltInTunnels+Reconnect).
     var uplinks: [String: [Endpoint: Uplink]] = [:]
-    /// When each tunnel's network last changed (wall-clock seconds), until ServerFailover takes it.
-    var networkChanges: [String: Double] = [:]
+    /// When each tunnel's network last changed, until ServerFailover takes it (`looks`).
+    var networkChanges: [String: MonotonicInstant] = [:]
     /// A stopped tunnel's reconnect schedules, for the one that replaces it.
     var schedules: [String: [PublicKey: ReconnectSchedule]] = [:]
     /// Where `wg` finds the tunnels' sockets; nil serves none (tests of vpnd alone).
     private let uapiDirectory: String?
 
-    init(log: Log, uapiDirectory: String? = "/var/run/wireguard") {
+    public init(log: Log, uapiDirectory: String? = "/var/run/wireguard") {
         self.log = log
         self.uapiDirectory = uapiDirectory
     }
@@ -37,7 +38,7 @@ final class BuiltInTunnels {
     /// bypass mark (unless the file sets FwMark), so no profile rule ever routes it; an exit
     /// hop's carries its entry's mark (MultihopRules), and a new mark is a new tunnel.
     /// `demand`: the settings of on-demand tunnels, by interface (the others are always up).
-    func reconcile(_ wanted: [String: TunnelFiles.Loaded], policy: Policy, netlink: Rtnetlink,
+    public func reconcile(_ wanted: [String: TunnelFiles.Loaded], policy: Policy, netlink: Rtnetlink,
                    demand: [String: TunnelDemand.Settings] = [:]) {
         let marks = wanted.mapValues { loaded in
             policy.profile(named: loaded.profile).map { MultihopRules.socketMark($0, in: policy, fileMark: loaded.config.interface.fwmark) } ?? policy.routing.bypassMark
@@ -77,14 +78,14 @@ final class BuiltInTunnels {
         }
     }
 
-    var isRunningAny: Bool { !running.isEmpty }
+    public var isRunningAny: Bool { !running.isEmpty }
 
-    func tunnel(_ interface: String) -> RunningTunnel? { running[interface]?.tunnel }
+    public func tunnel(_ interface: String) -> RunningTunnel? { running[interface]?.tunnel }
 
-    var runningInterfaces: [String] { running.keys.sorted() }
+    public var runningInterfaces: [String] { running.keys.sorted() }
 
     /// A built-in tunnel's own transport: its socket is ours (and carries the bypass mark).
-    func transport(interface: String) -> TunnelTransport {
+    public func transport(interface: String) -> TunnelTransport {
         guard let tunnel = running[interface]?.tunnel else {
             return TunnelTransport(source: .builtIn, detail: "not running")
         }
@@ -93,47 +94,32 @@ final class BuiltInTunnels {
                                endpoints: status.peers.compactMap(\.endpoint))
     }
 
-    func status(interface: String) -> EngineStatus? { running[interface]?.tunnel.engine.status }
-    func engine(interface: String) -> Engine? { running[interface]?.tunnel.engine }
+    public func status(interface: String) -> EngineStatus? { running[interface]?.tunnel.engine.status }
+    public func engine(interface: String) -> Engine? { running[interface]?.tunnel.engine }
 
-    func stopAll() {
+    public func stopAll() {
         for (_, entry) in running { entry.tunnel.stop() }
         running = [:]
     }
 }
 
-extension WireGuardReport {
-    init(_ status: EngineStatus) {
-        self.init(publicKey: status.publicKey?.base64, listenPort: status.listenPort,
-                  peers: status.peers.map { peer in
-                      var report = WireGuardPeerReport(publicKey: peer.publicKey.base64, allowedIPs: peer.allowedIPs.map(\.description))
-                      report.endpoint = peer.endpoint?.description
-                      report.latestHandshake = peer.lastHandshake.map { Double($0.seconds) + Double($0.nanoseconds) / 1e9 }
-                      report.rxBytes = peer.rxBytes
-                      report.txBytes = peer.txBytes
-                      return report
-                  },
-                  // Every reason, those that never happened at 0: a counter that appears only
-                  // once it is non-zero reads as missing data to Prometheus' rate().
-                  drops: Dictionary(uniqueKeysWithValues: DropReason.allCases.map { ($0.rawValue, status.drops[$0] ?? 0) }))
-    }
-}
-
 /// on_demand, idle and `vpnctl up/down` (TunnelDemand): what vpnd tells its tunnels.
-extension BuiltInTunnels {
-    func demandState(interface: String) -> TunnelDemand? { tunnel(interface)?.demandState }
+extension BuiltInTunnels: DemandTarget {
+    public func demandState(interface: String) -> TunnelDemand? { tunnel(interface)?.demandState }
 
-    func membersChanged(interface: String, present: Bool, why: TunnelDemand.Reason = .member) { tunnel(interface)?.membersChanged(present: present, why: why) }
+    public func membersChanged(interface: String, present: Bool, why: TunnelDemand.Reason, now: MonotonicInstant) {
+        tunnel(interface)?.membersChanged(present: present, why: why, now: now)
+    }
 
     /// false: no such tunnel runs (its file did not start).
-    func hold(interface: String, up: Bool) -> Bool {
+    public func hold(interface: String, up: Bool, now: MonotonicInstant) -> Bool {
         guard let tunnel = tunnel(interface) else { return false }
-        if up { tunnel.holdUp() } else { tunnel.holdDown() }
+        if up { tunnel.holdUp(now: now) } else { tunnel.holdDown(now: now) }
         return true
     }
 
     /// A reload ends every `vpnctl up/down` hold.
-    func releaseHolds() {
-        for interface in runningInterfaces { tunnel(interface)?.releaseHold() }
+    public func releaseHolds(now: MonotonicInstant) {
+        for interface in runningInterfaces { tunnel(interface)?.releaseHold(now: now) }
     }
 }

@@ -1,8 +1,9 @@
+import Monotonic
 import Policy
 
 /// Which of a built-in tunnel's servers (ServerList) is in use, and why: a pure value fed
-/// with the wall clock, the engine's latest handshake and its count of failed initiations,
-/// as the engine's timers are. vpnd runs one server at a time; to try another it starts the
+/// with the monotonic clock, the engine's latest handshake on it and its count of failed
+/// initiations, as the engine's timers are. vpnd runs one server at a time; to try another it starts the
 /// tunnel afresh with that server's file (the same interface: the killswitch holds members
 /// meanwhile), or sets another Endpoint of the same file on the running engine, and asks
 /// for a handshake at once.
@@ -21,8 +22,8 @@ import Policy
 ///   a server that did not answer before `failoverAfter` failed initiations never does.
 ///   Then it behaves as failover, without going back to a preferred server.
 public struct ServerChoice: Hashable, Sendable {
-    public static let sessionLifetime = 180.0
-    public static let preferredRetry = 600.0
+    public static let sessionLifetime = MonotonicInstant.Duration.seconds(180)
+    public static let preferredRetry = MonotonicInstant.Duration.seconds(600)
     public static let defaultFailoverAfter = 3
 
     public enum Action: Hashable, Sendable {
@@ -39,7 +40,7 @@ public struct ServerChoice: Hashable, Sendable {
         /// first looked at in this phase (nil until then: the look that started the phase
         /// saw the previous engine), so a count carried over from another engine is not
         /// charged to this server.
-        case probing(since: Double, baseline: UInt64?)
+        case probing(since: MonotonicInstant, baseline: UInt64?)
         case up
     }
 
@@ -49,14 +50,23 @@ public struct ServerChoice: Hashable, Sendable {
     public private(set) var current = 0
     /// Why the current server is in use.
     public private(set) var reason = "first in order"
-    /// fastest: each server's measured round trip (seconds), nil while not measured,
-    /// infinity when it did not answer.
-    public private(set) var roundTrips: [Double?]
-    /// When each server last failed (wall clock), for going back to the first.
-    public private(set) var failedAt: [Double?]
+    /// fastest: each server's measured round trip, nil while not measured.
+    public private(set) var roundTrips: [RoundTrip?]
+    /// When each server last failed, for going back to the first.
+    public private(set) var failedAt: [MonotonicInstant?]
     private var phase = Phase.starting
     /// fastest: still measuring the servers one by one.
     private var measuring: Bool
+
+    public enum RoundTrip: Hashable, Sendable {
+        case measured(MonotonicInstant.Duration)
+        /// It did not answer before `failoverAfter` failed initiations.
+        case unanswered
+
+        public var duration: MonotonicInstant.Duration? {
+            if case let .measured(duration) = self { duration } else { nil }
+        }
+    }
 
     public init(mode: ServerList.Mode, count: Int, failoverAfter: Int = defaultFailoverAfter) {
         self.mode = mode
@@ -77,16 +87,16 @@ public struct ServerChoice: Hashable, Sendable {
         retryScheduled && attempts > 0 ? attempts - 1 : attempts
     }
 
-    /// One look: `now` and `lastHandshake` in wall-clock seconds (nil: none yet); `failed`:
+    /// One look: `now` and `lastHandshake` on the monotonic clock (nil: none yet); `failed`:
     /// the running engine's failed initiations since its last handshake (failedInitiations).
-    public mutating func step(now: Double, lastHandshake: Double?, failed: UInt64 = 0) -> Action {
+    public mutating func step(now: MonotonicInstant, lastHandshake: MonotonicInstant?, failed: UInt64 = 0) -> Action {
         switch phase {
         case .starting:
             phase = .probing(since: now, baseline: nil)
             return .probe
         case .up:
-            guard let last = lastHandshake, now - last <= Self.sessionLifetime else {
-                if mode == .failover && current != 0 && failedAt[0].map({ now - $0 >= Self.preferredRetry }) ?? true {
+            guard let last = lastHandshake, now.since(last) <= Self.sessionLifetime else {
+                if mode == .failover && current != 0 && failedAt[0].map({ now.since($0) >= Self.preferredRetry }) ?? true {
                     current = 0
                     reason = "back to the preferred server 1 (the tunnel was idle)"
                     phase = .probing(since: now, baseline: nil)
@@ -101,7 +111,7 @@ public struct ServerChoice: Hashable, Sendable {
             return .none
         case let .probing(since, baseline):
             if let last = lastHandshake, last >= since {
-                return answered(roundTrip: last - since, now: now)
+                return answered(roundTrip: last.since(since), now: now)
             }
             // A network change starts the engine's count again: so does the baseline.
             guard let baseline, failed >= baseline else {
@@ -115,7 +125,7 @@ public struct ServerChoice: Hashable, Sendable {
 
     /// The host's network changed: fastest measures again; failover asks the server in use
     /// for a handshake (a new path may have lost it).
-    public mutating func networkChanged(now: Double) -> Action {
+    public mutating func networkChanged(now: MonotonicInstant) -> Action {
         if mode == .fastest && count > 1 {
             measuring = true
             roundTrips = Array(repeating: nil, count: count)
@@ -128,13 +138,13 @@ public struct ServerChoice: Hashable, Sendable {
     /// The handshake asked for leaves later than asked (another Endpoint of the same key: the
     /// engine's floor of REKEY_TIMEOUT between two initiations to one peer holds): the round
     /// trip counts from then, so a wait is not charged to the server.
-    public mutating func initiationLeaves(at time: Double) {
+    public mutating func initiationLeaves(at time: MonotonicInstant) {
         guard case let .probing(since, baseline) = phase, time > since else { return }
         phase = .probing(since: time, baseline: baseline)
     }
 
-    private mutating func answered(roundTrip: Double, now: Double) -> Action {
-        roundTrips[current] = roundTrip
+    private mutating func answered(roundTrip: MonotonicInstant.Duration, now: MonotonicInstant) -> Action {
+        roundTrips[current] = .measured(roundTrip)
         guard measuring else {
             phase = .up
             return .none
@@ -142,9 +152,9 @@ public struct ServerChoice: Hashable, Sendable {
         return nextMeasurement(now: now)
     }
 
-    private mutating func failed(now: Double, reason why: String? = nil) -> Action {
+    private mutating func failed(now: MonotonicInstant, reason why: String? = nil) -> Action {
         let failedIndex = current
-        roundTrips[failedIndex] = .infinity
+        roundTrips[failedIndex] = .unanswered
         failedAt[failedIndex] = now
         if measuring { return nextMeasurement(now: now) }
         current = (current + 1) % count
@@ -154,22 +164,22 @@ public struct ServerChoice: Hashable, Sendable {
     }
 
     /// fastest: the next server not measured yet, or the winner once all are.
-    private mutating func nextMeasurement(now: Double) -> Action {
+    private mutating func nextMeasurement(now: MonotonicInstant) -> Action {
         phase = .probing(since: now, baseline: nil)
         if let next = roundTrips.firstIndex(where: { $0 == nil }) {
             current = next
             return .use(next)
         }
         measuring = false
-        let measured = roundTrips.enumerated().compactMap { index, rtt in rtt.flatMap { $0.isFinite ? (index, $0) : nil } }
+        let measured = roundTrips.enumerated().compactMap { index, rtt in rtt?.duration.map { (index, $0) } }
         guard let best = measured.min(by: { $0.1 < $1.1 }) else {
             // None answered: on in order, as failover.
             current = (current + 1) % count
             reason = "no server answered \(failoverAfter) initiations; trying them in order"
             return .use(current)
         }
-        let others = measured.filter { $0.0 != best.0 }.map { "server \($0.0 + 1) \(Self.milliseconds($0.1))" }
-        reason = "fastest: handshake in \(Self.milliseconds(best.1))" + (others.isEmpty ? "" : " (" + others.joined(separator: ", ") + ")")
+        let others = measured.filter { $0.0 != best.0 }.map { "server \($0.0 + 1) \(Self.inWords($0.1))" }
+        reason = "fastest: handshake in \(Self.inWords(best.1))" + (others.isEmpty ? "" : " (" + others.joined(separator: ", ") + ")")
         if best.0 == current {
             phase = .up
             return .none
@@ -178,5 +188,10 @@ public struct ServerChoice: Hashable, Sendable {
         return .use(best.0)
     }
 
-    static func milliseconds(_ seconds: Double) -> String { "\(Int((seconds * 1000).rounded())) ms" }
+    /// Whole milliseconds, rounded (status's `roundTripsMs`, the reason's words).
+    public static func milliseconds(_ duration: MonotonicInstant.Duration) -> Int {
+        Int((Double(duration.nanoseconds) / 1e6).rounded())
+    }
+
+    static func inWords(_ duration: MonotonicInstant.Duration) -> String { "\(milliseconds(duration)) ms" }
 }

@@ -1,61 +1,71 @@
 import Control
-import Glibc
 import HexDigits
 import Monotonic
-import Netlink
 import Nftables
 import Plan
 import Policy
+import ServiceSupport
 
-/// What vpnd remembers between two looks at the profile tunnels' own transports.
-struct TransportWatch {
-    /// The transports as last logged, by interface.
-    var known: [String: TunnelTransport] = [:]
-    /// Each profile's loop counter when last looked at, and when a loop was last logged.
-    var loopPackets: [String: UInt64] = [:]
-    var loggedLoop: [String: (time: Int, packets: UInt64)] = [:]
-
-    /// A loop that goes on is logged again after this many seconds at most (never a flood).
-    static let repeatSeconds = 10
-}
-
-/// After each apply: a transport that changed is logged, and a loop the guard dropped is
-/// logged within the second it happened (vpnd looks at least once a second), then at most
-/// every 10 s while it lasts. Nothing is left to forget: no connection of a transport is
-/// tracked or NATted, and the next packet from a port vpnd learned takes its new route.
-extension Daemon {
-    func followTransports() {
-        guard let facts = appliedFacts else { return }
-        for profile in policy.profiles {
-            let interface = profile.tunnel.interfaceName
-            let transport = facts.tunnelTransports[interface]
-            if let transport, !Self.sameButDetail(transport, transportWatch.known[interface]) {
-                log.info("tunnel \(interface) (profile \(profile.name)): transport \(Self.describe(transport)); \(Self.consequence(transport))")
-            }
-            transportWatch.known[interface] = transport
-        }
-        logLoops(facts)
+/// The profile tunnels' own transports, followed after each apply: a transport that changed
+/// is logged, and a loop the guard dropped is logged within the second it happened (vpnd
+/// looks at least once a second), then at most every `repeatAfter` while it lasts. Nothing
+/// is left to forget: no connection of a transport is tracked or NATted, and the next
+/// packet from a port vpnd learned takes its new route. What it says is returned as lines
+/// for the daemon's log.
+public struct TransportWatch {
+    /// One line for the log.
+    public struct Line: Hashable, Sendable {
+        public var level: Log.Level
+        public var text: String
     }
 
-    private func logLoops(_ facts: RuntimeFacts) {
-        guard let counters = try? applier.counters() else { return }
-        let now = Int(time(nil))
+    /// The transports as last logged, by interface.
+    public private(set) var known: [String: TunnelTransport] = [:]
+    /// Each profile's loop counter when last looked at, and when a loop was last logged.
+    private var loopPackets: [String: UInt64] = [:]
+    private var loggedLoop: [String: (time: MonotonicInstant, packets: UInt64)] = [:]
+
+    /// A loop that goes on is logged again after this long at most (never a flood).
+    public static let repeatAfter = MonotonicInstant.Duration.seconds(10)
+
+    public init() {}
+
+    /// One look: `transports` as the applied facts have them, `counters` the nft table's
+    /// (nil: not readable now, loops not looked at).
+    public mutating func follow(_ policy: Policy, transports: [String: TunnelTransport], counters: [String: NftCounter]?,
+                                now: MonotonicInstant) -> [Line] {
+        var lines: [Line] = []
+        for profile in policy.profiles {
+            let interface = profile.tunnel.interfaceName
+            let transport = transports[interface]
+            if let transport, !Self.sameButDetail(transport, known[interface]) {
+                lines.append(Line(level: .info, text: "tunnel \(interface) (profile \(profile.name)): transport \(Self.describe(transport)); \(Self.consequence(transport))"))
+            }
+            known[interface] = transport
+        }
+        if let counters { lines += loops(policy, transports: transports, counters: counters, now: now) }
+        return lines
+    }
+
+    private mutating func loops(_ policy: Policy, transports: [String: TunnelTransport], counters: [String: NftCounter], now: MonotonicInstant) -> [Line] {
+        var lines: [Line] = []
         for profile in policy.profiles {
             let name = ProfileObjectNames(profile.name).loopCounter
             let packets = counters[name]?.packets ?? 0
-            let before = transportWatch.loopPackets[profile.name] ?? packets
-            transportWatch.loopPackets[profile.name] = packets
+            let before = loopPackets[profile.name] ?? packets
+            loopPackets[profile.name] = packets
             guard packets > before else { continue }
-            let last = transportWatch.loggedLoop[profile.name]
-            if let last, now - last.time < TransportWatch.repeatSeconds { continue }
-            transportWatch.loggedLoop[profile.name] = (now, packets)
+            let last = loggedLoop[profile.name]
+            if let last, now.since(last.time) < Self.repeatAfter { continue }
+            loggedLoop[profile.name] = (now, packets)
             let interface = profile.tunnel.interfaceName
-            let transport = facts.tunnelTransports[interface] ?? TunnelTransport(source: .unknown)
+            let transport = transports[interface] ?? TunnelTransport(source: .unknown)
             let hint = transport.source == .unknown
                 ? "vpnd cannot tell which of its sockets is its transport (\(transport.detail ?? "nobody to ask")): give that socket a mark of its own (wg's fwmark, OpenVPN's --mark), which keeps it out of the profiles"
                 : "its socket moved to a port vpnd did not know yet; vpnd keeps the port it knows now (\(Self.describe(transport))) out of every profile"
-            log.warning("loop: tunnel \(interface) (profile \(profile.name)): \(Plural.count(packets - (last?.packets ?? before), "packet")) of its own transport dropped before entering it (\(packets) in all); \(hint)")
+            lines.append(Line(level: .warning, text: "loop: tunnel \(interface) (profile \(profile.name)): \(Plural.count(packets - (last?.packets ?? before), "packet")) of its own transport dropped before entering it (\(packets) in all); \(hint)"))
         }
+        return lines
     }
 
     /// Whether the log has said all there is: a detail that changes (why a busy daemon did
@@ -87,8 +97,9 @@ extension Daemon {
         return "a socket of it without a mark of its own would be routed like any process's"
     }
 
-    func transportStatus(_ profile: Profile, counters: [String: NftCounter]) -> TransportStatus? {
-        guard let transport = appliedFacts?.tunnelTransports[profile.tunnel.interfaceName] else { return nil }
+    /// A profile's transport and its loop counter, for status.
+    public static func status(_ profile: Profile, transports: [String: TunnelTransport], counters: [String: NftCounter]) -> TransportStatus? {
+        guard let transport = transports[profile.tunnel.interfaceName] else { return nil }
         let loop = counters[ProfileObjectNames(profile.name).loopCounter]
         return TransportStatus(source: transport.source.rawValue, udpPort: transport.udpPort, owner: transport.owner, pid: transport.heldBy,
                                fwmark: transport.fwmark.map { hex($0) }, endpoints: transport.endpoints.map(\.description),

@@ -1,5 +1,5 @@
 import Control
-@testable import Daemon
+@testable import Tunnels
 import Policy
 import Routing
 import Testing

@@ -1,6 +1,8 @@
-import Plan
+import Foundation
+import Monotonic
 import Testing
 import TunnelFiles
+import Tunnels
 import WireGuard
 
 /// A file whose [Peer] lists several Endpoints is several servers of one key; the choice
@@ -38,9 +40,9 @@ import WireGuard
         let config = try WgQuickConfig.parse(text, file: "p")
         let servers = TunnelFiles.Server.each(path: "/etc/vpnexec/p.conf", text: text, config: config)
         var choice = ServerChoice(mode: .failover, count: servers.count, failoverAfter: 2)
-        #expect(choice.step(now: 0, lastHandshake: nil) == .probe)
-        #expect(choice.step(now: 1, lastHandshake: nil, failed: 0) == .none)
-        #expect(choice.step(now: 11, lastHandshake: nil, failed: 2) == .use(1))
+        #expect(choice.step(now: .seconds(0), lastHandshake: nil) == .probe)
+        #expect(choice.step(now: .seconds(1), lastHandshake: nil, failed: 0) == .none)
+        #expect(choice.step(now: .seconds(11), lastHandshake: nil, failed: 2) == .use(1))
         #expect(servers[choice.current].config.peers[0].endpoint?.description == "198.51.100.7:443")
         #expect(choice.reason == "server 1 left 2 initiations unanswered")
     }
@@ -49,12 +51,12 @@ import WireGuard
     /// floor (5 s after the first's initiation); the wait is not its round trip.
     @Test func aHandshakeHeldBackByTheFloorIsMeasuredFromWhenItLeaves() {
         var choice = ServerChoice(mode: .fastest, count: 2)
-        #expect(choice.step(now: 0, lastHandshake: nil) == .probe)
-        #expect(choice.step(now: 1, lastHandshake: 0.05) == .use(1))
-        choice.initiationLeaves(at: 5)
-        #expect(choice.step(now: 6, lastHandshake: 5.02) == .none)
-        #expect(choice.current == 1 && choice.isUp && choice.roundTrips.map { $0.map { ($0 * 1000).rounded() } } == [50, 20])
-        choice.initiationLeaves(at: 100)
+        #expect(choice.step(now: .seconds(0), lastHandshake: nil) == .probe)
+        #expect(choice.step(now: .seconds(1), lastHandshake: .seconds(0.05)) == .use(1))
+        choice.initiationLeaves(at: .seconds(5))
+        #expect(choice.step(now: .seconds(6), lastHandshake: .seconds(5.02)) == .none)
+        #expect(choice.current == 1 && choice.isUp && choice.roundTrips.map { $0?.duration.map(ServerChoice.milliseconds) } == [50, 20])
+        choice.initiationLeaves(at: .seconds(100))
         #expect(choice.isUp, "only a probe waiting for its answer moves")
     }
 }

@@ -7,15 +7,15 @@ import Policy
 /// make the exit's next packet wait for two handshakes. So while an exit's tunnel runs
 /// (connecting or up, always-up or on demand) its entry counts as having a member, and
 /// idles only after the exit has gone down.
-enum MultihopDemand {
+public enum MultihopDemand {
     /// Whether a built-in tunnel whose transport goes through `entry` runs now.
-    static func exitRuns(through entry: Profile, in policy: Policy, running: (String) -> Bool) -> Bool {
+    public static func exitRuns(through entry: Profile, in policy: Policy, running: (String) -> Bool) -> Bool {
         policy.profiles.contains { $0.via?.entry == entry.name && $0.tunnel.isBuiltIn && running($0.tunnel.interfaceName) }
     }
 
     /// The profiles, exits before their entries (by the length of their chain of via), so
     /// that an exit brought up by its members makes its entry's count the same second.
-    static func exitsFirst(_ policy: Policy) -> [Profile] {
+    public static func exitsFirst(_ policy: Policy) -> [Profile] {
         func depth(_ profile: Profile) -> Int {
             var seen: Set<String> = [profile.name], next = profile.via.flatMap { policy.profile(named: $0.entry) }
             while let hop = next, seen.insert(hop.name).inserted { next = hop.via.flatMap { policy.profile(named: $0.entry) } }

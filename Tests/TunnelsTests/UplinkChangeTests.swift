@@ -1,6 +1,6 @@
 import Addresses
 import Testing
-@testable import Daemon
+@testable import Tunnels
 
 /// "The network changed" for a built-in tunnel: a pure comparison of its uplinks before and
 /// after an rtnetlink event.

@@ -1,7 +1,6 @@
 import Control
 import Glibc
 import Monotonic
-import Plan
 import Policy
 import TunnelFiles
 import WireGuard
@@ -17,7 +16,7 @@ import ServiceSupport
 /// only: its status (latest handshake), its reconnection report (initiations since the
 /// last handshake, whether a retry is scheduled) and `keepalive` (which starts a handshake
 /// when there is no session).
-final class ServerFailover {
+public final class ServerFailover {
     private struct Entry {
         var texts: [String]
         var paths: [String]
@@ -32,13 +31,13 @@ final class ServerFailover {
     private var probes: Set<String> = []
     private let log: Log
 
-    init(log: Log) {
+    public init(log: Log) {
         self.log = log
     }
 
-    /// One look at each tunnel with a server list; the files to run, each profile's chosen one.
-    func chosen(_ files: [String: TunnelFiles.Loaded], policy: Policy, tunnels: BuiltInTunnels) -> [String: TunnelFiles.Loaded] {
-        let now = WallClock.now().secondsSinceEpoch
+    /// One look at each tunnel with a server list; the files to run, each profile's chosen
+    /// one. `looks`: each running tunnel's engine as it is now (BuiltInTunnels.looks).
+    public func chosen(_ files: [String: TunnelFiles.Loaded], policy: Policy, looks: [String: Look], now: MonotonicInstant) -> [String: TunnelFiles.Loaded] {
         var result = files
         var kept: [String: Entry] = [:]
         for (interface, loaded) in files.sorted(by: { $0.key < $1.key }) {
@@ -51,13 +50,12 @@ final class ServerFailover {
                          // The running engine keeps its endpoint across a new choice (a changed mode).
                          engine: entries[interface]?.engine, engineServer: entries[interface]?.engineServer ?? 0)
             let before = (entry.choice.current, entry.choice.reason)
-            let peer = tunnels.status(interface: interface)?.peers.first
-            let last = peer?.lastHandshake.map { Double($0.seconds) + Double($0.nanoseconds) / 1e9 }
-            var action = entry.choice.step(now: now, lastHandshake: last, failed: Self.failedInitiations(tunnels.engine(interface: interface)))
+            let look = looks[interface] ?? Look()
+            var action = entry.choice.step(now: now, lastHandshake: look.lastHandshake, failed: look.failed)
             // The reconnection's signal (UplinkChange: interface, gateway, source, addresses
             // toward the server), taken as it was seen: its handshake left then, so it is the
             // first measured.
-            if let changed = tunnels.networkChanges.removeValue(forKey: interface), entry.choice.mode == .fastest && entry.choice.isUp {
+            if let changed = look.networkChanged, entry.choice.mode == .fastest && entry.choice.isUp {
                 action = entry.choice.networkChanged(now: changed)
             }
             switch action {
@@ -79,10 +77,8 @@ final class ServerFailover {
 
     /// After the tunnels were reconciled: another Endpoint of the running file set on its
     /// engine, and the handshakes the choices asked for.
-    func probe(_ tunnels: BuiltInTunnels, files: [String: TunnelFiles.Loaded]) {
+    public func probe(_ tunnels: BuiltInTunnels, files: [String: TunnelFiles.Loaded], now: MonotonicInstant, wall: WallClock) {
         defer { probes = [] }
-        let now = MonotonicInstant.now()
-        let wallNow = WallClock.now()
         var moved: Set<String> = []
         for (interface, entry) in entries.sorted(by: { $0.key < $1.key }) {
             guard let engine = tunnels.engine(interface: interface) else { continue }
@@ -112,28 +108,22 @@ final class ServerFailover {
             // Another endpoint: a handshake there now, even with a session (it was the old
             // server's); the engine keeps its floor and storm limit.
             if moved.contains(interface) {
-                engine.networkChanged(now: now, wall: wallNow)
+                engine.networkChanged(now: now, wall: wall)
                 // Held back by the floor: no initiation counted yet, the first due in nextTry.
                 if let peer = engine.reconnection(now: now).first, peer.attempts == 0, let wait = peer.nextTry {
-                    entries[interface]?.choice.initiationLeaves(at: WallClock.now().secondsSinceEpoch + Double(wait.nanoseconds) / 1e9)
+                    entries[interface]?.choice.initiationLeaves(at: now + wait)
                 }
             } else {
-                engine.keepalive(peer.publicKey, now: now, wall: wallNow)
+                engine.keepalive(peer.publicKey, now: now, wall: wall)
             }
         }
     }
 
     /// Which server a profile's tunnel uses and why, for status.
-    func status(interface: String) -> ServerChoiceStatus? {
+    public func status(interface: String) -> ServerChoiceStatus? {
         guard let entry = entries[interface] else { return nil }
         return ServerChoiceStatus(mode: entry.choice.mode.rawValue, files: entry.paths, current: entry.paths[entry.choice.current],
                                   state: entry.choice.isUp ? "up" : "trying", reason: entry.choice.reason,
-                                  roundTripsMs: entry.choice.roundTrips.map { $0.flatMap { $0.isFinite ? Int(($0 * 1000).rounded()) : nil } })
-    }
-
-    /// The engine's unanswered initiations to its (one) server since the last handshake.
-    private static func failedInitiations(_ engine: Engine?) -> UInt64 {
-        guard let peer = engine?.reconnection(now: .now()).first else { return 0 }
-        return ServerChoice.failedInitiations(attempts: peer.attempts, retryScheduled: peer.nextTry != nil)
+                                  roundTripsMs: entry.choice.roundTrips.map { $0?.duration.map(ServerChoice.milliseconds) })
     }
 }

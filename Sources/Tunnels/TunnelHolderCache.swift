@@ -11,36 +11,40 @@ import Routing
 /// port); every process is looked through when the holder let go or died, when the
 /// device is new (another index), and otherwise at most every 10 s while no process is
 /// known to hold it (a kernel device, or one held in another network namespace).
-final class TunnelHolderCache {
+public final class TunnelHolderCache {
     private var known: [String: [TunnelHolder]] = [:]
     private var scannedIndex: [String: Int32] = [:]
     private var lastFullScan: [String: MonotonicInstant] = [:]
     private var socketDiag: SocketDiag?
     static let rescan: Swift.Duration = .seconds(10)
 
-    func holders(of interface: String, link: Link, inspector: ExecutableReader) -> [TunnelHolder]? {
+    public init() {}
+
+    /// `ask`: the inspector's answer for a pid (0: every process), the text TunnelHolder
+    /// parses; nil when it did not answer.
+    public func holders(of interface: String, link: Link, now: MonotonicInstant, ask: (Int32) -> [UInt8]?) -> [TunnelHolder]? {
         if let cached = known[interface], !cached.isEmpty {
             var refreshed: [TunnelHolder] = []
             for pid in Set(cached.map(\.pid)).sorted() {
-                guard let answer = inspector.answer(to: -pid) else { return nil }
+                guard let answer = ask(-pid) else { return nil }
                 refreshed += TunnelHolder.parse(String(decoding: answer, as: UTF8.self)).filter { $0.interface == interface }
             }
             if !refreshed.isEmpty {
                 known[interface] = refreshed
                 return refreshed
             }
-        } else if scannedIndex[interface] == link.index, let last = lastFullScan[interface], MonotonicInstant.now().since(last) < Self.rescan {
+        } else if scannedIndex[interface] == link.index, let last = lastFullScan[interface], now.since(last) < Self.rescan {
             return []
         }
-        guard let answer = inspector.answer(to: 0) else { return nil }
+        guard let answer = ask(0) else { return nil }
         let found = TunnelHolder.parse(String(decoding: answer, as: UTF8.self)).filter { $0.interface == interface }
         known[interface] = found
         scannedIndex[interface] = link.index
-        lastFullScan[interface] = .now()
+        lastFullScan[interface] = now
         return found
     }
 
-    func sockets() -> [SocketDiag.Entry] {
+    public func sockets() -> [SocketDiag.Entry] {
         if socketDiag == nil { socketDiag = try? SocketDiag() }
         return (try? socketDiag?.sockets()) ?? []
     }
