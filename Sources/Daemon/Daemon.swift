@@ -27,7 +27,7 @@ import DNSProxies
 /// follows the machine (tunnels appearing and going, cgroups re-created) from one
 /// single-threaded poll loop. Stopping it leaves the kernel state in place: the
 /// killswitch is the kernel's, not the daemon's.
-public final class Daemon {
+public final class Daemon: PassSteps {
     let options: DaemonOptions
     let log: Log
     let hierarchy: CgroupHierarchy
@@ -149,8 +149,8 @@ public final class Daemon {
 
     // MARK: state
 
-    /// The reconciler's hooks into the machine: the facts' transports and networks, the
-    /// cgroups, the built-in tunnels, the log.
+    /// What the facts read beyond the kernel's (the transports, networks and resolvers the
+    /// parts know), and the daemon as the steps around the reconciler's passes.
     private func followMachine() {
         // A built-in tunnel's transport is vpnd's own socket: known without asking its wg socket.
         machineFacts.transports = { [unowned self] builtIn in
@@ -177,19 +177,22 @@ public final class Daemon {
             guard let resolveDirectory else { return [:] }
             return ResolveSocketPath.paths(directory: resolveDirectory, profiles: policy.profiles.map { ($0.name, $0.index) })
         }
-        reconciler.prepare = { [unowned self] _ in try ensureCgroups() }
-        reconciler.reconcileTunnels = { [unowned self] in reconcileTunnels() }
-        reconciler.onApplied = { [unowned self] facts, before in noteApplied(facts, before: before) }
-        reconciler.afterPass = { [unowned self] in
-            let now = MonotonicInstant.now()
-            if let facts = appliedFacts {
-                for line in transportWatch.follow(policy, transports: facts.tunnelTransports, counters: try? applier.counters(), now: now) {
-                    log.log(line.level, line.text)
-                }
+        reconciler.steps = self
+    }
+
+    /// The profile cgroups made where missing (their ids are facts).
+    func prepare(_ policy: Policy) throws { try ensureCgroups() }
+
+    /// After each pass: transports logged, on-demand members and trusted re-looks followed.
+    func passEnded() {
+        let now = MonotonicInstant.now()
+        if let facts = appliedFacts {
+            for line in transportWatch.follow(policy, transports: facts.tunnelTransports, counters: try? applier.counters(), now: now) {
+                log.log(line.level, line.text)
             }
-            followDemand(now: now)
-            followTrusted()
         }
+        followDemand(now: now)
+        followTrusted()
     }
 
     func ensureCgroups() throws {
@@ -207,7 +210,7 @@ public final class Daemon {
 
     /// The built-in tunnels to run, started or stopped (a built-in tunnel that cannot start
     /// leaves its profile fail-closed); true when there are any.
-    private func reconcileTunnels() -> Bool {
+    func reconcileTunnels() -> Bool {
         guard !tunnelFiles.isEmpty || tunnels.isRunningAny else { return false }
         let files = trusted.tunnelFiles(tunnelFiles)
         let before = MonotonicInstant.now()
@@ -230,7 +233,8 @@ public final class Daemon {
         DemandFollower.follow(policy, only: only, members: members, tunnels: tunnels, now: now)
     }
 
-    private func noteApplied(_ facts: RuntimeFacts, before: RuntimeFacts?) {
+    /// After each apply: the parts told, and what changed logged.
+    func applied(_ facts: RuntimeFacts, before: RuntimeFacts?) {
         trusted.applied(facts: facts, policy: policy, wall: .now())
         // An interface's servers may come after it, or change: the proxy asks the new ones.
         if facts.linkResolvers != before?.linkResolvers { configureDNS() }

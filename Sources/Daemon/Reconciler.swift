@@ -4,11 +4,32 @@ import TrustedFiles
 import TunnelFiles
 import Applying
 
+/// What happens around a reconciler's pass; the reconciler decides when. The daemon is the
+/// one that takes these steps, with its parts.
+protocol PassSteps: AnyObject {
+    /// Before the facts are read: the profile cgroups made (their ids are facts).
+    func prepare(_ policy: Policy) throws
+    /// After the first apply (the killswitch is in place): the built-in tunnels started or
+    /// stopped; true when a second apply is due, for the routes to their new interfaces.
+    func reconcileTunnels() -> Bool
+    /// After each apply that succeeded, with the facts of the one before.
+    func applied(_ facts: RuntimeFacts, before: RuntimeFacts?)
+    /// After each pass, whether it succeeded or not.
+    func passEnded()
+}
+
+extension PassSteps {
+    func prepare(_ policy: Policy) throws {}
+    func reconcileTunnels() -> Bool { false }
+    func applied(_ facts: RuntimeFacts, before: RuntimeFacts?) {}
+    func passEnded() {}
+}
+
 /// The policy in force and the kernel state planned from it: each pass reads the facts,
 /// plans and applies through the applier, and a reload either puts a new policy in force
 /// or leaves the old one (refused before anything changed, or restored and re-applied
 /// when applying failed). What happens around a pass (cgroups made, built-in tunnels
-/// started, the log) are the daemon's hooks; the decisions are here, testable with a fake
+/// started, the log) are the daemon's steps (PassSteps); the decisions are here, testable with a fake
 /// applier and fake facts.
 final class Reconciler {
     let applier: any KernelApplying
@@ -24,15 +45,9 @@ final class Reconciler {
     private(set) var appliedFacts: RuntimeFacts?
     private var lastPlan: (policy: Policy, facts: RuntimeFacts, state: DesiredState)?
 
-    /// Before the facts are read: the profile cgroups made (their ids are facts).
-    var prepare: (Policy) throws -> Void = { _ in }
-    /// After the first apply (the killswitch is in place): the built-in tunnels started or
-    /// stopped; true when a second apply is due, for the routes to their new interfaces.
-    var reconcileTunnels: () -> Bool = { false }
-    /// After each apply that succeeded, with the facts of the one before.
-    var onApplied: (_ facts: RuntimeFacts, _ before: RuntimeFacts?) -> Void = { _, _ in }
-    /// After each pass, whether it succeeded or not.
-    var afterPass: () -> Void = {}
+    /// What the daemon does around each pass (none: the passes alone, as `vpnctl plan` and
+    /// some tests run them).
+    weak var steps: (any PassSteps)?
 
     init(policy: LoadedPolicy, applier: any KernelApplying, facts: any RuntimeFactsSource, reader: PolicyReader = .trusted) {
         self.reader = reader
@@ -51,10 +66,10 @@ final class Reconciler {
     /// any tunnel starts), then the built-in tunnels, then again for the routes to their
     /// new interfaces. Applying is idempotent: with nothing changed, the kernel is only read.
     func applyPolicy() throws {
-        defer { afterPass() }
-        try prepare(policy)
+        defer { steps?.passEnded() }
+        try steps?.prepare(policy)
         try applyHolding(try facts())
-        guard reconcileTunnels() else { return }
+        guard steps?.reconcileTunnels() ?? false else { return }
         try applyHolding(try facts())
     }
 
@@ -72,7 +87,7 @@ final class Reconciler {
         appliedFacts = nil
         try applier.apply(plan(facts))
         appliedFacts = facts
-        onApplied(facts, before)
+        steps?.applied(facts, before: before)
     }
 
     /// The planner is pure: the same policy and facts (most seconds of a running vpnd) give

@@ -51,8 +51,10 @@ import Applying
         let applier = FakeKernelApplier()
         let reconciler = Reconciler(policy: try LoadedPolicy(directory: folder.path, reader: .plain), applier: applier, facts: cgroups, reader: .plain)
         var made: UInt64 = 900
-        // As vpnd's prepare hook: the cgroups it keeps are made when missing.
-        reconciler.prepare = { policy in
+        // As vpnd's prepare step: the cgroups it keeps are made when missing.
+        let steps = ClosureSteps()
+        reconciler.steps = steps
+        steps.onPrepare = { policy in
             for path in Planner.cgroups(policy, parent: Self.parent) where cgroups.ids[path] == nil {
                 made += 1
                 cgroups.ids[path] = made

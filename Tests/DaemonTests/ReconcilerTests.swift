@@ -194,11 +194,13 @@ import Applying
         let (reconciler, applier, _) = try running(folder)
         var appliedWhenStarted: [Int] = []
         var passes = 0
-        reconciler.reconcileTunnels = {
+        let steps = ClosureSteps()
+        reconciler.steps = steps
+        steps.onReconcileTunnels = {
             appliedWhenStarted.append(applier.applied.count)
             return true
         }
-        reconciler.afterPass = { passes += 1 }
+        steps.onPassEnded = { passes += 1 }
         try reconciler.applyPolicy()
         #expect(appliedWhenStarted == [2], "the killswitch is applied before any tunnel starts")
         #expect(applier.applied.count == 3 && passes == 1)
