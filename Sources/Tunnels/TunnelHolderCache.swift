@@ -1,4 +1,3 @@
-import ExecRules
 import Facts
 import Glibc
 import Monotonic
