@@ -187,9 +187,7 @@ public final class Daemon: PassSteps {
     func passEnded() {
         let now = MonotonicInstant.now()
         if let facts = appliedFacts {
-            for line in transportWatch.follow(policy, transports: facts.tunnelTransports, counters: try? applier.counters(), now: now) {
-                log.log(line.level, line.text)
-            }
+            log.log(transportWatch.follow(policy, transports: facts.tunnelTransports, counters: try? applier.counters(), now: now))
         }
         followDemand(now: now)
         followTrusted()
@@ -240,27 +238,7 @@ public final class Daemon: PassSteps {
         if facts.linkResolvers != before?.linkResolvers { configureDNS() }
         dns?.applied(memberCgroups: Dictionary(policy.profiles.map { ($0.name, reconciler.memberCgroups(of: $0, parent: options.cgroupParent)) }, uniquingKeysWith: { a, _ in a }))
         executables.applied(facts: facts)
-        for (path, _) in facts.unguardedCgroups.sorted(by: { $0.key < $1.key }) where before?.unguardedCgroups[path] == nil {
-            log.error("\(path) is held: the kernel does not have its socket programs, so its traffic is dropped (only loopback) and nothing is placed there until they are")
-        }
-        for (path, _) in (before?.unguardedCgroups ?? [:]).sorted(by: { $0.key < $1.key }) where facts.unguardedCgroups[path] == nil {
-            log.notice("\(path) is held no more: its socket programs are attached")
-        }
-        for (path, joined) in facts.joinedCgroups.sorted(by: { $0.key < $1.key }) where before?.joinedCgroups[path] != joined {
-            log.info("\(path) joined profile \(joined.profile) (named for it)")
-        }
-        for (path, reason) in facts.refusedCgroups.sorted(by: { $0.key < $1.key }) where before?.refusedCgroups[path] != reason {
-            log.notice("refused: \(path) is named to join a profile but \(reason); its traffic does not enter the tunnel")
-        }
-        // IPv6 off (disable_ipv6): nothing of ours needs it, but what it would carry is held.
-        if !facts.loopbackIPv6, before?.loopbackIPv6 != false {
-            log.notice("IPv6 is off on lo: members' IPv6 DNS queries are refused, not steered to their proxies")
-        } else if facts.loopbackIPv6, before?.loopbackIPv6 == false {
-            log.notice("IPv6 is on again on lo: members' IPv6 DNS queries go to their proxies")
-        }
-        for (name, link) in facts.links.sorted(by: { $0.key < $1.key }) where !link.ipv6 && before?.links[name]?.ipv6 != false {
-            log.notice("IPv6 is off on \(name): no IPv6 route through it; its profiles' IPv6 is held as while it is down")
-        }
+        log.log(AppliedChanges.lines(facts, before: before))
     }
 
     func reload() -> ControlResponse {

@@ -11,6 +11,14 @@ public struct Log: Sendable {
         case error = 3, warning = 4, notice = 5, info = 6, debug = 7
     }
 
+    /// What a pure decision gives the log: a part says what happened, the daemon writes it.
+    public struct Line: Hashable, Sendable {
+        public var level: Level
+        public var text: String
+
+        public init(_ level: Level, _ text: String) { (self.level, self.text) = (level, text) }
+    }
+
     public var minimum: Level
     /// Whether each line starts with its "<N>" priority.
     public var priorityPrefixes: Bool
@@ -44,6 +52,10 @@ public struct Log: Sendable {
     public func log(_ level: Level, _ message: String) {
         guard level.rawValue <= minimum.rawValue else { return }
         writeStandardError(text(level, message))
+    }
+
+    public func log(_ lines: [Line]) {
+        for line in lines { log(line.level, line.text) }
     }
 
     public func error(_ message: String) { log(.error, message) }

@@ -13,11 +13,7 @@ import ServiceSupport
 /// packet from a port vpnd learned takes its new route. What it says is returned as lines
 /// for the daemon's log.
 public struct TransportWatch {
-    /// One line for the log.
-    public struct Line: Hashable, Sendable {
-        public var level: Log.Level
-        public var text: String
-    }
+    public typealias Line = Log.Line
 
     /// The transports as last logged, by interface.
     public private(set) var known: [String: TunnelTransport] = [:]
@@ -39,7 +35,7 @@ public struct TransportWatch {
             let interface = profile.tunnel.interfaceName
             let transport = transports[interface]
             if let transport, !Self.sameButDetail(transport, known[interface]) {
-                lines.append(Line(level: .info, text: "tunnel \(interface) (profile \(profile.name)): transport \(Self.describe(transport)); \(Self.consequence(transport))"))
+                lines.append(Line(.info, "tunnel \(interface) (profile \(profile.name)): transport \(Self.describe(transport)); \(Self.consequence(transport))"))
             }
             known[interface] = transport
         }
@@ -63,7 +59,7 @@ public struct TransportWatch {
             let hint = transport.source == .unknown
                 ? "vpnd cannot tell which of its sockets is its transport (\(transport.detail ?? "nobody to ask")): give that socket a mark of its own (wg's fwmark, OpenVPN's --mark), which keeps it out of the profiles"
                 : "its socket moved to a port vpnd did not know yet; vpnd keeps the port it knows now (\(Self.describe(transport))) out of every profile"
-            lines.append(Line(level: .warning, text: "loop: tunnel \(interface) (profile \(profile.name)): \(Plural.count(packets - (last?.packets ?? before), "packet")) of its own transport dropped before entering it (\(packets) in all); \(hint)"))
+            lines.append(Line(.warning, "loop: tunnel \(interface) (profile \(profile.name)): \(Plural.count(packets - (last?.packets ?? before), "packet")) of its own transport dropped before entering it (\(packets) in all); \(hint)"))
         }
         return lines
     }
