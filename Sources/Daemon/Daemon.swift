@@ -126,25 +126,10 @@ public final class Daemon: PassSteps {
         return indexes
     }
 
-    /// The files of the policy that applied, into the state directory's policy.d: each
-    /// written beside and renamed over, then the ones no longer part of it removed. What
-    /// the boot-time killswitch applies is always a policy that applied.
+    /// The policy that applied, kept for the boot-time killswitch (KeptPolicy).
     func keepLastApplied() {
         guard let state = options.stateDirectory else { return }
-        let directory = state + "/policy.d"
-        mkdir(directory, 0o755)
-        var kept: Set<String> = []
-        for source in reconciler.sources {
-            let name = String(source.path.split(separator: "/").last ?? "")
-            let temporary = directory + "/." + name + ".new"
-            unlink(temporary)
-            do { try DurableFile.replace(directory + "/" + name, with: Array(source.text.utf8), writingFirst: temporary) } catch {
-                log.warning("could not keep the applied policy in \(directory): \(error.reason); the boot-time killswitch keeps the previous one")
-                return
-            }
-            kept.insert(name)
-        }
-        for name in Directory.names(of: directory) where name.hasSuffix(".toml") && !kept.contains(name) { unlink(directory + "/" + name) }
+        if let failure = KeptPolicy(directory: state + "/policy.d").keep(reconciler.sources) { log.warning(failure) }
     }
 
     // MARK: state
