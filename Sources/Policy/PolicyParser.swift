@@ -1,5 +1,5 @@
 import Addresses
-import DNS
+import DomainNames
 import HexDigits
 import TOML
 
