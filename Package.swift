@@ -39,7 +39,7 @@ let package = Package(
         // program that hands a query routed to loopback to its profile's proxy.
         .target(name: "SocketPrograms", dependencies: ["BPF", "Addresses"]),
         .target(name: "TOML", dependencies: ["HexDigits"]),
-        .target(name: "Policy", dependencies: ["TOML", "Addresses", "DNS", "HexDigits"]),
+        .target(name: "Policy", dependencies: ["TOML", "Addresses", "DomainNames", "HexDigits"]),
         .target(name: "Nftables", dependencies: ["Addresses", "HexDigits"]),
         .target(name: "Routing", dependencies: ["Addresses", "HexDigits"]),
         .target(name: "Plan", dependencies: ["Policy", "Nftables", "Routing", "Addresses", "HexDigits", "SocketPrograms"]),
@@ -53,13 +53,16 @@ let package = Package(
         .target(name: "WireGuard", dependencies: ["CSodium", "Addresses", "Descriptors", "HexDigits", "Monotonic", "Suggestions"]),
         // The proxy is generic over its client type; specialized across modules, its hot
         // path runs without runtime generic metadata lookups.
-        .target(name: "DNS", dependencies: ["Addresses", "Monotonic"], swiftSettings: [.unsafeFlags(["-cross-module-optimization"])]),
+        .target(name: "DNS", dependencies: ["Addresses", "DomainNames", "Monotonic"], swiftSettings: [.unsafeFlags(["-cross-module-optimization"])]),
+        // Names and the patterns a policy writes for them: what both the policy and the DNS
+        // proxy know of a name. Across modules as DNS is: the proxy compares names per query.
+        .target(name: "DomainNames", swiftSettings: [.unsafeFlags(["-cross-module-optimization"])]),
 
         // Names follow the app: systemd-resolved's varlink calls (io.systemd.Resolve) read and
         // answered through a profile's DNS proxy, and the server a member's calls are sent to.
         // JSON as values, read and written without Foundation (the names server, vpnexec).
         .target(name: "JSON"),
-        .target(name: "Names", dependencies: ["Addresses", "CLinux", "DNS", "Descriptors", "JSON"]),
+        .target(name: "Names", dependencies: ["Addresses", "CLinux", "DNS", "Descriptors", "DomainNames", "JSON"]),
 
         // Effects: the kernel behind typed Swift.
         .target(name: "Netlink", dependencies: ["CNetlink", "Addresses", "Descriptors", "Nftables", "Routing"]),
@@ -109,19 +112,19 @@ let package = Package(
         .testTarget(name: "TOMLTests", dependencies: ["TOML"], exclude: ["Fixtures"]),
         .testTarget(name: "PolicyTests", dependencies: ["Policy"]),
         .testTarget(name: "TrustedFilesTests", dependencies: ["TrustedFiles", "Policy", "NetTestSupport"]),
-        .testTarget(name: "PlanTests", dependencies: ["SocketPrograms", "Plan", "Policy", "Nftables", "Routing", "Cgroups", "NetTestSupport", "Addresses", "DNS"]),
+        .testTarget(name: "PlanTests", dependencies: ["SocketPrograms", "Plan", "Policy", "Nftables", "Routing", "Cgroups", "NetTestSupport", "Addresses", "DNS", "DomainNames"]),
         .testTarget(name: "NetlinkTests", dependencies: ["Netlink", "Nftables", "Routing", "Cgroups", "NetTestSupport", "Addresses"]),
         .testTarget(name: "CgroupsTests", dependencies: ["Cgroups", "NetTestSupport", "SocketPrograms", "Descriptors", "BPF", "CLinux", "Addresses"]),
         .testTarget(name: "WireGuardTests", dependencies: ["Monotonic", "WireGuard", "Addresses"]),
-        .testTarget(name: "DNSTests", dependencies: ["Monotonic", "DNS", "Addresses"]),
-        .testTarget(name: "NamesTests", dependencies: ["Names", "JSON", "DNS", "Addresses", "Descriptors"]),
+        .testTarget(name: "DNSTests", dependencies: ["Monotonic", "DNS", "DomainNames", "Addresses"]),
+        .testTarget(name: "NamesTests", dependencies: ["Names", "JSON", "DNS", "DomainNames", "Addresses", "Descriptors"]),
         .testTarget(name: "MonotonicTests", dependencies: ["Monotonic"]),
         .testTarget(name: "DescriptorsTests", dependencies: ["Descriptors"]),
         .testTarget(name: "WireGuardDeviceTests", dependencies: ["Monotonic", "WireGuardDevice", "WireGuard", "Addresses", "Descriptors"]),
         .testTarget(name: "ExecRulesTests", dependencies: ["ExecRules", "Descriptors", "Facts", "Monotonic", "Plan", "Policy"]),
         .testTarget(name: "TrustedNetworksTests", dependencies: ["TrustedNetworks", "Addresses", "Monotonic", "Plan", "Policy", "ServiceSupport"]),
         .testTarget(name: "DaemonTests", dependencies: ["DaemonLoop", "Applying", "ExecRules", "SocketPrograms", "Daemon", "Launch", "Descriptors", "DNS", "Monotonic", "Facts", "ServiceSupport", "TrustedFiles", "Plan", "Policy", "Nftables", "Netlink", "Routing", "Addresses", "TunnelFiles", "NetTestSupport"]),
-        .testTarget(name: "DNSProxiesTests", dependencies: ["DNSProxies", "DaemonLoop", "Applying", "DNS", "Addresses", "CLinux", "Descriptors", "Monotonic", "Nftables", "Plan", "Policy", "ServiceSupport", "TrustedFiles", "NetTestSupport"]),
+        .testTarget(name: "DNSProxiesTests", dependencies: ["DNSProxies", "DaemonLoop", "Applying", "DNS", "DomainNames", "Addresses", "CLinux", "Descriptors", "Monotonic", "Nftables", "Plan", "Policy", "ServiceSupport", "TrustedFiles", "NetTestSupport"]),
         .testTarget(name: "TunnelsTests", dependencies: ["Tunnels", "Addresses", "Control", "Monotonic", "Nftables", "Plan", "Policy", "Routing", "TunnelFiles", "WireGuard", "WireGuardDevice", "Launch", "TrustedFiles", "ServiceSupport"]),
         .testTarget(name: "ContainersTests", dependencies: ["Containers", "Plan", "Routing"]),
         .testTarget(name: "ControlTests", dependencies: ["Control", "Launch", "JSON", "Addresses"], exclude: ["Fixtures"]),

@@ -1,4 +1,5 @@
 import Addresses
+import DomainNames
 
 /// What a response says about the name that was asked: the CNAME chain from the question's
 /// name, the A and AAAA records of the chain's names, and which domain lists each name of the

@@ -1,3 +1,5 @@
+import DomainNames
+
 /// Firefox's canary, `use-application-dns.net`: before it turns DNS over HTTPS on by
 /// default, Firefox resolves this name through the system's resolver and leaves DoH off if
 /// the answer is NXDOMAIN, has no addresses, or only local ones (DoHHeuristics'

@@ -1,4 +1,5 @@
 import Addresses
+import DomainNames
 
 /// A whole message as values (RFC 1035 4, RFC 3596 for AAAA, RFC 6891 for EDNS): what the
 /// proxy builds its own replies from and what tests compare. The proxy's forwarding path

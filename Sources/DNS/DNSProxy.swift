@@ -1,4 +1,5 @@
 import Addresses
+import DomainNames
 import Monotonic
 
 /// The DNS proxy of one profile as a pure state machine (boringtun's shape): the caller

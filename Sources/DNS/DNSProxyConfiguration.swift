@@ -1,4 +1,5 @@
 import Addresses
+import DomainNames
 import Monotonic
 
 /// An upstream resolver, reached through the profile's tunnel.

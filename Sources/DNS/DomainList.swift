@@ -1,3 +1,5 @@
+import DomainNames
+
 /// Which of a profile's domain lists (bypass, route-via-VPN) a name falls in, for tens of
 /// thousands of patterns: a trie of labels read from the right (example, then corp.example,
 /// then www.corp.example), its edges kept in one open-addressing hash table keyed by

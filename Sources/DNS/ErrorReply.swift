@@ -1,3 +1,5 @@
+import DomainNames
+
 /// The replies the proxy makes itself, when it cannot or will not relay an answer: FORMERR
 /// for a query it cannot read, SERVFAIL when no server answered (or an answer cannot be
 /// honoured), REFUSED when it has no server, NOTIMP for opcodes other than QUERY.

@@ -1,3 +1,4 @@
+import DomainNames
 import Monotonic
 
 /// Names a listed name's HTTPS or SVCB record sends the client to: the TargetName of a

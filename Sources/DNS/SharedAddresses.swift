@@ -1,4 +1,5 @@
 import Addresses
+import DomainNames
 import Monotonic
 
 /// An address the proxy answered for a bypassed name and, within both answers' lifetimes,

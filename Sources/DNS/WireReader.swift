@@ -1,4 +1,5 @@
 import Addresses
+import DomainNames
 
 /// Reading a message in place: fields, names and records as positions in the caller's
 /// bytes, nothing copied. The full parser (`DNSMessage`) and the proxy's hot path both stand
@@ -56,9 +57,7 @@ enum Wire {
 
     /// DNS compares names without regard to ASCII case (RFC 4343); other bytes are as they are.
     @inline(__always)
-    static func lower(_ byte: UInt8) -> UInt8 {
-        byte &- 0x41 < 26 ? byte | 0x20 : byte
-    }
+    static func lower(_ byte: UInt8) -> UInt8 { ASCIICase.lower(byte) }
 }
 
 /// Walks the labels of one name, following compression pointers. Pointers may point
@@ -67,7 +66,7 @@ enum Wire {
 struct NameCursor {
     /// A legitimate name needs far fewer: one pointer per suffix it shares, at most one per label.
     static let maxPointerHops = 127
-    static let maxWireLength = 255
+    static let maxWireLength = DomainName.maxWireLength
 
     private var position: Int
     private var resume = -1

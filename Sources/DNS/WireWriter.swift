@@ -1,3 +1,5 @@
+import DomainNames
+
 /// Builds wire form, compressing a name's suffixes that were written before (RFC 1035
 /// 4.1.4). Only used for messages the proxy makes itself and for tests, so it favours
 /// plainness over speed.

@@ -1,5 +1,6 @@
 import Addresses
 import DNS
+import DomainNames
 import JSON
 
 /// A call of systemd-resolved's varlink interface `io.systemd.Resolve` as nss-resolve (and

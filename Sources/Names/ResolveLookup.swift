@@ -1,5 +1,6 @@
 import Addresses
 import DNS
+import DomainNames
 import JSON
 
 /// One call answered: the DNS queries it takes (A and AAAA for a name, by the family asked;

@@ -1,5 +1,5 @@
 import Addresses
-import DNS
+import DomainNames
 
 /// The validated policy: what every file in the policy directory says, together.
 public struct Policy: Hashable, Sendable {

@@ -1,5 +1,4 @@
 import Addresses
-import DNS
 import HexDigits
 import TOML
 
@@ -72,93 +71,20 @@ extension Policy {
     /// members' sockets keep theirs: one changed would be another profile's, or none), and a
     /// new profile does not take the mark of one just removed.
     private static func assign(_ drafts: [ProfileDraft], routing: RoutingSettings, previous: [String: UInt32], log: DiagnosticLog) -> [Profile] {
-        var seenNames: [String: SourceLocation] = [:]
-        var indexOwner: [UInt32: ProfileDraft] = [:]
-        var tableOwner: [UInt32: ProfileDraft] = [:]
-        var unique: [ProfileDraft] = []
-        for draft in drafts {
-            if let first = seenNames[draft.name] {
-                log.error("profile \"\(draft.name)\" is defined twice (first at \(first))", at: draft.location)
-                continue
-            }
-            seenNames[draft.name] = draft.location
-            unique.append(draft)
-        }
-        for draft in unique {
-            guard let (mark, at) = draft.mark else { continue }
-            let index = mark >> routing.markShift
-            guard mark != 0, mark & ~routing.markMask == 0, mark & ((1 << routing.markShift) - 1) == 0, index <= routing.maximumIndex else {
-                log.error("profile \"\(draft.name)\": mark \(hex(mark)) must be a non-zero value under the mark mask \(hex(routing.markMask)) other than the mask itself (reserved for bypass)", at: at)
-                continue
-            }
-            if let other = indexOwner[index] {
-                log.error("profile \"\(draft.name)\" uses mark \(hex(mark)), already used by profile \"\(other.name)\" (\(other.mark?.1.description ?? other.location.description))", at: at)
-                continue
-            }
-            indexOwner[index] = draft
-        }
-        for draft in unique {
-            guard let (table, at) = draft.table else { continue }
-            if let other = tableOwner[table] {
-                log.error("profile \"\(draft.name)\" uses routing table \(table), already used by profile \"\(other.name)\" (\(other.table?.1.description ?? ""))", at: at)
-                continue
-            }
-            tableOwner[table] = draft
-        }
-        var profiles: [Profile] = []
-        var kept: [String: UInt32] = [:]
-        for draft in unique where draft.mark == nil {
-            guard let index = previous[draft.name], (1...routing.maximumIndex).contains(index), indexOwner[index] == nil else { continue }
-            indexOwner[index] = draft
-            kept[draft.name] = index
-        }
+        let unique = definedOnce(drafts, log: log)
+        var indexOwner = explicitIndexes(unique, routing: routing, log: log)
+        var tableOwner = explicitTables(unique, log: log)
+        let kept = keptIndexes(unique, previous: previous, routing: routing, owners: &indexOwner)
         let heldBefore = Set(previous.values)
+        let fields = ProfileDraft.fields
+        var profiles: [Profile] = []
         for draft in unique {
-            var index: UInt32
-            if let (mark, _) = draft.mark {
-                index = mark >> routing.markShift
-            } else if let keep = kept[draft.name] {
-                index = keep
-            } else {
-                let free = (1...max(1, routing.maximumIndex)).lazy.filter { indexOwner[$0] == nil && $0 <= routing.maximumIndex }
-                guard let next = free.first(where: { !heldBefore.contains($0) }) ?? free.first else {
-                    log.error("too many profiles: the mark mask \(hex(routing.markMask)) has room for \(routing.maximumIndex)", at: draft.location)
-                    continue
-                }
-                index = next
-                indexOwner[index] = draft
-            }
-            let table = draft.table?.0 ?? routing.tableBase + index
-            if draft.table == nil, let other = tableOwner[table], other.name != draft.name {
-                log.error("profile \"\(draft.name)\" would use routing table \(table) (table_base + its index), which profile \"\(other.name)\" sets explicitly; set `table` for one of them", at: draft.location)
-                continue
-            }
-            if draft.table == nil { tableOwner[table] = draft }
-            guard let tunnel = draft.tunnel else { continue }
-            if let other = profiles.first(where: { $0.tunnel.interfaceName == tunnel.interfaceName }),
-               other.tunnel.isBuiltIn || tunnel.isBuiltIn {
-                log.error("profile \"\(draft.name)\" uses interface \(tunnel.interfaceName), which profile \"\(other.name)\" uses for \(other.tunnel.isBuiltIn ? "its built-in tunnel" : "its tunnel"); a built-in tunnel's interface belongs to one profile", at: draft.location)
-                continue
-            }
+            guard let index = index(for: draft, kept: kept, heldBefore: heldBefore, routing: routing, owners: &indexOwner, log: log),
+                  let table = table(for: draft, index: index, routing: routing, owners: &tableOwner, log: log),
+                  let tunnel = draft.tunnel, !sharesBuiltInInterface(tunnel, of: draft, with: profiles, log: log) else { continue }
             var profile = Profile(name: draft.name, location: draft.location, tunnel: tunnel, access: draft.access,
                                   killswitch: draft.killswitch, index: index, table: table)
-            profile.allowLAN = draft.allowLAN
-            profile.allowMulticast = draft.allowMulticast
-            profile.routeNetworks = IPPrefix.covering(draft.routeNetworks.map(\.0))
-            profile.forwardInterfaces = Array(Set(draft.forwardInterfaces.map(\.0))).sorted()
-            profile.bypassExecutables = Array(Set(draft.bypassExecutables.map(\.0))).sorted()
-            profile.routeExecutables = Array(Set(draft.routeExecutables.map(\.0))).sorted()
-            profile.dnsServers = draft.dnsServers
-            profile.bypassDomains = sortedUnique(draft.bypassDomains.map(\.0))
-            profile.routeDomains = sortedUnique(draft.routeDomains.map(\.0))
-            profile.apps = Array(Set(draft.apps)).sorted()
-            profile.allowEncryptedDNS = draft.allowEncryptedDNS
-            profile.trusted = draft.trusted
-            profile.via = draft.via
-            profile.servers = draft.servers
-            profile.onDemand = draft.onDemand
-            profile.reconnect = draft.reconnect
-            profile.executableLocations = Dictionary(draft.routeExecutables + draft.bypassExecutables, uniquingKeysWith: { first, _ in first })
+            for field in fields { field.apply(draft, &profile) }
             profiles.append(profile)
         }
         checkRouteNetworks(unique, log: log)
@@ -168,6 +94,105 @@ extension Policy {
         checkExecutables(unique, log: log)
         checkDomains(unique, log: log)
         return profiles
+    }
+
+    /// The drafts but the second and later of a name.
+    private static func definedOnce(_ drafts: [ProfileDraft], log: DiagnosticLog) -> [ProfileDraft] {
+        var seenNames: [String: SourceLocation] = [:]
+        var unique: [ProfileDraft] = []
+        for draft in drafts {
+            if let first = seenNames[draft.name] {
+                log.error("profile \"\(draft.name)\" is defined twice (first at \(first))", at: draft.location)
+                continue
+            }
+            seenNames[draft.name] = draft.location
+            unique.append(draft)
+        }
+        return unique
+    }
+
+    /// The indexes that marks set explicitly, by the profile that set each first.
+    private static func explicitIndexes(_ drafts: [ProfileDraft], routing: RoutingSettings, log: DiagnosticLog) -> [UInt32: ProfileDraft] {
+        var owners: [UInt32: ProfileDraft] = [:]
+        for draft in drafts {
+            guard let (mark, at) = draft.mark else { continue }
+            let index = mark >> routing.markShift
+            guard mark != 0, mark & ~routing.markMask == 0, mark & ((1 << routing.markShift) - 1) == 0, index <= routing.maximumIndex else {
+                log.error("profile \"\(draft.name)\": mark \(hex(mark)) must be a non-zero value under the mark mask \(hex(routing.markMask)) other than the mask itself (reserved for bypass)", at: at)
+                continue
+            }
+            if let other = owners[index] {
+                log.error("profile \"\(draft.name)\" uses mark \(hex(mark)), already used by profile \"\(other.name)\" (\(other.mark?.1.description ?? other.location.description))", at: at)
+                continue
+            }
+            owners[index] = draft
+        }
+        return owners
+    }
+
+    /// The tables set explicitly, by the profile that set each first.
+    private static func explicitTables(_ drafts: [ProfileDraft], log: DiagnosticLog) -> [UInt32: ProfileDraft] {
+        var owners: [UInt32: ProfileDraft] = [:]
+        for draft in drafts {
+            guard let (table, at) = draft.table else { continue }
+            if let other = owners[table] {
+                log.error("profile \"\(draft.name)\" uses routing table \(table), already used by profile \"\(other.name)\" (\(other.table?.1.description ?? ""))", at: at)
+                continue
+            }
+            owners[table] = draft
+        }
+        return owners
+    }
+
+    /// The index each profile without a mark had in the policy in force, where it is still
+    /// in range and no mark took it.
+    private static func keptIndexes(_ drafts: [ProfileDraft], previous: [String: UInt32], routing: RoutingSettings,
+                                    owners: inout [UInt32: ProfileDraft]) -> [String: UInt32] {
+        var kept: [String: UInt32] = [:]
+        for draft in drafts where draft.mark == nil {
+            guard let index = previous[draft.name], (1...routing.maximumIndex).contains(index), owners[index] == nil else { continue }
+            owners[index] = draft
+            kept[draft.name] = index
+        }
+        return kept
+    }
+
+    /// The draft's mark's index, the one it kept, or the lowest free one that no profile of
+    /// the policy in force had (else the lowest free one); nil when none is free.
+    private static func index(for draft: ProfileDraft, kept: [String: UInt32], heldBefore: Set<UInt32>, routing: RoutingSettings,
+                              owners: inout [UInt32: ProfileDraft], log: DiagnosticLog) -> UInt32? {
+        if let (mark, _) = draft.mark { return mark >> routing.markShift }
+        if let keep = kept[draft.name] { return keep }
+        let taken = owners
+        let free = (1...max(1, routing.maximumIndex)).lazy.filter { taken[$0] == nil && $0 <= routing.maximumIndex }
+        guard let next = free.first(where: { !heldBefore.contains($0) }) ?? free.first else {
+            log.error("too many profiles: the mark mask \(hex(routing.markMask)) has room for \(routing.maximumIndex)", at: draft.location)
+            return nil
+        }
+        owners[next] = draft
+        return next
+    }
+
+    /// The draft's own table, or table_base + its index unless another profile set that
+    /// one; nil then.
+    private static func table(for draft: ProfileDraft, index: UInt32, routing: RoutingSettings,
+                              owners: inout [UInt32: ProfileDraft], log: DiagnosticLog) -> UInt32? {
+        if let (table, _) = draft.table { return table }
+        let table = routing.tableBase + index
+        if let other = owners[table], other.name != draft.name {
+            log.error("profile \"\(draft.name)\" would use routing table \(table) (table_base + its index), which profile \"\(other.name)\" sets explicitly; set `table` for one of them", at: draft.location)
+            return nil
+        }
+        owners[table] = draft
+        return table
+    }
+
+    /// A built-in tunnel's interface is its profile's alone.
+    private static func sharesBuiltInInterface(_ tunnel: Tunnel, of draft: ProfileDraft, with profiles: [Profile], log: DiagnosticLog) -> Bool {
+        guard let other = profiles.first(where: { $0.tunnel.interfaceName == tunnel.interfaceName }),
+              other.tunnel.isBuiltIn || tunnel.isBuiltIn else { return false }
+        log.error("profile \"\(draft.name)\" uses interface \(tunnel.interfaceName), which profile \"\(other.name)\" uses for \(other.tunnel.isBuiltIn ? "its built-in tunnel" : "its tunnel"); a built-in tunnel's interface belongs to one profile", at: draft.location)
+        return true
     }
 
     /// Each profile's route lists and DNS have a table of their own (`routeListTable`,
@@ -251,10 +276,4 @@ extension Policy {
             }
         }
     }
-}
-
-/// Each pattern once, in the order of their text; the text is made once per pattern, not
-/// once per comparison (a list may hold 100,000 names).
-private func sortedUnique(_ patterns: [DomainPattern]) -> [DomainPattern] {
-    Set(patterns).map { ($0.description, $0) }.sorted { $0.0 < $1.0 }.map(\.1)
 }

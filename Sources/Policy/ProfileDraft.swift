@@ -1,5 +1,5 @@
 import Addresses
-import DNS
+import DomainNames
 import TOML
 
 /// A profile as read, before marks and tables are assigned. What a key does not set keeps

@@ -1,5 +1,5 @@
 import Addresses
-import DNS
+import DomainNames
 import TOML
 
 /// Collects the diagnostics of a whole policy so that an admin sees every mistake at once.

@@ -3,6 +3,7 @@ import Addresses
 import DNS
 import CLinux
 import Descriptors
+import DomainNames
 import Glibc
 import NetTestSupport
 import Nftables

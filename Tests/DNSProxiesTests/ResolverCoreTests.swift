@@ -1,6 +1,7 @@
 import Addresses
 import Applying
 import DNS
+import DomainNames
 @testable import DNSProxies
 import Monotonic
 import Nftables

@@ -1,4 +1,5 @@
 import Addresses
+import DomainNames
 import Monotonic
 import Testing
 @testable import DNS

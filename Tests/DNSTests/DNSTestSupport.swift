@@ -1,5 +1,6 @@
 import Addresses
 @testable import DNS
+import DomainNames
 
 func hex(_ bytes: [UInt8]) -> String {
     bytes.map { String($0, radix: 16).count == 1 ? "0" + String($0, radix: 16) : String($0, radix: 16) }.joined()

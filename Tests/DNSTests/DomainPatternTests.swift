@@ -1,3 +1,4 @@
+import DomainNames
 import Testing
 @testable import DNS
 

@@ -1,5 +1,6 @@
 import Addresses
 import DNS
+import DomainNames
 import Names
 import XCTest
 import JSON

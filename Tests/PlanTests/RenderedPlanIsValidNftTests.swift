@@ -1,6 +1,7 @@
 import Addresses
 import Cgroups
 import DNS
+import DomainNames
 import NetTestSupport
 import Nftables
 import Plan

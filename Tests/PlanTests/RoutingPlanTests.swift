@@ -1,5 +1,6 @@
 import Addresses
 import DNS
+import DomainNames
 import Plan
 import Policy
 import Routing

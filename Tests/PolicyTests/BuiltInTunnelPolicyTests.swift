@@ -33,7 +33,10 @@ import Testing
             [profile.b]
             tunnel.interface = "wg0"
             """)])
-        #expect(errors.count == 1 && errors[0].contains("profile \"b\" uses interface wg0, which profile \"a\" uses for its built-in tunnel"))
+        #expect(errors == ["/p/a.toml:4:1: error: profile \"b\" uses interface wg0, which profile \"a\" uses for its built-in tunnel; a built-in tunnel's interface belongs to one profile"])
+        #expect(diagnostics([("/p/a.toml", "[profile.a]\ntunnel.interface = \"wg0\"\n[profile.b]\ntunnel = { wireguard = \"/b.conf\", interface = \"wg0\" }\n")]) == [
+            "/p/a.toml:3:1: error: profile \"b\" uses interface wg0, which profile \"a\" uses for its tunnel; a built-in tunnel's interface belongs to one profile",
+        ])
     }
 
     @Test func sharingAnExternalInterfaceIsStillAllowed() throws {

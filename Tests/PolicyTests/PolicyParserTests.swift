@@ -193,6 +193,20 @@ func diagnostics(_ files: [(String, String)]) -> [String] {
         #expect(errors.allSatisfy { $0.contains("must be a non-zero value under the mark mask 0x7f000000") })
     }
 
+    @Test func moreProfilesThanTheMaskHasRoomFor() {
+        let errors = diagnostics([("/p/a.toml", """
+            [routing]
+            mark_mask = 0x3
+            [profile.a]
+            tunnel.interface = "wg0"
+            [profile.b]
+            tunnel.interface = "wg1"
+            [profile.c]
+            tunnel.interface = "wg2"
+            """)])
+        #expect(errors == ["/p/a.toml:7:1: error: too many profiles: the mark mask 0x3 has room for 2"])
+    }
+
     @Test func tableCollidingWithAnAutomaticOne() {
         let errors = diagnostics([("/p/a.toml", "[profile.a]\ntunnel.interface = \"wg0\"\n[profile.b]\ntunnel.interface = \"wg1\"\ntable = 7301\n")])
         #expect(errors == ["/p/a.toml:1:1: error: profile \"a\" would use routing table 7301 (table_base + its index), which profile \"b\" sets explicitly; set `table` for one of them"])

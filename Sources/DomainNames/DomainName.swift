@@ -7,7 +7,11 @@ public struct DomainName: Hashable, Sendable, CustomStringConvertible {
 
     public static let root = DomainName(uncheckedWire: [0])
 
-    init(uncheckedWire: [UInt8]) { wire = uncheckedWire }
+    /// The most a name takes in wire form (RFC 1035 2.3.4).
+    public static let maxWireLength = 255
+
+    /// For wire bytes already checked, as a message's names are when they are read.
+    package init(uncheckedWire: [UInt8]) { wire = uncheckedWire }
 
     /// From wire-form labels (each 1...63 bytes, 255 bytes in all).
     public init?(labels: [[UInt8]]) {
@@ -18,7 +22,7 @@ public struct DomainName: Hashable, Sendable, CustomStringConvertible {
             wire += label
         }
         wire.append(0)
-        guard wire.count <= NameCursor.maxWireLength else { return nil }
+        guard wire.count <= Self.maxWireLength else { return nil }
         self.wire = wire
     }
 
@@ -53,18 +57,6 @@ public struct DomainName: Hashable, Sendable, CustomStringConvertible {
         self.init(labels: labels)
     }
 
-    /// Decompresses the name at `offset` of a message.
-    init(in bytes: [UInt8], at offset: Int) throws(DNSWireError) {
-        var wire: [UInt8] = []
-        var cursor = NameCursor(at: offset)
-        while let label = try cursor.next(in: bytes) {
-            wire.append(UInt8(label.count))
-            wire += bytes[label]
-        }
-        wire.append(0)
-        self.wire = wire
-    }
-
     public var labels: [ArraySlice<UInt8>] {
         var result: [ArraySlice<UInt8>] = []
         var at = 0
@@ -79,14 +71,14 @@ public struct DomainName: Hashable, Sendable, CustomStringConvertible {
     public var isRoot: Bool { wire.count == 1 }
 
     /// The same name in lower case (ASCII only).
-    public var lowercased: DomainName { DomainName(uncheckedWire: wire.map(Wire.lower)) }
+    public var lowercased: DomainName { DomainName(uncheckedWire: wire.map(ASCIICase.lower)) }
 
     public static func == (a: DomainName, b: DomainName) -> Bool {
-        a.wire.count == b.wire.count && zip(a.wire, b.wire).allSatisfy { Wire.lower($0) == Wire.lower($1) }
+        a.wire.count == b.wire.count && zip(a.wire, b.wire).allSatisfy { ASCIICase.lower($0) == ASCIICase.lower($1) }
     }
 
     public func hash(into hasher: inout Hasher) {
-        for byte in wire { hasher.combine(Wire.lower(byte)) }
+        for byte in wire { hasher.combine(ASCIICase.lower(byte)) }
     }
 
     /// With a trailing dot; bytes outside printable ASCII as \DDD, and the characters that

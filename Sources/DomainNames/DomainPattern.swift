@@ -44,7 +44,7 @@ public struct DomainPattern: Hashable, Sendable, CustomStringConvertible {
                 throw refuse(character == UInt8(ascii: "*") ? .misplacedWildcard : .invalidCharacter(Character(UnicodeScalar(character))))
             }
             if label.hasPrefix("-") || label.hasSuffix("-") { throw refuse(.hyphenAtLabelEdge(String(label))) }
-            labels.append(label.utf8.map(Wire.lower))
+            labels.append(label.utf8.map(ASCIICase.lower))
         }
         if let last = labels.last, last.allSatisfy({ (UInt8(ascii: "0")...UInt8(ascii: "9")).contains($0) }) { throw refuse(.numericTopLabel) }
         self.scope = scope
