@@ -78,8 +78,8 @@ let package = Package(
         .target(name: "TunnelFiles", dependencies: ["Policy", "TrustedFiles", "WireGuard"]),
         .target(name: "Facts", dependencies: ["CSystemd", "Monotonic", "Addresses", "Descriptors", "Cgroups", "HexDigits", "Netlink", "Plan", "Policy", "Routing", "TunnelFiles", "WireGuard", "CLinux"]),
         .target(name: "WireGuardDevice", dependencies: ["WireGuard", "CLinux", "Addresses", "Descriptors", "HexDigits", "Monotonic", "Netlink", "Routing"]),
-        // Members' network namespaces (containers): how each reaches the host.
-        .target(name: "Containers", dependencies: ["Netlink", "Plan", "Routing", "SocketPrograms"]),
+        // Members' network namespaces (containers): how each reaches the host, and their rows in status.
+        .target(name: "Containers", dependencies: ["Cgroups", "Control", "Netlink", "Plan", "Routing", "SocketPrograms"]),
         // The daemon's one thread, and the kernel edge as the daemon's parts see it.
         .target(name: "DaemonLoop", dependencies: ["Addresses", "CLinux", "Descriptors", "Monotonic", "Names"]),
         .target(name: "Applying", dependencies: ["Nftables", "Plan", "Routing", "SocketPrograms"]),
@@ -126,7 +126,7 @@ let package = Package(
         .testTarget(name: "DaemonTests", dependencies: ["DaemonLoop", "Applying", "ExecRules", "SocketPrograms", "Daemon", "Launch", "Descriptors", "DNS", "Monotonic", "Facts", "ServiceSupport", "TrustedFiles", "Plan", "Policy", "Nftables", "Netlink", "Routing", "Addresses", "TunnelFiles", "NetTestSupport"]),
         .testTarget(name: "DNSProxiesTests", dependencies: ["DNSProxies", "DaemonLoop", "Applying", "DNS", "DomainNames", "Addresses", "CLinux", "Descriptors", "Monotonic", "Nftables", "Plan", "Policy", "ServiceSupport", "TrustedFiles", "NetTestSupport"]),
         .testTarget(name: "TunnelsTests", dependencies: ["Tunnels", "Addresses", "Control", "Monotonic", "Nftables", "Plan", "Policy", "Routing", "TunnelFiles", "WireGuard", "WireGuardDevice", "Launch", "TrustedFiles", "ServiceSupport"]),
-        .testTarget(name: "ContainersTests", dependencies: ["Containers", "Plan", "Routing"]),
+        .testTarget(name: "ContainersTests", dependencies: ["Containers", "Addresses", "Control", "Plan", "Routing", "SocketPrograms"]),
         .testTarget(name: "ControlTests", dependencies: ["Control", "Launch", "JSON", "Addresses"], exclude: ["Fixtures"]),
         .testTarget(name: "StatusPresentationTests", dependencies: ["StatusPresentation", "Control"]),
         .testTarget(name: "IntegrationTests", dependencies: ["NetTestSupport", "Control"]),

@@ -22,6 +22,14 @@ extension Daemon {
         builder.uplinks = appliedFacts?.uplinks ?? []
         builder.setSize = { [applier] set, ipv4 in (try? applier.elements(of: set, ipv4: ipv4).count) ?? 0 }
         builder.programs = (applier.socketProgramsAttached ?? []).compactMap { [applier] attachment in applier.socketStorage(of: attachment).map { (attachment, $0) } }
+        // A rootless user's namespace files are in its /run/user/UID, mode 0700.
+        let lookup = HostContainerLookup(netlink: rtnl, hierarchy: hierarchy, open: { path in
+            let fd = (try? Privileges.withDirectoryOverride { open(path, O_RDONLY | O_CLOEXEC) }) ?? -1
+            return fd < 0 ? nil : fd
+        })
+        let containers = ContainerStatus(containers: appliedFacts?.containers ?? [], seen: applier.foreignNamespaces(), lookup: lookup)
+        let profileCgroups = policy.profiles.map { ($0.name, $0.cgroupPath(parent: options.cgroupParent)) }
+            + (appliedFacts?.joinedCgroups ?? [:]).map { ($0.value.profile, $0.key) }
         let parts = StatusBuilder.Parts(version: String(cString: vpnexec_build_version()), pid: getpid(), policyDirectory: options.policyDirectory,
                                         cgroupRoot: hierarchy.mountPoint,
                                         refusedConnections: server?.refusedConnections ?? 0, learnedRoutesPutBack: learnedRoutesPutBack,
@@ -30,7 +38,8 @@ extension Daemon {
                                         bypassRefused: executables.bypassRefused,
                                         executableRules: executables.status(policy),
                                         unguarded: applier.unguardedCgroups, leftBehind: appliedFacts?.leftBehind ?? [:],
-                                        heldNamespaces: heldNamespaces(), routedNamespaces: routedNamespaces(), relayedNamespaces: relayedNamespaces(), socketProgramsPutBack: applier.socketProgramsPutBack)
+                                        heldNamespaces: containers.held(), routedNamespaces: containers.routed(),
+                                        relayedNamespaces: containers.relayed(profileCgroups: profileCgroups), socketProgramsPutBack: applier.socketProgramsPutBack)
         let resolvers = profileResolvers()
         let now = MonotonicInstant.now(), wall = WallClock.now()
         return builder.report(parts) { [counters = builder.counters] in statusParts($0, counters: counters, resolvers: resolvers, now: now, wall: wall) }
@@ -72,102 +81,6 @@ extension Daemon {
         return parts
     }
 
-    /// For status: the members' network namespaces whose packets were dropped, each with the
-    /// last process that made a socket there while it lives.
-    /// A routed one is not among them, whatever it had dropped before it was let out.
-    func heldNamespaces() -> [HeldNamespaceReport] {
-        let containers = Dictionary((appliedFacts?.containers ?? []).map { ($0.cookie, $0) }, uniquingKeysWith: { a, _ in a })
-        return applier.foreignNamespaces().filter { $0.packets > 0 }.sorted { $0.cookie < $1.cookie }.compactMap { seen in
-            var reason: String?
-            let container = containers[seen.cookie]
-            switch container?.state {
-            case .routed, .relayed: return nil
-            case let .held(why): reason = why
-            case nil: reason = nil
-            }
-            let pid = ContainerFinder.isAlive(seen.process) ? seen.process : nil
-            var held = HeldNamespaceReport(cookie: seen.cookie, packets: seen.packets, pid: pid,
-                                           cgroup: pid.flatMap { CgroupHierarchy.cgroup(ofProcess: $0) } ?? container?.cgroup, reason: reason)
-            describe(&held, namespace: container?.namespace, cgroup: held.cgroup)
-            return held
-        }
-    }
-
-    /// What names a container's namespace in each of status's rows (held, routed, relayed):
-    /// its id, its cgroup, the runtime and name read from that, its addresses.
-    func describe(_ report: inout some NamespaceDescription, namespace: Int32?, cgroup: String?) {
-        report.namespaceID = namespace
-        report.cgroup = cgroup
-        let name = cgroup.flatMap(ContainerName.init(cgroup:))
-        report.runtime = name?.runtime
-        report.name = name?.name
-        report.addresses = namespace.flatMap(namespaceAddresses)
-    }
-
-    /// For status: the members' namespaces the last apply routed, with what names them and
-    /// their addresses (their traffic is StatusBuilder's, from the links).
-    func routedNamespaces() -> [RoutedNamespaceReport] {
-        let held = Dictionary(applier.foreignNamespaces().map { ($0.cookie, $0.packets) }, uniquingKeysWith: max)
-        return (appliedFacts?.containers ?? []).sorted { $0.cookie < $1.cookie }.compactMap { container in
-            guard case let .routed(interfaces) = container.state else { return nil }
-            var routed = RoutedNamespaceReport(cookie: container.cookie, profile: container.profile, interfaces: interfaces,
-                                               bridges: Array(Set(container.bridges.values)).sorted())
-            describe(&routed, namespace: container.namespace, cgroup: container.cgroup)
-            routed.heldPackets = held[container.cookie] ?? 0
-            return routed
-        }
-    }
-
-    /// A namespace's addresses but its loopback's and IPv6 link-local ones (nil: it does not
-    /// answer by that id now).
-    private func namespaceAddresses(_ id: Int32) -> [String]? {
-        guard let addresses = try? rtnl.addresses(inNamespace: id) else { return nil }
-        return addresses.filter { address in
-            let bytes = address.prefix.address.bytes
-            let loopback = address.prefix.isIPv4 ? bytes.first == 127 : bytes == [UInt8](repeating: 0, count: 15) + [1]
-            let linkLocal = !address.prefix.isIPv4 && bytes[0] == 0xfe && bytes[1] & 0xc0 == 0x80
-            return !loopback && !linkLocal
-        }.map(\.prefix.description)
-    }
-
-    /// For status: the members' namespaces the last apply let out to their TUN/TAP relays,
-    /// with what names them, their addresses and the process relaying each where vpnd can
-    /// tell (RelayFinder), with the profile that process is in.
-    func relayedNamespaces() -> [RelayedNamespaceReport] {
-        let containers = (appliedFacts?.containers ?? []).sorted { $0.cookie < $1.cookie }
-        guard containers.contains(where: { if case .relayed = $0.state { true } else { false } }) else { return [] }
-        // A rootless user's namespace files are in its /run/user/UID, mode 0700.
-        let relays = RelayFinder.relays(netlink: rtnl, open: { path in
-            let fd = (try? Privileges.withDirectoryOverride { open(path, O_RDONLY | O_CLOEXEC) }) ?? -1
-            return fd < 0 ? nil : fd
-        })
-        let profiles = policy.profiles.map { ($0.name, $0.cgroupPath(parent: options.cgroupParent)) }
-            + (appliedFacts?.joinedCgroups ?? [:]).map { ($0.value.profile, $0.key) }
-        // The user of each: that of the last process that made a socket there while it lives,
-        // else the one user of its cgroup's processes (a rootless container's and its relay's).
-        let makers = Dictionary(applier.foreignNamespaces().map { ($0.cookie, $0.process) }, uniquingKeysWith: { a, _ in a })
-        let paired = RelayFinder.pair(containers.compactMap { container in
-            guard case let .relayed(interfaces) = container.state, let id = container.namespace else { return nil }
-            var uid = makers[container.cookie].flatMap { ContainerFinder.isAlive($0) ? ProcessHandle.realUID(of: $0) : nil }
-            if uid == nil, let cgroup = container.cgroup {
-                let users = Set(hierarchy.processes(in: cgroup).compactMap(ProcessHandle.realUID(of:)))
-                uid = users.count == 1 ? users.first : nil
-            }
-            return RelayFinder.Relayed(namespace: id, interfaces: interfaces, uid: uid)
-        }, relays: relays)
-        return containers.compactMap { container in
-            guard case let .relayed(interfaces) = container.state else { return nil }
-            var relayed = RelayedNamespaceReport(cookie: container.cookie, profile: container.profile, interfaces: interfaces)
-            describe(&relayed, namespace: container.namespace, cgroup: container.cgroup)
-            if let id = container.namespace, let (relay, match) = paired[id].map({ ($0.relay, $0.match) }) {
-                let cgroup = CgroupHierarchy.cgroup(ofProcess: relay.pid)
-                let profile = cgroup.flatMap { cgroup in profiles.first { cgroup == $0.1 || cgroup.hasPrefix($0.1 + "/") }?.0 }
-                relayed.relay = RelayProcessReport(pid: relay.pid, program: relay.command.program, match: match.rawValue, profile: profile, cgroup: cgroup)
-            }
-            return relayed
-        }
-    }
-
     /// For status: where members' queries arrive, for how many profiles.
     var dnsSteeringStatus: DNSSteeringStatus? {
         if let failure = dnsSteeringFailure {
@@ -180,16 +93,3 @@ extension Daemon {
                                  profiles: steering.served.count, ipv6Refused: !ipv6)
     }
 }
-
-/// The fields status's container rows share (StatusBuilder fills them alike).
-protocol NamespaceDescription {
-    var namespaceID: Int32? { get set }
-    var cgroup: String? { get set }
-    var runtime: String? { get set }
-    var name: String? { get set }
-    var addresses: [String]? { get set }
-}
-
-extension HeldNamespaceReport: NamespaceDescription {}
-extension RoutedNamespaceReport: NamespaceDescription {}
-extension RelayedNamespaceReport: NamespaceDescription {}
