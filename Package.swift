@@ -85,7 +85,7 @@ let package = Package(
         .target(name: "Applying", dependencies: ["Nftables", "Plan", "Routing", "SocketPrograms"]),
         // The profiles' DNS proxies at the edge: the steering sockets, each profile's resolver,
         // the sets filled before the answers, the names servers' lookups.
-        .target(name: "DNSProxies", dependencies: ["Addresses", "Applying", "CLinux", "Cgroups", "DNS", "DaemonLoop", "Descriptors", "Monotonic", "Names", "Netlink", "Nftables", "Plan", "Policy", "ServiceSupport", "SocketPrograms"]),
+        .target(name: "DNSProxies", dependencies: ["Addresses", "Applying", "CLinux", "Cgroups", "Control", "DNS", "DaemonLoop", "Descriptors", "Monotonic", "Names", "Netlink", "Nftables", "Plan", "Policy", "ServiceSupport", "SocketPrograms"]),
         // The daemon's parts: exec rules (fanotify before the exec, exec events after).
         .target(name: "ExecRules", dependencies: ["Applying", "CCap", "CLinux", "Cgroups", "Control", "DaemonLoop", "Descriptors", "Facts", "Monotonic", "Netlink", "Plan", "Policy", "ServiceSupport", "TrustedFiles", "WireGuardDevice"]),
         // Trusted networks: the host's networks read, each profile's flip logged, its status.
@@ -124,7 +124,7 @@ let package = Package(
         .testTarget(name: "ExecRulesTests", dependencies: ["ExecRules", "Descriptors", "Facts", "Monotonic", "Plan", "Policy"]),
         .testTarget(name: "TrustedNetworksTests", dependencies: ["TrustedNetworks", "Addresses", "Monotonic", "Plan", "Policy", "ServiceSupport"]),
         .testTarget(name: "DaemonTests", dependencies: ["DaemonLoop", "Applying", "ExecRules", "SocketPrograms", "Daemon", "Launch", "Descriptors", "DNS", "Monotonic", "Facts", "ServiceSupport", "TrustedFiles", "Plan", "Policy", "Nftables", "Netlink", "Routing", "Addresses", "TunnelFiles", "NetTestSupport"]),
-        .testTarget(name: "DNSProxiesTests", dependencies: ["DNSProxies", "DaemonLoop", "Applying", "DNS", "DomainNames", "Addresses", "CLinux", "Descriptors", "Monotonic", "Nftables", "Plan", "Policy", "ServiceSupport", "TrustedFiles", "NetTestSupport"]),
+        .testTarget(name: "DNSProxiesTests", dependencies: ["DNSProxies", "DaemonLoop", "Applying", "Control", "DNS", "DomainNames", "Names", "Addresses", "CLinux", "Descriptors", "Monotonic", "Nftables", "Plan", "Policy", "ServiceSupport", "TrustedFiles", "NetTestSupport"]),
         .testTarget(name: "TunnelsTests", dependencies: ["Tunnels", "Addresses", "Control", "Monotonic", "Nftables", "Plan", "Policy", "Routing", "TunnelFiles", "WireGuard", "WireGuardDevice", "Launch", "TrustedFiles", "ServiceSupport"]),
         .testTarget(name: "ContainersTests", dependencies: ["Containers", "Addresses", "Control", "Plan", "Routing", "SocketPrograms"]),
         .testTarget(name: "ControlTests", dependencies: ["Control", "Launch", "JSON", "Addresses"], exclude: ["Fixtures"]),

@@ -65,13 +65,7 @@ extension Daemon {
         parts.resolvers = resolvers[profile.name]
         if let proxy = dns?.counters(of: profile.name) {
             parts.dns = proxy
-            if let namesFailure {
-                parts.names = NamesStatus(socket: nil, failure: namesFailure)
-            } else if let counters = dns?.nameCounters(of: profile.name), let socket = dns?.nameSocket(of: profile.name) {
-                var names = NamesStatus(socket: socket)
-                (names.calls, names.answered, names.errors, names.refused) = (counters.calls, counters.answered, counters.errors, counters.refused)
-                parts.names = names
-            }
+            parts.names = dns?.namesStatus(of: profile.name, failure: namesFailure)
             parts.sharedNow = (dns?.sharedAddresses(of: profile.name, now: now) ?? []).map {
                 SharedAddressReport(address: $0.address.description, bypassed: String($0.bypassed.description.dropLast()),
                                     tunneled: String($0.tunneled.description.dropLast()),
@@ -83,13 +77,6 @@ extension Daemon {
 
     /// For status: where members' queries arrive, for how many profiles.
     var dnsSteeringStatus: DNSSteeringStatus? {
-        if let failure = dnsSteeringFailure {
-            return DNSSteeringStatus(state: DNSSteeringStatus.off, addresses: [], profiles: 0, failure: failure)
-        }
-        guard let steering = dnsSteering else { return nil }
-        let ipv6 = appliedFacts?.loopbackIPv6 != false
-        return DNSSteeringStatus(state: DNSSteeringStatus.routed,
-                                 addresses: [DNSSteeringPoint.address(ipv6: false).description] + (ipv6 ? [DNSSteeringPoint.address(ipv6: true).description] : []),
-                                 profiles: steering.served.count, ipv6Refused: !ipv6)
+        dnsSteeringFailure.map(DNSSteeringStatus.init(failure:)) ?? dnsSteering.map { DNSSteeringStatus($0, ipv6: appliedFacts?.loopbackIPv6 != false) }
     }
 }
