@@ -66,11 +66,7 @@ extension Daemon {
         if let proxy = dns?.counters(of: profile.name) {
             parts.dns = proxy
             parts.names = dns?.namesStatus(of: profile.name, failure: namesFailure)
-            parts.sharedNow = (dns?.sharedAddresses(of: profile.name, now: now) ?? []).map {
-                SharedAddressReport(address: $0.address.description, bypassed: String($0.bypassed.description.dropLast()),
-                                    tunneled: String($0.tunneled.description.dropLast()),
-                                    secondsLeft: UInt32(clamping: ($0.until.nanoseconds &- now.nanoseconds + 999_999_999) / 1_000_000_000))
-            }
+            parts.sharedNow = dns?.sharedAddressReports(of: profile.name, now: now) ?? []
         }
         return parts
     }

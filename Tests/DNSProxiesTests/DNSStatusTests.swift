@@ -1,12 +1,17 @@
+import Addresses
 import Control
+@testable import DNS
 import DNSProxies
+import DomainNames
+import Monotonic
 @testable import Names
 import Testing
 
 /// The DNS service's part of status: where members' queries arrive (routed to the steering
 /// addresses, IPv4 alone when IPv6 is off on lo, or off and why) and a profile's names
-/// (not followed on this host and why, else its names server's counts). The real ones are
-/// proven in namespaces (IPv6OffTests, ResolvedNamesTests, DNSTests).
+/// (not followed on this host and why, else its names server's counts), an address answered
+/// for a bypassed and a tunneled name with the seconds left. The real ones are proven in
+/// namespaces (IPv6OffTests, ResolvedNamesTests, DNSTests).
 @Suite struct DNSStatusTests {
     @Test func steeringToBothFamilies() {
         let status = DNSSteeringStatus(profiles: 3, ipv6: true)
@@ -44,5 +49,17 @@ import Testing
     @Test func noNamesServerNoNames() {
         #expect(NamesStatus(failure: nil, socket: nil, counters: nil) == nil)
         #expect(NamesStatus(failure: nil, socket: "/run/vpnexec/resolve/1", counters: nil) == nil)
+    }
+
+    @Test func aSharedAddressCountsItsSecondsUp() {
+        let now = MonotonicInstant(nanoseconds: 9_000_000_000)
+        var shared = DNSSharedAddress(address: IPAddress("198.51.100.7")!, bypassed: DomainName("video.example")!,
+                                      tunneled: DomainName("intranet.example")!, until: now + .milliseconds(1200))
+        #expect(SharedAddressReport(shared, now: now)
+            == SharedAddressReport(address: "198.51.100.7", bypassed: "video.example", tunneled: "intranet.example", secondsLeft: 2))
+        shared.until = now + .milliseconds(1)
+        #expect(SharedAddressReport(shared, now: now).secondsLeft == 1, "a part of a second left shows as one")
+        shared.until = now + .seconds(30)
+        #expect(SharedAddressReport(shared, now: now).secondsLeft == 30)
     }
 }
