@@ -392,33 +392,14 @@ public final class Daemon: PassSteps {
         return ProfileResolvers.all(policy, wireguardFiles: files, links: appliedFacts?.linkResolvers ?? [:])
     }
 
-    /// The requests' handler, with the running daemon's part of the answers.
+    /// The requests' handler, with the running daemon's part of the answers (RequestAnswering).
     private func requestHandler() -> RequestHandler {
         RequestHandler(reconciler: reconciler, cgroups: hierarchy, policyDirectory: options.policyDirectory,
-                       cgroupParent: options.cgroupParent, log: log, answers: RequestHandler.Answers(
-                           status: { [unowned self] in try statusReport() },
-                           reload: { [unowned self] in reload() },
-                           down: { [unowned self] in try down() },
-                           links: { [rtnl] in try rtnl.links() },
-                           hold: { [tunnels] in tunnels.hold(interface: $0, up: $1, now: .now()) },
-                           joined: { [unowned self] in followDemand($0, now: .now()) },
-                           heldTunnel: { [unowned self] profile in
-                               // The tunnel's link is asked for by name (not a dump of every link: a
-                               // launch pays for it), only where something can hold members; a link
-                               // that cannot be read says nothing (no warning).
-                               let trusted = self.trusted.action(of: profile.name)
-                               guard profile.killswitch || trusted == .block else { return nil }
-                               let link: Link?
-                               do { link = try rtnl.link(named: profile.tunnel.interfaceName) } catch { return nil }
-                               return LaunchTunnel.held(profile, link: link,
-                                                 phase: tunnels.demandState(interface: profile.tunnel.interfaceName)?.phase,
-                                                 trusted: trusted)
-                           },
-                           explain: { [unowned self] in try explanation(cgroup: $0, pid: $1, uid: $2) }))
+                       cgroupParent: options.cgroupParent, log: log, answers: self)
     }
 
     /// `vpnctl teardown --remove-killswitch`: everything of ours out of the kernel, then vpnd exits.
-    private func down() throws -> ControlResponse {
+    func down() throws -> ControlResponse {
         try applier.teardown()
         AppliedMarker(socketPath: options.socketPath).clear()
         loop?.stop()
