@@ -65,15 +65,6 @@ public final class Daemon: PassSteps {
     /// and nscd are not followed, `namesFailure` says why).
     let resolveDirectory: String?
     let namesFailure: String?
-    /// Where the profile tunnels' own transports are learned (TransportRules keeps them out).
-    var transportReader: TransportReader {
-        var reader = TransportReader(wireguard: WireGuardSocketReader(directory: options.wireguardSocketDirectory))
-        if let inspector = executables.reader {
-            reader.holders = { [holderCache] in holderCache.holders(of: $0, link: $1, now: .now(), ask: inspector.answer(to:)) }
-            reader.sockets = { [holderCache] in holderCache.sockets() }
-        }
-        return reader
-    }
     let holderCache = TunnelHolderCache()
     var transportWatch = TransportWatch()
     /// Trusted networks: the host's networks read with the facts, each profile's flip.
@@ -137,14 +128,10 @@ public final class Daemon: PassSteps {
     /// What the facts read beyond the kernel's (the transports, networks and resolvers the
     /// parts know), and the daemon as the steps around the reconciler's passes.
     private func followMachine() {
-        // A built-in tunnel's transport is vpnd's own socket: known without asking its wg socket.
-        machineFacts.transports = { [unowned self] builtIn in
-            { [transportReader, known = transportWatch.known, tunnels] interface, link in
-                builtIn.contains(interface) ? tunnels.transport(interface: interface)
-                    : TransportReader.keepingKnown(transportReader.transport(of: interface, link: link), previous: known[interface])
-            }
-        }
-        machineFacts.network = { [trusted] in trusted.read(now: .now()) }
+        // Where the profile tunnels' own transports are learned (TransportRules keeps them out).
+        machineFacts.transports = TunnelTransportSource(tunnels: tunnels, wireguardDirectory: options.wireguardSocketDirectory,
+                                                        holders: holderCache, ask: executables.reader.map { inspector in inspector.answer(to:) })
+        machineFacts.network = { [trusted] in trusted.read(now: $0) }
         // vpnd in a network namespace of its own beside the host's /run (as in tests) would
         // read another namespace's links by their indexes: resolvconf's records only then.
         // systemd-resolved keeps its link records in a directory only its user may open (mode
@@ -173,6 +160,7 @@ public final class Daemon: PassSteps {
         let now = MonotonicInstant.now()
         if let facts = appliedFacts {
             log.log(transportWatch.follow(policy, transports: facts.tunnelTransports, counters: try? applier.counters(), now: now))
+            machineFacts.transports?.known = transportWatch.known
         }
         followDemand(now: now)
         followTrusted()
