@@ -52,18 +52,18 @@ extension Daemon {
             parts.reconnect = tunnels.reconnectReport(interface: interface, now: now)
         }
         parts.trusted = trusted.status(profile, wall: wall)
-        parts.dnsFailure = dns?.failure(of: profile.name)
+        parts.dnsFailure = dns.failure(of: profile.name)
         parts.resolvers = resolvers[profile.name]
-        if let proxy = dns?.counters(of: profile.name) {
+        if let proxy = dns.counters(of: profile.name) {
             parts.dns = proxy
             if let namesFailure {
                 parts.names = NamesStatus(socket: nil, failure: namesFailure)
-            } else if let counters = dns?.nameCounters(of: profile.name), let socket = dns?.nameSocket(of: profile.name) {
+            } else if let counters = dns.nameCounters(of: profile.name), let socket = dns.nameSocket(of: profile.name) {
                 var names = NamesStatus(socket: socket)
                 (names.calls, names.answered, names.errors, names.refused) = (counters.calls, counters.answered, counters.errors, counters.refused)
                 parts.names = names
             }
-            parts.sharedNow = (dns?.sharedAddresses(of: profile.name, now: now) ?? []).map {
+            parts.sharedNow = dns.sharedAddresses(of: profile.name, now: now).map {
                 SharedAddressReport(address: $0.address.description, bypassed: String($0.bypassed.description.dropLast()),
                                     tunneled: String($0.tunneled.description.dropLast()),
                                     secondsLeft: UInt32(clamping: ($0.until.nanoseconds &- now.nanoseconds + 999_999_999) / 1_000_000_000))

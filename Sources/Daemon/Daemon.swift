@@ -55,8 +55,8 @@ public final class Daemon: PassSteps {
     private(set) var learnedRoutesPutBack = 0
     /// bypass.executables and route.executables: fanotify before the exec, exec events after.
     let executables: ExecutableEnforcement
-    /// The profiles' DNS proxies (while vpnd serves).
-    var dns: DNSService?
+    /// The profiles' DNS proxies (serving once registered on the loop, in `run`).
+    let dns: DNSService
     /// Where members' routed UDP DNS queries arrive, for the proxies.
     let dnsSteering: DNSSteeringPoint?
     /// Why there is none (for status).
@@ -96,6 +96,7 @@ public final class Daemon: PassSteps {
         tunnels = BuiltInTunnels(log: log, uapiDirectory: options.wireguardSocketDirectory)
         failover = ServerFailover(log: log)
         trusted = TrustedNetworks(netlink: prepared.netlink, resolvConf: options.resolvConfPath, log: log)
+        dns = DNSService(applier: applier, log: log, steering: dnsSteering, resolveDirectory: resolveDirectory)
         sandboxStatus = start.status
         followMachine()
         try applyPolicy()
@@ -209,7 +210,7 @@ public final class Daemon: PassSteps {
         trusted.applied(facts: facts, policy: policy, wall: .now())
         // An interface's servers may come after it, or change: the proxy asks the new ones.
         if facts.linkResolvers != before?.linkResolvers { configureDNS() }
-        dns?.applied(memberCgroups: Dictionary(policy.profiles.map { ($0.name, reconciler.memberCgroups(of: $0, parent: options.cgroupParent)) }, uniquingKeysWith: { a, _ in a }))
+        dns.applied(memberCgroups: Dictionary(policy.profiles.map { ($0.name, reconciler.memberCgroups(of: $0, parent: options.cgroupParent)) }, uniquingKeysWith: { a, _ in a }))
         executables.applied(facts: facts)
         log.log(AppliedChanges.lines(facts, before: before))
     }
@@ -314,8 +315,8 @@ public final class Daemon: PassSteps {
         // After the signals are blocked (SignalChannel): its threads must not take them.
         try executables.start(on: loop, hierarchy: hierarchy)
         self.loop = loop
-        dns = DNSService(loop: loop, applier: applier, log: log, steering: dnsSteering, resolveDirectory: resolveDirectory)
-        defer { dns?.closeAll() }
+        dns.register(on: loop)
+        defer { dns.closeAll() }
         // Something may have changed between applying and listening.
         _ = monitor.drain()
         _ = monitor.takeDeletedQuietRoutes()
@@ -370,7 +371,7 @@ public final class Daemon: PassSteps {
     /// The profiles' DNS proxies, for the policy now in force, each asking its profile's
     /// resolvers (ProfileResolvers).
     func configureDNS() {
-        dns?.configure(policy, resolvers: profileResolvers())
+        dns.configure(policy, resolvers: profileResolvers())
     }
 
     /// Whom each profile's proxy asks: its `dns`, else its tunnel's resolvers (a built-in
