@@ -164,7 +164,7 @@ public final class Daemon: PassSteps {
             machineFacts.transports?.known = transportWatch.known
         }
         followDemand(now: now)
-        followTrusted()
+        followTrusted(now: now)
     }
 
     func ensureCgroups() throws {
@@ -216,18 +216,21 @@ public final class Daemon: PassSteps {
     }
 
     func reload() -> ControlResponse {
+        let outcome = reconciler.reload(from: options.policyDirectory, check: executables.checkEnforceable)
+        // The reload's clock, read once its outcome is known.
+        let now = MonotonicInstant.now(), wall = WallClock.now()
         let previous: Policy
-        switch reconciler.reload(from: options.policyDirectory, check: executables.checkEnforceable) {
+        switch outcome {
         case let .refused(error):
-            lastReload = lastReload?.after(ReloadStatus.refused, at: WallClock.now().secondsSinceEpoch)
+            lastReload = lastReload?.after(ReloadStatus.refused, at: wall.secondsSinceEpoch)
             log.error("reload refused, running state unchanged:\n\(error)")
             return .failure("policy not reloaded, the running state is unchanged:\n\(error)")
         case let .failed(error):
-            lastReload = lastReload?.after(ReloadStatus.failed, at: WallClock.now().secondsSinceEpoch)
+            lastReload = lastReload?.after(ReloadStatus.failed, at: wall.secondsSinceEpoch)
             log.error("reload failed while applying: \(error)")
             return .failure("reload failed while applying (previous policy restored): \(error)")
         case let .applied(previous: before):
-            lastReload = lastReload?.after(ReloadStatus.applied, at: WallClock.now().secondsSinceEpoch)
+            lastReload = lastReload?.after(ReloadStatus.applied, at: wall.secondsSinceEpoch)
             previous = before
         }
         let next = policy
@@ -241,7 +244,7 @@ public final class Daemon: PassSteps {
                 log.warning("profile \(gone.name) was removed but \(members) process(es) remain in \(path): they are held, with no network (new sockets refused, what their sockets send dropped) until they exit or are moved (vpnctl move)")
             }
         }
-        tunnels.releaseHolds(now: .now())
+        tunnels.releaseHolds(now: now)
         keepLastApplied()
         configureDNS()
         followExecutables()
@@ -398,9 +401,9 @@ public final class Daemon: PassSteps {
 
     /// A gateway whose address the trusted networks asked the kernel for is looked at
     /// again when they say (sooner than the periodic check).
-    private func followTrusted() {
+    private func followTrusted(now: MonotonicInstant) {
         guard let loop, let at = trusted.takeRelook() else { return }
-        loop.after(at.since(.now())) { [unowned self] in follow("gateway re-look") }
+        loop.after(at.since(now)) { [unowned self] in follow("gateway re-look") }
     }
 
     /// Before a move into `path`: every cgroup vpnd keeps exists and its id is in the
