@@ -267,7 +267,7 @@ public final class Daemon: PassSteps {
         self.server = server
         defer { server.close() }
         let monitor = try RoutingMonitor(ignoringRoutesOf: [vpnexecLearnedRouteProtocol])
-        let watcher = try CgroupWatcher { [unowned self] in watchedCgroupDirectories() }
+        let watcher = try CgroupWatcher(paths: watchedCgroupDirectories())
         let signals = try SignalChannel([SIGHUP, SIGTERM, SIGINT])
         loop.watch(monitor.fileDescriptor) { [unowned self] _ in
             let changed = monitor.drain(), deleted = monitor.takeDeletedQuietRoutes()
@@ -282,7 +282,7 @@ public final class Daemon: PassSteps {
             // Directories made before their watch (a tree made at once) sent no event: read
             // again while new ones turn up, a level at a time.
             var rounds = 0
-            while rounds < 8, watcher.rewatch() {
+            while rounds < 8, watcher.rewatch(watchedCgroupDirectories()) {
                 follow("cgroup change")
                 rounds += 1
             }
@@ -303,7 +303,7 @@ public final class Daemon: PassSteps {
         // Events can be missed (a directory replaced between two watches, a table someone
         // deleted): once a second the facts are read again and the kernel state checked.
         loop.every(.seconds(1)) { [unowned self] in
-            watcher.rewatch()
+            watcher.rewatch(watchedCgroupDirectories())
             follow("periodic check")
             executables.refresh(policy, parent: options.cgroupParent)
             // The loop is alive and has just checked the kernel: systemd's watchdog
