@@ -29,7 +29,8 @@ import DaemonLoop
 /// addresses it learns go into the nft sets through the applier, acknowledged, before the
 /// answer is sent.
 public final class DNSService {
-    private let loop: EventLoop
+    /// Where the resolvers and names servers answer (nil until `register(on:)`).
+    private var loop: EventLoop?
     private let log: Log
     private let io = DatagramIO()
     private var resolvers: [String: ProfileResolver] = [:]
@@ -55,12 +56,17 @@ public final class DNSService {
     /// Whom each profile's names server answers, as the last apply left them.
     private var members = ProfileMembers()
 
-    public init(loop: EventLoop, applier: any KernelApplying, log: Log, steering: DNSSteeringPoint?, resolveDirectory: String? = nil) {
+    public init(applier: any KernelApplying, log: Log, steering: DNSSteeringPoint?, resolveDirectory: String? = nil) {
         self.resolveDirectory = resolveDirectory
-        self.loop = loop
         filler = SetFiller(applier: applier, log: log)
         self.log = log
         self.steering = steering
+    }
+
+    /// Its event sources on the loop: the steering sockets, and the profiles' varlink
+    /// servers (made on it). Until then `configure` makes no resolver: they answer on it.
+    public func register(on loop: EventLoop) {
+        self.loop = loop
         if resolveDirectory != nil {
             names = ProfileNameServers(loop: loop) { [unowned self] profile, query, overTCP, answer in
                 guard let resolver = resolvers[profile] else { return answer(nil) }
@@ -123,6 +129,7 @@ public final class DNSService {
     /// One resolver per profile (ResolverSettings), each asking the profile's `chosen`
     /// resolvers; only those whose settings changed are made again.
     public func configure(_ policy: Policy, resolvers chosen: [String: ProfileResolvers]) {
+        guard let loop else { return }
         let wanted = ResolverSettings.all(policy, resolvers: chosen)
         for (name, resolver) in resolvers where wanted[name] != built[name] {
             resolver.close()

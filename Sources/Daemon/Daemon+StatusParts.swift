@@ -61,12 +61,12 @@ extension Daemon {
             parts.reconnect = tunnels.reconnectReport(interface: interface, now: now)
         }
         parts.trusted = trusted.status(profile, wall: wall)
-        parts.dnsFailure = dns?.failure(of: profile.name)
+        parts.dnsFailure = dns.failure(of: profile.name)
         parts.resolvers = resolvers[profile.name]
-        if let proxy = dns?.counters(of: profile.name) {
+        if let proxy = dns.counters(of: profile.name) {
             parts.dns = proxy
-            parts.names = dns?.namesStatus(of: profile.name, failure: namesFailure)
-            parts.sharedNow = dns?.sharedAddressReports(of: profile.name, now: now) ?? []
+            parts.names = dns.namesStatus(of: profile.name, failure: namesFailure)
+            parts.sharedNow = dns.sharedAddressReports(of: profile.name, now: now)
         }
         return parts
     }

@@ -55,8 +55,8 @@ public final class Daemon: PassSteps {
     private(set) var learnedRoutesPutBack = 0
     /// bypass.executables and route.executables: fanotify before the exec, exec events after.
     let executables: ExecutableEnforcement
-    /// The profiles' DNS proxies (while vpnd serves).
-    var dns: DNSService?
+    /// The profiles' DNS proxies (serving once registered on the loop, in `run`).
+    let dns: DNSService
     /// Where members' routed UDP DNS queries arrive, for the proxies.
     let dnsSteering: DNSSteeringPoint?
     /// Why there is none (for status).
@@ -65,15 +65,6 @@ public final class Daemon: PassSteps {
     /// and nscd are not followed, `namesFailure` says why).
     let resolveDirectory: String?
     let namesFailure: String?
-    /// Where the profile tunnels' own transports are learned (TransportRules keeps them out).
-    var transportReader: TransportReader {
-        var reader = TransportReader(wireguard: WireGuardSocketReader(directory: options.wireguardSocketDirectory))
-        if let inspector = executables.reader {
-            reader.holders = { [holderCache] in holderCache.holders(of: $0, link: $1, now: .now(), ask: inspector.answer(to:)) }
-            reader.sockets = { [holderCache] in holderCache.sockets() }
-        }
-        return reader
-    }
     let holderCache = TunnelHolderCache()
     var transportWatch = TransportWatch()
     /// Trusted networks: the host's networks read with the facts, each profile's flip.
@@ -105,6 +96,7 @@ public final class Daemon: PassSteps {
         tunnels = BuiltInTunnels(log: log, uapiDirectory: options.wireguardSocketDirectory)
         failover = ServerFailover(log: log)
         trusted = TrustedNetworks(netlink: prepared.netlink, resolvConf: options.resolvConfPath, log: log)
+        dns = DNSService(applier: applier, log: log, steering: dnsSteering, resolveDirectory: resolveDirectory)
         sandboxStatus = start.status
         followMachine()
         try applyPolicy()
@@ -137,14 +129,10 @@ public final class Daemon: PassSteps {
     /// What the facts read beyond the kernel's (the transports, networks and resolvers the
     /// parts know), and the daemon as the steps around the reconciler's passes.
     private func followMachine() {
-        // A built-in tunnel's transport is vpnd's own socket: known without asking its wg socket.
-        machineFacts.transports = { [unowned self] builtIn in
-            { [transportReader, known = transportWatch.known, tunnels] interface, link in
-                builtIn.contains(interface) ? tunnels.transport(interface: interface)
-                    : TransportReader.keepingKnown(transportReader.transport(of: interface, link: link), previous: known[interface])
-            }
-        }
-        machineFacts.network = { [trusted] in trusted.read(now: .now()) }
+        // Where the profile tunnels' own transports are learned (TransportRules keeps them out).
+        machineFacts.transports = TunnelTransportSource(tunnels: tunnels, wireguardDirectory: options.wireguardSocketDirectory,
+                                                        holders: holderCache, ask: executables.reader.map { inspector in inspector.answer(to:) })
+        machineFacts.network = { [trusted] in trusted.read(now: $0) }
         // vpnd in a network namespace of its own beside the host's /run (as in tests) would
         // read another namespace's links by their indexes: resolvconf's records only then.
         // systemd-resolved keeps its link records in a directory only its user may open (mode
@@ -173,9 +161,10 @@ public final class Daemon: PassSteps {
         let now = MonotonicInstant.now()
         if let facts = appliedFacts {
             log.log(transportWatch.follow(policy, transports: facts.tunnelTransports, counters: try? applier.counters(), now: now))
+            machineFacts.transports?.known = transportWatch.known
         }
         followDemand(now: now)
-        followTrusted()
+        followTrusted(now: now)
     }
 
     func ensureCgroups() throws {
@@ -221,24 +210,27 @@ public final class Daemon: PassSteps {
         trusted.applied(facts: facts, policy: policy, wall: .now())
         // An interface's servers may come after it, or change: the proxy asks the new ones.
         if facts.linkResolvers != before?.linkResolvers { configureDNS() }
-        dns?.applied(memberCgroups: Dictionary(policy.profiles.map { ($0.name, reconciler.memberCgroups(of: $0, parent: options.cgroupParent)) }, uniquingKeysWith: { a, _ in a }))
+        dns.applied(memberCgroups: Dictionary(policy.profiles.map { ($0.name, reconciler.memberCgroups(of: $0, parent: options.cgroupParent)) }, uniquingKeysWith: { a, _ in a }))
         executables.applied(facts: facts)
         log.log(AppliedChanges.lines(facts, before: before))
     }
 
     func reload() -> ControlResponse {
+        let outcome = reconciler.reload(from: options.policyDirectory, check: executables.checkEnforceable)
+        // The reload's clock, read once its outcome is known.
+        let now = MonotonicInstant.now(), wall = WallClock.now()
         let previous: Policy
-        switch reconciler.reload(from: options.policyDirectory, check: executables.checkEnforceable) {
+        switch outcome {
         case let .refused(error):
-            lastReload = lastReload?.after(ReloadStatus.refused, at: WallClock.now().secondsSinceEpoch)
+            lastReload = lastReload?.after(ReloadStatus.refused, at: wall.secondsSinceEpoch)
             log.error("reload refused, running state unchanged:\n\(error)")
             return .failure("policy not reloaded, the running state is unchanged:\n\(error)")
         case let .failed(error):
-            lastReload = lastReload?.after(ReloadStatus.failed, at: WallClock.now().secondsSinceEpoch)
+            lastReload = lastReload?.after(ReloadStatus.failed, at: wall.secondsSinceEpoch)
             log.error("reload failed while applying: \(error)")
             return .failure("reload failed while applying (previous policy restored): \(error)")
         case let .applied(previous: before):
-            lastReload = lastReload?.after(ReloadStatus.applied, at: WallClock.now().secondsSinceEpoch)
+            lastReload = lastReload?.after(ReloadStatus.applied, at: wall.secondsSinceEpoch)
             previous = before
         }
         let next = policy
@@ -252,7 +244,7 @@ public final class Daemon: PassSteps {
                 log.warning("profile \(gone.name) was removed but \(members) process(es) remain in \(path): they are held, with no network (new sockets refused, what their sockets send dropped) until they exit or are moved (vpnctl move)")
             }
         }
-        tunnels.releaseHolds(now: .now())
+        tunnels.releaseHolds(now: now)
         keepLastApplied()
         configureDNS()
         followExecutables()
@@ -275,7 +267,7 @@ public final class Daemon: PassSteps {
         self.server = server
         defer { server.close() }
         let monitor = try RoutingMonitor(ignoringRoutesOf: [vpnexecLearnedRouteProtocol])
-        let watcher = try CgroupWatcher { [unowned self] in watchedCgroupDirectories() }
+        let watcher = try CgroupWatcher(paths: watchedCgroupDirectories())
         let signals = try SignalChannel([SIGHUP, SIGTERM, SIGINT])
         loop.watch(monitor.fileDescriptor) { [unowned self] _ in
             let changed = monitor.drain(), deleted = monitor.takeDeletedQuietRoutes()
@@ -290,7 +282,7 @@ public final class Daemon: PassSteps {
             // Directories made before their watch (a tree made at once) sent no event: read
             // again while new ones turn up, a level at a time.
             var rounds = 0
-            while rounds < 8, watcher.rewatch() {
+            while rounds < 8, watcher.rewatch(watchedCgroupDirectories()) {
                 follow("cgroup change")
                 rounds += 1
             }
@@ -311,7 +303,7 @@ public final class Daemon: PassSteps {
         // Events can be missed (a directory replaced between two watches, a table someone
         // deleted): once a second the facts are read again and the kernel state checked.
         loop.every(.seconds(1)) { [unowned self] in
-            watcher.rewatch()
+            watcher.rewatch(watchedCgroupDirectories())
             follow("periodic check")
             executables.refresh(policy, parent: options.cgroupParent)
             // The loop is alive and has just checked the kernel: systemd's watchdog
@@ -326,8 +318,8 @@ public final class Daemon: PassSteps {
         // After the signals are blocked (SignalChannel): its threads must not take them.
         try executables.start(on: loop, hierarchy: hierarchy)
         self.loop = loop
-        dns = DNSService(loop: loop, applier: applier, log: log, steering: dnsSteering, resolveDirectory: resolveDirectory)
-        defer { dns?.closeAll() }
+        dns.register(on: loop)
+        defer { dns.closeAll() }
         // Something may have changed between applying and listening.
         _ = monitor.drain()
         _ = monitor.takeDeletedQuietRoutes()
@@ -382,7 +374,7 @@ public final class Daemon: PassSteps {
     /// The profiles' DNS proxies, for the policy now in force, each asking its profile's
     /// resolvers (ProfileResolvers).
     func configureDNS() {
-        dns?.configure(policy, resolvers: profileResolvers())
+        dns.configure(policy, resolvers: profileResolvers())
     }
 
     /// Whom each profile's proxy asks: its `dns`, else its tunnel's resolvers (a built-in
@@ -392,33 +384,14 @@ public final class Daemon: PassSteps {
         return ProfileResolvers.all(policy, wireguardFiles: files, links: appliedFacts?.linkResolvers ?? [:])
     }
 
-    /// The requests' handler, with the running daemon's part of the answers.
+    /// The requests' handler, with the running daemon's part of the answers (RequestAnswering).
     private func requestHandler() -> RequestHandler {
         RequestHandler(reconciler: reconciler, cgroups: hierarchy, policyDirectory: options.policyDirectory,
-                       cgroupParent: options.cgroupParent, log: log, answers: RequestHandler.Answers(
-                           status: { [unowned self] in try statusReport() },
-                           reload: { [unowned self] in reload() },
-                           down: { [unowned self] in try down() },
-                           links: { [rtnl] in try rtnl.links() },
-                           hold: { [tunnels] in tunnels.hold(interface: $0, up: $1, now: .now()) },
-                           joined: { [unowned self] in followDemand($0, now: .now()) },
-                           heldTunnel: { [unowned self] profile in
-                               // The tunnel's link is asked for by name (not a dump of every link: a
-                               // launch pays for it), only where something can hold members; a link
-                               // that cannot be read says nothing (no warning).
-                               let trusted = self.trusted.action(of: profile.name)
-                               guard profile.killswitch || trusted == .block else { return nil }
-                               let link: Link?
-                               do { link = try rtnl.link(named: profile.tunnel.interfaceName) } catch { return nil }
-                               return LaunchTunnel.held(profile, link: link,
-                                                 phase: tunnels.demandState(interface: profile.tunnel.interfaceName)?.phase,
-                                                 trusted: trusted)
-                           },
-                           explain: { [unowned self] in try explanation(cgroup: $0, pid: $1, uid: $2) }))
+                       cgroupParent: options.cgroupParent, log: log, answers: self)
     }
 
     /// `vpnctl teardown --remove-killswitch`: everything of ours out of the kernel, then vpnd exits.
-    private func down() throws -> ControlResponse {
+    func down() throws -> ControlResponse {
         try applier.teardown()
         AppliedMarker(socketPath: options.socketPath).clear()
         loop?.stop()
@@ -428,9 +401,9 @@ public final class Daemon: PassSteps {
 
     /// A gateway whose address the trusted networks asked the kernel for is looked at
     /// again when they say (sooner than the periodic check).
-    private func followTrusted() {
+    private func followTrusted(now: MonotonicInstant) {
         guard let loop, let at = trusted.takeRelook() else { return }
-        loop.after(at.since(.now())) { [unowned self] in follow("gateway re-look") }
+        loop.after(at.since(now)) { [unowned self] in follow("gateway re-look") }
     }
 
     /// Before a move into `path`: every cgroup vpnd keeps exists and its id is in the

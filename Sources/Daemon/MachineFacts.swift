@@ -1,4 +1,5 @@
 import Glibc
+import Monotonic
 import Addresses
 import Cgroups
 import Containers
@@ -9,6 +10,7 @@ import Policy
 import Routing
 import SocketPrograms
 import TunnelFiles
+import Tunnels
 
 /// vpnd's facts: FactsReader on this machine (the reader `vpnctl plan --policy-dir` uses
 /// too), with what only vpnd knows: its built-in tunnels' transports, the transports it
@@ -17,10 +19,10 @@ final class MachineFacts: RuntimeFactsSource {
     let hierarchy: CgroupHierarchy
     let netlink: Rtnetlink
     let cgroupParent: String
-    /// Each profile tunnel's own transport, given the built-in tunnels' interfaces.
-    var transports: (_ builtIn: Set<String>) -> (_ interface: String, _ link: Link?) -> TunnelTransport = { _ in { _, _ in TunnelTransport(source: .unknown) } }
-    /// The host's networks (trusted-network rules).
-    var network: () -> NetworkFacts = { NetworkFacts() }
+    /// Each profile tunnel's own transport (nil: unknown).
+    var transports: TunnelTransportSource?
+    /// The host's networks (trusted-network rules), at a read's time.
+    var network: (MonotonicInstant) -> NetworkFacts = { _ in NetworkFacts() }
     /// The DNS servers the host holds for an interface (profiles without `dns`).
     var linkResolvers: (_ interface: String, _ link: Link?) -> LinkResolvers? = { _, _ in nil }
     /// Every network a tunnel interface has been seen on (allow_lan keeps them tunneled).
@@ -55,8 +57,13 @@ final class MachineFacts: RuntimeFactsSource {
 
     func facts(for policy: Policy, tunnelFiles: [String: TunnelFiles.Loaded]) throws -> RuntimeFacts {
         var reader = FactsReader(hierarchy: hierarchy, netlink: netlink)
-        reader.transports = transports(Set(tunnelFiles.keys))
-        reader.network = network
+        // A read of the machine is an edge: its one clock read, for what the parts decide in it.
+        let now = MonotonicInstant.now()
+        let builtIn = Set(tunnelFiles.keys)
+        reader.transports = { [transports] interface, link in
+            transports?.transport(of: interface, link: link, builtIn: builtIn, now: now) ?? TunnelTransport(source: .unknown)
+        }
+        reader.network = { [network] in network(now) }
         reader.linkResolvers = linkResolvers
         var facts = try reader.read(policy, cgroupParent: cgroupParent, tunnelFiles: tunnelFiles, memory: &memory)
         facts.unguardedCgroups = UnguardedRules.held(unguarded(), policy: policy, parent: cgroupParent)

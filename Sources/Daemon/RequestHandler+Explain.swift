@@ -19,14 +19,14 @@ extension RequestHandler {
             guard peer.uid == 0 || owner == peer.uid else {
                 throw RequestFailure("process \(pid) belongs to uid \(owner); \(peer.userName) may explain only its own processes (root may explain any)")
             }
-            var explanation = try answers.explain(cgroup, pid, owner)
+            var explanation = try answers.explain(cgroup: cgroup, pid: pid, uid: owner)
             // The daemon reads by pid too (its program, its namespace's id): still this process.
             guard process.isAlive else { throw RequestFailure("no process \(pid)") }
             explanation.command = command
             return explanation
         case let (nil, name?):
             let profile = try profileForUse(name, by: peer)
-            return try answers.explain(profile.cgroupPath(parent: cgroupParent), nil, peer.uid)
+            return try answers.explain(cgroup: profile.cgroupPath(parent: cgroupParent), pid: nil, uid: peer.uid)
         default:
             throw RequestFailure("explain takes a process id or a profile, not both")
         }

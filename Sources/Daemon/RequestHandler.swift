@@ -11,34 +11,17 @@ import Launch
 /// What vpnd does for vpnexec and vpnctl: each request decided from the kernel's account of
 /// the caller (Peer) and the policy in force, processes moved through pidfds. It holds what
 /// those decisions need (the reconciler, the cgroup tree, systemd's scopes); what only the
-/// running daemon knows (status, reload, down, the links, its tunnels) it asks through
-/// `answers`. With a fake applier and cgroup tree, a unit test (RequestHandlerTests).
+/// running daemon knows (status, reload, down, the links, its tunnels) it asks of
+/// `answers` (RequestAnswering). With a fake applier, cgroup tree and answers, a unit test
+/// (RequestHandlerTests).
 final class RequestHandler {
-    /// The running daemon's part of the answers.
-    struct Answers {
-        var status: () throws -> StatusReport
-        var reload: () -> ControlResponse
-        /// Everything of ours out of the kernel, then vpnd exits.
-        var down: () throws -> ControlResponse
-        /// The interfaces now (a profile's tunnel up, down or missing).
-        var links: () throws -> [Link]
-        /// A built-in tunnel held up or down; false if it is not running.
-        var hold: (_ interface: String, _ up: Bool) -> Bool
-        /// A process joined the profile (on-demand tunnels come up for it).
-        var joined: (Profile) -> Void
-        /// The profile's tunnel, when its killswitch holds members because it is not there
-        /// (LaunchTunnel).
-        var heldTunnel: (Profile) -> HeldTunnel?
-        /// What the kernel does with the traffic of a process of `uid` in `cgroup` (Daemon+Explain).
-        var explain: (_ cgroup: String, _ pid: Int32?, _ uid: UInt32) throws -> Explanation = { _, _, _ in throw RequestFailure("this vpnd cannot explain") }
-    }
-
     let reconciler: Reconciler
     let cgroups: any CgroupMoving
     let policyDirectory: String
     let cgroupParent: String
     let log: Log
-    let answers: Answers
+    /// The daemon, which holds this handler while it serves.
+    unowned let answers: any RequestAnswering
     /// Where systemd owns the cgroup tree, while vpnd serves: launches and moves become its scopes.
     var scopes: (any ScopeStarting)?
     /// Whether systemd places processes (where `vpnctl move --out` may send one of no session).
@@ -47,7 +30,7 @@ final class RequestHandler {
     var sessionID: (Int32) -> UInt32? = ProcessDetails.sessionID(of:)
     var policy: Policy { reconciler.policy }
 
-    init(reconciler: Reconciler, cgroups: any CgroupMoving, policyDirectory: String, cgroupParent: String, log: Log, answers: Answers) {
+    init(reconciler: Reconciler, cgroups: any CgroupMoving, policyDirectory: String, cgroupParent: String, log: Log, answers: any RequestAnswering) {
         self.reconciler = reconciler
         self.cgroups = cgroups
         self.policyDirectory = policyDirectory
@@ -175,7 +158,7 @@ final class RequestHandler {
         guard profile.tunnel.isBuiltIn else {
             throw RequestFailure("profile \(name) uses interface \(interface), which vpnd does not own (tunnel.interface): bring it \(up ? "up" : "down") with whatever runs it (wg-quick, systemd-networkd, NetworkManager); vpnctl up/down work on built-in tunnels (tunnel.wireguard)")
         }
-        guard answers.hold(interface, up) else {
+        guard answers.hold(interface: interface, up: up) else {
             throw RequestFailure("profile \(name)'s built-in tunnel \(interface) is not running (see vpnd's log); the killswitch holds its members")
         }
         log.notice("\(peer.userName): vpnctl \(up ? "up" : "down") \(name)")

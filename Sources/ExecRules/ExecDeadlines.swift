@@ -94,6 +94,22 @@ struct ExecDeadlines: Sendable {
         return overdue
     }
 
+    /// What the deadline thread does at a wake-up, all decided at its one time: the events
+    /// it answers, whether it answers new events at once (the answering thread is stuck),
+    /// and how long it then sleeps.
+    struct Round: Sendable, Equatable {
+        var overdue: [Overdue]
+        var covering: Bool
+        var sleep: Swift.Duration?
+    }
+
+    /// The deadline thread's wake-up at `now`: every event due is answered (marked), and
+    /// the rest of the round decided at the same time.
+    mutating func wake(now: MonotonicInstant) -> Round {
+        let overdue = answerOverdue(now: now)
+        return Round(overdue: overdue, covering: covering(now: now), sleep: sleep(now: now))
+    }
+
     /// Whether the answering thread has been at its events for the deadline or more: new
     /// events are answered at once, as they would be at their deadline.
     func covering(now: MonotonicInstant) -> Bool {

@@ -211,35 +211,30 @@ final class ExecutableGuard: Sendable {
 
     // MARK: the deadline thread
 
-    /// The thread's edge: it reads the clock at each wake, before it decides.
+    /// The thread's edge: it reads the clock once at each wake-up, and every decision of the
+    /// round (what is overdue, whether to cover, how long to sleep) is made at that time.
     private func deadlineLoop() {
         while true {
             let now = MonotonicInstant.now()
-            let (sleep, covering) = shared.withLock { ($0.deadlines.sleep(now: now), $0.deadlines.covering(now: now)) }
+            let round = shared.withLock { state in
+                let round = state.deadlines.wake(now: now)
+                for event in round.overdue { group.respond(event.file, allow: event.allow) }
+                return round
+            }
+            for event in round.overdue { logLate(pid: event.waiting.pid, names: event.waiting.names, answer: event.waiting.lateAnswer) }
+            if round.covering { coverForStuckThread(now: now) }
             var fds = [pollfd(fd: wake.raw, events: Int16(POLLIN), revents: 0)]
-            if covering { fds.append(pollfd(fd: group.fileDescriptor.raw, events: Int16(POLLIN), revents: 0)) }
-            _ = poll(&fds, nfds_t(fds.count), sleep.map { Int32(clamping: $0.nanoseconds / 1_000_000) } ?? -1)
+            if round.covering { fds.append(pollfd(fd: group.fileDescriptor.raw, events: Int16(POLLIN), revents: 0)) }
+            _ = poll(&fds, nfds_t(fds.count), round.sleep.map { Int32(clamping: $0.nanoseconds / 1_000_000) } ?? -1)
             var count: UInt64 = 0
             _ = read(wake.raw, &count, 8)
-            answerOverdue(now: .now())
-            coverForStuckThread()
         }
     }
 
-    /// Answers every event whose deadline has come by `now`.
-    private func answerOverdue(now: MonotonicInstant) {
-        let late = shared.withLock { state in
-            let overdue = state.deadlines.answerOverdue(now: now)
-            for event in overdue { group.respond(event.file, allow: event.allow) }
-            return overdue
-        }
-        for event in late { logLate(pid: event.waiting.pid, names: event.waiting.names, answer: event.waiting.lateAnswer) }
-    }
-
-    /// While the answering thread is stuck past the deadline, new events are answered here
-    /// at once, as they would be at their deadline (the clock read at each round).
-    private func coverForStuckThread() {
-        while shared.withLock({ $0.deadlines.covering(now: .now()) }) {
+    /// While the answering thread is stuck past the deadline (as at `now`: until it ends its
+    /// batch), new events are answered here at once, as they would be at their deadline.
+    private func coverForStuckThread(now: MonotonicInstant) {
+        while shared.withLock({ $0.deadlines.covering(now: now) }) {
             let events = group.read()
             if events.isEmpty { return }
             for event in events {

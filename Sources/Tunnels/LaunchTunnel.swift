@@ -21,4 +21,14 @@ public enum LaunchTunnel {
         guard link.isUp, link.isRunning else { return HeldTunnel(interface: interface, state: HeldTunnel.down) }
         return phase == .heldDown ? HeldTunnel(interface: interface, state: HeldTunnel.heldDown) : nil
     }
+
+    /// As above, with the link read only where something can hold members (a launch pays for
+    /// the read: the one link by name, not a dump of every link); a link that cannot be read
+    /// says nothing (no warning).
+    public static func held(_ profile: Profile, phase: TunnelDemand.Phase?, trusted: TrustedAction?, readLink: () throws -> Link?) -> HeldTunnel? {
+        guard profile.killswitch || trusted == .block else { return nil }
+        let link: Link?
+        do { link = try readLink() } catch { return nil }
+        return held(profile, link: link, phase: phase, trusted: trusted)
+    }
 }

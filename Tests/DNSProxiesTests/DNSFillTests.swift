@@ -37,7 +37,8 @@ import DaemonLoop
         let profile = try #require(policy.profiles.first)
         try applier.apply(Planner.plan(policy, facts: RuntimeFacts()))
         let loop = EventLoop()
-        let service = DNSService(loop: loop, applier: applier, log: Log(minimum: .error), steering: try DNSSteeringPoint())
+        let service = DNSService(applier: applier, log: Log(minimum: .error), steering: try DNSSteeringPoint())
+        service.register(on: loop)
         defer { service.closeAll() }
         service.configure(policy, resolvers: [:])
 

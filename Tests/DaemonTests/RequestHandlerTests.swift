@@ -22,19 +22,41 @@ import Applying
     static let session = "user.slice/user-4711.slice/session-2.scope"
     static let me = getpid()
 
-    /// What the daemon's part of the answers was asked.
-    final class Asked {
+    /// The daemon's part of the answers, faked: what it was asked, and what it says.
+    final class FakeAnswers: RequestAnswering {
         var joined: [String] = []
         var reloads = 0
         var downs = 0
         var holds: [(String, Bool)] = []
+        var statusReport: (() throws -> StatusReport)?
+        var explained: ((String, Int32?, UInt32) throws -> Explanation)?
+        /// The tunnel each profile's launch finds held (none: it gets through).
+        var held: [String: HeldTunnel] = [:]
+        /// Whether a built-in tunnel runs to be held up or down.
+        var running = true
+
+        func status() throws -> StatusReport {
+            guard let statusReport else { throw RequestFailure("status: not this test's") }
+            return try statusReport()
+        }
+        func reload() -> ControlResponse { reloads += 1; return ControlResponse(ok: true, message: "reloaded") }
+        func down() throws -> ControlResponse { downs += 1; return ControlResponse(ok: true, message: "down") }
+        func links() throws -> [Link] { [Link(index: 7, name: "wg0", isUp: true, isRunning: true, mtu: 1420)] }
+        func hold(interface: String, up: Bool) -> Bool { holds.append((interface, up)); return running }
+        func joined(_ profile: Profile) { joined.append(profile.name) }
+        func heldTunnel(_ profile: Profile) -> HeldTunnel? { held[profile.name] }
+        func explain(cgroup: String, pid: Int32?, uid: UInt32) throws -> Explanation {
+            guard let explained else { throw RequestFailure("this vpnd cannot explain") }
+            return try explained(cgroup, pid, uid)
+        }
     }
 
     struct Serving {
         let handler: RequestHandler
         let applier: FakeKernelApplier
         let cgroups: FakeCgroups
-        let asked: Asked
+        /// Held here: the handler holds its answers unowned, as it holds the daemon.
+        let asked: FakeAnswers
     }
 
     /// A handler over the folder's policy, applied once; the test's process in `cgroup`.
@@ -47,21 +69,11 @@ import Applying
         let applier = FakeKernelApplier()
         let reconciler = Reconciler(policy: try LoadedPolicy(directory: folder.path, reader: .plain), applier: applier, facts: cgroups, reader: .plain)
         try reconciler.applyPolicy()
-        let asked = Asked()
-        var answers = RequestHandler.Answers(
-            status: {
-                guard let status else { throw RequestFailure("status: not this test's") }
-                return try status(reconciler.policy)
-            },
-            reload: { asked.reloads += 1; return ControlResponse(ok: true, message: "reloaded") },
-            down: { asked.downs += 1; return ControlResponse(ok: true, message: "down") },
-            links: { [Link(index: 7, name: "wg0", isUp: true, isRunning: true, mtu: 1420)] },
-            hold: { asked.holds.append(($0, $1)); return true },
-            joined: { asked.joined.append($0.name) },
-            heldTunnel: { _ in nil })
-        if let explain { answers.explain = explain }
+        let asked = FakeAnswers()
+        if let status { asked.statusReport = { try status(reconciler.policy) } }
+        asked.explained = explain
         let handler = RequestHandler(reconciler: reconciler, cgroups: cgroups, policyDirectory: folder.path,
-                                     cgroupParent: "vpn.slice", log: Log(minimum: .error), answers: answers)
+                                     cgroupParent: "vpn.slice", log: Log(minimum: .error), answers: asked)
         handler.systemdManagesCgroups = true
         return Serving(handler: handler, applier: applier, cgroups: cgroups, asked: asked)
     }
@@ -251,6 +263,37 @@ import Applying
         serving.cgroups.processes[Self.me] = home
         let outside = serving.handler.handle(.moveOut(pid: Self.me), from: root)
         #expect(outside.text == "pid \(Self.me) is in no profile's cgroup (it is in \(home))")
+    }
+}
+
+/// What only the daemon knows is asked of its answers (RequestAnswering): the handler's
+/// part is who may ask, and what the answer is put into.
+extension RequestHandlerTests {
+    @Test func statusReloadDownAndJoinsGoToTheAnswers() throws {
+        let serving = try makeServing(try PolicyFolder(Self.work)) { policy in
+            StatusBuilder(policy: policy, cgroupParent: "vpn.slice", counters: [:], links: [], addresses: []).report(
+                StatusBuilder.Parts(version: "9.9.9", pid: 7, policyDirectory: "/p", cgroupRoot: "/c", refusedConnections: 0, learnedRoutesPutBack: 0,
+                                    sandbox: SandboxStatus(state: SandboxStatus.off), lastReload: nil, bypassMoves: 0, bypassRefused: 0)) { _ in StatusBuilder.ProfileParts() }
+        }
+        let root = try caller(uid: 0)
+        #expect(serving.handler.handle(.status, from: root).status?.version == "9.9.9", "the answers' report")
+        #expect(serving.handler.handle(.reload, from: root).text == "reloaded" && serving.asked.reloads == 1)
+        #expect(serving.handler.handle(.down, from: root).text == "down" && serving.asked.downs == 1)
+        #expect(serving.handler.handle(.exec(profile: "work"), from: try caller(uid: 4711)).ok)
+        #expect(serving.asked.joined == ["work"], "the launch's profile told, for its on-demand tunnel")
+        #expect(serving.asked.reloads == 1 && serving.asked.downs == 1 && serving.asked.holds.isEmpty)
+    }
+
+    /// vpnexec warns of a held tunnel (LaunchWarnings): the launch itself is placed.
+    @Test func aLaunchIntoAProfileWhoseTunnelIsHeldIsPlacedAndSaysSo() throws {
+        let serving = try makeServing(try PolicyFolder(Self.work))
+        let held = HeldTunnel(interface: "wg0", state: HeldTunnel.missing)
+        serving.asked.held["work"] = held
+        let answer = serving.handler.handle(.exec(profile: "work"), from: try caller(uid: 4711))
+        #expect(answer.ok && answer.launch == LaunchReport(cgroups: [Self.workCgroup], heldTunnel: held), "\(answer)")
+        #expect(serving.cgroups.moves.map(\.path) == [Self.workCgroup] && serving.asked.joined == ["work"])
+        serving.asked.held = [:]
+        #expect(serving.handler.handle(.exec(profile: "work"), from: try caller(uid: 4711)).launch?.heldTunnel == nil)
     }
 }
 

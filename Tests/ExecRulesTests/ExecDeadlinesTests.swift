@@ -100,4 +100,21 @@ import Testing
         #expect(step { $0.answerOverdue(now: Self.at(1300)) }.map(\.allow) == [true])
         #expect(step { $0.begin([Self.event(15, .allow)], now: Self.at(1400)) }, "all answered: quiet again, the thread is woken")
     }
+
+    /// The deadline thread's round, all of it decided at the one time it read at its wake-up.
+    @Test func aWakeUpDecidesTheWholeRoundAtItsTime() {
+        var book = ExecDeadlines(deadline: Self.deadline)
+        func step<T>(_ body: (inout ExecDeadlines) -> T) -> T { body(&book) }
+        _ = book.begin([Self.event(7, .refuse), Self.event(8, .allow)], now: Self.at(0))
+        #expect(step { $0.wake(now: Self.at(500)) } == ExecDeadlines.Round(overdue: [], covering: false, sleep: .milliseconds(501)),
+                "woken early: nothing due, it sleeps past the deadline")
+        let due = step { $0.wake(now: Self.at(1000)) }
+        #expect(Dictionary(uniqueKeysWithValues: due.overdue.map { ($0.file.raw, $0.allow) }) == [7: false, 8: true])
+        #expect(due.covering && due.sleep == nil,
+                "both answered at their deadline; the answering thread, still at them, is covered for; nothing left to time")
+        #expect(step { $0.wake(now: Self.at(1001)) } == ExecDeadlines.Round(overdue: [], covering: true, sleep: nil), "answered once")
+        #expect(step { $0.endBatch(now: Self.at(1200)) }, "it took the deadline or more: the deadline thread looks again")
+        #expect(step { $0.wake(now: Self.at(1200)) } == ExecDeadlines.Round(overdue: [], covering: false, sleep: nil))
+        #expect(book.counters.refusedLate == 1 && book.counters.allowedLate == 1)
+    }
 }

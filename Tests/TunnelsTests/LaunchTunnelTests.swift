@@ -38,4 +38,18 @@ import Launch
         #expect(LaunchTunnel.held(work, link: nil, phase: nil, trusted: .disconnect) == nil, "members go direct")
         #expect(LaunchTunnel.held(try Self.profile("killswitch = false\n"), link: nil, phase: nil, trusted: nil) == nil)
     }
+
+    /// The link is read only where it can matter, and a read that fails warns of nothing.
+    @Test func theLinkIsReadOnlyWhereSomethingCanHoldMembers() throws {
+        struct Unreadable: Error {}
+        var reads = 0
+        let work = try Self.profile(), open = try Self.profile("killswitch = false\n")
+        #expect(LaunchTunnel.held(open, phase: nil, trusted: nil) { reads += 1; return nil } == nil)
+        #expect(reads == 0, "no killswitch, no block: nothing to read")
+        #expect(LaunchTunnel.held(work, phase: nil, trusted: nil) { reads += 1; return nil } == HeldTunnel(interface: "wg0", state: "missing"))
+        #expect(LaunchTunnel.held(open, phase: nil, trusted: .block) { reads += 1; return Self.up } == HeldTunnel(interface: "wg0", state: "blocked"))
+        #expect(LaunchTunnel.held(work, phase: .heldDown, trusted: nil) { reads += 1; return Self.up } == HeldTunnel(interface: "wg0", state: "held-down"))
+        #expect(reads == 3)
+        #expect(LaunchTunnel.held(work, phase: nil, trusted: nil) { throw Unreadable() } == nil, "a link that cannot be read says nothing")
+    }
 }
