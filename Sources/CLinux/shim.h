@@ -82,6 +82,9 @@ static inline int vx_tun_attach(int fd, const char *name, int vnet_hdr, char *ou
     return 0;
 }
 
+/// TUNSETPERSIST: whether the interface stays when its last descriptor closes.
+static inline int vx_tun_persist(int fd, int on) { return ioctl(fd, TUNSETPERSIST, (unsigned long)on); }
+
 /// TUNSETOFFLOAD: which offloads the kernel may hand us (TUN_F_CSUM | TUN_F_TSO4 | ...).
 static inline int vx_tun_set_offload(int fd, unsigned int flags) { return ioctl(fd, TUNSETOFFLOAD, flags); }
 static inline int vx_tun_set_vnet_hdr_size(int fd, int size) { return ioctl(fd, TUNSETVNETHDRSZ, &size); }

@@ -2,6 +2,7 @@ import Addresses
 import Control
 import ExecRules
 import Netlink
+import Plan
 
 /// `vpnctl explain`: Explainer's account, with what the kernel's routing does now with the
 /// cgroup's mark and the process's uid (RTM_GETROUTE, as `ip route get ADDRESS mark M uid U`) and the executable list
@@ -20,7 +21,8 @@ extension Daemon {
         let names = Dictionary(try rtnl.links().map { ($0.index, $0.name) }, uniquingKeysWith: { a, _ in a })
         let mark = explanation.mark.flatMap { UInt32($0.dropFirst(2), radix: 16) }
         explanation.routes = try Self.explainDestinations.map { destination in
-            let found = try rtnl.lookup(destination, mark: mark, uid: uid)
+            // Into the hold device is held, as at the unreachable route behind it.
+            let found = try rtnl.lookup(destination, mark: mark, uid: uid).flatMap { names[$0.interfaceIndex] == HoldDevice.name ? nil : $0 }
             var route = ExplainedRoute(family: destination.isIPv4 ? "ipv4" : "ipv6", destination: destination.description,
                                        interface: found.map { names[$0.interfaceIndex] ?? "if\($0.interfaceIndex)" },
                                        source: found?.source?.description, gateway: found?.gateway?.description)

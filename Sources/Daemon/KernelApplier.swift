@@ -1,4 +1,6 @@
 import Addresses
+import CLinux
+import Descriptors
 import Glibc
 import Monotonic
 import Netlink
@@ -37,6 +39,8 @@ public final class KernelApplier: KernelApplying {
     let programs: SocketProgramAttacher?
     /// Called with each new failure to attach a cgroup's programs.
     public var onProgramFailure: ((String) -> Void)?
+    /// Called when the hold device could not be made or removed.
+    public var onHoldDeviceFailure: ((String) -> Void)?
     /// Called with each transport port held while it drains (its exclusion was new).
     public var onTransportDrained: ((UInt16) -> Void)?
     /// Until when the table holds the draining rule (TransportRules.draining): the apply
@@ -63,6 +67,9 @@ public final class KernelApplier: KernelApplying {
     let routingReadInterval: Duration
     /// Full reads of the routing so far (tests, and what a quiet second costs).
     private(set) var routingReads = 0
+    /// Whether the hold device was last made to exist (nil: not looked at since start).
+    private var holdDeviceKept: Bool?
+    private var holdDeviceFailure: String?
 
     init(programs: SocketProgramAttacher?, routingReadInterval: Duration = .seconds(10)) throws {
         nft = try NftablesClient()
@@ -84,7 +91,21 @@ public final class KernelApplier: KernelApplying {
         // Drained before the read: what changes during it (our own changes too) is news for
         // the next apply, which reads once more.
         let routingChanged = routingEvents.drain()
-        if routingChanged || !routingIsInSync(with: state, now: now) {
+        let inSync = !routingChanged && routingIsInSync(with: state, now: now)
+        // Before the routes: the ones through the device are planned once it is there.
+        // Without it (no TUN here), what is held meets the unreachable route, uncounted.
+        if !inSync || state.holdDevice != holdDeviceKept {
+            do {
+                try keepHoldDevice(state.holdDevice)
+                holdDeviceFailure = nil
+            } catch {
+                holdDeviceKept = state.holdDevice
+                // Once per distinct failure: it is tried again at each full read.
+                if "\(error)" != holdDeviceFailure { onHoldDeviceFailure?("\(error)") }
+                holdDeviceFailure = "\(error)"
+            }
+        }
+        if !inSync {
             routingInSync = nil
             let routing = try readRouting(routes: state.routes, rules: state.rules)
             // A transport port whose exclusion is new may have looped until now: held a second
@@ -120,6 +141,37 @@ public final class KernelApplier: KernelApplying {
         routingInSync = nil
         try writeRouting(rules: [], routes: [], addresses: [], over: try readRouting(routes: [], rules: []))
         for table in knownTables { try removeLearnedRoutes(in: table) }
+        try keepHoldDevice(false)
+    }
+
+    // MARK: the hold device
+
+    /// Makes the hold device (HoldDevice: a persistent TUN no one reads) exist and be up, or
+    /// removes it. An interface of another kind under its name is left alone, and the plan
+    /// routes nothing into it.
+    private func keepHoldDevice(_ wanted: Bool) throws {
+        let name = HoldDevice.name
+        var link = try rtnl.link(named: name)
+        if let found = link, found.kind != "tun" { holdDeviceKept = wanted; return }
+        if wanted {
+            if link == nil {
+                try Self.persistTUN(name, true)
+                link = try rtnl.link(named: name)
+            }
+            if let link, !link.isUp { try rtnl.setLink(index: link.index, up: true) }
+        } else if link != nil {
+            try Self.persistTUN(name, false)
+        }
+        holdDeviceKept = wanted
+    }
+
+    /// Attaches to the TUN `name` (made if missing) and sets whether it outlives the
+    /// descriptor, which closes here: not persistent, the interface goes with it.
+    private static func persistTUN(_ name: String, _ persistent: Bool) throws {
+        let descriptor = try FileDescriptor.open("/dev/net/tun", O_RDWR)
+        var out = [CChar](repeating: 0, count: 16)
+        guard vx_tun_attach(descriptor.raw, name, 0, &out) == 0 else { throw SystemError("attach to TUN interface \(name)") }
+        guard vx_tun_persist(descriptor.raw, persistent ? 1 : 0) == 0 else { throw SystemError("TUNSETPERSIST \(persistent ? 1 : 0) on \(name)") }
     }
 
     public var socketProgramsAttached: [SocketProgramAttachment]? { programs?.attachments }

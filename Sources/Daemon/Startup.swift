@@ -135,6 +135,9 @@ public enum Startup {
             netlink = try Rtnetlink()
             applier = try KernelApplier(programs: SocketProgramAttacher(programs: programs.socketPrograms, hierarchy: programs.hierarchy, adopted: programs.adopted))
             applier.onProgramFailure = { [log] in log.warning("a cgroup's socket programs: \($0)") }
+            applier.onHoldDeviceFailure = { [log] in
+                log.warning("the hold device \(HoldDevice.name): \($0); what the killswitch holds by route is not counted")
+            }
             applier.onTransportDrained = { [log] in
                 log.notice("transport udp \($0): held \(TransportRules.drainSeconds) s before it goes direct, while what a loop may have left in its daemon drains")
             }

@@ -81,7 +81,8 @@ public struct FactsReader {
             }
         }
         if let network, policy.profiles.contains(where: { !$0.trusted.isEmpty }) { facts.trusted = TrustedEvaluator.verdicts(policy, network()) }
-        let wanted = Set(policy.profiles.map(\.tunnel.interfaceName))
+        // The hold device too: the routes of what is held go through it (HoldDevice).
+        let wanted = Set(policy.profiles.map(\.tunnel.interfaceName) + [HoldDevice.name])
         let all = try links()
         if let defaultRouteInterfaces, policy.profiles.contains(where: { !$0.forwardInterfaces.isEmpty }) {
             let indexes = Set(try defaultRouteInterfaces())
@@ -90,7 +91,7 @@ public struct FactsReader {
         for link in all where wanted.contains(link.name) { facts.links[link.name] = link }
         facts.loopbackIPv6 = all.first { $0.name == "lo" }?.ipv6 ?? true
         if let transports {
-            for interface in wanted.sorted() { facts.tunnelTransports[interface] = transports(interface, facts.links[interface]) }
+            for interface in wanted.sorted() where interface != HoldDevice.name { facts.tunnelTransports[interface] = transports(interface, facts.links[interface]) }
         }
         if let linkResolvers {
             for profile in policy.profiles where profile.dnsServers.isEmpty && !profile.tunnel.isBuiltIn {

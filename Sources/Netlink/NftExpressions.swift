@@ -112,6 +112,11 @@ enum NftExpressions {
             nftnl_expr_set_u32(e, attr(NFTNL_EXPR_REJECT_TYPE), UInt32(tcpReset ? NFT_REJECT_TCP_RST.rawValue : NFT_REJECT_ICMPX_UNREACH.rawValue))
             nftnl_expr_set_u8(e, attr(NFTNL_EXPR_REJECT_CODE), tcpReset ? 0 : UInt8(NFT_REJECT_ICMPX_PORT_UNREACH.rawValue))
             return [e]
+        case .rejectNoRoute:
+            let e = expression("reject")
+            nftnl_expr_set_u32(e, attr(NFTNL_EXPR_REJECT_TYPE), UInt32(NFT_REJECT_ICMPX_UNREACH.rawValue))
+            nftnl_expr_set_u8(e, attr(NFTNL_EXPR_REJECT_CODE), UInt8(NFT_REJECT_ICMPX_HOST_UNREACH.rawValue))
+            return [e]
         case let .verdict(verdict):
             let e = expression("immediate")
             nftnl_expr_set_u32(e, attr(NFTNL_EXPR_IMM_DREG), verdictRegister)

@@ -76,6 +76,9 @@ public enum NftStatement: Hashable, Sendable {
     /// drop leaves it to its timeouts. The reset is routed from the address the packet was
     /// sent to, whether that is the host's or not (a steered DNS query's).
     case reject(tcpReset: Bool)
+    /// `reject with icmpx host-unreachable`: a TCP connect fails with "No route to host",
+    /// as at an unreachable route, and a datagram's send with EPERM (a local packet's drop).
+    case rejectNoRoute
     case verdict(NftVerdict)
 }
 

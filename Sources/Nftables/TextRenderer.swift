@@ -125,6 +125,8 @@ public struct NftTextRenderer: Sendable {
             return "snat \(address.isIPv4 ? "ip" : "ip6") to \(address)"
         case let .reject(tcpReset):
             return tcpReset ? "reject with tcp reset" : "reject"
+        case .rejectNoRoute:
+            return "reject with icmpx host-unreachable"
         case let .verdict(v):
             return verdict(v)
         }

@@ -34,6 +34,9 @@ public struct DesiredState: Hashable, Sendable {
     /// The bridge family's table, while a routed container's veth is a bridge's port: it
     /// marks what arrives on that port, before the bridge passes it up (ContainerRules).
     public var bridgeNft: NftTable?
+    /// Whether the hold device exists (HoldDevice): made before the routes through it are
+    /// planned (they follow from the facts once it is there), removed when no profile holds.
+    public var holdDevice = false
 
     public init(nft: NftTable, rules: [RoutingRule], routes: [Route], sysctls: [Sysctl], cgroups: [String],
                 socketPrograms: [SocketProgramAttachment] = [], learnedRoutes: [LearnedRoutes] = [], pathGuard: PathGuard? = nil) {

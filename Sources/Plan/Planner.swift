@@ -19,6 +19,7 @@ public enum Planner {
         TransportRules.add(policy, facts: facts, to: &table)
         SystemRules.add(policy, facts: facts, to: &table)
         KillswitchRules.add(policy, facts: facts, to: &table)
+        HoldDevice.add(policy, facts: facts, to: &table)
         InboundRules.add(policy, facts: facts, to: &table)
         UnguardedRules.add(policy, facts: facts, to: &table)
         ContainerRules.add(policy, facts: facts, to: &table)
@@ -36,6 +37,7 @@ public enum Planner {
         state.addresses = DNSRouting.addresses(policy, facts: facts)
         state.namespacesLetOut = ContainerRules.letOut(policy, facts: facts)
         state.bridgeNft = ContainerRules.bridgeTable(policy, facts: facts)
+        state.holdDevice = HoldDevice.wanted(policy, facts: facts)
         return state
     }
 

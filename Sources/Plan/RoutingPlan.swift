@@ -113,6 +113,8 @@ enum RoutingPlan {
                                         kind: .device(index: link.index), metric: tunnelMetric, protocolNumber: vpnexecRouteProtocol))
                 }
                 if holds(profile, trusted: trusted) {
+                    // Counted there (HoldDevice); the unreachable route holds where it is gone.
+                    if let hold = HoldDevice.route(profile, links: links, ipv4: ipv4) { routes.append(hold) }
                     routes.append(Route(destination: .defaultRoute(ipv4: ipv4), table: profile.table,
                                         kind: .unreachable, metric: lastResortMetric, protocolNumber: vpnexecRouteProtocol))
                 }

@@ -115,10 +115,9 @@ public enum StatusText {
         lines.append("  sent      \(traffic(profile.sent)); through the tunnel \(traffic(profile.throughTunnel))")
         lines.append("  received  \(traffic(profile.received))")
         lines.append("  dropped   \(traffic(profile.droppedByKillswitch)) by the killswitch")
-        // The profile's unreachable route holds members' connections while the tunnel is
-        // not there: they fail at connect() or send(), before any packet the counter above
-        // could see, so the count alone would say nothing was held. (An interface that is up
-        // without carrier keeps its route: packets go into it and are lost, counted nowhere.)
+        // What members get while the tunnel is not there, beside the count above (what the
+        // hold device took is in it: HoldDevice). (An interface that is up without carrier
+        // keeps its route: packets go into it and are lost, counted nowhere.)
         if profile.killswitch, profile.trusted?.action != "disconnect", ["down", "missing"].contains(profile.tunnel.state) {
             lines.append("  held      the tunnel is \(profile.tunnel.state): members' connections fail (\"No route to host\") or time out; nothing leaves")
         }

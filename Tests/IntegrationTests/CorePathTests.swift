@@ -39,12 +39,20 @@ import Testing
         try s.tunnel.setClientLink(up: false)
         Thread.sleep(forTimeInterval: 1)
         // The member's sockets are born with the profile's mark: with the tunnel down its
-        // table holds only the unreachable route, so a send fails at once, before any packet
-        // exists (the sender above goes on trying; the capture below counts what left).
+        // table sends them into the hold device, whose chain refuses them at once (the sender
+        // above goes on trying; the capture below counts what left) and counts them.
         #expect(throws: CommandError.self, "a member's datagram socket cannot even connect") { try s.member(mode: "udp-name") }
+        let refused = try Command.status(s.daemon.vpnexec(profile: "work", ["python3", s.probe, "tcp", Topology.service4, "8080"]))
+        #expect(refused.status != 0 && refused.stderr.contains("[Errno 113] No route to host"), "a member's TCP connect: \(refused.stderr)")
         #expect(try s.connect() == Topology.clientAddress4)
         #expect(try s.daemon.status().profiles[0].tunnel.state == "down")
-        // No packet, so no count: status says what members get instead of "0 packets".
+        let heldBefore = try s.daemon.status().profiles[0].droppedByKillswitch.packets
+        Thread.sleep(forTimeInterval: 0.5)
+        let held = try s.daemon.status().profiles[0].droppedByKillswitch.packets
+        #expect(heldBefore > 0 && held >= heldBefore + 20, "what the route holds is counted: \(heldBefore) then \(held) (a datagram every 10 ms)")
+        // The kernel's route for a member now is the hold device: explain says it is held.
+        let explained = try s.daemon.vpnctl(["explain", "-p", "work"]).stdout
+        #expect(explained.contains("no route to 192.0.2.1 (the killswitch holds it)") && !explained.contains("vpnexec-hold"), "\(explained)")
         let down = try s.daemon.vpnctl(["status"]).stdout
         #expect(down.contains("  held      the tunnel is down: members' connections fail (\"No route to host\") or time out; nothing leaves\n"), "\(down)")
 

@@ -124,10 +124,16 @@ import Testing
         let daemon = try DaemonHarness(topology: net, policy: "[profile.work]\ntunnel.interface = \"wg-none\"\n", cleanup: cleanup)
         let vpnd = try daemon.start()
         let vpndPath = try Binaries.path("vpnd")
-        // SIGTERM keeps the killswitch in the kernel.
+        // wg-none is missing: the profile is held, through the hold device.
+        try eventually("the held route through the hold device") {
+            try net.client.run(["ip", "-4", "route", "show", "table", "7301"]).contains("default dev vpnexec-hold")
+        }
+        // SIGTERM keeps the killswitch in the kernel, the hold device with it.
         vpnd.stop()
         #expect(try daemon.kernelState().contains("table inet vpnexec"))
         #expect(try net.client.run(["ip", "rule"]).contains("lookup 7301"))
+        #expect(try net.client.run(["ip", "-d", "link", "show", "vpnexec-hold"]).contains("tun type tun"))
+        #expect(try net.client.run(["ip", "-4", "route", "show", "table", "7301"]).contains("default dev vpnexec-hold"))
 
         let restarted = try daemon.start()
         // One word away from `down NAME`, or without the flag that names the loss: refused,
@@ -146,11 +152,14 @@ import Testing
         #expect(try net.client.run(["nft", "list", "ruleset"]).isEmpty)
         #expect(!(try net.client.run(["ip", "rule"])).contains("7301"))
         #expect(try net.client.run(["ip", "-6", "route", "show", "table", "all", "proto", "118"]).isEmpty)
+        #expect(try !net.client.run(["ip", "-o", "link"]).contains("vpnexec-hold"))
 
         _ = try daemon.start()
+        try eventually("the hold device") { try net.client.run(["ip", "-o", "link"]).contains("vpnexec-hold") }
         daemon.process?.kill9()
         try net.client.run([vpndPath, "--cleanup"])
         #expect(try net.client.run(["nft", "list", "ruleset"]).isEmpty)
         #expect(try net.client.run(["ip", "-4", "route", "show", "table", "all", "proto", "118"]).isEmpty)
+        #expect(try !net.client.run(["ip", "-o", "link"]).contains("vpnexec-hold"))
     }
 }

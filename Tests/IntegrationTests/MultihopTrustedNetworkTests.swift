@@ -66,7 +66,7 @@ import Testing
                                        attributes: [.posixPermissions: 0o600])
         #expect(try daemon.vpnctl(["reload"]).status == 0)
         Thread.sleep(forTimeInterval: 6)
-        // Held at the route lookup (only the unreachable route): none exists to count.
+        // Held: into the hold device (refused and counted), or at the unreachable route.
         #expect(sender.isRunning, "the member kept sending")
         #expect((try? member()) == nil, "a member's connection is refused")
         sender.stop()

@@ -105,10 +105,13 @@ import Testing
         let onB = try LeakWatch(on: scenario.net.clientUplink, in: scenario.net.client, probe: scenario.probe, cleanup: cleanup)
         try defaultRoute(scenario, routerA.clientLink)
         try eventually("the block rule to match on router A", seconds: 15) { try trusted(scenario)?.action == "block" }
+        let heldBefore = try scenario.daemon.status().profiles[0].droppedByKillswitch.packets
         let sender = try BackgroundProcess(try scenario.daemon.vpnexec(profile: "work", ["python3", scenario.probe, "udp-loop", Topology.service4, "8080"]), cleanup: cleanup)
         Thread.sleep(forTimeInterval: 2)
-        // Its datagrams fail at the route lookup (only the unreachable route): none exists to count.
+        // Its datagrams go into the hold device (block leaves no tunnel route): refused, counted.
         #expect(sender.isRunning, "the member kept sending")
+        let held = try scenario.daemon.status().profiles[0].droppedByKillswitch.packets
+        #expect(held >= heldBefore + 50, "what the block holds is counted: \(heldBefore) then \(held) (a datagram every 10 ms for 2 s)")
         #expect((try? scenario.member()) == nil, "a member's connection is refused")
         sender.stop()
         let (leakedB, _) = try onB.stop()

@@ -86,6 +86,7 @@ import Testing
                     NftRule([.transportProtocol(1), .verdict(.accept)]),
                     NftRule([.sourceNetwork(IPPrefix(address: .v4(0x7f4d_0000), length: 16)!), .tcpSynWithoutAck(negated: false), .reject(tcpReset: true)]),
                     NftRule([.transportProtocol(17), .reject(tcpReset: false)]),
+                    NftRule([.outputInterfaceName("vpnexec-hold", negated: false), .rejectNoRoute]),
                 ]),
                 NftChain(name: "killswitch_work", rules: [
                     NftRule([.outputInterfaceName("wg0", negated: false), .verdict(.accept)]),

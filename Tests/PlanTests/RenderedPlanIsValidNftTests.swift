@@ -37,6 +37,10 @@ import Testing
         }
         // System mode on p1, which also has allow_lan: every chain gets its system rules.
         var facts = RuntimeFacts(cgroupParent: parent, cgroupIDs: ids)
+        // Every tunnel is missing: the killswitch profiles hold, through the hold device.
+        var hold = Link(index: 9, name: HoldDevice.name, isUp: true, isRunning: false, mtu: 1500)
+        hold.kind = "tun"
+        facts.links[HoldDevice.name] = hold
         // Transports: one known with peers on both families, one guarded by the ports of
         // the process holding its device.
         facts.tunnelTransports["wg1"] = TunnelTransport(source: .wireguardSocket, udpPort: 51820, owner: 0, endpoints: [
@@ -57,6 +61,7 @@ import Testing
         try NftCLI.apply(text, in: namespace)
         let listed = try namespace.run(["nft", "list", "table", "inet", "vpnexec"])
         for p in profiles { #expect(listed.contains("chain egress_\(p.name) {") && listed.contains("chain listen_\(p.name) {")) }
+        #expect(listed.contains("meta mark & 0x7f000000 == 0x01000000 counter name \"p1_dropped\" reject with icmpx host-unreachable"), "\(listed)")
         #expect(listed.contains("udp sport @tunnel_transport meta skuid @tunnel_transport_owners accept"), "\(listed)")
         #expect(listed.contains("udp sport @hop_udp_p5 meta skuid @tunnel_transport_owners counter name \"p5_hop\""), "\(listed)")
         #expect(listed.contains("elements = { 2001:db8:2::2 }") && listed.contains("tcp sport @loop_tcp_p2"), "\(listed)")

@@ -33,6 +33,52 @@ import Testing
         #expect(down.routes.filter { $0.table == 7301 + 65536 }.map(\.kind) == [.unreachable], "tunnel down: only its destinations are held")
     }
 
+    /// While the tunnel is not there, a holding profile's table routes into the hold device
+    /// before its unreachable default, and the output chain counts each profile's packets
+    /// there in its dropped counter: what the route holds is counted. Without the device (or
+    /// with another kind of interface under its name) only the unreachable route holds; with
+    /// the tunnel up, its route comes first; a profile without the killswitch is not held.
+    @Test func whatTheRouteHoldsGoesToTheCountedHoldDevice() throws {
+        var hold = Link(index: 9, name: HoldDevice.name, isUp: true, isRunning: false, mtu: 1500)
+        hold.kind = "tun"
+        let policy = Policy(profiles: [profile("work", tunnel: "wg0", index: 1), profile("open", tunnel: "wg1", index: 2, killswitch: false)])
+        let held = Planner.plan(policy, facts: RuntimeFacts(links: [HoldDevice.name: hold]))
+        #expect(held.holdDevice)
+        let table = policy.profiles[0].table
+        #expect(held.routes.filter { $0.table == table && $0.destination == .defaultRoute(ipv4: true) } == [
+            Route(destination: .defaultRoute(ipv4: true), table: table, kind: .device(index: 9), metric: .max - 1, protocolNumber: 118),
+            Route(destination: .defaultRoute(ipv4: true), table: table, kind: .unreachable, metric: .max, protocolNumber: 118),
+        ])
+        #expect(held.routes.filter { $0.table == table && $0.destination == .defaultRoute(ipv4: false) }.map(\.kind) == [.device(index: 9), .unreachable])
+        #expect(held.routes.filter { $0.table == policy.profiles[1].table }.isEmpty, "without the killswitch nothing is held")
+        let chain = try #require(held.nft.chains.first { $0.name == "held" })
+        #expect(chain.base?.hook == .output)
+        #expect(chain.rules.map(\.statements) == [
+            [.outputInterfaceName(HoldDevice.name, negated: true), .verdict(.accept)],
+            [.markMatch(mask: policy.routing.markMask, value: policy.profiles[0].mark.value, negated: false), .namedCounter("work_dropped"), .rejectNoRoute],
+            [.namedCounter("stale_marks"), .rejectNoRoute],
+        ])
+        #expect(held.nft.counters.contains { $0.name == "work_dropped" })
+
+        var wgUp = up
+        wgUp[HoldDevice.name] = hold
+        let running = Planner.plan(policy, facts: RuntimeFacts(links: wgUp))
+        #expect(running.routes.filter { $0.table == table && $0.destination == .defaultRoute(ipv4: true) }.map(\.kind) == [.device(index: 7), .device(index: 9), .unreachable],
+                "the tunnel's route first (metric 1)")
+
+        let none = Planner.plan(policy, facts: RuntimeFacts())
+        #expect(none.holdDevice, "wanted before it exists: the apply makes it")
+        #expect(none.routes.filter { $0.table == table }.map(\.kind) == [.unreachable, .unreachable])
+        #expect(!none.nft.chains.contains { $0.name == "held" })
+        var veth = hold
+        veth.kind = "veth"
+        let foreign = Planner.plan(policy, facts: RuntimeFacts(links: [HoldDevice.name: veth]))
+        #expect(foreign.routes.filter { $0.table == table }.map(\.kind) == [.unreachable, .unreachable], "not a TUN: not ours, not routed into")
+
+        let open = Planner.plan(Policy(profiles: [policy.profiles[1]]), facts: RuntimeFacts(links: [HoldDevice.name: hold]))
+        #expect(!open.holdDevice, "no profile can hold: no device")
+    }
+
     /// A route lookup without our marks (each datagram a tunnel daemon sends) passes our
     /// rules one by one, or skips them by a goto: past the profiles' rules to a nop (two
     /// visits: only over three rules or more), past the members' DNS rules to the local
