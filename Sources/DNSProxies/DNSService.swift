@@ -33,7 +33,7 @@ public final class DNSService {
     private var loop: EventLoop?
     private let log: Log
     private let io = DatagramIO()
-    private var resolvers: [String: ProfileResolver] = [:]
+    private(set) var resolvers: [String: ProfileResolver] = [:]
     /// What each resolver was built from, to rebuild only what changed.
     private var built: [String: ResolverSettings] = [:]
     /// Shared by every profile's resolver: they fill the same route.domains sets.
@@ -54,7 +54,7 @@ public final class DNSService {
     /// The profiles' varlink servers (nil where names are not followed).
     private var names: ProfileNameServers?
     /// Whom each profile's names server answers, as the last apply left them.
-    private var members = ProfileMembers()
+    private(set) var members = ProfileMembers()
 
     public init(applier: any KernelApplying, log: Log, steering: DNSSteeringPoint?, resolveDirectory: String? = nil) {
         self.resolveDirectory = resolveDirectory
@@ -68,14 +68,7 @@ public final class DNSService {
     public func register(on loop: EventLoop) {
         self.loop = loop
         if resolveDirectory != nil {
-            names = ProfileNameServers(loop: loop) { [unowned self] profile, query, overTCP, answer in
-                guard let resolver = resolvers[profile] else { return answer(nil) }
-                resolver.localQuery(query, overTCP: overTCP, now: .now(), answer)
-            }
-            names?.admit = { [unowned self] profile, pid in
-                guard let cgroup = CgroupHierarchy.cgroup(ofProcess: pid) else { return false }
-                return members.admits(cgroup, to: profile)
-            }
+            names = ProfileNameServers(loop: loop, answering: self)
         }
         for fd in [steering?.socket.number, steering?.socket6.number].compactMap({ $0 }) {
             loop.watch(fd) { [unowned self] _ in receiveSteeredQueries(fd, now: .now()) }

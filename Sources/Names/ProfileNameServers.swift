@@ -1,18 +1,24 @@
+/// What the profiles' varlink servers ask of the part that owns them (the DNS service): a
+/// profile's answer to a query, and whether a process is the profile's member.
+public protocol ProfileNameAnswering: AnyObject {
+    /// The profile's answer to a DNS query (nil: none, the call fails).
+    func answer(_ query: [UInt8], overTCP: Bool, for profile: String, _ reply: @escaping ([UInt8]?) -> Void)
+    /// Whether the process (by pid) is a member of the profile.
+    func admits(pid: Int32, to profile: String) -> Bool
+}
+
 /// The profiles' varlink servers, one per profile at its path (`ResolveSocketPath`), made,
 /// moved and closed as the policy changes; each call goes to whatever resolver the profile
-/// has now (`resolve`), so a rebuilt proxy does not close a member's connection.
+/// has now (`answering`), so a rebuilt proxy does not close a member's connection.
 public final class ProfileNameServers {
-    public typealias Resolve = (_ profile: String, _ query: [UInt8], _ overTCP: Bool, _ answer: @escaping ([UInt8]?) -> Void) -> Void
-
     private let loop: NameServerLoop
-    private let resolve: Resolve
-    /// Whether a process (by pid) is a member of the profile.
-    public var admit: (_ profile: String, _ pid: Int32) -> Bool = { _, _ in false }
+    /// Its owner, which outlives it.
+    private unowned let answering: any ProfileNameAnswering
     private var servers: [String: NameServer] = [:]
 
-    public init(loop: NameServerLoop, resolve: @escaping Resolve) {
+    public init(loop: NameServerLoop, answering: any ProfileNameAnswering) {
         self.loop = loop
-        self.resolve = resolve
+        self.answering = answering
     }
 
     /// Exactly the servers of `wanted` (profile -> path); returns those that could not
@@ -25,8 +31,10 @@ public final class ProfileNameServers {
         var failures: [String: String] = [:]
         for (name, path) in wanted.sorted(by: { $0.key < $1.key }) where servers[name] == nil {
             do {
-                let server = try NameServer(path: path, loop: loop) { [unowned self] query, overTCP, answer in resolve(name, query, overTCP, answer) }
-                server.admit = { [unowned self] pid in admit(name, pid) }
+                let server = try NameServer(path: path, loop: loop) { [unowned answering] query, overTCP, reply in
+                    answering.answer(query, overTCP: overTCP, for: name, reply)
+                }
+                server.admit = { [unowned answering] pid in answering.admits(pid: pid, to: name) }
                 servers[name] = server
             } catch {
                 failures[name] = "\(error)"
