@@ -43,11 +43,17 @@ public enum HoldDevice {
 
     /// The output chain that counts and rejects what reaches the device: each holding
     /// profile's packets in its dropped counter, anything else (a mark no profile holds)
-    /// in the stale marks' counter.
+    /// in the stale marks' counter. Every packet the host sends passes an output chain, so
+    /// it is there only while some profile's table routes a family into the device (its
+    /// tunnel down, missing, blocked, or without IPv6). Until the pass that follows a tunnel
+    /// going down adds it, the device drops what it is given, uncounted.
     static func add(_ policy: Policy, facts: RuntimeFacts, to table: inout NftTable) {
         let holding = policy.profiles.filter { RoutingPlan.holds($0, trusted: facts) }
-        guard !holding.isEmpty, link(facts.links) != nil else { return }
-        // Every packet the host sends passes here: one compare for all but the held ones.
+        let heldNow = holding.contains { profile in
+            [true, false].contains { RoutingPlan.tunnelLink(profile, links: facts.links, trusted: facts, ipv4: $0) == nil }
+        }
+        guard heldNow, link(facts.links) != nil else { return }
+        // One compare for every packet but the held ones.
         var rules = [NftRule([.outputInterfaceName(name, negated: true), .verdict(.accept)])]
         rules += holding.map { profile in
             NftRule([.markMatch(mask: policy.routing.markMask, value: profile.mark.value, negated: false),

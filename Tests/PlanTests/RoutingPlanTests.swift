@@ -65,6 +65,10 @@ import Testing
         let running = Planner.plan(policy, facts: RuntimeFacts(links: wgUp))
         #expect(running.routes.filter { $0.table == table && $0.destination == .defaultRoute(ipv4: true) }.map(\.kind) == [.device(index: 7), .device(index: 9), .unreachable],
                 "the tunnel's route first (metric 1)")
+        #expect(!running.nft.chains.contains { $0.name == "held" }, "nothing held now: no chain for every packet to pass")
+        var noIPv6 = wgUp
+        noIPv6["wg0"]!.ipv6 = false
+        #expect(Planner.plan(policy, facts: RuntimeFacts(links: noIPv6)).nft.chains.contains { $0.name == "held" }, "its IPv6 is held: counted")
 
         let none = Planner.plan(policy, facts: RuntimeFacts())
         #expect(none.holdDevice, "wanted before it exists: the apply makes it")
