@@ -82,7 +82,7 @@ let package = Package(
         .target(name: "Containers", dependencies: ["Netlink", "Plan", "Routing", "SocketPrograms"]),
         // The daemon's one thread, and the kernel edge as the daemon's parts see it.
         .target(name: "DaemonLoop", dependencies: ["Addresses", "CLinux", "Descriptors", "Monotonic", "Names"]),
-        .target(name: "Applying", dependencies: ["Nftables", "Plan", "Routing", "SocketPrograms"]),
+        .target(name: "Applying", dependencies: ["Descriptors", "Nftables", "Plan", "Routing", "SocketPrograms"]),
         // The profiles' DNS proxies at the edge: the steering sockets, each profile's resolver,
         // the sets filled before the answers, the names servers' lookups.
         .target(name: "DNSProxies", dependencies: ["Addresses", "Applying", "CLinux", "Cgroups", "DNS", "DaemonLoop", "Descriptors", "Monotonic", "Names", "Netlink", "Nftables", "Plan", "Policy", "ServiceSupport", "SocketPrograms"]),

@@ -51,7 +51,7 @@ final class ExecutableMarks {
 
     private static func inotify() throws(ApplyError) -> FileDescriptor {
         do { return try FileDescriptor("inotify_init1", returned: inotify_init1(Int32(IN_NONBLOCK | IN_CLOEXEC))) } catch {
-            throw ApplyError("inotify_init1 (for listed executables): \(error.reason)")
+            throw ApplyError.system(error, doing: "inotify_init1 (for listed executables)")
         }
     }
 

@@ -40,9 +40,9 @@ final class FanotifyGroup: Sendable {
         guard raw >= 0 else {
             let code = errno
             switch code {
-            case EINVAL: throw ApplyError("fanotify_init: this kernel has no fanotify permission events (CONFIG_FANOTIFY_ACCESS_PERMISSIONS)")
-            case EPERM: throw ApplyError("fanotify_init: not permitted (CAP_SYS_ADMIN at start, or a system call filter)")
-            case ENOSYS: throw ApplyError("fanotify_init: this kernel has no fanotify")
+            case EINVAL: throw ApplyError.kernelLacks(operation: "fanotify_init", feature: "fanotify permission events (CONFIG_FANOTIFY_ACCESS_PERMISSIONS)")
+            case EPERM: throw ApplyError.notPermitted(operation: "fanotify_init", needs: "CAP_SYS_ADMIN at start, or a system call filter")
+            case ENOSYS: throw ApplyError.kernelLacks(operation: "fanotify_init", feature: "fanotify")
             default: throw SystemError("fanotify_init", code: code)
             }
         }
