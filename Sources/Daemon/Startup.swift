@@ -75,7 +75,7 @@ public enum Startup {
             executables = ExecutableEnforcement(initialNetworkNamespace: options.initialNetworkNamespace, open: !options.oneshot, log: log)
             let directory = String(options.socketPath[..<(options.socketPath.lastIndex(of: "/") ?? options.socketPath.startIndex)])
             socketDirectory = directory.isEmpty ? "." : directory
-            namesFailure = programs.socketPrograms.namesFailure
+            namesFailure = programs.socketPrograms.namesFailure?.description
             resolveDirectory = programs.socketPrograms.followsNames && !options.oneshot ? socketDirectory + "/resolve" : nil
             if let resolveDirectory { mkdir(resolveDirectory, 0o755) }
             if let failure = namesFailure {
