@@ -19,7 +19,7 @@ public final class CgroupWatcher {
 
     public init(paths: @escaping () -> [String]) throws {
         self.paths = paths
-        do { inotify = try FileDescriptor("inotify_init1", returned: inotify_init1(Int32(IN_NONBLOCK | IN_CLOEXEC))) } catch { throw CgroupError(error) }
+        do { inotify = try FileDescriptor("inotify_init1", returned: inotify_init1(Int32(IN_NONBLOCK | IN_CLOEXEC))) } catch { throw CgroupError.system(error) }
         rewatch()
     }
 

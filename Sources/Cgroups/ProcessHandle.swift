@@ -46,7 +46,7 @@ public final class ProcessHandle {
         do {
             return ProcessHandle(pid: pid, pidfd: try FileDescriptor("open process \(pid)", returned: vx_pidfd_open(pid)))
         } catch {
-            throw CgroupError(error.code == ESRCH ? "no process \(pid)" : "cannot open process \(pid): \(error.reason)")
+            throw error.code == ESRCH ? CgroupError.noProcess(pid: pid) : .cannotOpenProcess(pid: pid, error)
         }
     }
 
@@ -95,12 +95,12 @@ extension CgroupHierarchy {
     /// alive before the write and still after it (a pid is not reused while its process
     /// exists); if it exited in between, the write is undone.
     public func move(_ process: ProcessHandle, to relative: String) throws {
-        guard process.isAlive else { throw CgroupError("process \(process.pid) exited") }
+        guard process.isAlive else { throw CgroupError.processExited(pid: process.pid) }
         let previous = Self.cgroup(ofProcess: process.pid)
         try move(pid: process.pid, to: relative)
         guard process.isAlive else {
             if let previous { try? move(pid: process.pid, to: previous) }
-            throw CgroupError("process \(process.pid) exited")
+            throw CgroupError.processExited(pid: process.pid)
         }
     }
 }
@@ -121,7 +121,7 @@ extension CgroupHierarchy {
             return relative
         } catch let error as CgroupError where error.code == EBUSY {
             let leaf = relative + "/" + Self.placedLeaf
-            if mkdir(absolute(leaf), 0o755) != 0 && errno != EEXIST { throw CgroupError("create cgroup", path: absolute(leaf)) }
+            if mkdir(absolute(leaf), 0o755) != 0 && errno != EEXIST { throw CgroupError.system(SystemError("create cgroup \(absolute(leaf))")) }
             try move(process, to: leaf)
             return leaf
         }
