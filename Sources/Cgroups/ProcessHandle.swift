@@ -13,31 +13,27 @@ public final class ProcessHandle {
         fd = pidfd
     }
 
-    public struct Mismatch: Error, CustomStringConvertible {
-        public var description: String
-    }
-
     /// Takes a pidfd somebody handed us (it is dup'ed; the caller keeps its own) if it
     /// names process `pid`, whose real uid is `uid`, alive after both were read: then the
     /// uid read was that process's, and the pid cannot have been reused in between.
-    public static func verify(pidfd: DescriptorNumber, pid: Int32, uid: UInt32) -> Result<ProcessHandle, Mismatch> {
+    public static func verify(pidfd: DescriptorNumber, pid: Int32, uid: UInt32) -> Result<ProcessHandle, PidfdMismatch> {
         guard let info = CgroupHierarchy.readFile("/proc/self/fdinfo/\(pidfd)"),
               let line = info.split(separator: "\n").first(where: { $0.hasPrefix("Pid:") }),
               let named = Int32(line.dropFirst(4).trimmingCharacters(in: " \t")) else {
-            return .failure(Mismatch(description: "is not a pidfd"))
+            return .failure(.notAPidfd)
         }
         guard named == pid else {
-            return .failure(Mismatch(description: named < 0 ? "names a process that has exited" : "names pid \(named), not the connecting pid \(pid)"))
+            return .failure(named < 0 ? .exited : .otherPid(named, connecting: pid))
         }
         let own: FileDescriptor
         do { own = try FileDescriptor("duplicate", returned: fcntl(pidfd.raw, F_DUPFD_CLOEXEC, 3)) } catch {
-            return .failure(Mismatch(description: "cannot be duplicated: \(error.reason)"))
+            return .failure(.notDuplicated(error))
         }
         let process = ProcessHandle(pid: pid, pidfd: own)
         let owner = process.realUID()
-        guard process.isAlive else { return .failure(Mismatch(description: "names a process that has exited")) }
+        guard process.isAlive else { return .failure(.exited) }
         guard owner == uid else {
-            return .failure(Mismatch(description: "names pid \(pid) of uid \(owner.map(String.init) ?? "?"), not the connecting uid \(uid)"))
+            return .failure(.otherUID(pid: pid, uid: owner, connecting: uid))
         }
         return .success(process)
     }
