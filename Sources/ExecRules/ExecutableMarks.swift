@@ -96,7 +96,7 @@ final class ExecutableMarks {
                     kept[identity] = existing
                 } else if let failure = group.mark(fd) {
                     markedFiles.close(fd)
-                    file.problem = "cannot be marked: \(failure)"
+                    file.problem = "cannot be marked: \(failure.reason)"
                     continue
                 } else {
                     kept[identity] = fd

@@ -50,8 +50,8 @@ final class FanotifyGroup: Sendable {
     }
 
     /// Marks the inode `file` is open on; nil, or why not.
-    func mark(_ file: DescriptorNumber) -> String? {
-        vx_fanotify_mark_exec(fileDescriptor.raw, file.raw, 1) == 0 ? nil : SystemError("fanotify_mark").reason
+    func mark(_ file: DescriptorNumber) -> SystemError? {
+        vx_fanotify_mark_exec(fileDescriptor.raw, file.raw, 1) == 0 ? nil : SystemError("fanotify_mark")
     }
 
     func unmark(_ file: DescriptorNumber) {
