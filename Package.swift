@@ -82,7 +82,7 @@ let package = Package(
         .target(name: "Containers", dependencies: ["Cgroups", "Control", "Netlink", "Plan", "Routing", "SocketPrograms"]),
         // The daemon's one thread, and the kernel edge as the daemon's parts see it.
         .target(name: "DaemonLoop", dependencies: ["Addresses", "CLinux", "Descriptors", "Monotonic", "Names"]),
-        .target(name: "Applying", dependencies: ["Nftables", "Plan", "Routing", "SocketPrograms"]),
+        .target(name: "Applying", dependencies: ["Descriptors", "Nftables", "Plan", "Routing", "SocketPrograms"]),
         // The profiles' DNS proxies at the edge: the steering sockets, each profile's resolver,
         // the sets filled before the answers, the names servers' lookups.
         .target(name: "DNSProxies", dependencies: ["Addresses", "Applying", "CLinux", "Cgroups", "Control", "DNS", "DaemonLoop", "Descriptors", "Monotonic", "Names", "Netlink", "Nftables", "Plan", "Policy", "ServiceSupport", "SocketPrograms"]),
@@ -127,7 +127,7 @@ let package = Package(
         .testTarget(name: "DNSProxiesTests", dependencies: ["DNSProxies", "DaemonLoop", "Applying", "Control", "DNS", "DomainNames", "Names", "Addresses", "CLinux", "Descriptors", "Monotonic", "Nftables", "Plan", "Policy", "ServiceSupport", "TrustedFiles", "NetTestSupport"]),
         .testTarget(name: "TunnelsTests", dependencies: ["Tunnels", "Addresses", "Control", "Monotonic", "Nftables", "Plan", "Policy", "Routing", "TunnelFiles", "WireGuard", "WireGuardDevice", "Launch", "TrustedFiles", "ServiceSupport"]),
         .testTarget(name: "ContainersTests", dependencies: ["Containers", "Addresses", "Control", "Plan", "Routing", "SocketPrograms"]),
-        .testTarget(name: "ControlTests", dependencies: ["Control", "Launch", "JSON", "Addresses"], exclude: ["Fixtures"]),
+        .testTarget(name: "ControlTests", dependencies: ["Control", "Launch", "JSON", "Addresses", "Descriptors"], exclude: ["Fixtures"]),
         .testTarget(name: "StatusPresentationTests", dependencies: ["StatusPresentation", "Control"]),
         .testTarget(name: "IntegrationTests", dependencies: ["NetTestSupport", "Control"]),
     ]

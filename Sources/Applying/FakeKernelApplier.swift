@@ -40,7 +40,7 @@ public final class FakeKernelApplier: KernelApplying {
     }
 
     public func addRuntimeElements(_ bySet: [String: [NftElement]]) throws {
-        guard current != nil else { throw ApplyError("no table applied yet") }
+        guard current != nil else { throw ApplyError.noTableApplied }
         elementBatches.append(bySet)
         if let failure = failNextElements {
             failNextElements = nil
@@ -66,7 +66,7 @@ public final class FakeKernelApplier: KernelApplying {
     }
 
     public func counters() throws -> [String: NftCounter] {
-        guard let current else { throw ApplyError("no table applied") }
+        guard let current else { throw ApplyError.noTableApplied }
         return Dictionary(current.nft.counters.map { ($0.name, counterValues[$0.name] ?? $0) }, uniquingKeysWith: { a, _ in a })
     }
 

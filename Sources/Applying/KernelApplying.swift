@@ -43,9 +43,3 @@ extension KernelApplying {
         try addRuntimeElements([set: elements])
     }
 }
-
-/// A failure of the kernel edge or of the daemon's start, in words.
-public struct ApplyError: Error, CustomStringConvertible {
-    public var description: String
-    public init(_ description: String) { self.description = description }
-}

@@ -15,10 +15,8 @@ public struct BPFAssembler: Sendable {
         }
     }
 
-    public struct Failure: Error, CustomStringConvertible, Sendable {
-        public var description: String
-        public init(description: String) { self.description = description }
-    }
+    /// The name the programs' code throws by (SocketPrograms).
+    public typealias Failure = ProgramError
 
     private enum Item: Sendable {
         case instruction(BPFInstruction)
@@ -149,13 +147,13 @@ public struct BPFAssembler: Sendable {
         emit(BPFCode.jmp | BPFCode.exit, .r0)
     }
 
-    public func assemble() throws(Failure) -> [BPFInstruction] {
+    public func assemble() throws(ProgramError) -> [BPFInstruction] {
         var positions: [String: Int] = [:]
         var count = 0
         for item in items {
             switch item {
             case let .label(name):
-                guard positions[name] == nil else { throw Failure(description: "label \(name) defined twice") }
+                guard positions[name] == nil else { throw .labelDefinedTwice(name) }
                 positions[name] = count
             case .instruction, .jump: count += 1
             }
@@ -166,9 +164,9 @@ public struct BPFAssembler: Sendable {
             case .label: continue
             case let .instruction(instruction): program.append(instruction)
             case .jump(var instruction, let target):
-                guard let position = positions[target] else { throw Failure(description: "jump to undefined label \(target)") }
+                guard let position = positions[target] else { throw .undefinedLabel(target) }
                 let offset = position - (program.count + 1)
-                guard let narrow = Int16(exactly: offset) else { throw Failure(description: "jump to \(target) is too far") }
+                guard let narrow = Int16(exactly: offset) else { throw .jumpTooFar(to: target) }
                 instruction.offset = narrow
                 program.append(instruction)
             }

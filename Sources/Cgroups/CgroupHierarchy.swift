@@ -2,21 +2,6 @@ import CLinux
 import Descriptors
 import Glibc
 
-public struct CgroupError: Error, CustomStringConvertible, Sendable {
-    public var description: String
-    /// The errno of the system call that failed (0 when none did).
-    public var code: Int32 = 0
-    init(_ operation: String, path: String, code: Int32 = errno) {
-        description = SystemError("\(operation) \(path)", code: code).description
-        self.code = code
-    }
-    public init(_ description: String) { self.description = description }
-    init(_ error: SystemError) {
-        description = error.description
-        code = error.code
-    }
-}
-
 /// The cgroup v2 tree as the daemon uses it: cgroups are named by their path relative to
 /// the hierarchy's root ("vpn.slice/vpn-work.slice"); nftables knows them by id (the
 /// directory's inode) and level (its depth), which is what `socket cgroupv2 level N`
@@ -31,14 +16,14 @@ public struct CgroupHierarchy: Sendable {
     /// The hierarchy of this machine, found from /proc/self/mountinfo.
     public static func system() throws -> CgroupHierarchy {
         guard let text = readFile("/proc/self/mountinfo") else {
-            throw CgroupError("cannot read /proc/self/mountinfo")
+            throw CgroupError.mountInfoUnreadable
         }
         // A mount listed there may be hidden by a later one on a parent path: keep the
         // first candidate that really is cgroup2 when looked at.
         for mount in CgroupMount.candidates(inMountInfo: text) {
             if vx_is_cgroup2(mount) != 0 { return CgroupHierarchy(mountPoint: mount) }
         }
-        throw CgroupError("no cgroup2 file system is mounted (looked in /proc/self/mountinfo); vpnexec needs the unified cgroup hierarchy")
+        throw CgroupError.noCgroup2
     }
 
     public func absolute(_ relative: String) -> String {
@@ -59,17 +44,17 @@ public struct CgroupHierarchy: Sendable {
         for component in relative.split(separator: "/") {
             path += "/" + component
             if mkdir(path, 0o755) != 0 && errno != EEXIST {
-                throw CgroupError("create cgroup", path: path)
+                throw CgroupError.system(SystemError("create cgroup \(path)"))
             }
         }
-        guard let id = id(of: relative) else { throw CgroupError("create cgroup", path: path, code: ENOENT) }
+        guard let id = id(of: relative) else { throw CgroupError.system(SystemError("create cgroup \(path)", code: ENOENT)) }
         return id
     }
 
     /// Removes an empty cgroup (rmdir); a cgroup with processes stays.
     public func remove(_ relative: String) throws {
         guard rmdir(absolute(relative)) == 0 || errno == ENOENT else {
-            throw CgroupError("remove cgroup", path: absolute(relative))
+            throw CgroupError.system(SystemError("remove cgroup \(absolute(relative))"))
         }
     }
 
@@ -79,7 +64,7 @@ public struct CgroupHierarchy: Sendable {
         do {
             try FileDescriptor.open(path, O_WRONLY).writeAll(Array(String(pid).utf8), "move process \(pid) into \(path)")
         } catch {
-            throw CgroupError(error)
+            throw CgroupError.system(error)
         }
     }
 

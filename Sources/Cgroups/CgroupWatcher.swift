@@ -18,7 +18,7 @@ public final class CgroupWatcher {
 
     /// Watching `paths`.
     public init(paths: [String]) throws {
-        do { inotify = try FileDescriptor("inotify_init1", returned: inotify_init1(Int32(IN_NONBLOCK | IN_CLOEXEC))) } catch { throw CgroupError(error) }
+        do { inotify = try FileDescriptor("inotify_init1", returned: inotify_init1(Int32(IN_NONBLOCK | IN_CLOEXEC))) } catch { throw CgroupError.system(error) }
         rewatch(paths)
     }
 

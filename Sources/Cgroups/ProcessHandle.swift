@@ -13,31 +13,27 @@ public final class ProcessHandle {
         fd = pidfd
     }
 
-    public struct Mismatch: Error, CustomStringConvertible {
-        public var description: String
-    }
-
     /// Takes a pidfd somebody handed us (it is dup'ed; the caller keeps its own) if it
     /// names process `pid`, whose real uid is `uid`, alive after both were read: then the
     /// uid read was that process's, and the pid cannot have been reused in between.
-    public static func verify(pidfd: DescriptorNumber, pid: Int32, uid: UInt32) -> Result<ProcessHandle, Mismatch> {
+    public static func verify(pidfd: DescriptorNumber, pid: Int32, uid: UInt32) -> Result<ProcessHandle, PidfdMismatch> {
         guard let info = CgroupHierarchy.readFile("/proc/self/fdinfo/\(pidfd)"),
               let line = info.split(separator: "\n").first(where: { $0.hasPrefix("Pid:") }),
               let named = Int32(line.dropFirst(4).trimmingCharacters(in: " \t")) else {
-            return .failure(Mismatch(description: "is not a pidfd"))
+            return .failure(.notAPidfd)
         }
         guard named == pid else {
-            return .failure(Mismatch(description: named < 0 ? "names a process that has exited" : "names pid \(named), not the connecting pid \(pid)"))
+            return .failure(named < 0 ? .exited : .otherPid(named, connecting: pid))
         }
         let own: FileDescriptor
         do { own = try FileDescriptor("duplicate", returned: fcntl(pidfd.raw, F_DUPFD_CLOEXEC, 3)) } catch {
-            return .failure(Mismatch(description: "cannot be duplicated: \(error.reason)"))
+            return .failure(.notDuplicated(error))
         }
         let process = ProcessHandle(pid: pid, pidfd: own)
         let owner = process.realUID()
-        guard process.isAlive else { return .failure(Mismatch(description: "names a process that has exited")) }
+        guard process.isAlive else { return .failure(.exited) }
         guard owner == uid else {
-            return .failure(Mismatch(description: "names pid \(pid) of uid \(owner.map(String.init) ?? "?"), not the connecting uid \(uid)"))
+            return .failure(.otherUID(pid: pid, uid: owner, connecting: uid))
         }
         return .success(process)
     }
@@ -46,7 +42,7 @@ public final class ProcessHandle {
         do {
             return ProcessHandle(pid: pid, pidfd: try FileDescriptor("open process \(pid)", returned: vx_pidfd_open(pid)))
         } catch {
-            throw CgroupError(error.code == ESRCH ? "no process \(pid)" : "cannot open process \(pid): \(error.reason)")
+            throw error.code == ESRCH ? CgroupError.noProcess(pid: pid) : .cannotOpenProcess(pid: pid, error)
         }
     }
 
@@ -95,12 +91,12 @@ extension CgroupHierarchy {
     /// alive before the write and still after it (a pid is not reused while its process
     /// exists); if it exited in between, the write is undone.
     public func move(_ process: ProcessHandle, to relative: String) throws {
-        guard process.isAlive else { throw CgroupError("process \(process.pid) exited") }
+        guard process.isAlive else { throw CgroupError.processExited(pid: process.pid) }
         let previous = Self.cgroup(ofProcess: process.pid)
         try move(pid: process.pid, to: relative)
         guard process.isAlive else {
             if let previous { try? move(pid: process.pid, to: previous) }
-            throw CgroupError("process \(process.pid) exited")
+            throw CgroupError.processExited(pid: process.pid)
         }
     }
 }
@@ -121,7 +117,7 @@ extension CgroupHierarchy {
             return relative
         } catch let error as CgroupError where error.code == EBUSY {
             let leaf = relative + "/" + Self.placedLeaf
-            if mkdir(absolute(leaf), 0o755) != 0 && errno != EEXIST { throw CgroupError("create cgroup", path: absolute(leaf)) }
+            if mkdir(absolute(leaf), 0o755) != 0 && errno != EEXIST { throw CgroupError.system(SystemError("create cgroup \(absolute(leaf))")) }
             try move(process, to: leaf)
             return leaf
         }

@@ -19,23 +19,14 @@ public final class SocketProgramSet {
     static let storageMapType: UInt32 = 19
     static let storageMapName = "vx_settings"
 
-    public struct Failure: Error, CustomStringConvertible, Sendable {
-        public var description: String
-        public let code: Int32
-        public init(_ operation: String, code: Int32 = errno, detail: String = "") {
-            self.code = code
-            description = SystemError(operation, code: code).description + (detail.isEmpty ? "" : " (\(detail))")
-        }
-        init(_ error: SystemError) { self.init(error.operation, code: error.code) }
-    }
 
     /// Assembles and loads a program of `type`, expected at `attachType`, named `name` in
     /// the kernel; a refusal says what (`what`) and the verifier's last words.
     static func load(_ name: String, type: UInt32, attachType: UInt32, what: String,
-                     _ assemble: () throws(BPFAssembler.Failure) -> [BPFInstruction]) throws(Failure) -> FileDescriptor {
+                     _ assemble: () throws(ProgramError) -> [BPFInstruction]) throws(SocketProgramError) -> FileDescriptor {
         let code: [BPFInstruction]
         do { code = try assemble() } catch {
-            throw Failure("assembling \(name)", code: EINVAL, detail: error.description)
+            throw .assembling(program: name, error)
         }
         let bytes = code.flatMap(\.bytes)
         // Without a log first: the verifier's log of a long program overflows the buffer
@@ -48,8 +39,7 @@ public final class SocketProgramSet {
             }
         }
         guard loaded >= 0 else {
-            throw Failure("bpf: loading \(what) \(name)", code: errno,
-                          detail: text(log).split(separator: "\n").suffix(2).joined(separator: "; "))
+            throw .loadRefused(SystemError("bpf: loading \(what) \(name)"), verifier: text(log).split(separator: "\n").suffix(2).joined(separator: "; "))
         }
         return FileDescriptor(adopting: loaded)
     }
@@ -82,11 +72,11 @@ public final class SocketProgramSet {
 
     /// `parentDepth`: the profile parent's depth below the root, which the path guard's code
     /// walks (vpnd's parent does not change while it runs).
-    public convenience init(owner: UInt64, root: UInt64, parentDepth: Int = 1) throws(Failure) {
+    public convenience init(owner: UInt64, root: UInt64, parentDepth: Int = 1) throws(SocketProgramError) {
         try self.init(owner: owner, root: root, parentDepth: parentDepth, storageSize: SocketStorage.size)
     }
 
-    init(owner: UInt64, root: UInt64, parentDepth: Int, storageSize: Int) throws(Failure) {
+    init(owner: UInt64, root: UInt64, parentDepth: Int, storageSize: Int) throws(SocketProgramError) {
         self.owner = owner
         self.root = root
         self.storageSize = storageSize
@@ -103,36 +93,36 @@ public final class SocketProgramSet {
             seenNamespaces = try FileDescriptor("bpf: creating the map of members' network namespaces",
                                                 returned: vx_bpf_map_create(ForeignNamespaces.seenType, ForeignNamespaces.keySize,
                                                                             ForeignNamespaces.seenValueSize, ForeignNamespaces.entries, "vx_netns_seen"))
-        } catch { throw Failure(error) }
+        } catch { throw .system(error) }
         let namespaces = ForeignNamespaces.Maps(allowed: allowedNamespaces.raw, seen: seenNamespaces.raw)
         for program in SocketProgram.inUse where program != .unixConnect {
             let loaded = try Self.load(program.name, type: program.programType, attachType: program.attachType, what: "the socket program") {
-                () throws(BPFAssembler.Failure) in try program.code(storage: storage.raw, known: known.raw, namespaces: namespaces, depth: parentDepth)
+                () throws(ProgramError) in try program.code(storage: storage.raw, known: known.raw, namespaces: namespaces, depth: parentDepth)
             }
             ids[program] = vx_bpf_prog_id(loaded.raw)
             programs[program] = owned.insert(loaded)
         }
         // Names follow the app where the kernel has the Unix-socket hooks (6.7); without
         // them everything else still holds, and status says what is not covered.
-        do throws(Failure) {
+        do throws(SocketProgramError) {
             let types: NameFollowingTypes
             do { types = try NameFollowingTypes(btf: Self.kernelBTF()) } catch {
-                throw Failure("reading the kernel's types (/sys/kernel/btf/vmlinux)", code: ENOENT, detail: error.description)
+                throw .kernelTypes(error)
             }
             let program = SocketProgram.unixConnect
             let loaded = try Self.load(program.name, type: program.programType, attachType: program.attachType, what: "the socket program") {
-                () throws(BPFAssembler.Failure) in try program.code(storage: storage.raw, names: types)
+                () throws(ProgramError) in try program.code(storage: storage.raw, names: types)
             }
             ids[program] = vx_bpf_prog_id(loaded.raw)
             programs[program] = owned.insert(loaded)
         } catch {
-            namesFailure = error.description
+            namesFailure = error
         }
     }
 
     /// Why members' lookups through resolved's varlink socket and nscd are not followed on
     /// this kernel (nil: they are).
-    public private(set) var namesFailure: String?
+    public private(set) var namesFailure: SocketProgramError?
 
     /// Whether a cgroup can be given `SocketSettings.resolveSocket`.
     public var followsNames: Bool { programs[.unixConnect] != nil }
@@ -145,7 +135,7 @@ public final class SocketProgramSet {
     /// Which of these programs the kernel has attached to the cgroup itself now (not what
     /// vpnd did, which someone with CAP_NET_ADMIN may have undone since). Needs
     /// CAP_NET_ADMIN, which vpnd keeps.
-    public func attached(on cgroup: borrowing FileDescriptor, path: String) throws(Failure) -> Set<SocketProgram> {
+    public func attached(on cgroup: borrowing FileDescriptor, path: String) throws(SocketProgramError) -> Set<SocketProgram> {
         var found: Set<SocketProgram> = []
         for program in SocketProgram.inUse {
             guard let id = ids[program] else { continue }
@@ -155,43 +145,43 @@ public final class SocketProgramSet {
     }
 
     /// The ids of every program attached to the cgroup itself at `type`, anyone's.
-    static func attachedIDs(on cgroup: borrowing FileDescriptor, type: UInt32, path: String) throws(Failure) -> [UInt32] {
+    static func attachedIDs(on cgroup: borrowing FileDescriptor, type: UInt32, path: String) throws(SocketProgramError) -> [UInt32] {
         var capacity: UInt32 = 64
         while true {
             var ids = [UInt32](repeating: 0, count: Int(capacity))
             var count = capacity
             if vx_bpf_prog_query(cgroup.raw, type, &ids, &count) == 0 { return Array(ids.prefix(Int(min(count, capacity)))) }
-            guard errno == ENOSPC, count > capacity else { throw Failure("bpf: listing the programs on \(path) (BPF_PROG_QUERY)") }
+            guard errno == ENOSPC, count > capacity else { throw .system(SystemError("bpf: listing the programs on \(path) (BPF_PROG_QUERY)")) }
             capacity = count
         }
     }
 
     /// The calling thread's network namespace, by its cookie: the owner vpnd writes and
     /// recognises, and the only namespace where the port-853 refusal acts.
-    public static func currentOwner() throws(Failure) -> UInt64 {
+    public static func currentOwner() throws(SocketProgramError) -> UInt64 {
         let cookie = vx_netns_cookie()
-        guard cookie != 0 else { throw Failure("reading the network namespace's cookie (SO_NETNS_COOKIE, Linux 5.14)") }
+        guard cookie != 0 else { throw .system(SystemError("reading the network namespace's cookie (SO_NETNS_COOKIE, Linux 5.14)")) }
         return cookie
     }
 
-    public func attach(_ program: SocketProgram, to cgroup: borrowing FileDescriptor, path: String) throws(Failure) {
-        guard let loaded = programs[program] else { throw Failure("attaching \(program.name) to \(path)", code: EOPNOTSUPP, detail: namesFailure ?? "not loaded") }
+    public func attach(_ program: SocketProgram, to cgroup: borrowing FileDescriptor, path: String) throws(SocketProgramError) {
+        guard let loaded = programs[program] else { throw .notLoaded(program: program.name, path: path, because: namesFailure) }
         guard vx_bpf_prog_attach(loaded.raw, cgroup.raw, program.attachType) == 0 else {
-            throw Failure("bpf: attaching \(program.name) to \(path)")
+            throw .system(SystemError("bpf: attaching \(program.name) to \(path)"))
         }
     }
 
-    public func detach(_ program: SocketProgram, from cgroup: borrowing FileDescriptor, path: String) throws(Failure) {
+    public func detach(_ program: SocketProgram, from cgroup: borrowing FileDescriptor, path: String) throws(SocketProgramError) {
         guard let loaded = programs[program] else { return }
         guard vx_bpf_prog_detach(loaded.raw, cgroup.raw, program.attachType) == 0 else {
-            throw Failure("bpf: detaching \(program.name) from \(path)")
+            throw .system(SystemError("bpf: detaching \(program.name) from \(path)"))
         }
     }
 
     /// The settings for the cgroup with this id (a program of ours must be attached there:
     /// the storage exists from the first attachment on). The kernel's counters start from
     /// `counters` (an earlier vpnd's, taken over) or 0.
-    public func write(_ settings: SocketSettings, cgroup id: UInt64, counters: SocketStorage? = nil) throws(Failure) {
+    public func write(_ settings: SocketSettings, cgroup id: UInt64, counters: SocketStorage? = nil) throws(SocketProgramError) {
         var value = SocketStorage(settings: settings, owner: owner)
         value.root = root
         if let counters {
@@ -204,33 +194,33 @@ public final class SocketProgramSet {
         let bytes = value.bytes + [UInt8](repeating: 0, count: max(0, storageSize - SocketStorage.size))
         var key = id
         guard bytes.withUnsafeBytes({ vx_bpf_map_update(storage.raw, &key, $0.baseAddress) }) == 0 else {
-            throw Failure("bpf: storing the socket settings of cgroup \(id)")
+            throw .system(SystemError("bpf: storing the socket settings of cgroup \(id)"))
         }
     }
 
     /// The path guard's map made to hold exactly `known` (before the guard is attached, so
     /// that it never meets an empty map).
-    public func setKnown(_ wanted: [UInt64: Bool]) throws(Failure) {
+    public func setKnown(_ wanted: [UInt64: Bool]) throws(SocketProgramError) {
         for (id, onPath) in wanted where knownNow[id] != onPath {
             var key = id, value: UInt32 = onPath ? 1 : 0
-            guard vx_bpf_map_update(known.raw, &key, &value) == 0 else { throw Failure("bpf: adding cgroup \(id) to the path guard's map") }
+            guard vx_bpf_map_update(known.raw, &key, &value) == 0 else { throw .system(SystemError("bpf: adding cgroup \(id) to the path guard's map")) }
             knownNow[id] = onPath
         }
         for id in knownNow.keys where wanted[id] == nil {
             var key = id
-            guard vx_bpf_map_delete(known.raw, &key) == 0 || errno == ENOENT else { throw Failure("bpf: removing cgroup \(id) from the path guard's map") }
+            guard vx_bpf_map_delete(known.raw, &key) == 0 || errno == ENOENT else { throw .system(SystemError("bpf: removing cgroup \(id) from the path guard's map")) }
             knownNow[id] = nil
         }
     }
 
     /// The let-out map made to hold exactly `wanted`: the namespaces whose forwarded
     /// packets the host's rules route (ContainerRules), applied after those rules.
-    public func setLetOut(_ wanted: [UInt64: ForeignNamespaces.Place]) throws(Failure) {
+    public func setLetOut(_ wanted: [UInt64: ForeignNamespaces.Place]) throws(SocketProgramError) {
         try holdAgain(keeping: Set(wanted.keys))
         for (cookie, place) in wanted where letOutNow[cookie] != place {
             var key = cookie
             guard place.bytes.withUnsafeBytes({ vx_bpf_map_update(allowedNamespaces.raw, &key, $0.baseAddress) }) == 0 else {
-                throw Failure("bpf: letting network namespace \(cookie) out")
+                throw .system(SystemError("bpf: letting network namespace \(cookie) out"))
             }
             letOutNow[cookie] = place
         }
@@ -241,19 +231,19 @@ public final class SocketProgramSet {
     /// earlier vpnd's let-out maps too: its programs stay attached until the first apply
     /// has put its own table in place, and must not let out what that table no longer
     /// routes.
-    public func holdAgain(keeping kept: Set<UInt64>) throws(Failure) {
+    public func holdAgain(keeping kept: Set<UInt64>) throws(SocketProgramError) {
         for index in earlierLetOut.indices {
             for cookie in earlierLetOut[index].cookies.subtracting(kept) {
                 var key = cookie
                 guard vx_bpf_map_delete(earlierLetOut[index].map.raw, &key) == 0 || errno == ENOENT else {
-                    throw Failure("bpf: holding network namespace \(cookie) again (the earlier vpnd's map)")
+                    throw .system(SystemError("bpf: holding network namespace \(cookie) again (the earlier vpnd's map)"))
                 }
                 earlierLetOut[index].cookies.remove(cookie)
             }
         }
         for cookie in Set(letOutNow.keys).subtracting(kept) {
             var key = cookie
-            guard vx_bpf_map_delete(allowedNamespaces.raw, &key) == 0 || errno == ENOENT else { throw Failure("bpf: holding network namespace \(cookie) again") }
+            guard vx_bpf_map_delete(allowedNamespaces.raw, &key) == 0 || errno == ENOENT else { throw .system(SystemError("bpf: holding network namespace \(cookie) again")) }
             letOutNow[cookie] = nil
         }
     }
@@ -476,9 +466,9 @@ public final class AdoptedSocketPrograms {
     /// nothing any more, but each runs at every socket made below its cgroup, and the kernel
     /// takes 64 a cgroup and hook, after which no vpnd can attach there. Returns how many
     /// went, and what could not.
-    public static func detachOrphans(hierarchy: CgroupHierarchy, live: Set<UInt64>) -> (detached: Int, failures: [SocketProgramSet.Failure]) {
+    public static func detachOrphans(hierarchy: CgroupHierarchy, live: Set<UInt64>) -> (detached: Int, failures: [SocketProgramError]) {
         var detached = 0
-        var failures: [SocketProgramSet.Failure] = []
+        var failures: [SocketProgramError] = []
         walk(hierarchy.mountPoint) { relative, _, found in
             guard let cgroup = try? FileDescriptor.open(hierarchy.absolute(relative), O_RDONLY | O_DIRECTORY) else { return }
             for item in found {
@@ -486,7 +476,7 @@ public final class AdoptedSocketPrograms {
                 if vx_bpf_prog_detach(item.descriptor.raw, cgroup.raw, item.kind.attachType) == 0 {
                     detached += 1
                 } else if errno != ENOENT {
-                    failures.append(SocketProgramSet.Failure("bpf: detaching \(item.kind.name) of a gone network namespace from \(relative.isEmpty ? "the root cgroup" : relative)"))
+                    failures.append(.system(SystemError("bpf: detaching \(item.kind.name) of a gone network namespace from \(relative.isEmpty ? "the root cgroup" : relative)")))
                 }
             }
         }
@@ -500,12 +490,12 @@ public final class AdoptedSocketPrograms {
 
     /// Detaches what was adopted on `path` (after the new programs are attached there, so
     /// that no socket meets the cgroup without them).
-    public func detach(_ path: String, cgroup: borrowing FileDescriptor) -> [SocketProgramSet.Failure] {
-        var failures: [SocketProgramSet.Failure] = []
+    public func detach(_ path: String, cgroup: borrowing FileDescriptor) -> [SocketProgramError] {
+        var failures: [SocketProgramError] = []
         defer { forget(path) }
         for adopted in byCgroup[path] ?? [] {
             if vx_bpf_prog_detach(adopted.descriptor.raw, cgroup.raw, adopted.program.attachType) != 0, errno != ENOENT {
-                failures.append(SocketProgramSet.Failure("bpf: detaching the earlier \(adopted.program.name) from \(path)"))
+                failures.append(.system(SystemError("bpf: detaching the earlier \(adopted.program.name) from \(path)")))
             }
         }
         return failures
@@ -513,9 +503,9 @@ public final class AdoptedSocketPrograms {
 
     /// Detaches every program the network namespace `owner` attached, anywhere in the
     /// hierarchy (vpnd --cleanup, and a test's namespace before it is deleted).
-    public static func detachAll(hierarchy: CgroupHierarchy, owner: UInt64) -> [SocketProgramSet.Failure] {
+    public static func detachAll(hierarchy: CgroupHierarchy, owner: UInt64) -> [SocketProgramError] {
         let adopted = AdoptedSocketPrograms(hierarchy: hierarchy.mountPoint, owner: owner)
-        var failures: [SocketProgramSet.Failure] = []
+        var failures: [SocketProgramError] = []
         for path in Array(adopted.byCgroup.keys) {
             guard let cgroup = try? FileDescriptor.open(hierarchy.absolute(path), O_RDONLY | O_DIRECTORY) else { continue }
             failures += adopted.detach(path, cgroup: cgroup)

@@ -9,7 +9,7 @@ public enum ControlClient {
         do {
             return try ControlCoding.decode(ControlResponse.self, from: answer)
         } catch {
-            throw ControlConnection.notUnderstood(ControlCoding.describe(error))
+            throw .notUnderstood(ControlCoding.describe(error))
         }
     }
 }

@@ -93,7 +93,7 @@ public final class DNSSteeringPoint {
     }
 
     /// The profiles (by key) whose queries the sockets take; the others' are dropped.
-    func serve(_ keys: Set<UInt32>) throws(DNSSteeringLink.Failure) {
+    func serve(_ keys: Set<UInt32>) throws(SocketProgramError) {
         for key in served.subtracting(keys) {
             for (ipv6, tcp) in [(false, false), (true, false), (false, true), (true, true)] { link.remove(key: key, ipv6: ipv6, tcp: tcp) }
         }

@@ -80,7 +80,7 @@ final class ControlServer {
         }
         let address = try UnixSocketAddress(path: path)
         if Self.somebodyListens(address) {
-            throw ApplyError("another vpnd already listens on \(path)")
+            throw ApplyError.controlSocketHeld(path: path)
         }
         unlink(path)
         listener = owned.insert(try Self.listen(at: address, path: path))

@@ -257,7 +257,7 @@ public final class KernelApplier: KernelApplying {
     /// Elements of sets whose addresses are routed (LearnedRoutes) get their routes before
     /// this returns, so the answer that follows finds them.
     public func addRuntimeElements(_ bySet: [String: [NftElement]]) throws {
-        guard let applied else { throw ApplyError("no table applied yet") }
+        guard let applied else { throw ApplyError.noTableApplied }
         try nft.addElements(bySet, in: applied)
         try execute(book.added(Self.learned(bySet), now: .now()))
     }

@@ -20,7 +20,7 @@ final class NamespaceLock {
         let fd = file.raw
         guard flock(fd, LOCK_EX | LOCK_NB) == 0 else {
             let holder = (try? String(decoding: Self.read(fd), as: UTF8.self)) ?? ""
-            throw ApplyError("another vpnd\(holder.isEmpty ? "" : " (pid \(holder))") manages this network namespace (lock \(path))")
+            throw ApplyError.namespaceHeld(pid: holder.isEmpty ? nil : holder, lock: path)
         }
         let pid = Array(String(getpid()).utf8)
         _ = ftruncate(fd, 0)

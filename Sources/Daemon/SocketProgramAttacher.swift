@@ -52,13 +52,13 @@ final class SocketProgramAttacher {
 
     /// The namespaces let out of their cgroups made exactly `cookies`; what to log if not.
     func letOut(_ cookies: [UInt64: ForeignNamespaces.Place]) -> String? {
-        do throws(SocketProgramSet.Failure) { try programs.setLetOut(cookies) } catch { return error.description }
+        do throws(SocketProgramError) { try programs.setLetOut(cookies) } catch { return error.description }
         return nil
     }
 
     /// The namespaces let out but not in `cookies` held again; what to log if not.
     func holdAgain(keeping cookies: Set<UInt64>) -> String? {
-        do throws(SocketProgramSet.Failure) { try programs.holdAgain(keeping: cookies) } catch { return error.description }
+        do throws(SocketProgramError) { try programs.holdAgain(keeping: cookies) } catch { return error.description }
         return nil
     }
 
@@ -68,7 +68,7 @@ final class SocketProgramAttacher {
         let wanted = Dictionary(desired.map { ($0.cgroup, $0) }, uniquingKeysWith: { a, _ in a })
         var reports: [String] = []
         // The guard's map before the guard: it never meets an empty one.
-        do throws(SocketProgramSet.Failure) { try programs.setKnown(pathGuard?.known ?? [:]) } catch { reports.append(error.description) }
+        do throws(SocketProgramError) { try programs.setKnown(pathGuard?.known ?? [:]) } catch { reports.append(error.description) }
         for (path, current) in attached where wanted[path]?.id != current.id {
             // A cgroup made again under the path has lost them with the old one.
             if hierarchy.id(of: path) == current.id { detach(current, reports: &reports) }
@@ -83,7 +83,7 @@ final class SocketProgramAttacher {
         }
         var unguarded: [String: UnguardedCgroup] = [:]
         for attachment in desired {
-            do throws(SocketProgramSet.Failure) {
+            do throws(SocketProgramError) {
                 let restored = try reconcile(attachment)
                 if failures.removeValue(forKey: attachment.cgroup) != nil {
                     reports.append("the socket programs of \(display(attachment.cgroup)) are attached now")
@@ -108,7 +108,7 @@ final class SocketProgramAttacher {
 
     /// One cgroup made to match; returns the programs that were attached at the last pass
     /// and were found gone (put back now).
-    private func reconcile(_ attachment: SocketProgramAttachment) throws(SocketProgramSet.Failure) -> [SocketProgram] {
+    private func reconcile(_ attachment: SocketProgramAttachment) throws(SocketProgramError) -> [SocketProgram] {
         let path = attachment.cgroup
         let cgroup = try open(attachment)
         let present = try programs.attached(on: cgroup, path: path)
@@ -118,10 +118,10 @@ final class SocketProgramAttacher {
         // Taking over, the earlier vpnd's counts go on; a change of settings keeps the counts.
         let stored = programs.read(cgroup: attachment.id)
         let counts = stored ?? (current == nil ? adopted.storage(of: path, id: attachment.id) : nil)
-        var refused: SocketProgramSet.Failure?
+        var refused: SocketProgramError?
         var holding = !present.isEmpty
         for program in want where !present.contains(program) {
-            do throws(SocketProgramSet.Failure) {
+            do throws(SocketProgramError) {
                 try programs.attach(program, to: cgroup, path: path)
                 holding = true
             } catch { refused = refused ?? error }
@@ -147,12 +147,12 @@ final class SocketProgramAttacher {
         return try? programs.attached(on: cgroup, path: attachment.cgroup)
     }
 
-    private func open(_ attachment: SocketProgramAttachment) throws(SocketProgramSet.Failure) -> FileDescriptor {
+    private func open(_ attachment: SocketProgramAttachment) throws(SocketProgramError) -> FileDescriptor {
         let cgroup: FileDescriptor
-        do { cgroup = try .open(hierarchy.absolute(attachment.cgroup), O_RDONLY | O_DIRECTORY) } catch { throw SocketProgramSet.Failure(error.operation, code: error.code) }
+        do { cgroup = try .open(hierarchy.absolute(attachment.cgroup), O_RDONLY | O_DIRECTORY) } catch { throw .system(error) }
         var info = stat()
         guard fstat(cgroup.raw, &info) == 0, UInt64(info.st_ino) == attachment.id else {
-            throw SocketProgramSet.Failure("attach to \(attachment.cgroup)", code: ESTALE, detail: "its id is not \(attachment.id) any more")
+            throw .cgroupReplaced(path: attachment.cgroup, id: attachment.id)
         }
         return cgroup
     }
@@ -162,7 +162,7 @@ final class SocketProgramAttacher {
     private func detach(_ attachment: SocketProgramAttachment, reports: inout [String]) {
         guard let cgroup = try? FileDescriptor.open(hierarchy.absolute(attachment.cgroup), O_RDONLY | O_DIRECTORY) else { return }
         for program in attachment.settings.programs {
-            do throws(SocketProgramSet.Failure) { try programs.detach(program, from: cgroup, path: attachment.cgroup) } catch {
+            do throws(SocketProgramError) { try programs.detach(program, from: cgroup, path: attachment.cgroup) } catch {
                 if error.code != ENOENT { reports.append(error.description) }
             }
         }

@@ -30,7 +30,7 @@ public enum Startup {
 
         public init(options: DaemonOptions, log: Log) throws {
             guard !options.cgroupParent.split(separator: "/").isEmpty else {
-                throw ApplyError("the cgroup parent must be a cgroup below the root (e.g. vpn.slice), not the root itself")
+                throw ApplyError.cgroupParentIsRoot
             }
             (self.options, self.log) = (options, log)
             hierarchy = try CgroupHierarchy.system()
@@ -39,8 +39,7 @@ public enum Startup {
                 owner = try SocketProgramSet.currentOwner()
                 socketPrograms = try SocketProgramSet(owner: owner, root: hierarchy.id(of: "") ?? 1, parentDepth: options.cgroupParent.split(separator: "/").count)
             } catch {
-                throw ApplyError("the cgroup socket programs (a member's mark, guard and DNS at its sockets) could not be loaded: \(error); "
-                    + "vpnexec needs Linux 5.14 or later with cgroup BPF, and CAP_BPF at start")
+                throw ApplyError.socketProgramsNotLoaded(underlying: error)
             }
             // A vpnd whose network namespace went away without `vpnd --cleanup` left programs
             // that act on nothing but run at every socket made below their cgroup, and fill
@@ -76,7 +75,7 @@ public enum Startup {
             executables = ExecutableEnforcement(initialNetworkNamespace: options.initialNetworkNamespace, open: !options.oneshot, log: log)
             let directory = String(options.socketPath[..<(options.socketPath.lastIndex(of: "/") ?? options.socketPath.startIndex)])
             socketDirectory = directory.isEmpty ? "." : directory
-            namesFailure = programs.socketPrograms.namesFailure
+            namesFailure = programs.socketPrograms.namesFailure?.description
             resolveDirectory = programs.socketPrograms.followsNames && !options.oneshot ? socketDirectory + "/resolve" : nil
             if let resolveDirectory { mkdir(resolveDirectory, 0o755) }
             if let failure = namesFailure {

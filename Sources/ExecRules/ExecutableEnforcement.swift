@@ -27,9 +27,9 @@ import DaemonLoop
 /// the move's preparation (`handleExecEvents`): that goes through its reconciler.
 public final class ExecutableEnforcement {
     private let follower: ExecutableFollower?
-    private let followerUnavailable: String?
+    private let followerUnavailable: (any Error)?
     private let group: FanotifyGroup?
-    private let groupUnavailable: String?
+    private let groupUnavailable: (any Error)?
     private var marks: ExecutableMarks?
     private var guardian: ExecutableGuard?
     /// bypass.executables launches left in their profile (their users may not bypass), by
@@ -49,9 +49,9 @@ public final class ExecutableEnforcement {
         refusals = BypassRefusals()
         guard open else {
             follower = nil
-            followerUnavailable = "not opened by vpnd --oneshot"
+            followerUnavailable = ApplyError.notOpenedByOneshot
             group = nil
-            groupUnavailable = "not opened by vpnd --oneshot"
+            groupUnavailable = ApplyError.notOpenedByOneshot
             return
         }
         do {
@@ -62,14 +62,14 @@ public final class ExecutableEnforcement {
             followerUnavailable = nil
         } catch {
             follower = nil
-            followerUnavailable = "\(error)"
+            followerUnavailable = error
         }
         do {
             group = try FanotifyGroup()
             groupUnavailable = nil
         } catch {
             group = nil
-            groupUnavailable = "\(error)"
+            groupUnavailable = error
         }
     }
 
@@ -77,7 +77,7 @@ public final class ExecutableEnforcement {
     /// stricter than what is enforced, so it is refused.
     public func checkEnforceable(_ policy: Policy) throws {
         guard policy.listsExecutables, group == nil, let reason = followerUnavailable else { return }
-        throw ApplyError("bypass.executables and route.executables need fanotify permission events or exec events, and this vpnd has neither (\(groupUnavailable ?? "?"); \(reason))")
+        throw ApplyError.executablesUnenforceable(fanotify: groupUnavailable, execEvents: reason)
     }
 
     /// Starts the guard's threads and watches the listed files' directories (a change there
@@ -99,7 +99,7 @@ public final class ExecutableEnforcement {
                 log.info("exec rules: listed programs are placed before they run (fanotify), exec events as a backstop")
             }
         } else {
-            log.notice("exec rules: fanotify permission events unavailable (\(groupUnavailable ?? "?")); listed programs are moved after their exec (exec events)")
+            log.notice("exec rules: fanotify permission events unavailable (\(groupUnavailable.map { "\($0)" } ?? "?")); listed programs are moved after their exec (exec events)")
         }
     }
 
@@ -167,8 +167,8 @@ public final class ExecutableEnforcement {
         var status = ExecutableRulesStatus(
             enforcement: guardian != nil ? ExecutableRulesStatus.beforeExec : follower != nil ? ExecutableRulesStatus.afterExec : "none",
             answerDeadlineMilliseconds: Int(ExecutableGuard.answerDeadline.nanoseconds / 1_000_000))
-        status.fanotifyUnavailable = group == nil ? groupUnavailable : nil
-        status.execEventsUnavailable = followerUnavailable
+        status.fanotifyUnavailable = group == nil ? groupUnavailable.map { "\($0)" } : nil
+        status.execEventsUnavailable = followerUnavailable.map { "\($0)" }
         status.refusedAtDeadline = counters.refusedLate
         status.allowedAtDeadline = counters.allowedLate
         status.unplaced = counters.unplaced

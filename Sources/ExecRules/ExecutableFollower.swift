@@ -50,7 +50,7 @@ final class ExecutableFollower {
             return try ExecEvents()
         }
         guard vx_setns(initial.raw, vx_clone_newnet()) == 0 else {
-            throw ApplyError("cannot enter the initial network namespace for exec events: \(SystemError("setns").reason)")
+            throw ApplyError.system(SystemError("setns"), doing: "cannot enter the initial network namespace for exec events")
         }
         defer { precondition(vx_setns(own.raw, vx_clone_newnet()) == 0, "could not return to vpnd's network namespace") }
         return try ExecEvents()
@@ -58,7 +58,7 @@ final class ExecutableFollower {
 
     private static func openNamespace(_ path: String) throws(ApplyError) -> FileDescriptor {
         do { return try FileDescriptor.open(path, O_RDONLY) } catch {
-            throw ApplyError("cannot open the initial network namespace (\(path)) for exec events: \(error.reason)")
+            throw ApplyError.system(error, doing: "cannot open the initial network namespace (\(path)) for exec events")
         }
     }
 

@@ -51,7 +51,7 @@ final class ExecutableMarks {
 
     private static func inotify() throws(ApplyError) -> FileDescriptor {
         do { return try FileDescriptor("inotify_init1", returned: inotify_init1(Int32(IN_NONBLOCK | IN_CLOEXEC))) } catch {
-            throw ApplyError("inotify_init1 (for listed executables): \(error.reason)")
+            throw ApplyError.system(error, doing: "inotify_init1 (for listed executables)")
         }
     }
 
@@ -96,7 +96,7 @@ final class ExecutableMarks {
                     kept[identity] = existing
                 } else if let failure = group.mark(fd) {
                     markedFiles.close(fd)
-                    file.problem = "cannot be marked: \(failure)"
+                    file.problem = "cannot be marked: \(failure.reason)"
                     continue
                 } else {
                     kept[identity] = fd

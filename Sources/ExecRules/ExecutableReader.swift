@@ -56,7 +56,7 @@ public final class ExecutableReader {
     /// program could ever be named. Asks for vpnd's own program.
     func check() throws {
         guard executable(of: getpid()) != nil else {
-            throw ApplyError("the helper that reads /proc/PID/exe could not keep CAP_SYS_PTRACE (not in vpnd's capability bound)")
+            throw ApplyError.capabilityNotKept(process: "the helper that reads /proc/PID/exe", capability: "CAP_SYS_PTRACE")
         }
     }
 

@@ -40,9 +40,9 @@ final class FanotifyGroup: Sendable {
         guard raw >= 0 else {
             let code = errno
             switch code {
-            case EINVAL: throw ApplyError("fanotify_init: this kernel has no fanotify permission events (CONFIG_FANOTIFY_ACCESS_PERMISSIONS)")
-            case EPERM: throw ApplyError("fanotify_init: not permitted (CAP_SYS_ADMIN at start, or a system call filter)")
-            case ENOSYS: throw ApplyError("fanotify_init: this kernel has no fanotify")
+            case EINVAL: throw ApplyError.kernelLacks(operation: "fanotify_init", feature: "fanotify permission events (CONFIG_FANOTIFY_ACCESS_PERMISSIONS)")
+            case EPERM: throw ApplyError.notPermitted(operation: "fanotify_init", needs: "CAP_SYS_ADMIN at start, or a system call filter")
+            case ENOSYS: throw ApplyError.kernelLacks(operation: "fanotify_init", feature: "fanotify")
             default: throw SystemError("fanotify_init", code: code)
             }
         }
@@ -50,8 +50,8 @@ final class FanotifyGroup: Sendable {
     }
 
     /// Marks the inode `file` is open on; nil, or why not.
-    func mark(_ file: DescriptorNumber) -> String? {
-        vx_fanotify_mark_exec(fileDescriptor.raw, file.raw, 1) == 0 ? nil : SystemError("fanotify_mark").reason
+    func mark(_ file: DescriptorNumber) -> SystemError? {
+        vx_fanotify_mark_exec(fileDescriptor.raw, file.raw, 1) == 0 ? nil : SystemError("fanotify_mark")
     }
 
     func unmark(_ file: DescriptorNumber) {

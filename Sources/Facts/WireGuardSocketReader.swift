@@ -30,7 +30,7 @@ public struct WireGuardSocketReader: Sendable {
         }
         do {
             return try ask(path)
-        } catch let failure as Failure where failure.nobodyListens {
+        } catch WireGuardSocketError.nobodyListens {
             return nil
         } catch {
             return TunnelTransport(source: .wireguardSocket, detail: "\(path) did not answer: \(error)")
@@ -47,40 +47,34 @@ public struct WireGuardSocketReader: Sendable {
         return nil
     }
 
-    struct Failure: Error, CustomStringConvertible {
-        var description: String
-        /// The socket is a file nobody listens on (its daemon died without removing it).
-        var nobodyListens = false
-    }
-
     private func ask(_ path: String) throws -> TunnelTransport {
         let connection = try FileDescriptor.socket(AF_UNIX, Int32(SOCK_STREAM.rawValue))
         var timeout = timeval(tv_sec: 0, tv_usec: 300_000)
         setsockopt(connection.raw, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
         setsockopt(connection.raw, SOL_SOCKET, SO_SNDTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
         let address: UnixSocketAddress
-        do { address = try UnixSocketAddress(path: path) } catch { throw Failure(description: "\(error)") }
+        do { address = try UnixSocketAddress(path: path) } catch { throw WireGuardSocketError.address(error) }
         let connected = address.withSockaddr { connect(connection.raw, $0, $1) }
         guard connected == 0 else {
             let error = SystemError("connect")
-            throw Failure(description: error.description, nobodyListens: error.code == ECONNREFUSED || error.code == ENOENT)
+            throw error.code == ECONNREFUSED || error.code == ENOENT ? WireGuardSocketError.nobodyListens(error) : .system(error)
         }
         var peer = vx_ucred()
         guard vx_peer_credentials(connection.raw, &peer) == 0 else {
-            throw Failure(description: SystemError("SO_PEERCRED").description)
+            throw WireGuardSocketError.system(SystemError("SO_PEERCRED"))
         }
         let request = Array("get=1\n\n".utf8)
         guard send(connection.raw, request, request.count, Int32(MSG_NOSIGNAL)) == request.count else {
-            throw Failure(description: SystemError("send").description)
+            throw WireGuardSocketError.system(SystemError("send"))
         }
         var answer = [UInt8](repeating: 0, count: 1 << 16)
         defer { UAPI.wipe(&answer) }
         var used = 0
         // The answer ends with an empty line (after errno=N).
         while !(used >= 2 && answer[used - 1] == 10 && answer[used - 2] == 10) {
-            guard used < answer.count else { throw Failure(description: "answer longer than \(answer.count) bytes") }
+            guard used < answer.count else { throw WireGuardSocketError.answerTooLong(bytes: answer.count) }
             let count = answer[used...].withUnsafeMutableBytes { read(connection.raw, $0.baseAddress, $0.count) }
-            guard count > 0 else { throw Failure(description: count == 0 ? "closed before answering" : SystemError("read").description) }
+            guard count > 0 else { throw count == 0 ? WireGuardSocketError.closedBeforeAnswering : .system(SystemError("read")) }
             used += count
         }
         let parsed = try answer.withUnsafeBytes { buffer throws(UAPI.ProtocolError) in

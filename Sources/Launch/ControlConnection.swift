@@ -3,49 +3,37 @@ import CLinux
 import Descriptors
 import Glibc
 
-public struct ControlClientError: Error, CustomStringConvertible, Sendable {
-    public var description: String
-    /// Nothing listens on the socket: a command that can do without vpnd says how.
-    public var daemonNotRunning = false
-
-    public init(description: String, daemonNotRunning: Bool = false) {
-        self.description = description
-        self.daemonNotRunning = daemonNotRunning
-    }
-}
-
 /// One exchange with vpnd on its control socket: a request line out (with a descriptor
 /// along, vpnexec's pidfd of itself), the answer line back. The bytes only: vpnctl codes
 /// them with Foundation's JSON (Control), vpnexec with LaunchMessages.
 public enum ControlConnection {
     private static func unixStream() throws(ControlClientError) -> FileDescriptor {
         do { return try .socket(AF_UNIX, Int32(SOCK_STREAM.rawValue)) } catch {
-            throw ControlClientError(description: "cannot create a socket: \(error.reason)")
+            throw .socket(error)
         }
     }
 
     public static func exchange(_ request: [UInt8], socketPath: String, passing: DescriptorNumber? = nil) throws(ControlClientError) -> [UInt8] {
         let connection = try unixStream()
         let address: UnixSocketAddress
-        do { address = try UnixSocketAddress(path: socketPath) } catch { throw ControlClientError(description: "\(error)") }
+        do { address = try UnixSocketAddress(path: socketPath) } catch { throw .address(error) }
         let connected = address.withSockaddr { connect(connection.raw, $0, $1) }
         guard connected == 0 else {
             let code = errno
             switch code {
             case ENOENT, ECONNREFUSED:
-                throw ControlClientError(description: "vpnd is not running (nothing listens on \(socketPath)); start it with `systemctl start vpnd` or run `vpnd` as root",
-                                         daemonNotRunning: true)
+                throw .notRunning(socketPath: socketPath)
             case EACCES:
-                throw ControlClientError(description: "permission denied on \(socketPath)")
+                throw .permissionDenied(socketPath: socketPath)
             default:
-                throw ControlClientError(description: "cannot reach vpnd at \(socketPath): \(SystemError.reason(of: code))")
+                throw .unreachable(socketPath: socketPath, SystemError("connect", code: code))
             }
         }
         var sent = 0
         while sent < request.count {
             // The descriptor travels with the first bytes.
             let count = request[sent...].withUnsafeBytes { vx_send_with_fd(connection.raw, $0.baseAddress, $0.count, sent == 0 ? (passing?.raw ?? -1) : -1) }
-            guard count > 0 else { throw ControlClientError(description: "vpnd closed the connection: \(SystemError("send").reason)") }
+            guard count > 0 else { throw .closedWhileSending(SystemError("send")) }
             sent += count
         }
         var answer: [UInt8] = []
@@ -56,12 +44,7 @@ public enum ControlConnection {
             answer += buffer[0..<count]
             if answer.last == UInt8(ascii: "\n") { break }
         }
-        guard !answer.isEmpty else { throw ControlClientError(description: "vpnd closed the connection without an answer") }
+        guard !answer.isEmpty else { throw .closedWithoutAnswer }
         return answer
-    }
-
-    /// What a client says of an answer it cannot read.
-    public static func notUnderstood(_ why: String) -> ControlClientError {
-        ControlClientError(description: "vpnd sent an answer this client does not understand (\(why)); are vpnd and this command of one version?")
     }
 }

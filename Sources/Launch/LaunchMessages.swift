@@ -25,17 +25,17 @@ public enum LaunchMessages {
 
     public static func answer(_ line: [UInt8]) throws(ControlClientError) -> Answer {
         let value: JSONValue
-        do { value = try JSONValue(parsing: line) } catch { throw ControlConnection.notUnderstood("\(error)") }
-        guard let ok = value["ok"]?.bool else { throw ControlConnection.notUnderstood("no key \"ok\"") }
+        do { value = try JSONValue(parsing: line) } catch { throw ControlClientError.notUnderstood("\(error)") }
+        guard let ok = value["ok"]?.bool else { throw ControlClientError.notUnderstood("no key \"ok\"") }
         let message = value["message"]?.string
         guard let launch = value["launch"], !launch.isNull else { return Answer(ok: ok, message: message, launch: nil) }
         guard let cgroups = launch["cgroups"]?.array?.compactMap(\.string), cgroups.count == launch["cgroups"]?.array?.count else {
-            throw ControlConnection.notUnderstood("launch.cgroups: expected an array of strings")
+            throw ControlClientError.notUnderstood("launch.cgroups: expected an array of strings")
         }
         var report = LaunchReport(cgroups: cgroups)
         if let held = launch["heldTunnel"], !held.isNull {
             guard let interface = held["interface"]?.string, let state = held["state"]?.string else {
-                throw ControlConnection.notUnderstood("launch.heldTunnel: expected interface and state")
+                throw ControlClientError.notUnderstood("launch.heldTunnel: expected interface and state")
             }
             report.heldTunnel = HeldTunnel(interface: interface, state: state)
         }

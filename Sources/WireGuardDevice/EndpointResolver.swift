@@ -5,11 +5,7 @@ import WireGuard
 /// Turns a file's `Endpoint = host:port` into an address, once, at start (as wg-quick does);
 /// roaming then follows the peer wherever it authenticates from.
 public enum EndpointResolver {
-    public struct Failure: Error, CustomStringConvertible {
-        public var description: String
-    }
-
-    public static func resolve(_ spec: WgQuickConfig.EndpointSpec, file: String, line: Int) throws -> Endpoint {
+    public static func resolve(_ spec: WgQuickConfig.EndpointSpec, file: String, line: Int) throws(EndpointError) -> Endpoint {
         switch spec.host {
         case let .address(address):
             return Endpoint(address: address, port: spec.port)
@@ -19,7 +15,7 @@ public enum EndpointResolver {
             var result: UnsafeMutablePointer<addrinfo>?
             let rc = getaddrinfo(name, nil, &hints, &result)
             guard rc == 0, let first = result else {
-                throw Failure(description: "\(file):\(line): cannot resolve Endpoint host \(name): \(String(cString: gai_strerror(rc)))")
+                throw .unresolvable(host: name, file: file, line: line, code: rc)
             }
             defer { freeaddrinfo(result) }
             // Prefer IPv4 like wg does when both exist: it is what most providers' servers answer on.
@@ -31,7 +27,7 @@ public enum EndpointResolver {
                 }
                 entry = e.pointee.ai_next
             }
-            guard var found = chosen else { throw Failure(description: "\(file):\(line): \(name) has no IPv4 or IPv6 address") }
+            guard var found = chosen else { throw .noAddress(host: name, file: file, line: line) }
             found.port = spec.port
             return found
         }

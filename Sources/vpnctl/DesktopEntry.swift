@@ -17,10 +17,6 @@ struct DesktopEntry: Equatable {
     /// The key our launchers carry: `--remove` deletes only files that have it.
     static let profileKey = "X-Vpnexec-Profile"
 
-    struct Failure: Error, CustomStringConvertible {
-        var description: String
-    }
-
     /// The value of `key` in `group` ("Desktop Entry", "Desktop Action new-window").
     func value(_ key: String, in group: String = "Desktop Entry") -> String? {
         var current: String?
@@ -37,9 +33,9 @@ struct DesktopEntry: Equatable {
     /// run Exec). A browser that hands a launch to its instance already running (outside
     /// the profile) gets the arguments of an instance of its own, its data below `home`.
     /// Refuses entries that are not applications with a command.
-    func launcher(profile: String, vpnexec: String, home: String) throws(Failure) -> DesktopEntry {
+    func launcher(profile: String, vpnexec: String, home: String) throws(DesktopEntryError) -> DesktopEntry {
         guard value("Type") == "Application", let exec = value("Exec"), !exec.isEmpty else {
-            throw Failure(description: "not an application with a command (Type=Application and Exec=)")
+            throw .notAnApplication
         }
         var out = DesktopEntry(text: "")
         var group: String?

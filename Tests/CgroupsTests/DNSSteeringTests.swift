@@ -31,8 +31,8 @@ import Testing
         let proxy = try UDP.open(in: net, bind: Endpoint(address: Self.source, port: 53), transparent: true)
         let wildcard = try UDP.open(in: net, bind: Endpoint(address: .v4(0), port: 53))
         try link.set(key: Self.key, socket: proxy)
-        #expect(throws: DNSSteeringLink.Failure.self, "127.77.0.0 names no profile") { try link.set(key: 0, socket: proxy) }
-        #expect { try link.set(key: link.capacity, socket: proxy) } throws: { ($0 as? DNSSteeringLink.Failure)?.code == E2BIG }
+        #expect(throws: SocketProgramError.self, "127.77.0.0 names no profile") { try link.set(key: 0, socket: proxy) }
+        #expect { try link.set(key: link.capacity, socket: proxy) } throws: { ($0 as? SocketProgramError)?.code == E2BIG }
 
         let unconnected = try UDP.open(in: net, mark: Self.mark)
         try UDP.send(unconnected, "query-1", to: Self.asked)

@@ -1,3 +1,4 @@
+import BPF
 import Cgroups
 import Descriptors
 import Foundation
@@ -49,7 +50,7 @@ import Testing
         let owner = try net.within { try SocketProgramSet.currentOwner() }
         do {
             let set = try SocketProgramSet(owner: owner, root: try #require(hierarchy.id(of: "")))
-            #expect(set.followsNames, "Linux 6.7+ has BPF_CGROUP_UNIX_CONNECT: \(set.namesFailure ?? "")")
+            #expect(set.followsNames, "Linux 6.7+ has BPF_CGROUP_UNIX_CONNECT: \(set.namesFailure.map { "\($0)" } ?? "")")
             let settings = SocketSettings(mark: 0x0100_0000, mask: 0x7f00_0000, resolveSocket: target)
             #expect(settings.programs.contains(.unixConnect))
             let cgroup = try FileDescriptor.open(hierarchy.absolute(member), O_RDONLY | O_DIRECTORY)
@@ -78,7 +79,7 @@ import Testing
         let btf = try #require(FileManager.default.contents(atPath: "/sys/kernel/btf/vmlinux"))
         let types = try NameFollowingTypes(btf: Array(btf))
         #expect(types.setSunPath > 0 && types.castToKernelContext > 0 && types.readOnlyCast > 0 && types.sockaddrUn > 0)
-        #expect(throws: KernelTypes.Failure.self) { try KernelTypes(parsing: Array(btf.prefix(100)), wanted: ["sockaddr_un": .structure]) }
-        #expect(throws: KernelTypes.Failure.self) { try KernelTypes(parsing: Array(btf), wanted: ["no_such_function_here": .function]) }
+        #expect(throws: ProgramError.btfSectionsOutOfBounds) { try KernelTypes(parsing: Array(btf.prefix(100)), wanted: ["sockaddr_un": .structure]) }
+        #expect(throws: ProgramError.kernelLacks("no_such_function_here")) { try KernelTypes(parsing: Array(btf), wanted: ["no_such_function_here": .function]) }
     }
 }

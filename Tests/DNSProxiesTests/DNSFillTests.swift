@@ -81,8 +81,8 @@ import DaemonLoop
 
     static func udpSocket(bind local: Endpoint?) throws -> Int32 {
         let fd = socket(AF_INET, Int32(SOCK_DGRAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
-        guard fd >= 0 else { throw ApplyError("socket: \(errno)") }
-        if let local, local.withSockaddr({ Glibc.bind(fd, $0, $1) }) != 0 { throw ApplyError("bind: \(errno)") }
+        guard fd >= 0 else { throw SystemError("socket") }
+        if let local, local.withSockaddr({ Glibc.bind(fd, $0, $1) }) != 0 { throw SystemError("bind") }
         return fd
     }
 
@@ -106,7 +106,7 @@ import DaemonLoop
         defer { cleanup.run() }
         let namespace = try NetworkNamespace("vx\(uniqueTag())dr", cleanup: cleanup)
         let applier = FakeKernelApplier()
-        applier.failNextElements = ApplyError("set full")
+        applier.failNextElements = SystemError("nft: adding elements", code: ENOSPC)
         let outcome = try namespace.within { try Self.ask(applier) }
         let answer = try #require(outcome.answer, "no answer")
         #expect(answer.header.responseCode == .serverFailure)

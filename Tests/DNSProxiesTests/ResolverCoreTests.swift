@@ -1,5 +1,7 @@
 import Addresses
 import Applying
+import Descriptors
+import Glibc
 import DNS
 import DomainNames
 @testable import DNSProxies
@@ -85,7 +87,7 @@ import TrustedFiles
 
     @Test func anAnswerWhoseAddressesTheKernelRefusedIsServfailAndGivesNoAddress() throws {
         let s = try Self.setup()
-        s.applier.failNextElements = ApplyError("set full")
+        s.applier.failNextElements = SystemError("nft: adding elements", code: ENOSPC)
         s.core.query(Self.query("host.corp.example"), from: .local(1), over: .udp, now: Self.start)
         _ = s.core.perform(now: Self.start, edge: s.edge)
         let forwarded = try #require(s.edge.forwards.first?.query)

@@ -1,5 +1,7 @@
 import Cgroups
 @testable import Daemon
+import Descriptors
+import Glibc
 import Plan
 import Policy
 import TunnelFiles
@@ -30,7 +32,7 @@ final class FakeCgroups: CgroupMoving, RuntimeFactsSource {
     }
 
     func move(_ process: ProcessHandle, to path: String) throws {
-        guard ids[path] != nil || path.isEmpty else { throw CgroupError("no cgroup \(path)") }
+        guard ids[path] != nil || path.isEmpty else { throw CgroupError.system(SystemError("move process \(process.pid) into \(path)/cgroup.procs", code: ENOENT)) }
         onMove(process.pid, path)
         moves.append((process.pid, path))
         processes[process.pid] = path

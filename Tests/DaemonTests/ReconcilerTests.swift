@@ -1,5 +1,6 @@
 import Addresses
 @testable import Daemon
+import Descriptors
 import Foundation
 import Nftables
 import Plan
@@ -90,7 +91,7 @@ import Applying
         let folder = try PolicyFolder(Self.work)
         let (reconciler, applier, _) = try running(folder)
         try folder.write(Self.work + Self.home)
-        guard case .refused = reconciler.reload(from: folder.path, check: { _ in throw ApplyError("not enforceable") }) else {
+        guard case .refused = reconciler.reload(from: folder.path, check: { _ in throw ApplyError.kernelLacks(operation: "fanotify_init", feature: "fanotify") }) else {
             Issue.record("the check's refusal was not a refusal")
             return
         }
@@ -152,12 +153,12 @@ import Applying
         let folder = try PolicyFolder(Self.work)
         let (reconciler, applier, _) = try running(folder)
         try folder.write(Self.work + Self.home)
-        applier.failNextApply = ApplyError("the kernel said no")
+        applier.failNextApply = SystemError("nft: replacing the table", code: EPERM)
         guard case let .failed(error) = reconciler.reload(from: folder.path, check: { _ in }) else {
             Issue.record("a failed apply was not reported")
             return
         }
-        #expect("\(error)" == "the kernel said no")
+        #expect("\(error)" == "nft: replacing the table: Operation not permitted")
         #expect(applier.applied.count == 3, "the first, the new one that failed, the first again")
         #expect(applier.applied[1].nft.chain(named: "egress_home") != nil)
         #expect(applier.applied[2] == applier.applied[0])
@@ -205,8 +206,8 @@ import Applying
         #expect(appliedWhenStarted == [2], "the killswitch is applied before any tunnel starts")
         #expect(applier.applied.count == 3 && passes == 1)
         // A pass that fails still ends with the daemon's follow-up (transports, demand).
-        applier.failNextApply = ApplyError("no")
-        #expect(throws: ApplyError.self) { try reconciler.applyPolicy() }
+        applier.failNextApply = SystemError("nft: replacing the table", code: EPERM)
+        #expect(throws: SystemError.self) { try reconciler.applyPolicy() }
         #expect(passes == 2 && appliedWhenStarted == [2])
         #expect(reconciler.appliedFacts == nil, "no facts are in force after a failed apply")
     }
@@ -238,6 +239,8 @@ import Applying
         #expect(try applier.elements(of: "learned4", ipv4: true) == [element])
         try applier.teardown()
         #expect(applier.current == nil && applier.teardowns == 1)
-        #expect(throws: ApplyError.self) { try applier.addRuntimeElements([element], to: "learned4") }
+        #expect { try applier.addRuntimeElements([element], to: "learned4") } throws: {
+            if case .noTableApplied = $0 as? ApplyError { true } else { false }
+        }
     }
 }
