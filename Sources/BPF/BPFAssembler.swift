@@ -16,8 +16,6 @@ public struct BPFAssembler: Sendable {
     }
 
     /// The name the programs' code throws by (SocketPrograms).
-    public typealias Failure = ProgramError
-
     private enum Item: Sendable {
         case instruction(BPFInstruction)
         case jump(BPFInstruction, to: String)

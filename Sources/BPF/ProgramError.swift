@@ -12,11 +12,8 @@ public enum ProgramError: Error, CustomStringConvertible, Sendable, Equatable {
     case btfUnknownKind(id: Int32, kind: UInt32)
     /// The kernel's types name no `name` (a kernel before 6.7 has no bpf_sock_addr_set_sun_path).
     case kernelLacks(String)
-    /// Said in words by a program's code (`init(description:)`).
-    case described(String)
-
-    /// For code that builds programs and refuses in words (BPFAssembler.Failure's callers).
-    public init(description: String) { self = .described(description) }
+    /// A program that calls the kernel's functions was asked for without their types.
+    case typesNotGiven(program: String)
 
     public var description: String {
         switch self {
@@ -28,7 +25,7 @@ public enum ProgramError: Error, CustomStringConvertible, Sendable, Equatable {
         case let .btfTypeCutShort(id): "BTF type \(id) cut short"
         case let .btfUnknownKind(id, kind): "BTF type \(id) of unknown kind \(kind)"
         case let .kernelLacks(name): "the kernel has no \(name)"
-        case let .described(text): text
+        case let .typesNotGiven(program): "the \(program) program needs the kernel's types"
         }
     }
 }

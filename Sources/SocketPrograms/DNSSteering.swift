@@ -112,7 +112,7 @@ public enum DNSSteering {
     /// another socket (a resolver bound to 0.0.0.0:53 or [::]:53 would answer it outside
     /// the tunnel). The input hook's lookup meets the same verdict and refuses such a query
     /// at once (DNSRouting.steeredQueryGuards in Plan).
-    public static func program(maps: Maps) throws(BPFAssembler.Failure) -> [BPFInstruction] {
+    public static func program(maps: Maps) throws(ProgramError) -> [BPFInstruction] {
         var code = BPFAssembler()
         code.move(.r6, .r1)
         // r9 = the transport, kept across the calls below.

@@ -67,7 +67,7 @@ public enum SocketProgram: String, CaseIterable, Hashable, Sendable {
     /// (`PathGuard`, `depth` levels of it), the network namespaces vpnd lets out and those
     /// seen (`ForeignNamespaces`); the kernel's types the unix-connect program needs.
     public func code(storage: Int32, known: Int32 = -1, namespaces: ForeignNamespaces.Maps = .none, depth: Int = 1,
-                     names: NameFollowingTypes? = nil) throws(BPFAssembler.Failure) -> [BPFInstruction] {
+                     names: NameFollowingTypes? = nil) throws(ProgramError) -> [BPFInstruction] {
         var code = BPFAssembler()
         // r6 = the context, r7 = this cgroup's storage (never null for cgroup storage).
         code.move(.r6, .r1)
@@ -80,7 +80,7 @@ public enum SocketProgram: String, CaseIterable, Hashable, Sendable {
         case .pathGuard: Self.pathGuard(&code, known: known, depth: depth)
         case .egress: Self.egress(&code, namespaces: namespaces)
         case .unixConnect:
-            guard let names else { throw BPFAssembler.Failure(description: "the unix-connect program needs the kernel's types") }
+            guard let names else { throw .typesNotGiven(program: "unix-connect") }
             NameFollowing.unixConnect(&code, types: names)
         default: Self.refuseEncryptedDNS(&code)
         }

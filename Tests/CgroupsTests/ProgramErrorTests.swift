@@ -17,7 +17,7 @@ import Testing
             (.btfTypeCutShort(id: 7), "BTF type 7 cut short"),
             (.btfUnknownKind(id: 7, kind: 31), "BTF type 7 of unknown kind 31"),
             (.kernelLacks("bpf_sock_addr_set_sun_path"), "the kernel has no bpf_sock_addr_set_sun_path"),
-            (ProgramError(description: "the unix-connect program needs the kernel's types"), "the unix-connect program needs the kernel's types"),
+            (ProgramError.typesNotGiven(program: "unix-connect"), "the unix-connect program needs the kernel's types"),
         ]
         for (error, words) in cases { #expect(error.description == words) }
     }
