@@ -14,7 +14,10 @@ final class NamespaceLock {
         guard stat("/proc/self/ns/net", &namespace) == 0 else {
             throw SystemError("stat /proc/self/ns/net")
         }
-        mkdir(directory, 0o755)
+        // Made if missing (/run/vpnexec), but not its parents: a path given by mistake is said.
+        guard mkdir(directory, 0o755) == 0 || errno == EEXIST else {
+            throw ApplyError.system(SystemError("mkdir \(directory)"), doing: "cannot make the control socket's directory \(directory) (--socket)")
+        }
         let path = "\(directory)/netns-\(namespace.st_ino).lock"
         file = try Self.open(path)
         let fd = file.raw

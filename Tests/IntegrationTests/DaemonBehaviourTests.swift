@@ -115,6 +115,12 @@ import Testing
         #expect(refused.status == 1)
         #expect(refused.stderr.contains("another vpnd (pid \(first.pid)) manages this network namespace"))
         #expect(first.isRunning)
+        // A socket path in a directory that does not exist: said in words, with what it is.
+        var misplaced = try daemon.arguments
+        let missing = "/nonexistent-\(uniqueTag())/run"
+        misplaced[misplaced.firstIndex(of: daemon.socketPath)!] = missing + "/vpnd.sock"
+        let lost = try Command.status(misplaced)
+        #expect(lost.status == 1 && lost.stderr.hasSuffix("vpnd: cannot make the control socket's directory \(missing) (--socket): No such file or directory\n"), "\(lost.stderr)")
     }
 
     @Test func teardownAndCleanupRemoveEverything() throws {
