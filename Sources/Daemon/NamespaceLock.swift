@@ -3,22 +3,22 @@ import Glibc
 import Applying
 
 /// One vpnd per network namespace: two would replace each other's table and fight over
-/// rules and routes. The lock is a file named after the namespace (its inode) beside the
-/// control socket (/run/vpnexec), held with flock for the daemon's lifetime; the kernel
-/// releases it when the process dies, however it dies.
+/// rules and routes. The lock is a file named after the namespace (its inode) in
+/// /run/vpnexec, whatever `--socket` says (a second vpnd with its socket elsewhere is
+/// refused too; a file of root's directory, which no other user can make first), held with
+/// flock for the daemon's lifetime; the kernel releases it when the process dies, however
+/// it dies.
 final class NamespaceLock {
+    static let directory = "/run/vpnexec"
     private let file: FileDescriptor
 
-    init(directory: String) throws {
+    init() throws {
         var namespace = stat()
         guard stat("/proc/self/ns/net", &namespace) == 0 else {
             throw SystemError("stat /proc/self/ns/net")
         }
-        // Made if missing (/run/vpnexec), but not its parents: a path given by mistake is said.
-        guard mkdir(directory, 0o755) == 0 || errno == EEXIST else {
-            throw ApplyError.system(SystemError("mkdir \(directory)"), doing: "cannot make the control socket's directory \(directory) (--socket)")
-        }
-        let path = "\(directory)/netns-\(namespace.st_ino).lock"
+        try Self.makeDirectory(Self.directory, doing: "cannot make the directory of vpnd's lock \(Self.directory)")
+        let path = "\(Self.directory)/netns-\(namespace.st_ino).lock"
         file = try Self.open(path)
         let fd = file.raw
         guard flock(fd, LOCK_EX | LOCK_NB) == 0 else {
@@ -28,6 +28,11 @@ final class NamespaceLock {
         let pid = Array(String(getpid()).utf8)
         _ = ftruncate(fd, 0)
         _ = pwrite(fd, pid, pid.count, 0)
+    }
+
+    /// `path` made if missing, but not its parents: a path given by mistake is said.
+    static func makeDirectory(_ path: String, doing: String) throws {
+        guard mkdir(path, 0o755) == 0 || errno == EEXIST else { throw ApplyError.system(SystemError("mkdir \(path)"), doing: doing) }
     }
 
     private static func open(_ path: String) throws(SystemError) -> FileDescriptor {

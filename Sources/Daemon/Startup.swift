@@ -130,7 +130,9 @@ public enum Startup {
             loaded = try LoadedPolicy(directory: options.policyDirectory,
                                       previous: Daemon.indexes(programs.adopted, hierarchy: programs.hierarchy, parent: options.cgroupParent))
             if !options.oneshot { try dropped.opened.executables.checkEnforceable(loaded.policy) }
-            lock = try NamespaceLock(directory: dropped.opened.socketDirectory)
+            let socketDirectory = dropped.opened.socketDirectory
+            try NamespaceLock.makeDirectory(socketDirectory, doing: "cannot make the control socket's directory \(socketDirectory) (--socket)")
+            lock = try NamespaceLock()
             netlink = try Rtnetlink()
             applier = try KernelApplier(programs: SocketProgramAttacher(programs: programs.socketPrograms, hierarchy: programs.hierarchy, adopted: programs.adopted))
             applier.onProgramFailure = { [log] in log.warning("a cgroup's socket programs: \($0)") }

@@ -115,6 +115,15 @@ import Testing
         #expect(refused.status == 1)
         #expect(refused.stderr.contains("another vpnd (pid \(first.pid)) manages this network namespace"))
         #expect(first.isRunning)
+        // With its socket in another directory: the lock is the namespace's, not the socket's.
+        let elsewhere = "/tmp/vx-elsewhere-\(uniqueTag())"
+        cleanup.add("remove \(elsewhere)") { try? FileManager.default.removeItem(atPath: elsewhere) }
+        var third = try daemon.arguments
+        third[third.firstIndex(of: daemon.socketPath)!] = elsewhere + "/vpnd.sock"
+        let refusedElsewhere = try Command.status(third)
+        #expect(refusedElsewhere.status == 1 && refusedElsewhere.stderr.contains("another vpnd (pid \(first.pid)) manages this network namespace (lock /run/vpnexec/netns-"),
+                "\(refusedElsewhere.stderr)")
+        #expect(first.isRunning)
         // A socket path in a directory that does not exist: said in words, with what it is.
         var misplaced = try daemon.arguments
         let missing = "/nonexistent-\(uniqueTag())/run"
