@@ -15,6 +15,7 @@ public final class NetworkNamespace: @unchecked Sendable {
         try? Self.owners.record(name)
         cleanup.add("delete netns \(name)") { [name] in
             Self.detachSocketPrograms(of: name)
+            Self.removeDaemonLock(of: name)
             // Processes still inside would keep the namespace alive; the test killed its own.
             try Command.run(["ip", "netns", "delete", name])
             Self.owners.forget(name)
@@ -25,6 +26,7 @@ public final class NetworkNamespace: @unchecked Sendable {
     static let owners = TestOwners("netns")
     static let sweepOnce: Void = owners.sweep { name in
         detachSocketPrograms(of: name)
+        removeDaemonLock(of: name)
         _ = try? Command.run(["ip", "netns", "delete", name])
     }
 
@@ -36,6 +38,13 @@ public final class NetworkNamespace: @unchecked Sendable {
         for failure in AdoptedSocketPrograms.detachAll(hierarchy: hierarchy, owner: owner) {
             FileHandle.standardError.write(Data("cleanup of netns \(name): \(failure)\n".utf8))
         }
+    }
+
+    /// The lock a vpnd took for the namespace (/run/vpnexec/netns-INODE.lock) outlives it.
+    static func removeDaemonLock(of name: String) {
+        var namespace = stat()
+        guard stat("/var/run/netns/\(name)", &namespace) == 0 else { return }
+        try? FileManager.default.removeItem(atPath: "/run/vpnexec/netns-\(namespace.st_ino).lock")
     }
 
     /// The argument prefix that runs a command inside (nsenter keeps /sys and cgroupfs).

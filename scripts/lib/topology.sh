@@ -25,6 +25,8 @@ cleanup() {
   # vpnd's socket programs outlive it (the root cgroup's path guard outlives the cgroups
   # of this run): removed as an admin would, before the namespace goes.
   [[ -n ${bin:-} && -x $bin/vpnd ]] && inns "$client" "$bin/vpnd" --cleanup --socket "$work/cleanup.sock" 2>/dev/null
+  # and its lock, named after the namespace.
+  rm -f /run/vpnexec/netns-"$(stat -Lc %i /var/run/netns/"$client" 2>/dev/null)".lock
   for ns in "$client" "$wan" "$server" "${extra_namespaces[@]}"; do ip netns del "$ns" 2>/dev/null; done
   for tunnel in "$wgc" "$wgs" "${extra_tunnels[@]}"; do rm -f /var/run/wireguard/"$tunnel".sock; done
   if [[ -d $cgroup_root/$cgroup_parent ]]; then
