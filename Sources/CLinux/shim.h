@@ -84,6 +84,9 @@ static inline int vx_tun_attach(int fd, const char *name, int vnet_hdr, char *ou
 
 /// TUNSETPERSIST: whether the interface stays when its last descriptor closes.
 static inline int vx_tun_persist(int fd, int on) { return ioctl(fd, TUNSETPERSIST, (unsigned long)on); }
+/// TUNSETOWNER: only this user (or CAP_NET_ADMIN) may attach. A TUN with neither owner nor
+/// group may be attached to by anyone who can open /dev/net/tun.
+static inline int vx_tun_set_owner(int fd, unsigned int uid) { return ioctl(fd, TUNSETOWNER, (unsigned long)uid); }
 
 /// TUNSETOFFLOAD: which offloads the kernel may hand us (TUN_F_CSUM | TUN_F_TSO4 | ...).
 static inline int vx_tun_set_offload(int fd, unsigned int flags) { return ioctl(fd, TUNSETOFFLOAD, flags); }

@@ -146,32 +146,49 @@ public final class KernelApplier: KernelApplying {
 
     // MARK: the hold device
 
-    /// Makes the hold device (HoldDevice: a persistent TUN no one reads) exist and be up, or
-    /// removes it. An interface of another kind under its name is left alone, and the plan
-    /// routes nothing into it.
+    /// Makes the hold device (HoldDevice: a persistent TUN no one reads) exist, be root's and
+    /// be up, or removes it. Root's at each look: a TUN with no owner may be attached to by
+    /// any user who can open /dev/net/tun, who would then read what is held. One that another
+    /// process holds open is deleted and made again. An interface of another kind under its
+    /// name is left alone, and the plan routes nothing into it.
     private func keepHoldDevice(_ wanted: Bool) throws {
         let name = HoldDevice.name
-        var link = try rtnl.link(named: name)
-        if let found = link, found.kind != "tun" { holdDeviceKept = wanted; return }
+        let link = try rtnl.link(named: name)
+        if let link, link.kind != "tun" { holdDeviceKept = wanted; return }
         if wanted {
-            if link == nil {
-                try Self.persistTUN(name, true)
-                link = try rtnl.link(named: name)
+            do {
+                try Self.claimTUN(name)
+            } catch let error as SystemError where error.code == EBUSY {
+                guard let link else { throw error }
+                try rtnl.deleteLink(index: link.index)
+                try Self.claimTUN(name)
             }
-            if let link, !link.isUp { try rtnl.setLink(index: link.index, up: true) }
+            if let made = try rtnl.link(named: name), !made.isUp { try rtnl.setLink(index: made.index, up: true) }
         } else if link != nil {
-            try Self.persistTUN(name, false)
+            try Self.releaseTUN(name)
         }
         holdDeviceKept = wanted
     }
 
-    /// Attaches to the TUN `name` (made if missing) and sets whether it outlives the
-    /// descriptor, which closes here: not persistent, the interface goes with it.
-    private static func persistTUN(_ name: String, _ persistent: Bool) throws {
+    /// Attaches to the TUN `name` (made if missing), makes it root's and persistent, and
+    /// lets go (the descriptor closes here).
+    private static func claimTUN(_ name: String) throws {
+        let descriptor = try attachTUN(name)
+        guard vx_tun_set_owner(descriptor.raw, 0) == 0 else { throw SystemError("TUNSETOWNER 0 on \(name)") }
+        guard vx_tun_persist(descriptor.raw, 1) == 0 else { throw SystemError("TUNSETPERSIST 1 on \(name)") }
+    }
+
+    /// Not persistent any more: the interface goes when the descriptor closes, here.
+    private static func releaseTUN(_ name: String) throws {
+        let descriptor = try attachTUN(name)
+        guard vx_tun_persist(descriptor.raw, 0) == 0 else { throw SystemError("TUNSETPERSIST 0 on \(name)") }
+    }
+
+    private static func attachTUN(_ name: String) throws -> FileDescriptor {
         let descriptor = try FileDescriptor.open("/dev/net/tun", O_RDWR)
         var out = [CChar](repeating: 0, count: 16)
         guard vx_tun_attach(descriptor.raw, name, 0, &out) == 0 else { throw SystemError("attach to TUN interface \(name)") }
-        guard vx_tun_persist(descriptor.raw, persistent ? 1 : 0) == 0 else { throw SystemError("TUNSETPERSIST \(persistent ? 1 : 0) on \(name)") }
+        return descriptor
     }
 
     public var socketProgramsAttached: [SocketProgramAttachment]? { programs?.attachments }

@@ -251,6 +251,15 @@ public final class Rtnetlink {
         return conf.withUnsafeBytes { $0.loadUnaligned(fromByteOffset: disableIPv6 * 4, as: Int32.self) } == 0
     }
 
+    /// Deletes an interface.
+    public func deleteLink(index: Int32) throws {
+        let message = NetlinkMessage(type: UInt16(RTM_DELLINK), flags: 0)
+        var header = ifinfomsg()
+        header.ifi_index = index
+        message.putFamilyHeader(header)
+        try netlink.perform(message, operation: "delete link #\(index)")
+    }
+
     /// Brings an interface up or down and, if given, sets its MTU.
     public func setLink(index: Int32, up: Bool, mtu: UInt32? = nil) throws {
         let message = NetlinkMessage(type: UInt16(RTM_NEWLINK), flags: 0)
