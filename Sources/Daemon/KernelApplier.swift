@@ -70,6 +70,8 @@ public final class KernelApplier: KernelApplying {
     /// Whether the hold device was last made to exist (nil: not looked at since start).
     private var holdDeviceKept: Bool?
     private var holdDeviceFailure: String?
+    /// The index of the hold device this applier made root's.
+    private var claimedHoldDevice: Int32?
 
     init(programs: SocketProgramAttacher?, routingReadInterval: Duration = .seconds(10)) throws {
         nft = try NftablesClient()
@@ -147,8 +149,10 @@ public final class KernelApplier: KernelApplying {
     // MARK: the hold device
 
     /// Makes the hold device (HoldDevice: a persistent TUN no one reads) exist, be root's and
-    /// be up, or removes it. Root's at each look: a TUN with no owner may be attached to by
-    /// any user who can open /dev/net/tun, who would then read what is held. One that another
+    /// be up, or removes it. Root's: a TUN with no owner may be attached to by any user who
+    /// can open /dev/net/tun, who would then read what is held. Claimed once per device (by
+    /// its index: one made again is claimed again), as each attach and close turns its
+    /// carrier on and off, a link event that would start another pass. One that another
     /// process holds open is deleted and made again. An interface of another kind under its
     /// name is left alone, and the plan routes nothing into it.
     private func keepHoldDevice(_ wanted: Bool) throws {
@@ -156,16 +160,20 @@ public final class KernelApplier: KernelApplying {
         let link = try rtnl.link(named: name)
         if let link, link.kind != "tun" { holdDeviceKept = wanted; return }
         if wanted {
-            do {
-                try Self.claimTUN(name)
-            } catch let error as SystemError where error.code == EBUSY {
-                guard let link else { throw error }
-                try rtnl.deleteLink(index: link.index)
-                try Self.claimTUN(name)
+            if link == nil || link?.index != claimedHoldDevice {
+                do {
+                    try Self.claimTUN(name)
+                } catch let error as SystemError where error.code == EBUSY {
+                    guard let link else { throw error }
+                    try rtnl.deleteLink(index: link.index)
+                    try Self.claimTUN(name)
+                }
+                claimedHoldDevice = try rtnl.link(named: name)?.index
             }
             if let made = try rtnl.link(named: name), !made.isUp { try rtnl.setLink(index: made.index, up: true) }
         } else if link != nil {
             try Self.releaseTUN(name)
+            claimedHoldDevice = nil
         }
         holdDeviceKept = wanted
     }
