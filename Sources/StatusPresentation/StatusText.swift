@@ -119,7 +119,7 @@ public enum StatusText {
         // hold device took is in it: HoldDevice). (An interface that is up without carrier
         // keeps its route: packets go into it and are lost, counted nowhere.)
         if profile.killswitch, profile.trusted?.action != "disconnect", ["down", "missing"].contains(profile.tunnel.state) {
-            lines.append("  held      the tunnel is \(profile.tunnel.state): members' connections fail (\"No route to host\") or time out; nothing leaves")
+            lines.append("  held      the tunnel is \(profile.tunnel.state): members' connections fail (\"No route to host\") and their datagrams are refused; nothing leaves")
         }
         lines += exceptions(profile.exceptions)
         if let dns = profile.dns { lines += self.dns(dns, verbose: verbose) }

@@ -197,7 +197,7 @@ import Testing
               sent      0 packets; through the tunnel 0 packets
               received  0 packets
               dropped   0 packets by the killswitch
-              held      the tunnel is missing: members' connections fail ("No route to host") or time out; nothing leaves
+              held      the tunnel is missing: members' connections fail ("No route to host") and their datagrams are refused; nothing leaves
 
             """, "\(bare.status) \(bare.stdout)\(bare.stderr)")
         let verbose = try Command.status([vpnctl, "-v", "--socket", vpnd.path])

@@ -151,7 +151,7 @@ import Testing
     @Test func aMissingTunnelSaysWhatMembersGet() {
         let text = StatusText.render(Self.report(state: "missing"), now: Self.now)
         #expect(text.contains("  tunnel    wg0: missing, rx 2.0 KiB, tx 1.0 KiB\n"))
-        #expect(text.contains("  held      the tunnel is missing: members' connections fail (\"No route to host\") or time out; nothing leaves\n"), "\(text)")
+        #expect(text.contains("  held      the tunnel is missing: members' connections fail (\"No route to host\") and their datagrams are refused; nothing leaves\n"), "\(text)")
         #expect(!StatusText.render(Self.report(), now: Self.now).contains("  held "))
     }
 
