@@ -70,6 +70,9 @@ public final class KernelApplier: KernelApplying {
     /// Whether the hold device was last made to exist (nil: not looked at since start).
     private var holdDeviceKept: Bool?
     private var holdDeviceFailure: String?
+    /// The network namespace the applier's sockets were made in, where the hold device is
+    /// made too: a TUN is made in the calling thread's namespace, which may be another.
+    private let namespace: FileDescriptor
     /// The index of the hold device this applier made root's.
     private var claimedHoldDevice: Int32?
 
@@ -77,6 +80,7 @@ public final class KernelApplier: KernelApplying {
         nft = try NftablesClient()
         rtnl = try Rtnetlink()
         routingEvents = try RoutingMonitor(ignoringRoutesOf: [vpnexecLearnedRouteProtocol], keepingDeletions: false)
+        namespace = try FileDescriptor.open("/proc/thread-self/ns/net", O_RDONLY)
         self.programs = programs
         self.routingReadInterval = routingReadInterval
     }
@@ -162,17 +166,17 @@ public final class KernelApplier: KernelApplying {
         if wanted {
             if link == nil || link?.index != claimedHoldDevice {
                 do {
-                    try Self.claimTUN(name)
+                    try claimTUN(name)
                 } catch let error as SystemError where error.code == EBUSY {
                     guard let link else { throw error }
                     try rtnl.deleteLink(index: link.index)
-                    try Self.claimTUN(name)
+                    try claimTUN(name)
                 }
                 claimedHoldDevice = try rtnl.link(named: name)?.index
             }
             if let made = try rtnl.link(named: name), !made.isUp { try rtnl.setLink(index: made.index, up: true) }
         } else if link != nil {
-            try Self.releaseTUN(name)
+            try releaseTUN(name)
             claimedHoldDevice = nil
         }
         holdDeviceKept = wanted
@@ -180,23 +184,38 @@ public final class KernelApplier: KernelApplying {
 
     /// Attaches to the TUN `name` (made if missing), makes it root's and persistent, and
     /// lets go (the descriptor closes here).
-    private static func claimTUN(_ name: String) throws {
+    private func claimTUN(_ name: String) throws {
         let descriptor = try attachTUN(name)
         guard vx_tun_set_owner(descriptor.raw, 0) == 0 else { throw SystemError("TUNSETOWNER 0 on \(name)") }
         guard vx_tun_persist(descriptor.raw, 1) == 0 else { throw SystemError("TUNSETPERSIST 1 on \(name)") }
     }
 
     /// Not persistent any more: the interface goes when the descriptor closes, here.
-    private static func releaseTUN(_ name: String) throws {
+    private func releaseTUN(_ name: String) throws {
         let descriptor = try attachTUN(name)
         guard vx_tun_persist(descriptor.raw, 0) == 0 else { throw SystemError("TUNSETPERSIST 0 on \(name)") }
     }
 
-    private static func attachTUN(_ name: String) throws -> FileDescriptor {
-        let descriptor = try FileDescriptor.open("/dev/net/tun", O_RDWR)
-        var out = [CChar](repeating: 0, count: 16)
-        guard vx_tun_attach(descriptor.raw, name, 0, &out) == 0 else { throw SystemError("attach to TUN interface \(name)") }
-        return descriptor
+    private func attachTUN(_ name: String) throws -> FileDescriptor {
+        try inOwnNamespace {
+            let descriptor = try FileDescriptor.open("/dev/net/tun", O_RDWR)
+            var out = [CChar](repeating: 0, count: 16)
+            guard vx_tun_attach(descriptor.raw, name, 0, &out) == 0 else { throw SystemError("attach to TUN interface \(name)") }
+            return descriptor
+        }
+    }
+
+    /// `body` in the applier's network namespace (a TUN is made in the calling thread's):
+    /// the thread enters it for the call where it is in another (tests that apply from
+    /// outside; vpnd's one thread never is).
+    private func inOwnNamespace<T: ~Copyable>(_ body: () throws -> T) throws -> T {
+        var own = stat(), current = stat()
+        guard fstat(namespace.raw, &own) == 0, stat("/proc/thread-self/ns/net", &current) == 0 else { throw SystemError("stat a network namespace") }
+        if own.st_ino == current.st_ino && own.st_dev == current.st_dev { return try body() }
+        let here = try FileDescriptor.open("/proc/thread-self/ns/net", O_RDONLY)
+        guard vx_setns(namespace.raw, vx_clone_newnet()) == 0 else { throw SystemError("setns into the applier's network namespace") }
+        defer { precondition(vx_setns(here.raw, vx_clone_newnet()) == 0, "could not return to the thread's network namespace") }
+        return try body()
     }
 
     public var socketProgramsAttached: [SocketProgramAttachment]? { programs?.attachments }

@@ -49,6 +49,8 @@ import TrustedFiles
         try Self.settled(readingEvery: .seconds(3600), tag: "rr") { namespace, applier, state, settled in
             let made = try Self.profileRules(namespace)
             #expect(made.count == 1, "\(made)")
+            // Applied from a thread outside its namespace: the hold device is made in it.
+            #expect(try namespace.run(["ip", "-o", "link"]).contains("vpnexec-hold"))
             for _ in 0..<3 { try applier.apply(state) }
             #expect(applier.routingReads == settled, "nothing changed, nothing read")
 
